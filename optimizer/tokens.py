@@ -45,3 +45,10 @@ def truncate_to_tokens(text: str, max_tokens: int) -> str:
     if len(tokens) <= max_tokens:
         return text
     return _encoding().decode(tokens[:max_tokens])
+
+
+def last_tokens(text: str, max_tokens: int) -> str:
+    if max_tokens <= 0:
+        return ""
+    tokens = _encoding().encode_ordinary(text)
+    return _encoding().decode(tokens[-max_tokens:]) if len(tokens) > max_tokens else text

@@ -25,6 +25,8 @@ class Action(StrEnum):
 class ClassContract:
     retention: RetentionClass
     allowed: frozenset[Action]
+    # Whether a write-time stage (observation compression, offloading) may shorten a fresh result.
+    write_time_cut: bool
     # Runtime-vouched must-keep lines survive every cut, whatever the action.
     keeps_must_lines: bool
     # Only superseded reads may go: the latest result of the same call stays verbatim.
@@ -37,34 +39,43 @@ class ClassContract:
     must_pin: bool = False
 
 
+_KEEP = frozenset({Action.KEEP})
+_KEEP_OR_COMPRESS = frozenset({Action.KEEP, Action.COMPRESS})
+_ANY = frozenset(Action)
+
 CONTRACT: dict[RetentionClass, ClassContract] = {
     c.retention: c
     for c in (
         ClassContract(
-            RetentionClass.SKILL, frozenset({Action.KEEP, Action.COMPRESS}), True, False,
-            "Keep skill rules verbatim, with their rule ids and the skill version.", None, must_pin=True,
+            RetentionClass.SKILL, allowed=_KEEP_OR_COMPRESS, write_time_cut=False, keeps_must_lines=True,
+            latest_kept=False, budget_order=None, must_pin=True,
+            summary_rule="Keep skill rules verbatim, with their rule ids and the skill version.",
         ),
         ClassContract(
-            RetentionClass.WRITE_RECEIPT, frozenset({Action.KEEP, Action.COMPRESS}), True, False,
-            "Keep every write receipt's resource ids and status; a write that happened must stay visible.",
-            None, must_pin=True,
+            RetentionClass.WRITE_RECEIPT, allowed=_KEEP_OR_COMPRESS, write_time_cut=False, keeps_must_lines=True,
+            latest_kept=False, budget_order=None, must_pin=True,
+            summary_rule="Keep every write receipt's resource ids and status; a write that happened must stay visible.",
         ),
         ClassContract(
-            RetentionClass.ERROR_PARTIAL, frozenset({Action.KEEP, Action.COMPRESS, Action.CLEAR}), True, False,
-            "Keep error messages and partial-result warnings (e.g. 'showing 1-20 of 47') word for word.", 3,
+            RetentionClass.ERROR_PARTIAL, allowed=_ANY, write_time_cut=True, keeps_must_lines=True,
+            latest_kept=False, budget_order=3,
+            summary_rule="Keep error messages and partial-result warnings (e.g. 'showing 1-20 of 47') word for word.",
         ),
         ClassContract(
-            RetentionClass.DYNAMIC_STATE, frozenset({Action.KEEP, Action.COMPRESS, Action.CLEAR}), True, True,
-            "Keep the latest value of each state read (balances, stock, statuses); older values may go.", 1,
+            RetentionClass.DYNAMIC_STATE, allowed=_ANY, write_time_cut=True, keeps_must_lines=True,
+            latest_kept=True, budget_order=1,
+            summary_rule="Keep the latest value of each state read (balances, stock, statuses); older values may go.",
         ),
         ClassContract(
-            RetentionClass.STATIC, frozenset({Action.KEEP, Action.COMPRESS, Action.CLEAR}), True, False,
-            "Static content (search hits, file reads, docs) may be summarized; keep ids and values the task uses.",
-            0,
+            RetentionClass.STATIC, allowed=_ANY, write_time_cut=True, keeps_must_lines=True,
+            latest_kept=False, budget_order=0,
+            summary_rule="Static content (search hits, file reads, docs) may be summarized; keep the ids and values "
+            "the task uses.",
         ),
         ClassContract(
-            RetentionClass.UNKNOWN, frozenset({Action.KEEP}), True, False,
-            "Keep unclassified content.", 2,
+            RetentionClass.UNKNOWN, allowed=_KEEP, write_time_cut=False, keeps_must_lines=True,
+            latest_kept=False, budget_order=2,
+            summary_rule="Keep unclassified content.",
         ),
     )
 }

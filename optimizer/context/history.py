@@ -73,7 +73,14 @@ class Summarize:
             object.__setattr__(self, "tokens", count_tokens(self.summary))
 
 
-Edit = Replace | Summarize
+@dataclass(frozen=True)
+class Drop:
+    """Remove entries from the view outright (FIFO windows); nothing stands in for them."""
+
+    entry_ids: tuple[int, ...]
+
+
+Edit = Replace | Summarize | Drop
 
 
 @dataclass
@@ -81,11 +88,15 @@ class History:
     entries: list[Entry] = field(default_factory=list)
     edits: list[Edit] = field(default_factory=list)
 
-    def append(self, kind: EntryKind, content: str, *, step: int, turn: int, **fields: object) -> Entry:
-        entry = Entry(
+    def draft(self, kind: EntryKind, content: str, *, step: int, turn: int, **fields: object) -> Entry:
+        """The entry that `append` would add next, without adding it (write-time stages see this)."""
+        return Entry(
             id=len(self.entries), kind=kind, content=content, step=step, turn=turn,
             tokens=count_tokens(content), **fields,  # type: ignore[arg-type]
         )
+
+    def append(self, kind: EntryKind, content: str, *, step: int, turn: int, **fields: object) -> Entry:
+        entry = self.draft(kind, content, step=step, turn=turn, **fields)
         self.entries.append(entry)
         return entry
 
@@ -110,6 +121,8 @@ def replay(entries: Sequence[Entry], edits: Sequence[Edit]) -> list[Entry]:
     for edit in edits:
         if isinstance(edit, Replace):
             replaced[edit.entry_id] = edit
+        elif isinstance(edit, Drop):
+            summarized.update(edit.entry_ids)
         else:
             summarized.update(edit.entry_ids)
             summary = edit

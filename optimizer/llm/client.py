@@ -50,6 +50,8 @@ class ChatClient:
             base_url=base_url, api_key=config.api_key(), timeout=config.timeout_s, max_retries=0
         )
         self._slots = threading.Semaphore(config.concurrency)
+        self._system_tokens: dict[str, int] = {}
+        self._system_lock = threading.Lock()
 
     def complete(
         self,
@@ -121,6 +123,23 @@ class ChatClient:
             ) from exc
         delay = self.config.backoff_s * (2 ** (attempt - 1))
         time.sleep(delay * (0.5 + random.random()))
+
+    def system_tokens(self, system: str) -> int:
+        """Server-side token count of a system prompt, from a one-token probe request (memoized).
+
+        Peak tokens exclude the system prompt, as ACON does; the server's own count keeps them in the
+        same units as its reported usage. The probe also warms the server's prefix cache.
+        """
+        with self._system_lock:
+            if system in self._system_tokens:
+                return self._system_tokens[system]
+        completion = self.complete(
+            [{"role": "system", "content": system}, {"role": "user", "content": "."}], max_tokens=1
+        )
+        tokens = completion.usage.prompt_tokens
+        with self._system_lock:
+            self._system_tokens[system] = tokens
+        return tokens
 
     def probe(self) -> None:
         """Fail fast with a one-line `EndpointError` when the endpoint cannot answer at all."""

@@ -1,0 +1,1 @@
+"""Agents, the episode loop, and the episode record with its metrics."""

@@ -1,0 +1,283 @@
+"""The episode loop: strategy → replay → budget → request → agent → environment, step after step.
+
+History (what happened) and context (what is sent) are kept apart: the loop appends to the history,
+the strategy records edits, and every request is rebuilt from the history through the five
+checkpoints, each snapshotted in the episode.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from optimizer.agent.base import Agent, AgentAction, AgentInput
+from optimizer.agent.episode import Episode, StepRecord, compute_metrics
+from optimizer.agent.reference import ReferenceAgent
+from optimizer.agent.render import action_json, render_messages
+from optimizer.context.budget import apply_budget
+from optimizer.context.compressor import Compressor
+from optimizer.context.history import Entry, EntryKind, History
+from optimizer.context.recall import RECALL_SPEC, RECALL_TOOL, RecallStore
+from optimizer.context.strategies.base import ContextStrategy, StrategyContext
+from optimizer.errors import InfrastructureError
+from optimizer.llm.usage import Pricing
+from optimizer.tokens import count_message_tokens, count_tokens
+from optimizer.world.task import Task
+from optimizer.world.tool import ToolCall, ToolOutput, ToolSpec, classify_result
+
+MALFORMED_NOTICE = (
+    "Your last reply could not be used ({reason}). Reply with exactly one JSON object: "
+    '{{"tool": "<tool name>", "arguments": {{...}}}}.'
+)
+
+
+@dataclass
+class EpisodeServices:
+    """What the loop needs besides the task, agent and strategy."""
+
+    compressor: Compressor | None = None
+    agent_pricing: Pricing | None = None
+    compressor_pricing: Pricing | None = None
+    # Server-side token count of a system prompt (for peak tokens from reported usage).
+    system_tokens: Callable[[str], int] | None = None
+    max_total_steps: int = 200
+
+
+def run_episode(task: Task, agent: Agent, strategy: ContextStrategy, services: EpisodeServices) -> Episode:
+    started = time.perf_counter()
+    episode = Episode(
+        task_id=task.id, suite=task.suite, strategy=strategy.label(), strategy_version=strategy.version(),
+        agent=agent.name, outcome="failure",
+    )
+    env = task.make_env()
+    history = History()
+    store = RecallStore()
+    answers: list[str | None] = []
+    state = _LoopState()
+    try:
+        _record_entry(episode, history.append(EntryKind.TASK, task.instruction, step=0, turn=0), task.instruction, 0)
+        for turn_index, turn in enumerate(task.turns):
+            if turn_index > 0:
+                entry = history.append(EntryKind.USER, turn.content, step=state.step, turn=turn_index)
+                _record_entry(episode, entry, turn.content, state.step)
+            answer = _run_turn(task, turn_index, agent, strategy, env, history, store, episode, services, state, started)
+            answers.append(answer)
+            if state.stopped:
+                break
+        answers.extend([None] * (len(task.turns) - len(answers)))
+        verdict = env.check(answers)
+        episode.outcome = "success" if verdict.passed and not state.stopped_by_agent_error else "failure"
+        episode.reasons = list(verdict.reasons) + state.reasons
+        episode.blocking = list(verdict.blocking)
+    except InfrastructureError as exc:
+        episode.outcome = "infra_error"
+        episode.error = f"{exc.kind}: {exc}"
+    finally:
+        env.close()
+    episode.answers = answers
+    if isinstance(agent, ReferenceAgent):
+        episode.deviations = [d.to_dict() for d in agent.deviations]
+    episode.wall_s = time.perf_counter() - started
+    episode.metrics = compute_metrics(
+        episode, agent_pricing=services.agent_pricing,
+        compressor_pricing=services.compressor_pricing if strategy.uses_compressor else None,
+    )
+    return episode
+
+
+@dataclass
+class _LoopState:
+    step: int = 0
+    stopped: bool = False
+    stopped_by_agent_error: bool = False
+    previous_request: list[dict[str, Any]] | None = None
+    reasons: list[str] = dataclasses.field(default_factory=list)
+
+
+def _run_turn(
+    task: Task, turn: int, agent: Agent, strategy: ContextStrategy, env, history: History, store: RecallStore,
+    episode: Episode, services: EpisodeServices, state: _LoopState, started: float,
+) -> str | None:
+    tools: list[ToolSpec] = list(env.tools(turn))
+    if strategy.offers_recall:
+        tools.append(RECALL_SPEC)
+    specs = {t.name: t for t in tools}
+    system = agent.system_prompt(tools)
+    system_tokens = _system_tokens(agent, system, services)
+    malformed_in_a_row = 0
+    for _ in range(task.max_steps_per_turn):
+        if state.step >= services.max_total_steps:
+            break
+        step = state.step
+        ctx = StrategyContext(task=task.instruction, step=step, store=store, compressor=services.compressor)
+        condensation = strategy.condense(history, ctx)
+        if condensation is not None:
+            history.extend_edits(condensation.edits)
+            episode.records.extend(r.to_dict() for r in condensation.records)
+        replayed = history.replay()
+        budgeted, budget_record = apply_budget(
+            replayed, strategy.presend_budget(), store, step=step, strategy=strategy.type
+        )
+        if budget_record is not None:
+            episode.records.append(budget_record.to_dict())
+        messages = render_messages(system, budgeted, native_tools=agent.native_tools())
+        cache_break, invalidated = _cache_break(state.previous_request, messages)
+        state.previous_request = messages
+        step_started = time.perf_counter() - started
+        action = agent.act(
+            AgentInput(messages=messages, tools=tools, turn=turn, step=step, recall=_recaller(store))
+        )
+        record = StepRecord(
+            step=step, turn=turn,
+            replayed=[episode.store(e.content) for e in replayed],
+            budgeted=[episode.store(e.content) for e in budgeted],
+            request=[{"role": m["role"], "text": episode.store(_message_text(m))} for m in messages],
+            input_tokens=_input_tokens(action, messages, system_tokens),
+            action=_action_dict(action),
+            usage=action.usage.to_dict() if action.usage else None,
+            latency_s=action.latency_s, attempts=action.attempts,
+            cache_break=cache_break, invalidated_tokens=invalidated, started_s=step_started,
+        )
+        if cache_break and condensation is not None:
+            for r in episode.records[-len(condensation.records):]:
+                r["breaks_cache"] = True
+        episode.steps.append(record)
+        if action.usage is not None:
+            episode.token_source = action.usage.source
+        state.step += 1
+
+        if action.malformed is not None:
+            malformed_in_a_row += 1
+            if malformed_in_a_row > 1:
+                state.stopped = state.stopped_by_agent_error = True
+                state.reasons.append(f"agent error at step {step}: {action.malformed}")
+                return None
+            entry = history.append(
+                EntryKind.NOTICE, MALFORMED_NOTICE.format(reason=action.malformed), step=step, turn=turn
+            )
+            _record_entry(episode, entry, entry.content, step + 1)
+            continue
+        malformed_in_a_row = 0
+
+        if action.is_finish:
+            entry = history.append(EntryKind.ACTION, "", step=step, turn=turn, answer=action.answer)
+            entry = _with_content(history, entry, action_json(entry))
+            _record_entry(episode, entry, entry.content, step + 1)
+            return action.answer
+
+        entry = history.append(EntryKind.ACTION, "", step=step, turn=turn, calls=action.calls)
+        entry = _with_content(history, entry, action_json(entry))
+        _record_entry(episode, entry, entry.content, step + 1)
+        for call in action.calls:
+            output, spec = _execute(call, specs, env, store, turn)
+            retention = classify_result(spec, call, output)
+            recalled = call.arguments.get("handle") if call.name == RECALL_TOOL and not output.is_error else None
+            if recalled is not None:
+                retention = store.get(str(recalled)).retention  # a recall restores the original class
+            raw = history.draft(
+                EntryKind.RESULT, output.content, step=step, turn=turn, call=call, retention=retention,
+                must_keep=output.must_keep, is_error=output.is_error,
+                recalled_handle=str(recalled) if recalled is not None else None,
+            )
+            written = strategy.write(raw, history, ctx) if recalled is None else None
+            content = written.content if written is not None else raw.content
+            if written is not None and written.record is not None:
+                episode.records.append(written.record.to_dict())
+            entry = history.append(
+                EntryKind.RESULT, content, step=step, turn=turn, call=call, retention=retention,
+                must_keep=output.must_keep, is_error=output.is_error, recalled_handle=raw.recalled_handle,
+            )
+            _record_entry(episode, entry, output.content, step + 1)
+            episode.tool_calls.append({
+                "step": step, "turn": turn, "name": call.name, "arguments": dict(call.arguments),
+                "signature": call.signature(), "side_effect": bool(spec and spec.side_effect),
+                "is_error": output.is_error, "retention": retention.value, "result_tokens": raw.tokens,
+            })
+    state.stopped = True
+    state.reasons.append(f"turn {turn} hit the step limit ({task.max_steps_per_turn} per turn)")
+    return None
+
+
+def _execute(
+    call: ToolCall, specs: Mapping[str, ToolSpec], env, store: RecallStore, turn: int
+) -> tuple[ToolOutput, ToolSpec | None]:
+    spec = specs.get(call.name)
+    if spec is None:
+        return ToolOutput(f"Error: unknown tool {call.name!r}.", is_error=True), None
+    if call.name == RECALL_TOOL:
+        handle = str(call.arguments.get("handle", ""))
+        original = store.get(handle)
+        if original is None:
+            return ToolOutput(f"Error: no stored content for handle {handle!r}.", is_error=True), spec
+        store.recalls += 1
+        store.recalled_tokens += original.tokens
+        return ToolOutput(original.content, must_keep=original.must_keep), spec
+    return env.call(call, turn), spec
+
+
+def _recaller(store: RecallStore) -> Callable[[str], str | None]:
+    def recall(handle: str) -> str | None:
+        entry = store.get(handle)
+        return entry.content if entry is not None else None
+
+    return recall
+
+
+def _with_content(history: History, entry: Entry, content: str) -> Entry:
+    updated = dataclasses.replace(entry, content=content, tokens=count_tokens(content))
+    history.entries[entry.id] = updated
+    return updated
+
+
+def _record_entry(episode: Episode, entry: Entry, raw: str, visible_from: int) -> None:
+    episode.entries.append({
+        "id": entry.id, "kind": entry.kind.value, "step": entry.step, "turn": entry.turn,
+        "visible_from": visible_from, "text": episode.store(entry.content), "raw": episode.store(raw),
+        "tokens": entry.tokens, "retention": entry.retention.value if entry.retention else None,
+        "call": entry.call.to_dict() if entry.call else None,
+        "calls": [c.to_dict() for c in entry.calls], "answer": entry.answer,
+        "must_keep": list(entry.must_keep), "is_error": entry.is_error,
+    })
+
+
+def _message_text(message: Mapping[str, Any]) -> str:
+    if message.get("tool_calls"):
+        return "\n".join(f"{c['function']['name']}({c['function']['arguments']})" for c in message["tool_calls"])
+    return str(message.get("content") or "")
+
+
+def _cache_break(previous: Sequence[Mapping[str, Any]] | None, current: Sequence[Mapping[str, Any]]) -> tuple[bool, int]:
+    """Did this request rewrite part of the previous one (so a prompt cache cannot reuse it)?"""
+    if previous is None:
+        return False, 0
+    common = 0
+    for old, new in zip(previous, current, strict=False):
+        if old != new:
+            break
+        common += 1
+    if common >= len(previous):
+        return False, 0
+    return True, count_message_tokens(previous[common:])
+
+
+def _system_tokens(agent: Agent, system: str, services: EpisodeServices) -> int | None:
+    if not agent.uses_model or services.system_tokens is None:
+        return None
+    return services.system_tokens(system)
+
+
+def _input_tokens(action: AgentAction, messages: Sequence[Mapping[str, Any]], system_tokens: int | None) -> int:
+    usage = action.usage
+    if usage is not None and usage.source == "reported" and system_tokens is not None:
+        return max(0, usage.prompt_tokens - system_tokens)
+    return count_message_tokens(messages[1:])
+
+
+def _action_dict(action: AgentAction) -> dict[str, Any]:
+    return {
+        "calls": [c.to_dict() for c in action.calls], "answer": action.answer,
+        "malformed": action.malformed, "raw": action.raw[:2000],
+    }

@@ -1,0 +1,74 @@
+"""Checkpoint 5: turn the (budgeted) view into the chat request actually sent."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from optimizer.context.history import Entry, EntryKind
+
+
+def action_json(entry: Entry) -> str:
+    """Canonical JSON of an action, as the JSON-mode agent is asked to write it."""
+    if entry.answer is not None and not entry.calls:
+        return json.dumps({"tool": "finish", "arguments": {"answer": entry.answer}}, ensure_ascii=False)
+    payload = [{"tool": c.name, "arguments": dict(c.arguments)} for c in entry.calls]
+    return json.dumps(payload[0] if len(payload) == 1 else payload, ensure_ascii=False)
+
+
+def render_messages(system_prompt: str, view: Sequence[Entry], *, native_tools: bool) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}]
+    for entry in view:
+        if entry.kind is EntryKind.TASK or entry.kind is EntryKind.USER:
+            messages.append({"role": "user", "content": entry.content})
+        elif entry.kind is EntryKind.SUMMARY:
+            messages.append({"role": "user", "content": f"<history_summary>\n{entry.content}\n</history_summary>"})
+        elif entry.kind is EntryKind.NOTICE:
+            messages.append({"role": "user", "content": f"[harness] {entry.content}"})
+        elif entry.kind is EntryKind.ACTION:
+            if native_tools and entry.calls:
+                messages.append({
+                    "role": "assistant", "content": None,
+                    "tool_calls": [
+                        {"id": c.id, "type": "function",
+                         "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments), ensure_ascii=False)}}
+                        for c in entry.calls
+                    ],
+                })
+            else:
+                messages.append({"role": "assistant", "content": action_json(entry)})
+        elif entry.kind is EntryKind.RESULT:
+            call = entry.call
+            if native_tools and call is not None:
+                messages.append({"role": "tool", "tool_call_id": call.id, "content": entry.content})
+            else:
+                name = call.name if call else "?"
+                status = " (error)" if entry.is_error else ""
+                messages.append({"role": "user", "content": f"Tool result of {name}{status}:\n{entry.content}"})
+    return _merge_consecutive_users(messages) if not native_tools else messages
+
+
+def _merge_consecutive_users(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    # Chat templates of small models expect user/assistant alternation; several results of one step
+    # become one user message.
+    merged: list[dict[str, Any]] = []
+    for message in messages:
+        if merged and message["role"] == "user" and merged[-1]["role"] == "user" and len(merged) > 1:
+            merged[-1] = {"role": "user", "content": f"{merged[-1]['content']}\n\n{message['content']}"}
+        else:
+            merged.append(message)
+    return merged
+
+
+def request_text(messages: Sequence[dict[str, Any]], *, include_system: bool = False) -> str:
+    """All text of a request, for visibility checks: what is not in here, the model cannot see."""
+    parts = []
+    for message in messages:
+        if message["role"] == "system" and not include_system:
+            continue
+        if message.get("content"):
+            parts.append(str(message["content"]))
+        for call in message.get("tool_calls") or ():
+            parts.append(f"{call['function']['name']}({call['function']['arguments']})")
+    return "\n".join(parts)

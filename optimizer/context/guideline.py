@@ -1,0 +1,204 @@
+"""Guideline files: a retention policy (front matter) plus the two compressor instructions (body).
+
+```
+---
+name: seed
+policy:
+  pinned: [skill, write_receipt]
+  actions: {static: clear, dynamic_state: compress, error_partial: compress, unknown: keep}
+  t_hist: 2048
+  ...
+---
+## History compressor
+...
+## Observation compressor
+...
+```
+The version is a content hash, so identical guidelines share compressor caches and registry entries.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from optimizer.context.contract import CONTRACT, Action
+from optimizer.errors import ConfigError
+from optimizer.world.retention import RetentionClass
+
+HISTORY_HEADING = "## History compressor"
+OBSERVATION_HEADING = "## Observation compressor"
+_FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---\n?(.*)\Z", re.DOTALL)
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+SEED_GUIDELINE = PROJECT_ROOT / "guidelines" / "seed" / "seed.md"
+
+
+class RetentionPolicy(BaseModel):
+    """Structured part of a guideline: what happens to each class, and when compression triggers."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    pinned: tuple[RetentionClass, ...] = Field(
+        (RetentionClass.SKILL, RetentionClass.WRITE_RECEIPT),
+        description="Classes kept verbatim outside any summary, never cleared or compressed.",
+    )
+    actions: dict[RetentionClass, Action] = Field(
+        default_factory=lambda: {
+            RetentionClass.STATIC: Action.CLEAR,
+            RetentionClass.DYNAMIC_STATE: Action.COMPRESS,
+            RetentionClass.ERROR_PARTIAL: Action.COMPRESS,
+            RetentionClass.UNKNOWN: Action.KEEP,
+        },
+        description="For unpinned classes: keep, compress (LLM) or clear (placeholder + recall handle).",
+    )
+    t_hist: int = Field(2048, gt=0, description="Summarize once unsummarized history exceeds this many tokens.")
+    t_obs: int = Field(1024, gt=0, description="Compress or offload a fresh tool result above this many tokens.")
+    keep_last_k: int = Field(2, ge=1, description="Most recent agent steps always kept raw.")
+    summary_max_tokens: int = Field(512, gt=0, description="Completion cap for a history summary.")
+    observation_max_tokens: int = Field(384, gt=0, description="Completion cap for a compressed observation.")
+    budget_tokens: int | None = Field(None, gt=0, description="Hard pre-send budget for the history, if any.")
+
+    @field_validator("actions")
+    @classmethod
+    def _actions_within_contract(cls, actions: dict[RetentionClass, Action]) -> dict[RetentionClass, Action]:
+        for retention, action in actions.items():
+            if action not in CONTRACT[retention].allowed:
+                allowed = ", ".join(sorted(a.value for a in CONTRACT[retention].allowed))
+                raise ValueError(f"{retention.value}: action {action.value!r} breaks the contract (allowed: {allowed})")
+        return actions
+
+    def action_for(self, retention: RetentionClass | None) -> Action:
+        retention = retention or RetentionClass.UNKNOWN
+        if retention in self.pinned:
+            return Action.KEEP
+        return self.actions.get(retention, Action.KEEP)
+
+    def unpinned_required(self) -> list[RetentionClass]:
+        """Classes the contract requires pinned that this policy leaves unpinned."""
+        return [c for c, rule in CONTRACT.items() if rule.must_pin and c not in self.pinned]
+
+
+class Guideline(BaseModel):
+    """A versioned guideline. `provenance` records where a learned one came from (job, round, scores)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    name: str = "guideline"
+    description: str = ""
+    policy: RetentionPolicy = Field(default_factory=RetentionPolicy)
+    history: str = Field(..., min_length=1, description="Instruction for the history compressor.")
+    observation: str = Field(..., min_length=1, description="Instruction for the observation compressor.")
+    provenance: dict[str, Any] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _strip(self) -> Guideline:
+        object.__setattr__(self, "history", self.history.strip())
+        object.__setattr__(self, "observation", self.observation.strip())
+        return self
+
+    @property
+    def version(self) -> str:
+        payload = json.dumps(
+            {"policy": self.policy.model_dump(mode="json"), "history": self.history, "observation": self.observation},
+            sort_keys=True,
+        )
+        return hashlib.sha256(payload.encode()).hexdigest()[:12]
+
+    def to_markdown(self) -> str:
+        front = {
+            "name": self.name,
+            "description": self.description,
+            "version": self.version,
+            "policy": self.policy.model_dump(mode="json"),
+        }
+        if self.provenance:
+            front["provenance"] = self.provenance
+        header = yaml.safe_dump(front, sort_keys=False, allow_unicode=True).strip()
+        return f"---\n{header}\n---\n{HISTORY_HEADING}\n\n{self.history}\n\n{OBSERVATION_HEADING}\n\n{self.observation}\n"
+
+    @classmethod
+    def from_markdown(cls, text: str, *, source: str = "<text>") -> Guideline:
+        match = _FRONT_MATTER.match(text.replace("\r\n", "\n"))
+        if match is None:
+            raise ConfigError(f"{source}: guideline has no front matter (expected a leading '---' block)")
+        try:
+            front = yaml.safe_load(match.group(1)) or {}
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" line {mark.line + 2}" if mark else ""
+            raise ConfigError(f"{source}:{where} broken front matter: {getattr(exc, 'problem', exc)}") from None
+        if not isinstance(front, dict):
+            raise ConfigError(f"{source}: front matter must be a mapping")
+        front.pop("version", None)  # derived, never trusted from the file
+        body = match.group(2)
+        if HISTORY_HEADING not in body or OBSERVATION_HEADING not in body:
+            raise ConfigError(f"{source}: body needs '{HISTORY_HEADING}' and '{OBSERVATION_HEADING}' sections")
+        history, observation = _split_body(body)
+        try:
+            return cls(**front, history=history, observation=observation)
+        except ValidationError as exc:
+            error = exc.errors()[0]
+            where = ".".join(str(p) for p in error["loc"])
+            raise ConfigError(f"{source}: {where}: {error['msg']}") from None
+
+
+def _split_body(body: str) -> tuple[str, str]:
+    history_at = body.index(HISTORY_HEADING)
+    observation_at = body.index(OBSERVATION_HEADING)
+    if history_at < observation_at:
+        history = body[history_at + len(HISTORY_HEADING) : observation_at]
+        observation = body[observation_at + len(OBSERVATION_HEADING) :]
+    else:
+        observation = body[observation_at + len(OBSERVATION_HEADING) : history_at]
+        history = body[history_at + len(HISTORY_HEADING) :]
+    return history.strip(), observation.strip()
+
+
+def resolve_path(path: str | Path) -> Path:
+    """Relative paths resolve against the working directory, then the project root."""
+    candidate = Path(path)
+    if candidate.is_absolute() or candidate.exists():
+        return candidate
+    rooted = PROJECT_ROOT / candidate
+    return rooted if rooted.exists() else candidate
+
+
+def read_guideline(path: str | Path) -> Guideline:
+    resolved = resolve_path(path)
+    try:
+        text = resolved.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"guideline file not found: {path}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: guideline is not UTF-8 text") from None
+    return Guideline.from_markdown(text, source=str(path))
+
+
+@functools.lru_cache(maxsize=64)
+def _load_cached(path: str, mtime_ns: int) -> Guideline:
+    return read_guideline(path)
+
+
+def guideline_at(path: str | Path) -> Guideline:
+    """`read_guideline`, memoized per file content so strategies can call it on every step."""
+    resolved = resolve_path(path)
+    try:
+        mtime = resolved.stat().st_mtime_ns
+    except FileNotFoundError:
+        raise ConfigError(f"guideline file not found: {path}") from None
+    return _load_cached(str(resolved), mtime)
+
+
+def save_guideline(guideline: Guideline, path: Path) -> Path:
+    from optimizer.storage import atomic_write_text
+
+    atomic_write_text(path, guideline.to_markdown())
+    return path

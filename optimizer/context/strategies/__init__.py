@@ -1,0 +1,59 @@
+"""All context strategies, and `StrategyConfig`, the discriminated union that selects one by `type`.
+
+Adding a strategy: one module with one `ContextStrategy` subclass, one entry in the union below.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field, TypeAdapter
+
+from optimizer.context.strategies.base import Condensation, ContextStrategy, StrategyContext, Written
+from optimizer.context.strategies.clear_tool_uses import ClearToolUses
+from optimizer.context.strategies.fifo import Fifo
+from optimizer.context.strategies.guideline import GuidelineStrategy
+from optimizer.context.strategies.llm_history import LlmHistory
+from optimizer.context.strategies.llm_observation import LlmObservation
+from optimizer.context.strategies.mask_last_n import MaskLastN
+from optimizer.context.strategies.none import NoCompression
+from optimizer.context.strategies.offload_preview import OffloadPreview
+
+StrategyConfig = Annotated[
+    NoCompression | Fifo | MaskLastN | ClearToolUses | OffloadPreview | LlmHistory | LlmObservation | GuidelineStrategy,
+    Field(discriminator="type"),
+]
+
+STRATEGY_NAMES = (
+    "none", "fifo", "mask_last_n", "clear_tool_uses", "offload_preview", "llm_history", "llm_observation", "guideline",
+)
+DETERMINISTIC = ("none", "fifo", "mask_last_n", "clear_tool_uses", "offload_preview")
+
+_ADAPTER: TypeAdapter[ContextStrategy] = TypeAdapter(StrategyConfig)
+
+
+def parse_strategy(data: dict | str) -> ContextStrategy:
+    """Build a strategy from a config mapping, or from a bare name with default settings."""
+    if isinstance(data, str):
+        data = {"type": data}
+    return _ADAPTER.validate_python(data)
+
+
+__all__ = [
+    "DETERMINISTIC",
+    "STRATEGY_NAMES",
+    "ClearToolUses",
+    "Condensation",
+    "ContextStrategy",
+    "Fifo",
+    "GuidelineStrategy",
+    "LlmHistory",
+    "LlmObservation",
+    "MaskLastN",
+    "NoCompression",
+    "OffloadPreview",
+    "StrategyConfig",
+    "StrategyContext",
+    "Written",
+    "parse_strategy",
+]

@@ -1,0 +1,69 @@
+"""`clear_tool_uses`: Anthropic-style context editing.
+
+Once the context passes `trigger_tokens`, the oldest tool results are replaced by placeholders,
+keeping the last `keep_last` tool results. If the clearing would free fewer than `clear_at_least`
+tokens it does not happen at all: a cache break must pay for itself. Cleared content is recoverable
+through `recall(handle)`. Classification decides what may go, never the content: a result that
+calls itself a skill is still cleared if its tool is registered `static`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from optimizer.context.history import EntryKind, History, Replace, view_tokens
+from optimizer.context.recall import placeholder
+from optimizer.context.strategies.base import (
+    Condensation,
+    ContextStrategy,
+    StrategyContext,
+    clearable,
+    latest_reads,
+    replay_record,
+)
+
+
+class ClearToolUses(ContextStrategy):
+    """Clear old tool results past a token trigger."""
+
+    type: Literal["clear_tool_uses"] = "clear_tool_uses"
+    trigger_tokens: int = Field(4000, gt=0, description="Clear once the replayed history exceeds this.")
+    keep_last: int = Field(3, ge=0, description="Most recent tool results never cleared.")
+    clear_at_least: int = Field(0, ge=0, description="Skip clearing that would free fewer tokens than this.")
+    exclude_tools: tuple[str, ...] = Field((), description="Tools whose results are never cleared.")
+
+    @property
+    def offers_recall(self) -> bool:
+        return True
+
+    def condense(self, history: History, ctx: StrategyContext) -> Condensation | None:
+        view = history.replay()
+        if view_tokens(view) <= self.trigger_tokens:
+            return None
+        latest = latest_reads(history.entries)
+        results = [e for e in view if e.kind is EntryKind.RESULT]
+        protected = {e.id for e in results[len(results) - self.keep_last :]} if self.keep_last else set()
+        shown = {e.id: e for e in view}
+        edits: list[Replace] = []
+        handles: list[str] = []
+        freed = 0
+        for entry in results:
+            original = history.entry(entry.id)
+            if entry.id in protected or shown[entry.id].content != original.content:
+                continue  # recent, or already cleared
+            if original.call is not None and original.call.name in self.exclude_tools:
+                continue
+            if not clearable(original, latest_ids=latest):
+                continue
+            handle = ctx.store.put(original)
+            text = placeholder(original, handle)
+            candidate = Replace(entry.id, text)
+            freed += original.tokens - candidate.tokens
+            edits.append(candidate)
+            handles.append(handle)
+        if not edits or freed < self.clear_at_least:
+            return None
+        record = replay_record(self.type, "clear", history, edits, ctx, handles=tuple(handles))
+        return Condensation(tuple(edits), (record,))

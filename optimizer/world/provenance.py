@@ -1,0 +1,255 @@
+"""Where a call's argument values came from: the user's words, or an earlier tool output.
+
+A value the user never typed but a tool printed (an order id from a listing, a user id from a
+lookup) can only be copied from the context. If compression drops the output that carried it, an
+agent cannot make the call as written and has to guess. `find_needs` finds those values, so that a
+reference step can say what it needs to stay visible. The BFCL adapter and trajectory import share
+this one rule; it reads texts only and is deterministic.
+
+Matching. A value is looked for through its renderings: a string as itself and JSON-escaped (tools
+JSON-dump their results), an int also as `150.0`, a float also without `.0`, with two decimals, and
+(in user texts only) with thousands separators. A match must not continue a longer word or number:
+`report.pdf` does not occur in `final_report.pdf`, `150` does not occur in `1500` or `150.5`. User
+texts are matched case-insensitively (a user who wrote "john" can type "John"); tool outputs exactly,
+since the literal must be visible exactly as the agent will copy it.
+
+Trivial literals are never needs, because seeing them or not says nothing about the context: booleans
+and None; values whose text is shorter than `min_len` characters (small integers such as `5` or
+`100`, floats such as `2.5`, short words and paths such as `..` or `temp`); and common words that an
+agent picks from the user's intent or the tool's description rather than copies (`Buy`, `high`,
+`true`, `none`; see `COMMON_WORDS`).
+
+The guess is what an agent that lost the literal would plausibly send instead: a value of the same
+type and shape. First choice is a sibling from the same output (another file in the listing, another
+user id, the nearest other number with as many digits); otherwise the literal altered (its last digit
+bumped, or its last letter changed; a number plus one unit in its last digit).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from optimizer.world.task import Need, NeedKind
+from optimizer.world.tool import ToolCall
+
+_COMMON = """
+    true false none null yes no all any the and for with from
+    buy sell market limit stop open closed close pending completed cancelled active inactive
+    high medium low left right front rear lock unlock locked unlocked on off auto
+    engaged released pressed start running stopped celsius fahrenheit economy business first
+    user admin default name date time text file folder directory
+"""
+COMMON_WORDS = frozenset(_COMMON.split())
+
+_WORD = "A-Za-z0-9_"
+Path = tuple[str | int, ...]
+
+
+def find_needs(
+    call: ToolCall,
+    *,
+    user_texts: Sequence[str],
+    tool_outputs: Sequence[str],
+    min_len: int = 4,
+    output_classes: Sequence[str | None] | None = None,
+) -> tuple[Need, ...]:
+    """VALUE needs of `call`: argument values absent from every user text but present in an output.
+
+    `tool_outputs` are the outputs the agent had seen before this call, oldest first;
+    `output_classes`, when given, holds their retention classes and fills `Need.source_class` from
+    the output the literal first appeared in.
+    """
+    needs: list[Need] = []
+    seen: set[tuple[str, str]] = set()
+    for argument, value in call.arguments.items():
+        for path, leaf in _leaves(value):
+            if _trivial(leaf, min_len):
+                continue
+            if any(
+                _occurs(r, text, ignore_case=True)
+                for r in _renderings(leaf, user=True)
+                for text in user_texts
+            ):
+                continue
+            found = _first_output(leaf, tool_outputs)
+            if found is None:
+                continue
+            literal, index = found
+            if (argument, literal) in seen:
+                continue
+            seen.add((argument, literal))
+            sibling = _sibling(leaf, tool_outputs[index], min_len)
+            wrong = sibling if sibling is not None else _alter(leaf)
+            needs.append(
+                Need(
+                    kind=NeedKind.VALUE,
+                    literal=literal,
+                    argument=argument,
+                    guess=_replace(value, path, wrong),
+                    source_class=output_classes[index] if output_classes is not None else None,
+                )
+            )
+    return tuple(needs)
+
+
+def _leaves(value: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaves(item, (*path, key))
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            yield from _leaves(item, (*path, i))
+    else:
+        yield path, value
+
+
+def _replace(value: Any, path: Path, new: Any) -> Any:
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        return {k: (_replace(v, rest, new) if k == head else v) for k, v in value.items()}
+    items = [(_replace(v, rest, new) if i == head else v) for i, v in enumerate(value)]
+    return tuple(items) if isinstance(value, tuple) else items
+
+
+def _text(value: Any) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+def _trivial(value: Any, min_len: int) -> bool:
+    if value is None or isinstance(value, bool) or not isinstance(value, str | int | float):
+        return True
+    text = _text(value).strip()
+    return len(text) < min_len or text.lower() in COMMON_WORDS
+
+
+def _renderings(value: Any, *, user: bool = False) -> list[str]:
+    if isinstance(value, str):
+        escaped = json.dumps(value)[1:-1]
+        return [value] if escaped == value else [value, escaped]
+    out = [_text(value)]
+    if isinstance(value, int):
+        out.append(f"{value}.0")
+        if user and abs(value) >= 1000:
+            out.append(f"{value:,}")
+    else:
+        if value.is_integer():
+            out.append(str(int(value)))
+        out.append(f"{value:.2f}")
+        if user and abs(value) >= 1000:
+            out.append(f"{value:,.2f}")
+    return list(dict.fromkeys(out))
+
+
+def _occurs(needle: str, haystack: str, *, ignore_case: bool = False) -> bool:
+    if not needle:
+        return False
+    if ignore_case:
+        needle, haystack = needle.lower(), haystack.lower()
+    if needle not in haystack:  # fast path: most values are absent from most texts
+        return False
+    return re.search(_pattern(needle), haystack) is not None
+
+
+def _pattern(needle: str) -> str:
+    before = f"(?<![{_WORD}])" if re.match(f"[{_WORD}]", needle[0]) else ""
+    after = f"(?![{_WORD}])" if re.match(f"[{_WORD}]", needle[-1]) else ""
+    if needle[0].isdigit() or needle[0] == "-":
+        before = r"(?<![\w.])(?<!\d\.)"  # not the tail of a longer number
+    if needle[-1].isdigit():
+        after = r"(?![\w])(?!\.\d)"  # not the head of a longer number
+    return before + re.escape(needle) + after
+
+
+def _first_output(value: Any, outputs: Sequence[str]) -> tuple[str, int] | None:
+    renderings = _renderings(value)
+    for index, text in enumerate(outputs):
+        for rendering in renderings:
+            if _occurs(rendering, text):
+                return rendering, index
+    return None
+
+
+def _sibling(value: Any, output: str, min_len: int) -> Any:
+    candidates = [c for c in _candidates(output, type(value)) if c != value and not _trivial(c, min_len)]
+    if isinstance(value, str):
+        shape = _shape(value)
+        ranked = [
+            (_shape(c) != shape, -_common_prefix(c, value), abs(len(c) - len(value)), i, c)
+            for i, c in enumerate(candidates)
+            if _shape(c) == shape or _common_prefix(c, value) >= 3
+        ]
+    else:
+        digits = len(str(int(abs(value))))
+        ranked = [
+            (len(str(int(abs(c)))) != digits, abs(c - value), i, c)
+            for i, c in enumerate(candidates)
+            if len(str(int(abs(c)))) == digits
+        ]
+    return min(ranked)[-1] if ranked else None
+
+
+def _candidates(output: str, kind: type) -> list[Any]:
+    """Values of type `kind` in an output, in order: JSON leaves and keys, else plain tokens."""
+    try:
+        parsed = json.loads(output)
+    except ValueError:
+        number = r"(?<![\d.])-?\d+\.\d+(?![\d.])" if kind is float else r"(?<![\d.])-?\d+(?![\d.])"
+        pattern = r"[\w.@/-]+" if kind is str else number
+        tokens = re.findall(pattern, output)
+        return list(dict.fromkeys(kind(t) for t in tokens))
+    found: list[Any] = []
+
+    def walk(node: Any) -> None:
+        if isinstance(node, dict):
+            for key, item in node.items():
+                if kind is str:
+                    found.append(key)
+                walk(item)
+        elif isinstance(node, list):
+            for item in node:
+                walk(item)
+        elif type(node) is kind:
+            found.append(node)
+
+    walk(parsed)
+    return list(dict.fromkeys(found))
+
+
+def _shape(text: str) -> str:
+    """Character classes with runs collapsed: `USR005` -> `A9`, `final_report.pdf` -> `a_a.a`."""
+    classes = re.sub(r"[A-Z]", "A", re.sub(r"[a-z]", "a", re.sub(r"\d", "9", text)))
+    return re.sub(r"(.)\1+", r"\1", classes)
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def _alter(value: Any) -> Any:
+    if isinstance(value, int):
+        return value + 1
+    if isinstance(value, float):
+        text = repr(value)
+        if text[-1].isdigit() and "e" not in text:
+            return float(text[:-1] + str((int(text[-1]) + 1) % 10))
+        return value + 1.0
+    for i in range(len(value) - 1, -1, -1):
+        ch = value[i]
+        if ch.isdigit():
+            return value[:i] + str((int(ch) + 1) % 10) + value[i + 1 :]
+    for i in range(len(value) - 1, -1, -1):
+        ch = value[i]
+        if ch.isascii() and ch.isalpha():
+            base = ord("a") if ch.islower() else ord("A")
+            return value[:i] + chr(base + (ord(ch) - base + 1) % 26) + value[i + 1 :]
+    return value + "x"

@@ -1,0 +1,160 @@
+"""The BFCL multi-turn suites: tasks, per-turn tools, and reference solutions with their needs.
+
+Each BFCL turn is one user turn. miss_func's empty turn gets the message BFCL injects there, and the
+functions held out until that turn are hidden from `tools(turn)` before it. The reference solution is
+BFCL's ground truth, one step per call plus an answer step closing each turn; every call is annotated
+with the values it copies from earlier tool output (`optimizer.world.provenance.find_needs`), found
+by replaying the ground truth once through the environment at load time.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import ConfigDict, Field
+
+from optimizer.world.provenance import find_needs
+from optimizer.world.suite import Suite, SuiteSource, register_suite, split_by_seed
+from optimizer.world.task import ReferenceStep, Task, UserTurn
+from optimizer.world.tool import ToolCall, ToolSpec, classify_result
+from tasks.bfcl import data
+from tasks.bfcl.calls import parse_reference_call
+from tasks.bfcl.env import BfclCase, BfclEnvironment
+
+Category = Literal[
+    "multi_turn_base", "multi_turn_long_context", "multi_turn_miss_func", "multi_turn_miss_param"
+]
+
+
+class BfclSuite(SuiteSource):
+    """BFCL v4 multi-turn tasks (bfcl-eval, Apache-2.0): stateful simulators and the official checker.
+
+    Runs offline; needs `acon setup` (bfcl-eval without its dependencies, plus mpmath).
+    """
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    type: Literal["bfcl"] = "bfcl"
+    category: Category = "multi_turn_long_context"
+    """BFCL category: `multi_turn_base` (short outputs), `multi_turn_long_context` (outputs up to ~20k
+    tokens), `multi_turn_miss_func` (a needed function appears only in a later turn),
+    `multi_turn_miss_param` (a turn lacks a parameter the next turn supplies)."""
+    limit: int | None = Field(default=None, ge=1)
+    """Keep only the first `limit` tasks in BFCL's order (before splitting); None keeps all 200."""
+    seed: int = 0
+    """Seed of the fixed 50/50 train/test split."""
+
+    def load(self) -> Suite:
+        data.require()
+        name = "bfcl_" + self.category.removeprefix("multi_turn_")
+        entries = data.read_jsonl(f"BFCL_v4_{self.category}.json")
+        truth = {
+            e["id"]: e["ground_truth"]
+            for e in data.read_jsonl("possible_answer", f"BFCL_v4_{self.category}.json")
+        }
+        if self.limit is not None:
+            entries = entries[: self.limit]
+        tasks = tuple(build_task(entry, truth[entry["id"]], self.category, name) for entry in entries)
+        train, test = split_by_seed([task.id for task in tasks], self.seed)
+        return Suite(name=name, tasks=tasks, train_ids=train, test_ids=test)
+
+
+def build_case(entry: Mapping[str, Any], ground_truth: Sequence[Sequence[str]], category: str) -> BfclCase:
+    n_turns = len(entry["question"])
+    return BfclCase(
+        id=entry["id"],
+        category=category,
+        entry={key: entry[key] for key in ("id", "initial_config", "involved_classes")},
+        ground_truth=tuple(tuple(turn) for turn in ground_truth),
+        turn_tools=tuple(_visible_tools(entry, turn) for turn in range(n_turns)),
+    )
+
+
+def _visible_tools(entry: Mapping[str, Any], turn: int) -> tuple[ToolSpec, ...]:
+    """BFCL's order: all docs of the involved classes minus held-out ones, then each revealed batch."""
+    held = entry.get("missed_function", {})
+    held_names = {name for names in held.values() for name in names}
+    owners = {doc["name"]: cls for cls in entry["involved_classes"] for doc in data.func_docs(cls)}
+    shown = [name for name in owners if name not in held_names]
+    for reveal in sorted(held, key=int):
+        if int(reveal) <= turn:
+            shown.extend(held[reveal])
+    return tuple(data.tool_spec(owners[name], name) for name in shown)
+
+
+def user_turns(entry: Mapping[str, Any]) -> tuple[UserTurn, ...]:
+    turns = []
+    for index, messages in enumerate(entry["question"]):
+        if not messages and str(index) in entry.get("missed_function", {}):
+            turns.append(UserTurn(data.additional_function_prompt()))
+        else:
+            turns.append(UserTurn("\n\n".join(message["content"] for message in messages)))
+    return tuple(turns)
+
+
+def build_task(
+    entry: Mapping[str, Any], ground_truth: Sequence[Sequence[str]], category: str, suite: str
+) -> Task:
+    case = build_case(entry, ground_truth, category)
+    turns = user_turns(entry)
+    return Task(
+        id=case.id,
+        suite=suite,
+        turns=turns,
+        make_env=functools.partial(BfclEnvironment, case),
+        reference=reference_solution(case, turns),
+        max_steps_per_turn=data.MAX_STEPS_PER_TURN,
+        meta={
+            "category": category,
+            "involved_classes": tuple(entry["involved_classes"]),
+            "missed_function": {
+                int(turn): tuple(names) for turn, names in entry.get("missed_function", {}).items()
+            },
+            "ground_truth": case.ground_truth,
+        },
+    )
+
+
+def reference_calls(case: BfclCase) -> tuple[tuple[ToolCall, ...], ...]:
+    """The ground truth as structured calls (positional arguments named from the simulator's signature)."""
+    owners = {doc["name"]: cls for cls in case.entry["involved_classes"] for doc in data.func_docs(cls)}
+    turns = []
+    for turn, strings in enumerate(case.ground_truth):
+        calls = []
+        for k, text in enumerate(strings):
+            name = text.split("(", 1)[0].strip()
+            name, arguments = parse_reference_call(text, data.method_parameters(owners[name], name))
+            calls.append(ToolCall(id=f"ref-{turn}-{k}", name=name, arguments=arguments))
+        turns.append(tuple(calls))
+    return tuple(turns)
+
+
+def reference_solution(case: BfclCase, turns: Sequence[UserTurn]) -> tuple[ReferenceStep, ...]:
+    """Replay the ground truth once, recording for each call the values it copies from earlier output."""
+    env = BfclEnvironment(case)
+    steps: list[ReferenceStep] = []
+    outputs: list[str] = []
+    classes: list[str] = []
+    try:
+        for turn, calls in enumerate(reference_calls(case)):
+            user_texts = [t.content for t in turns[: turn + 1]]
+            specs = {spec.name: spec for spec in case.tools(turn)}
+            for call in calls:
+                needs = find_needs(call, user_texts=user_texts, tool_outputs=outputs, output_classes=classes)
+                steps.append(ReferenceStep(turn=turn, call=call, needs=needs))
+                output = env.call(call, turn)
+                outputs.append(output.content)
+                classes.append(classify_result(specs.get(call.name), call, output).value)
+            steps.append(ReferenceStep(turn=turn, answer=""))
+    finally:
+        env.close()
+    return tuple(steps)
+
+
+for _category in Category.__args__:
+    register_suite(
+        "bfcl_" + _category.removeprefix("multi_turn_"),
+        functools.partial(BfclSuite, category=_category),
+    )
