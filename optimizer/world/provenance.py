@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from optimizer.world.task import Need, NeedKind
@@ -53,26 +53,27 @@ def find_needs(
     *,
     user_texts: Sequence[str],
     tool_outputs: Sequence[str],
+    known_texts: Sequence[str] = (),
     min_len: int = 4,
     output_classes: Sequence[str | None] | None = None,
+    accept: Callable[[Need], bool] | None = None,
 ) -> tuple[Need, ...]:
     """VALUE needs of `call`: argument values absent from every user text but present in an output.
 
-    `tool_outputs` are the outputs the agent had seen before this call, oldest first;
-    `output_classes`, when given, holds their retention classes and fills `Need.source_class` from
-    the output the literal first appeared in.
+    `tool_outputs` are the outputs seen before this call, oldest first. `known_texts` are texts the
+    agent always has besides the user's (tool descriptions and schemas: a door name listed there is
+    not copied from output); they count like user texts. `output_classes`, when given, holds the
+    outputs' retention classes and fills `Need.source_class` from the output the literal first
+    appeared in. `accept`, when given, vets each guess (a suite checks that the guessed call really
+    fails the task): guesses are tried in order (siblings, then alterations) and a value none of whose
+    guesses is accepted is not a need, since losing it cannot change the outcome.
     """
+    always = [*user_texts, *known_texts]
     needs: list[Need] = []
     seen: set[tuple[str, str]] = set()
     for argument, value in call.arguments.items():
         for path, leaf in _leaves(value):
-            if _trivial(leaf, min_len):
-                continue
-            if any(
-                _occurs(r, text, ignore_case=True)
-                for r in _renderings(leaf, user=True)
-                for text in user_texts
-            ):
+            if _trivial(leaf, min_len) or _in_any(leaf, always):
                 continue
             found = _first_output(leaf, tool_outputs)
             if found is None:
@@ -81,18 +82,37 @@ def find_needs(
             if (argument, literal) in seen:
                 continue
             seen.add((argument, literal))
-            sibling = _sibling(leaf, tool_outputs[index], min_len)
-            wrong = sibling if sibling is not None else _alter(leaf)
-            needs.append(
-                Need(
+            source = output_classes[index] if output_classes is not None else None
+            for wrong in guesses(leaf, tool_outputs[index], min_len=min_len):
+                need = Need(
                     kind=NeedKind.VALUE,
                     literal=literal,
                     argument=argument,
                     guess=_replace(value, path, wrong),
-                    source_class=output_classes[index] if output_classes is not None else None,
+                    source_class=source,
                 )
-            )
+                if accept is None or accept(need):
+                    needs.append(need)
+                    break
     return tuple(needs)
+
+
+def guesses(value: Any, output: str, *, min_len: int = 4, siblings: int = 3) -> list[Any]:
+    """Plausible wrong values for `value` seen in `output`, best first, all distinct from it.
+
+    The nearest `siblings` values of the same type and shape in the output, then alterations: a
+    string with its last digit bumped (or else its last letter changed); a number with its last
+    digit bumped, doubled, halved.
+    """
+    found = _siblings(value, output, min_len)[:siblings]
+    for wrong in _alterations(value):
+        if wrong != value and wrong not in found:
+            found.append(wrong)
+    return found
+
+
+def _in_any(value: Any, texts: Sequence[str]) -> bool:
+    return any(_occurs(r, text, ignore_case=True) for r in _renderings(value, user=True) for text in texts)
 
 
 def _leaves(value: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
@@ -174,50 +194,58 @@ def _first_output(value: Any, outputs: Sequence[str]) -> tuple[str, int] | None:
     return None
 
 
-def _sibling(value: Any, output: str, min_len: int) -> Any:
-    candidates = [c for c in _candidates(output, type(value)) if c != value and not _trivial(c, min_len)]
-    if isinstance(value, str):
-        shape = _shape(value)
-        ranked = [
-            (_shape(c) != shape, -_common_prefix(c, value), abs(len(c) - len(value)), i, c)
-            for i, c in enumerate(candidates)
-            if _shape(c) == shape or _common_prefix(c, value) >= 3
-        ]
-    else:
-        digits = len(str(int(abs(value))))
-        ranked = [
-            (len(str(int(abs(c)))) != digits, abs(c - value), i, c)
-            for i, c in enumerate(candidates)
-            if len(str(int(abs(c)))) == digits
-        ]
-    return min(ranked)[-1] if ranked else None
+def _siblings(value: Any, output: str, min_len: int) -> list[Any]:
+    """Other values of `value`'s type in `output`, nearest first.
+
+    Nearest means: found under the same JSON key as `value` (another `booking_id`, another file of
+    the listing), then the same character shape, then the closest length (strings) or value (numbers).
+    """
+    found = _candidates(output, type(value))
+    fields = {field for candidate, field in found if candidate == value}
+    ranked = []
+    for i, (candidate, field) in enumerate(found):
+        if candidate == value or _trivial(candidate, min_len):
+            continue
+        if isinstance(value, str):
+            shape_differs = _shape(candidate) != _shape(value)
+            if shape_differs and _common_prefix(candidate, value) < 3:
+                continue
+            distance: float = abs(len(candidate) - len(value))
+        else:
+            if len(str(int(abs(candidate)))) != len(str(int(abs(value)))):
+                continue
+            shape_differs, distance = False, abs(candidate - value)
+        ranked.append((field not in fields, shape_differs, distance, i, candidate))
+    return list(dict.fromkeys(item[-1] for item in sorted(ranked)))
 
 
-def _candidates(output: str, kind: type) -> list[Any]:
-    """Values of type `kind` in an output, in order: JSON leaves and keys, else plain tokens."""
+def _candidates(output: str, kind: type) -> list[tuple[Any, str | None]]:
+    """Values of type `kind` in an output with the JSON key they sit under, in order.
+
+    Dict keys count as values (of the field `<parent>{}`); a non-JSON output yields plain tokens.
+    """
     try:
         parsed = json.loads(output)
     except ValueError:
         number = r"(?<![\d.])-?\d+\.\d+(?![\d.])" if kind is float else r"(?<![\d.])-?\d+(?![\d.])"
         pattern = r"[\w.@/-]+" if kind is str else number
-        tokens = re.findall(pattern, output)
-        return list(dict.fromkeys(kind(t) for t in tokens))
-    found: list[Any] = []
+        return [(kind(token), None) for token in re.findall(pattern, output)]
+    found: list[tuple[Any, str | None]] = []
 
-    def walk(node: Any) -> None:
+    def walk(node: Any, field: str | None) -> None:
         if isinstance(node, dict):
             for key, item in node.items():
                 if kind is str:
-                    found.append(key)
-                walk(item)
+                    found.append((key, f"{field}{{}}"))
+                walk(item, key)
         elif isinstance(node, list):
             for item in node:
-                walk(item)
+                walk(item, field)
         elif type(node) is kind:
-            found.append(node)
+            found.append((node, field))
 
-    walk(parsed)
-    return list(dict.fromkeys(found))
+    walk(parsed, None)
+    return found
 
 
 def _shape(text: str) -> str:
@@ -235,21 +263,19 @@ def _common_prefix(a: str, b: str) -> int:
     return n
 
 
-def _alter(value: Any) -> Any:
+def _alterations(value: Any) -> list[Any]:
     if isinstance(value, int):
-        return value + 1
+        return [value + 1, value * 2, value // 2]
     if isinstance(value, float):
         text = repr(value)
-        if text[-1].isdigit() and "e" not in text:
-            return float(text[:-1] + str((int(text[-1]) + 1) % 10))
-        return value + 1.0
+        bumped = float(text[:-1] + str((int(text[-1]) + 1) % 10)) if text[-1].isdigit() else value + 1.0
+        return [bumped, value * 2, value / 2]
     for i in range(len(value) - 1, -1, -1):
-        ch = value[i]
-        if ch.isdigit():
-            return value[:i] + str((int(ch) + 1) % 10) + value[i + 1 :]
+        if value[i].isdigit():
+            return [value[:i] + str((int(value[i]) + 1) % 10) + value[i + 1 :]]
     for i in range(len(value) - 1, -1, -1):
         ch = value[i]
         if ch.isascii() and ch.isalpha():
             base = ord("a") if ch.islower() else ord("A")
-            return value[:i] + chr(base + (ord(ch) - base + 1) % 26) + value[i + 1 :]
-    return value + "x"
+            return [value[:i] + chr(base + (ord(ch) - base + 1) % 26) + value[i + 1 :]]
+    return [value + "x"]

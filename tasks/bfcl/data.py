@@ -21,9 +21,7 @@ from tasks.bfcl import install
 from tasks.bfcl.calls import parameter_names
 from tasks.bfcl.retention import retention_of
 
-# BFCL's miss_func turns have no user message; its inference loop injects this one
-# (`constants.default_prompts.DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC`).
-MAX_STEPS_PER_TURN = 20  # `constants.default_prompts.MAXIMUM_STEP_LIMIT`
+MAX_STEPS_PER_TURN = 20  # BFCL's `constants.default_prompts.MAXIMUM_STEP_LIMIT`
 
 
 def require() -> None:
@@ -57,6 +55,7 @@ def read_jsonl(*parts: str) -> list[dict[str, Any]]:
 
 
 def additional_function_prompt() -> str:
+    """The user message BFCL injects in miss_func's empty turn, where held-out functions appear."""
     from bfcl_eval.constants.default_prompts import DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC
 
     return DEFAULT_USER_PROMPT_FOR_ADDITIONAL_FUNCTION_FC

@@ -9,7 +9,9 @@ by replaying the ground truth once through the environment at load time.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -17,7 +19,7 @@ from pydantic import ConfigDict, Field
 
 from optimizer.world.provenance import find_needs
 from optimizer.world.suite import Suite, SuiteSource, register_suite, split_by_seed
-from optimizer.world.task import ReferenceStep, Task, UserTurn
+from optimizer.world.task import Need, ReferenceStep, Task, UserTurn
 from optimizer.world.tool import ToolCall, ToolSpec, classify_result
 from tasks.bfcl import data
 from tasks.bfcl.calls import parse_reference_call
@@ -31,7 +33,9 @@ Category = Literal[
 class BfclSuite(SuiteSource):
     """BFCL v4 multi-turn tasks (bfcl-eval, Apache-2.0): stateful simulators and the official checker.
 
-    Runs offline; needs `acon setup` (bfcl-eval without its dependencies, plus mpmath).
+    Runs offline; needs `acon setup` (bfcl-eval without its dependencies, plus mpmath). Tasks whose
+    ground truth calls a function before BFCL offers it (`multi_turn_miss_func_49` in 2026.3.23 uses
+    `tail` two turns early) are left out: no agent limited to the offered tools can solve them.
     """
 
     model_config = ConfigDict(use_attribute_docstrings=True)
@@ -56,9 +60,13 @@ class BfclSuite(SuiteSource):
         }
         if self.limit is not None:
             entries = entries[: self.limit]
-        tasks = tuple(build_task(entry, truth[entry["id"]], self.category, name) for entry in entries)
+        tasks = []
+        for entry in entries:
+            case = build_case(entry, truth[entry["id"]], self.category)
+            if not hidden_tool_calls(case):
+                tasks.append(build_task(case, entry, name))
         train, test = split_by_seed([task.id for task in tasks], self.seed)
-        return Suite(name=name, tasks=tasks, train_ids=train, test_ids=test)
+        return Suite(name=name, tasks=tuple(tasks), train_ids=train, test_ids=test)
 
 
 def build_case(entry: Mapping[str, Any], ground_truth: Sequence[Sequence[str]], category: str) -> BfclCase:
@@ -94,10 +102,17 @@ def user_turns(entry: Mapping[str, Any]) -> tuple[UserTurn, ...]:
     return tuple(turns)
 
 
-def build_task(
-    entry: Mapping[str, Any], ground_truth: Sequence[Sequence[str]], category: str, suite: str
-) -> Task:
-    case = build_case(entry, ground_truth, category)
+def hidden_tool_calls(case: BfclCase) -> list[str]:
+    """Ground-truth calls of functions not yet offered in their turn (a defect of a few miss_func tasks)."""
+    return [
+        f"turn {turn}: {text}"
+        for turn, strings in enumerate(case.ground_truth)
+        for text in strings
+        if text.split("(", 1)[0].strip() not in {tool.name for tool in case.tools(turn)}
+    ]
+
+
+def build_task(case: BfclCase, entry: Mapping[str, Any], suite: str) -> Task:
     turns = user_turns(entry)
     return Task(
         id=case.id,
@@ -107,7 +122,7 @@ def build_task(
         reference=reference_solution(case, turns),
         max_steps_per_turn=data.MAX_STEPS_PER_TURN,
         meta={
-            "category": category,
+            "category": case.category,
             "involved_classes": tuple(entry["involved_classes"]),
             "missed_function": {
                 int(turn): tuple(names) for turn, names in entry.get("missed_function", {}).items()
@@ -132,17 +147,32 @@ def reference_calls(case: BfclCase) -> tuple[tuple[ToolCall, ...], ...]:
 
 
 def reference_solution(case: BfclCase, turns: Sequence[UserTurn]) -> tuple[ReferenceStep, ...]:
-    """Replay the ground truth once, recording for each call the values it copies from earlier output."""
+    """Replay the ground truth once, recording for each call the values it copies from earlier output.
+
+    Each guess is vetted by the official checker: a need is kept only with a guess that, swapped into
+    an otherwise correct replay, fails the task (see `_fails_with`).
+    """
+    calls = reference_calls(case)
+    flat = [(turn, call) for turn, turn_calls in enumerate(calls) for call in turn_calls]
+    schemas = {spec.name: json.dumps(spec.openai_schema()) for tools in case.turn_tools for spec in tools}
     env = BfclEnvironment(case)
     steps: list[ReferenceStep] = []
     outputs: list[str] = []
     classes: list[str] = []
     try:
-        for turn, calls in enumerate(reference_calls(case)):
+        for turn, turn_calls in enumerate(calls):
             user_texts = [t.content for t in turns[: turn + 1]]
             specs = {spec.name: spec for spec in case.tools(turn)}
-            for call in calls:
-                needs = find_needs(call, user_texts=user_texts, tool_outputs=outputs, output_classes=classes)
+            known = [schemas[name] for name in specs]
+            for call in turn_calls:
+                needs = find_needs(
+                    call,
+                    user_texts=user_texts,
+                    tool_outputs=outputs,
+                    known_texts=known,
+                    output_classes=classes,
+                    accept=functools.partial(_fails_with, case, flat, len(outputs)),
+                )
                 steps.append(ReferenceStep(turn=turn, call=call, needs=needs))
                 output = env.call(call, turn)
                 outputs.append(output.content)
@@ -151,6 +181,35 @@ def reference_solution(case: BfclCase, turns: Sequence[UserTurn]) -> tuple[Refer
     finally:
         env.close()
     return tuple(steps)
+
+
+def _fails_with(case: BfclCase, flat: Sequence[tuple[int, ToolCall]], index: int, need: Need) -> bool:
+    """Whether the ground truth with call `index` given `need.guess` fails the official checker.
+
+    Checked on the turns up to the guessed call's first (where a wrong value almost always shows),
+    and on the whole task only when that prefix still passes.
+    """
+    turn_of_guess = flat[index][0]
+    prefix = dataclasses.replace(
+        case,
+        ground_truth=case.ground_truth[: turn_of_guess + 1],
+        turn_tools=case.turn_tools[: turn_of_guess + 1],
+    )
+    return _replay_fails(prefix, flat, index, need) or _replay_fails(case, flat, index, need)
+
+
+def _replay_fails(case: BfclCase, flat: Sequence[tuple[int, ToolCall]], index: int, need: Need) -> bool:
+    env = BfclEnvironment(case)
+    try:
+        for position, (turn, call) in enumerate(flat):
+            if turn >= len(case.ground_truth):
+                break
+            if position == index:
+                call = dataclasses.replace(call, arguments={**call.arguments, need.argument: need.guess})
+            env.call(call, turn)
+        return not env.check([""] * len(case.ground_truth)).passed
+    finally:
+        env.close()
 
 
 for _category in Category.__args__:
