@@ -1,0 +1,50 @@
+"""The `acon` command line. One module per command group; errors are one line and a non-zero exit."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from optimizer import _offline as _offline
+from optimizer.errors import AconError
+
+app = typer.Typer(
+    name="acon",
+    help="Learn context-compression guidelines for LLM agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _register() -> None:
+    from optimizer.cli import models_cmd, run_cmd
+
+    models_cmd.register(app)
+    run_cmd.register(app)
+
+
+def main() -> None:
+    _register()
+    try:
+        app(standalone_mode=False)
+    except AconError as exc:
+        print(f"acon: error: {exc}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        print("acon: interrupted; finished episodes are saved, rerun to resume", file=sys.stderr)
+        sys.exit(130)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        sys.exit(1)
+    except SystemExit:
+        raise
+    except Exception as exc:  # click usage errors surface here in non-standalone mode
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        raise

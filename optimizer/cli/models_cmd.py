@@ -1,0 +1,66 @@
+"""`acon setup` and `acon models status|start|stop`: the embedded local model."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from optimizer.llm.local import PROFILES, get_profile, server_status, start_detached, stop_server
+from optimizer.llm.local.install import build_server, install_model, model_ready, server_binary
+from optimizer.llm.local.profiles import DEFAULT_PROFILE
+
+console = Console(stderr=True)
+models = typer.Typer(help="Manage the embedded local model server.", no_args_is_help=True)
+
+
+def _log(message: str) -> None:
+    console.print(f"[dim]acon:[/dim] {message}")
+
+
+def setup(
+    model: list[str] = typer.Option(  # noqa: B008
+        [DEFAULT_PROFILE], "--model", help="Model profile(s) to install (repeatable)."
+    ),
+    bfcl: bool = typer.Option(True, help="Also install the BFCL multi-turn suite (bfcl-eval, no deps)."),
+) -> None:
+    """Install everything the embedded default needs: model weights (hash-checked) and llama-server."""
+    for name in model:
+        install_model(get_profile(name), log=_log)
+    build_server(log=_log)
+    if bfcl:
+        from tasks.bfcl.install import ensure_installed
+
+        ensure_installed(log=_log)
+    _log("setup complete")
+
+
+@models.command("status")
+def status() -> None:
+    """Installed models, the server binary, and running servers."""
+    table = Table("profile", "installed", "server", "description")
+    for name, profile in PROFILES.items():
+        state = server_status(name)
+        running = f"running on {state.base_url} (pid {state.pid})" if state else "stopped"
+        table.add_row(name, "yes" if model_ready(profile) else "no", running, profile.description)
+    Console().print(table)
+    binary = server_binary()
+    Console().print(f"llama-server: {binary if binary else 'not built (run `acon setup`)'}")
+
+
+@models.command("start")
+def start(model: str = typer.Argument(DEFAULT_PROFILE, help="Model profile.")) -> None:
+    """Start a server that stays up until `acon models stop`; jobs reuse it."""
+    state = start_detached(model, log=_log)
+    Console().print(f"{model}: {state.base_url} (pid {state.pid})")
+
+
+@models.command("stop")
+def stop(model: str = typer.Argument(DEFAULT_PROFILE, help="Model profile.")) -> None:
+    """Stop a profile's server."""
+    Console().print(f"{model}: {'stopped' if stop_server(model) else 'was not running'}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("setup")(setup)
+    app.add_typer(models, name="models")

@@ -1,0 +1,121 @@
+"""`acon run` (one strategy) and `acon compare` (several strategies on the same tasks)."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from optimizer.config import ExperimentConfig, load_experiment
+from optimizer.storage import atomic_write_json
+
+err = Console(stderr=True)
+out = Console(width=max(150, Console().width))
+
+
+def _log(message: str) -> None:
+    err.print(f"[dim]acon:[/dim] {message}")
+
+
+def load_with_overrides(
+    path: Path, *, split: str | None = None, limit: int | None = None, agent: str | None = None,
+    base_url: str | None = None, model: str | None = None,
+) -> ExperimentConfig:
+    config = load_experiment(path)
+    run: dict[str, Any] = {}
+    if split:
+        run["split"] = split
+    if limit:
+        run["limit"] = limit
+    if agent:
+        run["agent"] = agent
+    overrides: dict[str, Any] = {"run": run} if run else {}
+    if base_url or model:
+        endpoints = config.endpoints.model_dump(mode="json")
+        for role in endpoints.values():
+            if base_url:
+                role["base_url"] = base_url
+            if model:
+                role["model"] = model
+        overrides["endpoints"] = endpoints
+    return config.with_overrides(**overrides) if overrides else config
+
+
+@contextlib.contextmanager
+def progress_bar(total: int, label: str):
+    with Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("ok {task.fields[ok]}"), TimeElapsedColumn(), console=err, transient=False,
+    ) as progress:
+        task = progress.add_task(label, total=total, ok=0)
+
+        def advance(episode) -> None:
+            progress.update(task, advance=1, ok=progress.tasks[task].fields["ok"] + int(episode.success))
+
+        yield advance
+
+
+def fmt(value: Any, digits: int = 0) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def summary_table(rows: list[tuple[str, dict[str, Any]]], title: str) -> Table:
+    table = Table(title=title)
+    for column in ("strategy", "tasks", "success", "95% CI", "peak mean", "peak max", "dependency",
+                   "tokens", "compressor", "cost/success", "infra", "wall s"):
+        table.add_column(column, justify="left" if column == "strategy" else "right")
+    for name, s in rows:
+        low, high = s["success_ci"]
+        table.add_row(
+            name, fmt(s["scored"]), f"{s['success']:.2f}", f"[{low:.2f}, {high:.2f}]",
+            fmt(s["peak_tokens_mean"]), fmt(s["peak_tokens_max"]), fmt(s["dependency_mean"]),
+            fmt(s["total_tokens"]), fmt(s["compressor_tokens"]), fmt(s["cost_per_success"], 4),
+            fmt(s["infra_errors"]), fmt(s["wall_s"], 1),
+        )
+    return table
+
+
+def run(
+    experiment: Path = typer.Argument(..., help="Experiment config (TOML)."),
+    strategy: str | None = typer.Option(None, help="Strategy name (default: the config's)."),
+    split: str | None = typer.Option(None, help="train | test | all."),
+    limit: int | None = typer.Option(None, help="Run only the first N tasks."),
+    agent: str | None = typer.Option(None, help="llm | reference."),
+    base_url: str | None = typer.Option(None, "--base-url", help="Use this OpenAI-compatible URL for all roles."),
+    model: str | None = typer.Option(None, help="Model name for all roles."),
+    json_path: Path | None = typer.Option(None, "--json", help="Write summary and episodes as JSON."),
+) -> None:
+    """Run episodes of one strategy and print the run table."""
+    from optimizer.evaluate.jobs import endpoints_for, episode_row, run_strategy, select_tasks, strategy_named
+
+    config = load_with_overrides(experiment, split=split, limit=limit, agent=agent, base_url=base_url, model=model)
+    chosen = strategy_named(config, strategy)
+    tasks = select_tasks(config, config.run.split, config.run.limit)
+    endpoints = endpoints_for(config, [chosen], config.run.agent, _log)
+    with endpoints or contextlib.nullcontext(), progress_bar(len(tasks), chosen.label()) as advance:
+        result = run_strategy(
+            config, tasks, chosen, agent=config.run.agent, endpoints=endpoints, split=config.run.split,
+            on_episode=advance,
+        )
+    out.print(summary_table([(chosen.label(), result.summary)], f"{config.name}: {config.run.split} split, "
+                            f"agent={config.run.agent}"))
+    out.print(f"episodes: {result.directory / 'episodes.jsonl'}")
+    if json_path is not None:
+        atomic_write_json(json_path, {
+            "summary": {**result.summary, "strategy": chosen.label(), "agent": config.run.agent,
+                        "split": config.run.split, "directory": str(result.directory)},
+            "episodes": [episode_row(e) for e in result.episodes],
+        })
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)

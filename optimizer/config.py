@@ -1,0 +1,153 @@
+"""Experiment configs (`experiments/*.toml`): one validated pydantic tree, defaults in one place.
+
+Every problem is reported as one line naming the file and the key, with exit code 2, before anything
+is written.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from optimizer.context.strategies import NoCompression, StrategyConfig
+from optimizer.errors import ConfigError
+from optimizer.llm.endpoint import EndpointConfig
+from tasks import SuiteConfig
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RunConfig(_Strict):
+    """Which tasks run, and how."""
+
+    split: Literal["train", "test", "all"] = Field("test", description="Suite split to run.")
+    limit: int | None = Field(None, gt=0, description="Run only the first N tasks of the split.")
+    agent: Literal["llm", "reference"] = Field("llm", description="`llm` (tier 1) or `reference` (tier 0).")
+    action_format: Literal["auto", "native", "json"] = Field(
+        "auto", description="`auto`: native tool calls if the agent endpoint declares them, else JSON."
+    )
+    concurrency: int = Field(1, ge=1, le=64, description="Episodes run at once.")
+    max_total_steps: int = Field(200, gt=0, description="Hard cap on agent steps per episode.")
+
+
+class Endpoints(_Strict):
+    """The three model roles; any of them may be `local`."""
+
+    agent: EndpointConfig = Field(default_factory=EndpointConfig)
+    compressor: EndpointConfig = Field(default_factory=EndpointConfig)
+    optimizer: EndpointConfig = Field(default_factory=lambda: EndpointConfig(max_tokens=1024))
+
+
+class TrackingConfig(_Strict):
+    """MLflow. Empty `uri`: a sqlite store in the job's output directory (or MLFLOW_TRACKING_URI)."""
+
+    enabled: bool = True
+    uri: str = ""
+    experiment: str = ""
+    traces: bool = Field(True, description="Log one MLflow trace per episode.")
+
+
+class AcceptanceConfig(_Strict):
+    """Bars declared before the run; the report states pass or fail for each, per suite."""
+
+    max_success_drop: float = Field(0.05, ge=0, le=1, description="Largest allowed success drop vs `none`.")
+    min_peak_reduction: float = Field(0.3, ge=0, le=1, description="Smallest required peak-token reduction.")
+    max_blocking: int = Field(0, ge=0, description="Blocking cases allowed (lost rule, duplicate write, ...).")
+
+
+class OptimizeConfig(_Strict):
+    """The optimization loop: rounds, candidates, budgets and the selection objective."""
+
+    search: Literal["acon", "gepa"] = "acon"
+    rounds: int = Field(2, ge=1, le=20, description="Upper bound on rounds (UT then CO step per round).")
+    candidates: int = Field(3, ge=1, le=10, description="LLM-proposed candidates per step (ACON: K=5).")
+    diagnose: int = Field(3, ge=0, description="Pairs diagnosed by the optimizer LLM per round.")
+    train_limit: int | None = Field(None, gt=0, description="Train tasks used (None: the whole split).")
+    test_limit: int | None = Field(None, gt=0, description="Test tasks in the final report.")
+    screen_agent: Literal["reference", "llm"] = Field("reference", description="Tier used to screen candidates.")
+    confirm_top: int = Field(1, ge=0, description="Best screened candidates confirmed with the llm agent.")
+    confirm_limit: int = Field(4, ge=0, description="Train tasks per tier-1 confirmation.")
+    max_agent_episodes: int = Field(40, ge=0, description="Budget of tier-1 (llm agent) episodes for the job.")
+    objective: Literal["success", "penalized"] = Field("penalized", description="How candidates are ranked.")
+    lam: float = Field(0.3, ge=0, description="λ in success − λ · peak/peak(none) (ACON eq. 7).")
+    final_strategies: tuple[str, ...] = Field(
+        ("none", "fifo", "mask_last_n", "clear_tool_uses", "offload_preview"),
+        description="Baselines in the final test-split report (the seed guideline is always added).",
+    )
+    max_guideline_chars: int = Field(6000, gt=200, description="Validator cap on a candidate's text.")
+
+
+class ExperimentConfig(_Strict):
+    name: str = Field(..., min_length=1)
+    out: str = Field("runs/{name}", description="Output directory ({name} is replaced).")
+    seed: int = 0
+    suite: SuiteConfig
+    run: RunConfig = Field(default_factory=RunConfig)
+    strategy: StrategyConfig = Field(default_factory=NoCompression)
+    guideline: str = Field("guidelines/seed/seed.md", description="Seed guideline for `optimize`.")
+    endpoints: Endpoints = Field(default_factory=Endpoints)
+    tracking: TrackingConfig = Field(default_factory=TrackingConfig)
+    optimize: OptimizeConfig = Field(default_factory=OptimizeConfig)
+    acceptance: AcceptanceConfig = Field(default_factory=AcceptanceConfig)
+
+    @property
+    def out_dir(self) -> Path:
+        return Path(self.out.replace("{name}", self.name))
+
+    def with_overrides(self, **sections: dict[str, Any]) -> ExperimentConfig:
+        """A copy with some keys replaced, validated again (used by CLI flags)."""
+        data = self.model_dump(mode="python", round_trip=True)
+        for section, values in sections.items():
+            if isinstance(values, dict) and isinstance(data.get(section), dict):
+                data[section] = {**data[section], **values}
+            else:
+                data[section] = values
+        return _validate(data, source="command line")
+
+
+def load_experiment(path: str | Path) -> ExperimentConfig:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read config ({type(exc).__name__})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
+    return _validate(data, source=str(path))
+
+
+def _validate(data: dict[str, Any], *, source: str) -> ExperimentConfig:
+    try:
+        return ExperimentConfig.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: {describe_error(exc)}") from None
+
+
+def describe_error(exc: ValidationError) -> str:
+    """The first validation error as `key.path: what is wrong`."""
+    error = exc.errors()[0]
+    loc = [str(p) for p in error["loc"] if not (isinstance(p, str) and p in _UNION_TAGS)]
+    where = ".".join(loc) or "<root>"
+    kind = error["type"]
+    if kind == "extra_forbidden":
+        return f"unknown key '{where}'"
+    if kind == "missing":
+        return f"missing key '{where}'"
+    if kind == "union_tag_invalid":
+        return f"'{where}': {error['msg']}"
+    return f"'{where}': {error['msg']} (got {error.get('input')!r})"[:300]
+
+
+_UNION_TAGS = {
+    "none", "fifo", "mask_last_n", "clear_tool_uses", "offload_preview", "llm_history", "llm_observation",
+    "guideline", "smoke", "builtin", "bfcl", "replay", "function-after", "str", "Guideline",
+}

@@ -1,0 +1,1 @@
+"""Running suites under strategies: endpoints, the episode runner, storage and statistics."""

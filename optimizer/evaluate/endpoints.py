@@ -1,0 +1,48 @@
+"""Resolve the configured endpoints to live clients, starting the embedded server when needed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from optimizer.llm.cache import ResponseCache
+from optimizer.llm.client import ChatClient
+from optimizer.llm.endpoint import EndpointConfig
+from optimizer.llm.local import LocalServers, acon_home
+
+
+class ModelEndpoints:
+    """Clients for the agent, compressor and optimizer roles, valid inside a `with` block."""
+
+    def __init__(self, configs: dict[str, EndpointConfig], log: Callable[[str], None] = print) -> None:
+        self._configs = configs
+        self._servers = LocalServers(log=log)
+        self._clients: dict[str, ChatClient] = {}
+        self._cache: ResponseCache | None = None
+
+    def client(self, role: str) -> ChatClient:
+        if role not in self._clients:
+            config = self._configs[role]
+            if config.is_local:
+                base_url = self._servers.base_url(config.model)
+            else:
+                base_url = config.base_url
+            client = ChatClient(config, base_url=base_url, model=config.model)
+            client.probe()  # an unreachable endpoint fails here, in one line, before any episode runs
+            self._clients[role] = client
+        return self._clients[role]
+
+    def response_cache(self) -> ResponseCache:
+        if self._cache is None:
+            self._cache = ResponseCache(acon_home() / "cache" / "replies.sqlite")
+        return self._cache
+
+    def close(self) -> None:
+        if self._cache is not None:
+            self._cache.close()
+        self._servers.close()
+
+    def __enter__(self) -> ModelEndpoints:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

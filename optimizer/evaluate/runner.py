@@ -1,0 +1,124 @@
+"""Run tasks under one strategy with one agent, concurrently, recording each episode as it ends."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+
+from optimizer.agent.base import Agent
+from optimizer.agent.episode import Episode
+from optimizer.agent.llm import LlmAgent
+from optimizer.agent.loop import EpisodeServices, run_episode
+from optimizer.agent.reference import ReferenceAgent
+from optimizer.context.compressor import Compressor
+from optimizer.context.strategies.base import ContextStrategy
+from optimizer.errors import ConfigError
+from optimizer.evaluate.endpoints import ModelEndpoints
+from optimizer.evaluate.store import EpisodeStore, read_meta, write_meta
+from optimizer.world.task import Task
+
+OnEpisode = Callable[[Episode], None]
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    """Which agent runs the episodes: `reference` (tier 0) or `llm` (tier 1)."""
+
+    kind: str
+    action_format: str = "auto"
+
+    def build(self, task: Task, endpoints: ModelEndpoints | None) -> Agent:
+        if self.kind == "reference":
+            if task.reference is None:
+                raise ConfigError(f"task {task.id} has no reference solution; the reference agent cannot run it")
+            return ReferenceAgent(task.reference)
+        if endpoints is None:
+            raise ConfigError("the llm agent needs an agent endpoint")
+        client = endpoints.client("agent")
+        native = client.config.native_tools if self.action_format == "auto" else self.action_format == "native"
+        return LlmAgent(client, native=native)
+
+    def identity(self, endpoints_config: dict) -> dict:
+        if self.kind == "reference":
+            return {"agent": "reference"}
+        return {"agent": "llm", "format": self.action_format, "endpoint": endpoints_config.get("agent")}
+
+
+def run_key(*parts: object) -> str:
+    payload = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()[:10]
+
+
+def services_for(strategy: ContextStrategy, agent: AgentSpec, endpoints: ModelEndpoints | None) -> EpisodeServices:
+    compressor = None
+    compressor_pricing = None
+    if strategy.uses_compressor:
+        if endpoints is None:
+            raise ConfigError(f"strategy {strategy.type} needs a compressor endpoint")
+        client = endpoints.client("compressor")
+        compressor = Compressor(client, endpoints.response_cache())
+        compressor_pricing = client.config.pricing
+    agent_pricing = None
+    system_tokens = None
+    if agent.kind == "llm" and endpoints is not None:
+        client = endpoints.client("agent")
+        agent_pricing = client.config.pricing
+        system_tokens = client.system_tokens
+    return EpisodeServices(
+        compressor=compressor, agent_pricing=agent_pricing, compressor_pricing=compressor_pricing,
+        system_tokens=system_tokens,
+    )
+
+
+def run_tasks(
+    tasks: Sequence[Task],
+    strategy: ContextStrategy,
+    agent: AgentSpec,
+    *,
+    endpoints: ModelEndpoints | None,
+    directory: Path,
+    meta: dict,
+    concurrency: int = 1,
+    max_total_steps: int = 200,
+    on_episode: OnEpisode | None = None,
+) -> list[Episode]:
+    """Episodes for `tasks`, reusing any already recorded in `directory` (a killed run resumes)."""
+    store = EpisodeStore(directory)
+    existing = read_meta(directory)
+    if existing is not None and existing.get("key") != meta.get("key"):
+        raise ConfigError(f"{directory} holds episodes of a different run (key {existing.get('key')})")
+    write_meta(directory, meta)
+    done = {e.task_id: e for e in store.load()}
+    for episode in done.values():
+        if on_episode is not None and episode.task_id in {t.id for t in tasks}:
+            on_episode(episode)
+    todo = [t for t in tasks if t.id not in done]
+    services = services_for(strategy, agent, endpoints) if todo else None
+    if services is not None:
+        services.max_total_steps = max_total_steps
+
+    def one(task: Task) -> Episode:
+        episode = run_episode(task, agent.build(task, endpoints), strategy, services)
+        store.append(episode)
+        return episode
+
+    results = dict(done)
+    if concurrency <= 1:
+        for task in todo:
+            episode = one(task)
+            results[task.id] = episode
+            if on_episode is not None:
+                on_episode(episode)
+    else:
+        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+            futures = {pool.submit(one, task): task for task in todo}
+            for future in as_completed(futures):
+                episode = future.result()
+                results[episode.task_id] = episode
+                if on_episode is not None:
+                    on_episode(episode)
+    return [results[t.id] for t in tasks]
