@@ -31,6 +31,12 @@ class ModelEndpoints:
             self._clients[role] = client
         return self._clients[role]
 
+    def connect(self) -> ModelEndpoints:
+        """Start or reach every configured role now, so a dead endpoint fails before any work starts."""
+        for role in self._configs:
+            self.client(role)
+        return self
+
     def response_cache(self) -> ResponseCache:
         if self._cache is None:
             self._cache = ResponseCache(acon_home() / "cache" / "replies.sqlite")
@@ -42,7 +48,11 @@ class ModelEndpoints:
         self._servers.close()
 
     def __enter__(self) -> ModelEndpoints:
-        return self
+        try:
+            return self.connect()
+        except BaseException:
+            self.close()
+            raise
 
     def __exit__(self, *exc: object) -> None:
         self.close()

@@ -1,0 +1,146 @@
+"""An OpenAI-compatible chat server on 127.0.0.1 for tests and benchmarks.
+
+Two modes. *Scripted*: a `responder(request) -> reply text` answers every request with zero model
+latency (harness-overhead benchmarks, unit tests). *Proxy*: requests are forwarded to an upstream
+server (the real local model). Either way a seeded fault injector can return 429, 500, a timeout
+(no reply), a truncated JSON body, or a malformed tool call at a set rate, and counts what it did.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+import urllib.request
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from optimizer.tokens import count_message_tokens, count_tokens
+
+Responder = Callable[[dict[str, Any]], str]
+FAULTS = ("http_429", "http_500", "timeout", "truncated_json", "malformed_action")
+
+
+@dataclass
+class FaultPlan:
+    rate: float = 0.0
+    kinds: tuple[str, ...] = FAULTS
+    seed: int = 0
+    timeout_s: float = 3.0  # how long a "timeout" fault stalls before dropping the connection
+    injected: Counter = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+        self._lock = threading.Lock()
+
+    def draw(self) -> str | None:
+        with self._lock:
+            if self.rate <= 0 or self._rng.random() >= self.rate:
+                return None
+            kind = self._rng.choice(self.kinds)
+            self.injected[kind] += 1
+            return kind
+
+
+class StubServer:
+    """`with StubServer(responder) as url:` gives a base URL ending in /v1."""
+
+    def __init__(
+        self, responder: Responder | None = None, *, upstream: str | None = None, faults: FaultPlan | None = None,
+        report_usage: bool = True,
+    ) -> None:
+        if (responder is None) == (upstream is None):
+            raise ValueError("give exactly one of responder or upstream")
+        self.responder = responder
+        self.upstream = upstream.rstrip("/") if upstream else None
+        self.faults = faults or FaultPlan()
+        self.report_usage = report_usage
+        self.requests: list[dict[str, Any]] = []
+        self._server: ThreadingHTTPServer | None = None
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def __enter__(self) -> str:
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/") in ("/health", "/v1/models", "/models"):
+                    self._send(200, {"status": "ok", "data": [{"id": "stub"}]})
+                else:
+                    self._send(404, {"error": "not found"})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length", 0))
+                request = json.loads(self.rfile.read(length) or b"{}")
+                stub.requests.append(request)
+                fault = stub.faults.draw()
+                if fault == "http_429":
+                    return self._send(429, {"error": {"message": "rate limited (injected)"}})
+                if fault == "http_500":
+                    return self._send(500, {"error": {"message": "server error (injected)"}})
+                if fault == "timeout":
+                    time.sleep(stub.faults.timeout_s)
+                    self.close_connection = True
+                    return None
+                reply = stub._reply(request)
+                if fault == "malformed_action":
+                    reply["choices"][0]["message"]["content"] = '{"tool": "get_order", "arguments": {"order_id": '
+                if fault == "truncated_json":
+                    body = json.dumps(reply).encode()[:40]
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return None
+                return self._send(200, reply)
+
+            def _send(self, status: int, payload: dict[str, Any]) -> None:
+                body = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self.base_url
+
+    def __exit__(self, *exc: object) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def _reply(self, request: dict[str, Any]) -> dict[str, Any]:
+        if self.upstream is not None:
+            data = json.dumps(request).encode()
+            upstream = urllib.request.Request(
+                f"{self.upstream}/chat/completions", data=data, headers={"Content-Type": "application/json"}
+            )
+            with urllib.request.urlopen(upstream, timeout=600) as response:
+                return json.loads(response.read())
+        assert self.responder is not None
+        text = self.responder(request)
+        reply: dict[str, Any] = {
+            "id": "stub", "object": "chat.completion", "created": 0, "model": request.get("model", "stub"),
+            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+        }
+        if self.report_usage:
+            prompt = count_message_tokens(request.get("messages", []))
+            completion = count_tokens(text)
+            reply["usage"] = {"prompt_tokens": prompt, "completion_tokens": completion,
+                              "total_tokens": prompt + completion}
+        return reply

@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.conftest import ROOT, scripted
+
+SMOKE = str(ROOT / "experiments" / "smoke.toml")
+
+
+def write_config(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "exp.toml"
+    path.write_text(body)
+    return path
+
+
+def test_run_with_reference_agent_writes_the_json_interface(run_cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli("run", SMOKE, "--agent", "reference", "--json", str(tmp_path / "out.json"))
+    assert code == 0, err
+    data = json.loads((tmp_path / "out.json").read_text())
+    assert data["summary"]["success"] == 1.0 and data["summary"]["tasks"] == 3
+    for row in data["episodes"]:
+        assert {"task_id", "success", "outcome", "steps", "peak_tokens", "dependency", "total_tokens", "cost",
+                "wall_s"} <= set(row)
+        assert row["peak_tokens"] > 0
+    assert "success" in out
+
+
+def test_run_against_a_second_server_given_by_url(run_cli, tmp_path, monkeypatch, stub):
+    monkeypatch.chdir(tmp_path)
+    replies = [json.dumps({"tool": "finish", "arguments": {"answer": "shipped 42.5 RF-0001-3003"}})]
+    server = stub(scripted(replies))
+    code, _, err = run_cli("run", SMOKE, "--base-url", server.base_url, "--model", "any-model",
+                           "--json", str(tmp_path / "out.json"))
+    assert code == 0, err
+    data = json.loads((tmp_path / "out.json").read_text())
+    assert data["summary"]["tasks"] == 3
+    assert all(r["outcome"] in ("success", "failure") for r in data["episodes"])
+    assert server.requests and all(r["model"] == "any-model" for r in server.requests)
+
+
+def test_unknown_config_key_exits_2_naming_the_key(run_cli, tmp_path):
+    path = write_config(tmp_path, 'name = "x"\n[suite]\ntype = "smoke"\n[run]\nlimt = 2\n')
+    code, out, err = run_cli("run", str(path))
+    assert code == 2
+    assert err.count("\n") == 1 and "run.limt" in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_wrong_type_and_missing_file_exit_2(run_cli, tmp_path):
+    path = write_config(tmp_path, 'name = "x"\n[suite]\ntype = "smoke"\n[run]\nlimit = "many"\n')
+    code, _, err = run_cli("run", str(path))
+    assert code == 2 and "run.limit" in err
+    code, _, err = run_cli("run", str(tmp_path / "nope.toml"))
+    assert code == 2 and "not found" in err
+
+
+def test_invalid_toml_exits_2(run_cli, tmp_path):
+    path = write_config(tmp_path, 'name = "x\n')
+    code, _, err = run_cli("run", str(path))
+    assert code == 2 and "invalid TOML" in err
+
+
+def test_unreachable_endpoint_is_one_line_and_nonzero(run_cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_cli("run", SMOKE, "--base-url", "http://127.0.0.1:9/v1")
+    assert code == 3
+    assert "not answering" in err and err.strip().count("\n") == 0
+
+
+def test_rerun_resumes_without_redoing_episodes(run_cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run_cli("run", SMOKE, "--agent", "reference")[0] == 0
+    log = next(Path("runs").rglob("episodes.jsonl"))
+    lines = log.read_text().splitlines()
+    assert run_cli("run", SMOKE, "--agent", "reference")[0] == 0
+    assert log.read_text().splitlines() == lines

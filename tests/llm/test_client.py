@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import pytest
+
+from optimizer.errors import EndpointError, InfrastructureError
+from optimizer.llm import ChatClient, EndpointConfig
+from optimizer.testing.stub_server import FaultPlan
+from tests.conftest import scripted
+
+
+def client_for(url: str, **overrides) -> ChatClient:
+    config = EndpointConfig(base_url=url, model="stub", backoff_s=0.0, **overrides)
+    return ChatClient(config, base_url=url, model="stub")
+
+
+def test_reported_usage_is_recorded(stub):
+    server = stub(scripted(["hello"]))
+    completion = client_for(server.base_url).complete([{"role": "user", "content": "hi"}])
+    assert completion.text == "hello"
+    assert completion.usage.source == "reported"
+    assert completion.usage.prompt_tokens > 0 and completion.usage.completion_tokens == 1
+
+
+def test_usage_is_counted_and_labelled_when_server_omits_it(stub):
+    server = stub(scripted(["two words"]), report_usage=False)
+    completion = client_for(server.base_url).complete([{"role": "user", "content": "hi there"}])
+    assert completion.usage.source == "counted"
+    assert completion.usage.completion_tokens == 2
+    assert completion.usage.prompt_tokens >= 2
+
+
+@pytest.mark.parametrize("fault", ["http_429", "http_500", "truncated_json"])
+def test_transient_faults_are_retried(stub, fault):
+    plan = FaultPlan(rate=0.5, kinds=(fault,), seed=3)
+    server = stub(scripted(["ok"]), faults=plan)
+    client = client_for(server.base_url, max_retries=8)
+    for _ in range(6):
+        assert client.complete([{"role": "user", "content": "x"}]).text == "ok"
+    assert plan.injected[fault] > 0
+
+
+def test_timeouts_are_retried_then_reported_as_infrastructure(stub):
+    plan = FaultPlan(rate=1.0, kinds=("timeout",), timeout_s=1.0)
+    server = stub(scripted(["ok"]), faults=plan)
+    client = client_for(server.base_url, max_retries=1, timeout_s=0.3)
+    with pytest.raises(InfrastructureError) as info:
+        client.complete([{"role": "user", "content": "x"}])
+    assert info.value.attempts == 2
+
+
+def test_persistent_server_errors_become_infrastructure_errors(stub):
+    server = stub(scripted(["ok"]), faults=FaultPlan(rate=1.0, kinds=("http_500",)))
+    with pytest.raises(InfrastructureError) as info:
+        client_for(server.base_url, max_retries=2).complete([{"role": "user", "content": "x"}])
+    assert info.value.attempts == 3
+
+
+def test_unreachable_endpoint_fails_the_probe_in_one_line():
+    client = client_for("http://127.0.0.1:9/v1", max_retries=0, timeout_s=2)
+    with pytest.raises(EndpointError) as info:
+        client.probe()
+    assert "\n" not in str(info.value)
+
+
+def test_api_key_comes_from_the_named_variable(monkeypatch):
+    from optimizer.errors import ConfigError
+
+    config = EndpointConfig(base_url="http://x/v1", api_key_env="ACON_TEST_KEY")
+    with pytest.raises(ConfigError, match="ACON_TEST_KEY"):
+        config.api_key()
+    monkeypatch.setenv("ACON_TEST_KEY", "sk-test")
+    assert config.api_key() == "sk-test"
+    assert "sk-test" not in str(config.describe())
+
+
+def test_system_prompt_tokens_are_measured_once(stub):
+    server = stub(scripted(["."]))
+    client = client_for(server.base_url)
+    first = client.system_tokens("You are terse.")
+    assert first > 0 and client.system_tokens("You are terse.") == first
+    assert len(server.requests) == 1
