@@ -15,14 +15,16 @@ since the literal must be visible exactly as the agent will copy it.
 
 Trivial literals are never needs, because seeing them or not says nothing about the context: booleans
 and None; values whose text is shorter than `min_len` characters (small integers such as `5` or
-`100`, floats such as `2.5`, short words and paths such as `..` or `temp`); and common words that an
+`100`, floats such as `2.5`, short words and paths such as `..` or `tmp`); and common words that an
 agent picks from the user's intent or the tool's description rather than copies (`Buy`, `high`,
 `true`, `none`; see `COMMON_WORDS`).
 
 The guess is what an agent that lost the literal would plausibly send instead: a value of the same
-type and shape. First choice is a sibling from the same output (another file in the listing, another
-user id, the nearest other number with as many digits); otherwise the literal altered (its last digit
-bumped, or its last letter changed; a number plus one unit in its last digit).
+type and shape. First choice is a sibling from the same output (another value under the same JSON
+key, such as another file of the listing or another booking id; else one of the same character
+shape; else the nearest other number with as many digits); otherwise the literal altered (its last
+digit bumped or its last letter changed; a number bumped in its last digit, doubled or halved). A
+caller that can run the task passes `accept` to keep only guesses that really break it.
 """
 
 from __future__ import annotations
@@ -228,7 +230,7 @@ def _candidates(output: str, kind: type) -> list[tuple[Any, str | None]]:
         parsed = json.loads(output)
     except ValueError:
         number = r"(?<![\d.])-?\d+\.\d+(?![\d.])" if kind is float else r"(?<![\d.])-?\d+(?![\d.])"
-        pattern = r"[\w.@/-]+" if kind is str else number
+        pattern = r"[\w@/-]+(?:\.[\w@/-]+)*" if kind is str else number  # dots only inside a token
         return [(kind(token), None) for token in re.findall(pattern, output)]
     found: list[tuple[Any, str | None]] = []
 

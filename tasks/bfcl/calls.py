@@ -38,6 +38,8 @@ def validate_call(text: str, allowed: Collection[str]) -> tuple[str, dict[str, A
     name = node.func.id
     if name not in allowed:
         raise UnsafeCall(f"{name!r} is not one of the tools available in this turn")
+    if not text.startswith(f"{name}("):  # BFCL's executor resolves names only in this form
+        raise UnsafeCall(f"the call must be written as {name}(...)")
     if node.args:
         raise UnsafeCall("positional arguments are not accepted")
     arguments: dict[str, Any] = {}

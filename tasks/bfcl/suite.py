@@ -120,7 +120,9 @@ def build_task(case: BfclCase, entry: Mapping[str, Any], suite: str) -> Task:
         turns=turns,
         make_env=functools.partial(BfclEnvironment, case),
         reference=reference_solution(case, turns),
-        max_steps_per_turn=data.MAX_STEPS_PER_TURN,
+        # BFCL allows 20 model steps a turn, each with any number of parallel calls; an agent making one
+        # call a step must still fit the longest ground-truth turn (34 calls in two long_context tasks).
+        max_steps_per_turn=max(data.MAX_STEPS_PER_TURN, 1 + max(map(len, case.ground_truth), default=0)),
         meta={
             "category": case.category,
             "involved_classes": tuple(entry["involved_classes"]),
