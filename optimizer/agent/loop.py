@@ -116,13 +116,13 @@ def _run_turn(
         condensation = strategy.condense(history, ctx)
         if condensation is not None:
             history.extend_edits(condensation.edits)
-            episode.records.extend(r.to_dict() for r in condensation.records)
+            episode.records.extend(_record_dict(episode, r) for r in condensation.records)
         replayed = history.replay()
         budgeted, budget_record = apply_budget(
             replayed, strategy.presend_budget(), store, step=step, strategy=strategy.type
         )
         if budget_record is not None:
-            episode.records.append(budget_record.to_dict())
+            episode.records.append(_record_dict(episode, budget_record))
         messages = render_messages(system, budgeted, native_tools=agent.native_tools())
         cache_break, invalidated = _cache_break(state.previous_request, messages)
         state.previous_request = messages
@@ -185,7 +185,7 @@ def _run_turn(
             written = strategy.write(raw, history, ctx) if recalled is None else None
             content = written.content if written is not None else raw.content
             if written is not None and written.record is not None:
-                episode.records.append(written.record.to_dict())
+                episode.records.append(_record_dict(episode, written.record))
             entry = history.append(
                 EntryKind.RESULT, content, step=step, turn=turn, call=call, retention=retention,
                 must_keep=output.must_keep, is_error=output.is_error, recalled_handle=raw.recalled_handle,
@@ -241,6 +241,13 @@ def _record_entry(episode: Episode, entry: Entry, raw: str, visible_from: int) -
         "calls": [c.to_dict() for c in entry.calls], "answer": entry.answer,
         "must_keep": list(entry.must_keep), "is_error": entry.is_error,
     })
+
+
+def _record_dict(episode: Episode, record) -> dict[str, Any]:
+    data = record.to_dict()
+    if data["compressor_io"]:
+        data["compressor_io"] = [episode.store(text) for text in data["compressor_io"]]
+    return data
 
 
 def _message_text(message: Mapping[str, Any]) -> str:

@@ -29,6 +29,7 @@ class CompressorOutput:
     text: str
     usage: Usage
     cached: bool
+    prompt: str = ""
 
 
 class Compressor:
@@ -75,13 +76,13 @@ class Compressor:
             hit = self.cache.get(key)
             if hit is not None:
                 self.cache_hits += 1
-                return CompressorOutput(hit[0], hit[1], True)
+                return CompressorOutput(hit[0], hit[1], True, prompt)
         completion = self.client.complete(messages, max_tokens=max_tokens)
         self.calls += 1
         text = clean_reply(completion.text)
         if self.cache is not None:
             self.cache.put(key, text, completion.usage)
-        return CompressorOutput(text, completion.usage, False)
+        return CompressorOutput(text, completion.usage, False, prompt)
 
 
 def clean_reply(text: str) -> str:

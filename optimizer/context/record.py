@@ -28,6 +28,8 @@ class CompressionRecord:
     handles: tuple[str, ...] = ()
     compressor_usage: Usage | None = None
     compressor_cached: bool = False
+    # The compressor's prompt and reply (texts here; the episode stores them as text hashes).
+    compressor_io: tuple[str, str] | None = None
     # Filled by the loop once the request is built: did this step rewrite an already-sent prefix?
     breaks_cache: bool = False
 
@@ -37,6 +39,7 @@ class CompressionRecord:
         data["entry_ids"] = list(self.entry_ids)
         data["handles"] = list(self.handles)
         data["dropped_by_class"] = dict(self.dropped_by_class)
+        data["compressor_io"] = list(self.compressor_io) if self.compressor_io else None
         return data
 
     @classmethod
@@ -46,4 +49,6 @@ class CompressionRecord:
         fields["handles"] = tuple(fields.get("handles", ()))
         usage = fields.get("compressor_usage")
         fields["compressor_usage"] = Usage.from_dict(usage) if usage else None
+        io = fields.get("compressor_io")
+        fields["compressor_io"] = tuple(io) if io else None
         return cls(**fields)

@@ -1,0 +1,1 @@
+"""Guideline search: proposals (LLM and deterministic), validation, tiered selection, rounds, resume."""

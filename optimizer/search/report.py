@@ -1,0 +1,121 @@
+"""The final report: the chosen guideline against `none`, the seed and the baselines on the test split."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from optimizer.context.strategies import GuidelineStrategy, parse_strategy
+from optimizer.evaluate.jobs import RunResult
+
+if TYPE_CHECKING:
+    from optimizer.search.job import OptimizationJob
+
+ROW_KEYS = ("tasks", "success", "success_ci", "peak_tokens_mean", "peak_tokens_max", "dependency_mean",
+            "total_tokens", "compressor_tokens", "cost_per_success", "cost_per_success_uncached", "blocking",
+            "duplicate_writes", "recall_calls", "cache_breaks", "infra_errors")
+
+
+def row(name: str, tier: str, result: RunResult) -> dict[str, Any]:
+    s = result.summary
+    out = {"strategy": name, "tier": tier, **{k: s[k] for k in ROW_KEYS if k != "tasks"}, "tasks": s["scored"]}
+    out["directory"] = str(result.directory)
+    return out
+
+
+def build_report(job: OptimizationJob) -> dict[str, Any]:
+    chosen = job.chosen()
+    seed = job.seed()
+    tier0 = job.options.screen_agent
+    job.log(f"final: test split ({len(job.test)} tasks), chosen {chosen.guideline.name}@{chosen.version}")
+    runs: dict[str, RunResult] = {}
+    runs["chosen"] = job._evaluate(GuidelineStrategy(guideline=chosen.guideline), job.test, "test", tier0)
+    runs["seed"] = job._evaluate(GuidelineStrategy(guideline=seed.guideline), job.test, "test", tier0)
+    for name in dict.fromkeys(("none", *job.options.final_strategies)):
+        runs[name] = job._evaluate(parse_strategy(name), job.test, "test", tier0)
+    tier1: dict[str, RunResult] = {}
+    if job.options.final_llm_limit > 0:
+        subset = job.test[: job.options.final_llm_limit]
+        tier1["chosen"] = job._evaluate(GuidelineStrategy(guideline=chosen.guideline), subset, "test", "llm")
+        tier1["seed"] = job._evaluate(GuidelineStrategy(guideline=seed.guideline), subset, "test", "llm")
+        tier1["none"] = job._evaluate(parse_strategy("none"), subset, "test", "llm")
+
+    chosen_row = row("chosen", tier0, runs["chosen"])
+    chosen_row["guideline"] = str(job.dir.path / "guidelines" / f"{chosen.version}.md")
+    chosen_row["version"] = chosen.version
+    baselines = [row(name, tier0, result) for name, result in runs.items() if name != "chosen"]
+    baselines += [row(f"{name}", "llm", result) for name, result in tier1.items() if name != "chosen"]
+    report = {
+        "experiment": job.config.name,
+        "suite": job.config.suite.type,
+        "chosen": chosen_row,
+        "chosen_tier1": row("chosen", "llm", tier1["chosen"]) if "chosen" in tier1 else None,
+        "baselines": baselines,
+        "rounds": [
+            {"round": r["round"], "candidates": len(r["candidates"]), "pairs": r["pairs"], "pareto": r["pareto"],
+             "chosen": r["chosen"], "rejected": r["rejected"], "improved": r["improved"]}
+            for r in job.state.rounds
+        ],
+        "stopped": job.state.stopped,
+        "budget": job.budget().to_dict(),
+        "acceptance": acceptance(job, runs, tier1),
+        "pareto": [p.to_dict() for p in job.front()],
+        "points": [p.to_dict() for p in job.points()],
+    }
+    job.dir.write_json("report.json", report)
+    job.dir.write_text("report.md", report_markdown(report))
+    if job.tracker is not None:
+        job.tracker.on_report(job, report)
+    return report
+
+
+def acceptance(job: OptimizationJob, runs: dict[str, RunResult], tier1: dict[str, RunResult]) -> dict[str, Any]:
+    bars = job.config.acceptance
+    out: dict[str, Any] = {"declared": bars.model_dump(), "tiers": {}}
+    for tier, results in (("tier0", runs), ("tier1", tier1)):
+        if "chosen" not in results:
+            continue
+        none, chosen = results["none"].summary, results["chosen"].summary
+        drop = none["success"] - chosen["success"]
+        reduction = 1 - chosen["peak_tokens_mean"] / none["peak_tokens_mean"] if none["peak_tokens_mean"] else 0.0
+        checks = {
+            "success_drop": {"value": drop, "bar": bars.max_success_drop, "pass": drop <= bars.max_success_drop},
+            "peak_reduction": {"value": reduction, "bar": bars.min_peak_reduction,
+                               "pass": reduction >= bars.min_peak_reduction},
+            "blocking": {"value": chosen["blocking"], "bar": bars.max_blocking,
+                         "pass": chosen["blocking"] <= bars.max_blocking},
+        }
+        out["tiers"][tier] = {"suite": job.config.suite.type, "checks": checks,
+                              "pass": all(c["pass"] for c in checks.values())}
+    out["pass"] = all(t["pass"] for t in out["tiers"].values())
+    return out
+
+
+def report_markdown(report: dict[str, Any]) -> str:
+    lines = [f"# acon optimize: {report['experiment']}", "",
+             f"Suite `{report['suite']}`, test split. Chosen guideline: `{report['chosen']['guideline']}`.", "",
+             "| strategy | tier | tasks | success | 95% CI | peak mean | peak max | dependency | tokens | compressor "
+             "| blocking |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows = [report["chosen"], *([report["chosen_tier1"]] if report["chosen_tier1"] else []), *report["baselines"]]
+    for r in rows:
+        low, high = r["success_ci"]
+        lines.append(
+            f"| {r['strategy']} | {r['tier']} | {r['tasks']} | {r['success']:.2f} | [{low:.2f}, {high:.2f}] | "
+            f"{r['peak_tokens_mean']:.0f} | {r['peak_tokens_max']} | {r['dependency_mean']:.0f} | {r['total_tokens']} | "
+            f"{r['compressor_tokens']} | {r['blocking']} |"
+        )
+    lines += ["", "## Rounds", "", "| round | pairs | candidates | improved | chosen |", "|---|---|---|---|---|"]
+    for r in report["rounds"]:
+        lines.append(f"| {r['round']} | {r['pairs']} | {r['candidates']} | {r['improved']} | {r['chosen']} |")
+    lines += ["", f"Stopped: {report['stopped']}.", "", "## Pareto front (train, screening tier)", "",
+              "| label | success | peak mean |", "|---|---|---|"]
+    for p in report["pareto"]:
+        lines.append(f"| {p['label']} | {p['success']:.2f} | {p['peak_tokens']:.0f} |")
+    b = report["budget"]
+    lines += ["", "## Budget", "", f"- agent (tier-1) episodes: {b['agent_episodes']}",
+              f"- compressor calls (uncached): {b['compressor_calls']}", f"- optimizer tokens: {b['optimizer_tokens']}",
+              "", "## Acceptance (declared before the run)", ""]
+    for tier, verdict in report["acceptance"]["tiers"].items():
+        lines.append(f"- {tier} ({verdict['suite']}): {'PASS' if verdict['pass'] else 'FAIL'}")
+        for name, check in verdict["checks"].items():
+            lines.append(f"  - {name}: {check['value']:.3f} (bar {check['bar']}) {'pass' if check['pass'] else 'fail'}")
+    return "\n".join(lines) + "\n"
