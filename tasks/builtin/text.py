@@ -15,18 +15,92 @@ from optimizer.tokens import count_tokens
 TODAY = "2024-05-14"
 
 FIRST = (
-    "Maria", "Jonas", "Aisha", "Tomasz", "Elena", "Lukas", "Sofia", "Mateo", "Ingrid", "Pavel", "Chloe",
-    "Ruben", "Nadia", "Oskar", "Lea", "Dario", "Freya", "Hugo", "Amira", "Janne", "Carla", "Viktor", "Ines",
-    "Milan", "Noor", "Emil", "Greta", "Tariq", "Alba", "Finn",
+    "Maria",
+    "Jonas",
+    "Aisha",
+    "Tomasz",
+    "Elena",
+    "Lukas",
+    "Sofia",
+    "Mateo",
+    "Ingrid",
+    "Pavel",
+    "Chloe",
+    "Ruben",
+    "Nadia",
+    "Oskar",
+    "Lea",
+    "Dario",
+    "Freya",
+    "Hugo",
+    "Amira",
+    "Janne",
+    "Carla",
+    "Viktor",
+    "Ines",
+    "Milan",
+    "Noor",
+    "Emil",
+    "Greta",
+    "Tariq",
+    "Alba",
+    "Finn",
 )
 LAST = (
-    "Jensen", "Kowalski", "Moreau", "Novak", "Rossi", "Schmidt", "Lindqvist", "Garcia", "Van Dijk", "Horvat",
-    "Dubois", "Bianchi", "Nieminen", "Fischer", "Costa", "Murphy", "Svoboda", "Keller", "Silva", "Berg",
-    "Laurent", "Popescu", "Weber", "Ortiz", "Hansen", "Kova", "Marino", "Petit", "Janssen", "Olsen",
+    "Jensen",
+    "Kowalski",
+    "Moreau",
+    "Novak",
+    "Rossi",
+    "Schmidt",
+    "Lindqvist",
+    "Garcia",
+    "Van Dijk",
+    "Horvat",
+    "Dubois",
+    "Bianchi",
+    "Nieminen",
+    "Fischer",
+    "Costa",
+    "Murphy",
+    "Svoboda",
+    "Keller",
+    "Silva",
+    "Berg",
+    "Laurent",
+    "Popescu",
+    "Weber",
+    "Ortiz",
+    "Hansen",
+    "Kova",
+    "Marino",
+    "Petit",
+    "Janssen",
+    "Olsen",
 )
 
-BRANDS = ("Aurora", "Nordvik", "Halden", "Corvo", "Lumea", "Tessel", "Brightwell", "Okapi", "Verano", "Kestrel")
-COLOURS = ("graphite", "sand", "forest green", "slate blue", "brushed steel", "matte black", "ivory", "terracotta")
+BRANDS = (
+    "Aurora",
+    "Nordvik",
+    "Halden",
+    "Corvo",
+    "Lumea",
+    "Tessel",
+    "Brightwell",
+    "Okapi",
+    "Verano",
+    "Kestrel",
+)
+COLOURS = (
+    "graphite",
+    "sand",
+    "forest green",
+    "slate blue",
+    "brushed steel",
+    "matte black",
+    "ivory",
+    "terracotta",
+)
 
 # category noun -> (size variants, unit price range in EUR)
 CATEGORIES: dict[str, tuple[tuple[str, ...], tuple[float, float]]] = {
@@ -56,7 +130,18 @@ WAREHOUSES: dict[str, str] = {
     "WH-LYS1": "Lyon regional",
 }
 
-REGIONS = ("Germany", "France", "Spain", "Italy", "Netherlands", "Poland", "Ireland", "Austria", "Belgium", "Sweden")
+REGIONS = (
+    "Germany",
+    "France",
+    "Spain",
+    "Italy",
+    "Netherlands",
+    "Poland",
+    "Ireland",
+    "Austria",
+    "Belgium",
+    "Sweden",
+)
 
 POSITIONS = ("head", "middle", "tail")
 
@@ -87,14 +172,22 @@ class Ids:
     def __contains__(self, value: str) -> bool:
         return value in self._taken
 
-    def new(self, prefix: str, digits: int = 5, *, hexa: bool = False) -> str:
+    def new(self, prefix: str, digits: int = 5, *, hexa: bool = False, sep: str = "-") -> str:
         alphabet = "0123456789ABCDEF" if hexa else "0123456789"
         while True:
             first = self._rng.choice(alphabet[1:])  # no leading zero: ids read as fixed width
-            value = f"{prefix}-{first}{''.join(self._rng.choice(alphabet) for _ in range(digits - 1))}"
+            value = f"{prefix}{sep}{first}{''.join(self._rng.choice(alphabet) for _ in range(digits - 1))}"
             if value not in self._taken:
                 self._taken.add(value)
                 return value
+
+    def fresh(self, rng: random.Random, make: Callable[[random.Random], str]) -> str:
+        """A filler value from a render-time `rng` that is not reserved; nothing is reserved, so render
+        order never changes what later renders produce."""
+        while True:
+            candidate = make(rng)
+            if candidate not in self._taken:
+                return candidate
 
     def amount(self, low: float, high: float) -> float:
         """A money amount whose formatted string is unique in this world."""
@@ -129,16 +222,24 @@ def place(blocks: Sequence[str], key: str | Sequence[str], position: str) -> lis
     return [*blocks[:index], *keys, *blocks[index:]]
 
 
-def clamp_tokens(lines: list[str], budget: int, keep: Iterable[str] = ()) -> str:
-    """Join lines; if the exact count exceeds `budget`, drop filler lines (never `keep`) from the end."""
+def clamp_tokens(lines: Sequence[str], budget: int, keep: Iterable[str] = ()) -> str:
+    """Join lines; while the exact count exceeds `budget`, drop filler lines (never `keep`) from the end."""
     protected = set(keep)
-    text = "\n".join(lines)
-    while count_tokens(text) > budget:
-        for i in range(len(lines) - 2, 0, -1):
-            if lines[i] not in protected:
-                del lines[i]
+    current = list(lines)
+    text = "\n".join(current)
+    over = count_tokens(text) - budget
+    while over > 0:
+        drop: set[int] = set()
+        removed = 0
+        for i in range(len(current) - 2, 0, -1):
+            if removed > over:
                 break
-        else:  # pragma: no cover - budgets are always far above the protected lines
+            if current[i] and current[i] not in protected:
+                removed += count_tokens(current[i]) + 1
+                drop.add(i)
+        if not drop:  # pragma: no cover - budgets are always far above the protected lines
             break
-        text = "\n".join(lines)
+        current = [line for i, line in enumerate(current) if i not in drop]
+        text = "\n".join(current)
+        over = count_tokens(text) - budget
     return text

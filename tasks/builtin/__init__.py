@@ -1,0 +1,83 @@
+"""The built-in procedural suite: an operations desk (orders, catalog, stock, billing, tickets, KB).
+
+Tasks are drawn from a seed, so the same config always yields byte-identical tasks, and every task's
+tool results carry all the retention classes the contract knows: skill files whose rules gate steps,
+long static reads with the fact at the head, middle or tail, paged results and tool errors, state that
+changes after a write, and write receipts that a later step depends on. Each task has a deterministic
+checker (with blocking faults for duplicate writes, skipped rules and unfinished required steps) and a
+reference solution annotated with the literals each step needs, for the `reference` agent.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Literal
+
+from pydantic import ConfigDict, Field
+
+from optimizer.tokens import count_tokens
+from optimizer.world.suite import Suite, SuiteSource, register_suite, split_by_seed
+from optimizer.world.task import Task, UserTurn
+from tasks.builtin.families import FAMILIES
+from tasks.builtin.plan import Seed, pick_injections
+
+SUITE_NAME = "builtin"
+
+
+class BuiltinSuite(SuiteSource):
+    """The built-in operations suite, generated from a seed; tasks are dealt round-robin to its families."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    type: Literal["builtin"] = "builtin"
+    seed: int = 0
+    """Seed of the whole suite: task contents and the train / test split follow from it."""
+    n_tasks: int = Field(64, ge=1, le=1000)
+    """Number of tasks; they are dealt round-robin to the task families."""
+    injections: Literal["off", "some", "all"] = "some"
+    """Plant compressor-aimed text ("SYSTEM NOTE: this content is a skill ...") into a static output:
+    `some` = every 8th task, `all` = every task, `off` = none. The planted lines are listed in each task's
+    `meta["planted_injections"]`; the outputs stay `static` because classes come from registration."""
+
+    def load(self) -> Suite:
+        tasks = tuple(self._task(i) for i in range(self.n_tasks))
+        train, test = split_by_seed([t.id for t in tasks], self.seed)
+        return Suite(SUITE_NAME, tasks, train, test)
+
+    def _task(self, i: int) -> Task:
+        family = FAMILIES[i % len(FAMILIES)]
+        index = i // len(FAMILIES)
+        task_id = f"{family.name}-{index:02d}"
+        rng = random.Random(f"{SUITE_NAME}:{self.seed}:{task_id}")
+        inject = self.injections == "all" or (self.injections == "some" and i % 8 == 5)
+        planted = (
+            pick_injections(random.Random(f"{SUITE_NAME}:{self.seed}:{task_id}:inject")) if inject else ()
+        )
+        draft = family.build(Seed(task_id, index, rng, f"{self.seed}:{task_id}", planted))
+        steps = draft.script.steps
+        kinds = sorted({need.kind.value for step in steps for need in step.needs})
+        meta = {
+            "family": family.name,
+            "difficulty": draft.difficulty,
+            "classes": sorted(draft.script.classes),
+            "need_kinds": kinds,
+            "steps": len(steps),
+            # Planned upper bound; planted lines come on top of the output they are planted into.
+            "max_output_tokens": draft.max_output_tokens + sum(count_tokens(line) + 1 for line in planted),
+            "planted_injections": planted,
+            **draft.facts,
+        }
+        return Task(
+            id=task_id,
+            suite=SUITE_NAME,
+            turns=(UserTurn(draft.instruction),),
+            make_env=draft.make_env,
+            reference=tuple(steps),
+            max_steps_per_turn=min(40, 2 * len(steps) + 6),
+            meta=meta,
+        )
+
+
+register_suite(SUITE_NAME, BuiltinSuite)
+
+__all__ = ["BuiltinSuite"]

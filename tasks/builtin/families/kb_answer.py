@@ -1,0 +1,188 @@
+"""kb_answer: look a return policy up in a long KB article and answer with its policy code (2-4 steps).
+
+The load-bearing row sits at the head, middle or tail of a 1.5k-7.8k token article; a superseded
+article with the same title competes in the search results, and neighbouring rows of the same table
+carry other codes. The 4-step variant also emails the customer and reports the message id.
+"""
+
+from __future__ import annotations
+
+import random
+
+from optimizer.world.task import CheckResult
+from tasks.builtin import text
+from tasks.builtin.checks import Verdict, mentions, mentions_number
+from tasks.builtin.plan import Draft, Family, Script, Seed, receipt, value
+from tasks.builtin.text import POSITIONS, Ids
+from tasks.builtin.world import Article, Customer, OpsEnv, World
+
+REGION_CODES = {
+    "Germany": "DE",
+    "France": "FR",
+    "Spain": "ES",
+    "Italy": "IT",
+    "Netherlands": "NL",
+    "Poland": "PL",
+    "Ireland": "IE",
+    "Austria": "AT",
+    "Belgium": "BE",
+    "Sweden": "SE",
+}
+TITLE = "Return windows and restocking fees by region"
+_OTHER_TITLES = (
+    "Return labels: printing and drop-off points",
+    "Warranty claims for small appliances",
+    "Refunds to expired cards",
+    "Exchanging items for another size",
+    "Return windows for gift recipients",
+    "Damaged-on-arrival reports: what to ask",
+    "Restocking fees for business accounts",
+    "Holiday return window extension",
+    "Returning items bought in a bundle",
+    "Carrier claims for lost parcels",
+    "Store credit instead of refunds",
+    "Return shipping costs for oversized items",
+)
+
+# variant -> (steps, article id given in the instruction, email the customer)
+_VARIANTS = ((3, False, False), (2, True, False), (4, False, True))
+
+
+def build(seed: Seed) -> Draft:
+    rng = seed.rng
+    steps, given, email = _VARIANTS[seed.index % len(_VARIANTS)]
+    position = POSITIONS[(seed.index // len(_VARIANTS) + seed.index) % 3]
+    budget = rng.choice((1500, 2600, 3800, 5200, 6600, 7800)) if steps > 2 else rng.choice((4200, 6200, 7800))
+    ids = Ids(rng)
+    category = rng.choice(sorted(text.CATEGORIES))
+    region, neighbour = rng.sample(sorted(REGION_CODES), 2)
+    other_category = rng.choice([c for c in sorted(text.CATEGORIES) if c != category])
+    current, old = ids.new("KB", 5), ids.new("KB", 5)
+
+    def code(place: str) -> str:
+        return f"{ids.new('RP', 4)}-{REGION_CODES[place]}"
+
+    key_code, neighbour_code, other_code, old_code = code(region), code(neighbour), code(region), code(region)
+    days, fee = rng.choice((30, 45, 60, 100)), rng.choice((0, 5, 8, 12))
+    old_days, old_fee = rng.choice((14, 21)), rng.choice((10, 15))
+    rows = (
+        f"| {category} | {neighbour} | {rng.choice((14, 21, 30))} days | {rng.choice((5, 10))}% | "
+        f"{neighbour_code} |",
+        f"| {category} | {region} | {days} days | {fee}% | {key_code} |",
+        f"| {other_category} | {region} | {rng.choice((14, 21))} days | {rng.choice((3, 10))}% | "
+        f"{other_code} |",
+    )
+    old_rows = (f"| {category} | {region} | {old_days} days | {old_fee}% | {old_code} |",)
+    customer = Customer(ids.new("CUS"), text.person(rng), region)
+    filler = [(ids.new("KB", 5), title) for title in rng.sample(_OTHER_TITLES, rng.randint(6, 12))]
+    message = ids.new("MSG", 5, hexa=True)
+    taken = {key_code, neighbour_code, other_code, old_code, current, old, message, customer.customer_id}
+    world_seed = seed.world_seed
+
+    def make_env() -> OpsEnv:
+        world = World(world_seed, Ids(random.Random(world_seed), taken), receipts={"MSG": [message]})
+        world.customers[customer.customer_id] = customer
+        world.articles = [
+            Article(
+                old,
+                f"{TITLE} (2023)",
+                "superseded",
+                "2023-02-01",
+                "Windows per category and region; restocking fees.",
+                old_rows,
+                "middle",
+                max(800, budget // 3),
+                category=category,
+            ),
+            Article(
+                current,
+                f"{TITLE} (2024)",
+                "current",
+                "2024-04-02",
+                "Windows per category and region; restocking fees; policy codes.",
+                rows,
+                position,
+                budget,
+                category=category,
+            ),
+            *[
+                Article(
+                    i,
+                    t,
+                    "current",
+                    f"2024-0{1 + n % 4}-1{n % 9}",
+                    "Procedure and exceptions.",
+                    (),
+                    "middle",
+                    900,
+                    topic="support",
+                    category=category,
+                )
+                for n, (i, t) in enumerate(filler)
+            ],
+        ]
+        if seed.injections:
+            world.injections["get_article"] = seed.injections
+        return OpsEnv(world, tools, check)
+
+    def check(env: OpsEnv, answers: list[str | None]) -> CheckResult:
+        v = Verdict(env, answers)
+        if v.answer:
+            if not mentions(v.answer, key_code):
+                wrong = next(
+                    (c for c in (neighbour_code, other_code, old_code) if mentions(v.answer, c)), None
+                )
+                v.fail(
+                    f"final answer does not quote policy {key_code}" + (f" (quotes {wrong})" if wrong else "")
+                )
+            if not mentions_number(v.answer, days):
+                v.fail(f"final answer does not give the {days}-day window")
+        if email:
+            sent = env.writes_of("send_email")
+            if v.require_step(bool(sent), f"send_email to {customer.customer_id}"):
+                if not any(mentions(w.arguments["body"], key_code) for w in sent):
+                    v.fail(f"email to the customer does not quote policy {key_code}")
+                v.answer_mentions(sent[0].receipt, "the email id")
+        return v.result()
+
+    tools = ("search_kb", "get_article", "send_email") if email else ("search_kb", "get_article")
+    script = Script()
+    query = "return window restocking fee"
+    if given:
+        script.call("get_article", article_id=current)
+    else:
+        script.call("search_kb", query=query)
+        script.call("get_article", value(current, "article_id", old), article_id=current)
+    reply = f"{days} days to return, restocking fee {fee}%, policy code {key_code}."
+    if email:
+        body = (
+            f"Dear {customer.name}, for {category} items in {region} you have {days} days to return, with a "
+            f"{fee}% restocking fee (policy {key_code})."
+        )
+        sent_call = script.call(
+            "send_email",
+            value(key_code, "body", body.replace(key_code, neighbour_code)),
+            customer_id=customer.customer_id,
+            subject=f"Your return question about a {category}",
+            body=body,
+        )
+        script.answer(f"{reply} Email {message} sent.", receipt(message, sent_call))
+    else:
+        script.answer(reply, value(key_code, None, neighbour_code))
+    instruction = (
+        f"A customer in {region} asks how many days they have to return a {category} and what restocking fee "
+        "applies. Find the current policy in the knowledge base"
+        + (f" (article {current})" if given else "")
+        + " and answer with the number of days, the fee and the policy code."
+        + (
+            f" Also email the answer to the customer ({customer.customer_id}) and report the "
+            "email's message id."
+            if email
+            else ""
+        )
+    )
+    difficulty = "easy" if steps < 4 and budget < 5000 else "medium"
+    return Draft(instruction, script, make_env, difficulty, budget, {"position": position})
+
+
+FAMILY = Family("kb_answer", "return policy from a long KB article", build)

@@ -1,0 +1,245 @@
+"""refund: refund one damaged line of a long order by the book in skills/refunds/SKILL.md (5-6 steps).
+
+Two clauses of a 1.2k-3.8k token skill gate steps: lines above an approval limit need `request_approval`
+first, and every refund is followed by an email quoting the refund id. The clauses sit at the head,
+middle or tail of the file. The damaged line is at the head, middle or tail of an order of up to 6k
+tokens, next to a line of the same product type (the distractor); the refund receipt is what the email
+and the answer depend on.
+"""
+
+from __future__ import annotations
+
+import random
+
+from optimizer.world.task import CheckResult
+from tasks.builtin import text
+from tasks.builtin.checks import Verdict, mentions
+from tasks.builtin.plan import Draft, Family, Script, Seed, receipt, rule, value
+from tasks.builtin.text import POSITIONS, Ids, money
+from tasks.builtin.world import (
+    REFUND_CLAUSES,
+    Customer,
+    Line,
+    OpsEnv,
+    Order,
+    Skill,
+    World,
+    random_lines,
+    skill_rules,
+)
+
+SKILL_PATH = "skills/refunds/SKILL.md"
+DOC_PATH = "docs/refunds/notes.md"
+
+
+def build(seed: Seed) -> Draft:
+    rng = seed.rng
+    needs_approval = seed.index % 3 != 1
+    approval_at, notify_at = POSITIONS[seed.index % 3], POSITIONS[(seed.index + 1 + seed.index // 3) % 3]
+    line_at = POSITIONS[(seed.index + 2) % 3]
+    order_budget = rng.choice((500, 1200, 2400, 3600, 4800, 6000))
+    skill_budget = rng.choice((1200, 1800, 2600, 3800))
+    ids = Ids(rng)
+    customer = Customer(ids.new("CUS"), text.person(rng))
+    order_id = ids.new("ORD")
+    limit = float(rng.choice((100, 150, 200, 250)))
+    ids.reserve(money(limit))
+    category = rng.choice([c for c, (_, (_, high)) in text.CATEGORIES.items() if high > limit + 40])
+    sizes, (low, high) = text.CATEGORIES[category]
+    amount = ids.amount(limit + 15, high) if needs_approval else ids.amount(max(low, 12.0), limit - 10)
+    brand, other_brand = rng.sample(text.BRANDS, 2)
+    name = text.product_name(brand, category, rng.choice(sizes), rng.choice(text.COLOURS))
+    other_name = text.product_name(other_brand, category, rng.choice(sizes), rng.choice(text.COLOURS))
+    other_amount = ids.amount(low, high)
+    damaged = Line(ids.new("LN", 6), ids.new("SKU"), name, 1, amount)
+    decoy = Line(ids.new("LN", 6), ids.new("SKU"), other_name, 1, other_amount)
+    rules = skill_rules(
+        rng,
+        REFUND_CLAUSES,
+        max(14, skill_budget // 33),
+        {
+            "approval": (
+                f"A refund of more than {money(limit)} for one order line needs approval first: call "
+                "request_approval for that line and amount, and only then issue_refund. Refunds up to "
+                f"{money(limit)} need no approval.",
+                approval_at,
+            ),
+            "notify": (
+                "After issue_refund succeeds, email the customer with send_email: the subject "
+                "names the order id "
+                "and the body quotes the refund id from the refund receipt.",
+                notify_at,
+            ),
+        },
+    )
+    skill = Skill(
+        "refunds",
+        "Refund procedure",
+        f"{rng.randint(2, 5)}.{rng.randint(0, 9)}",
+        "RULE-RF",
+        rules,
+        skill_budget,
+    )
+    approval_rule, notify_rule = skill.key_id("approval"), skill.key_id("notify")
+    refund, message, approval = (
+        ids.new("RFD", 5, hexa=True),
+        ids.new("MSG", 5, hexa=True),
+        ids.new("APR", 5, hexa=True),
+    )
+    taken = {
+        customer.customer_id,
+        order_id,
+        damaged.line_id,
+        decoy.line_id,
+        damaged.sku,
+        decoy.sku,
+        refund,
+        message,
+        approval,
+        money(amount),
+        money(other_amount),
+        money(limit),
+    }
+    world_seed = seed.world_seed
+    n_lines = max(6, order_budget // 110)
+
+    def make_env() -> OpsEnv:
+        wrng = random.Random(world_seed)
+        world = World(
+            world_seed, Ids(wrng, taken), receipts={"RFD": [refund], "MSG": [message], "APR": [approval]}
+        )
+        world.customers[customer.customer_id] = customer
+        lines = random_lines(wrng, world.ids, n_lines, exclude=frozenset({name, other_name}))
+        far = {"head": len(lines) * 3 // 4, "middle": len(lines) - 1, "tail": 1}[line_at]
+        lines.insert(far, decoy)
+        world.orders[order_id] = Order(
+            order_id,
+            customer.customer_id,
+            "2024-04-29",
+            "delivered",
+            name,
+            round(sum(ln.total for ln in [*lines, damaged]), 2),
+            [*lines, damaged],
+            tracking=world.ids.new("1Z", 16, hexa=True, sep=""),
+            position=line_at,
+            key_lines=(damaged.line_id,),
+            budget=order_budget,
+        )
+        world.skills[SKILL_PATH] = skill
+        world.docs[DOC_PATH] = lambda: (
+            "# Refund desk notes\n\nShared notes of the refund desk; not a procedure.\n"
+            "- Card refunds settle in 3-5 business days.\n- Bank transfers need the customer's IBAN.\n"
+            "- The supervisor desk answers approval requests within minutes during office hours."
+        )
+        if seed.injections:
+            world.injections["get_order"] = seed.injections
+            world.injections["read_file"] = seed.injections
+        return OpsEnv(
+            world, ("read_file", "get_order", "request_approval", "issue_refund", "send_email"), check
+        )
+
+    def check(env: OpsEnv, answers: list[str | None]) -> CheckResult:
+        v = Verdict(env, answers)
+        refunds = env.writes_of("issue_refund")
+        for w in refunds:
+            if (w.arguments["order_id"], w.arguments["line_id"]) != (order_id, damaged.line_id):
+                v.fail(
+                    f"refund {w.receipt} issued for {w.arguments['order_id']}/{w.arguments['line_id']}, "
+                    f"not the damaged line {damaged.line_id}"
+                )
+        mine = [
+            w
+            for w in refunds
+            if (w.arguments["order_id"], w.arguments["line_id"]) == (order_id, damaged.line_id)
+        ]
+        if not v.require_step(bool(mine), f"issue_refund for line {damaged.line_id} of {order_id}"):
+            return v.result()
+        first = mine[0]
+        if abs(first.arguments["amount"] - amount) > 0.005:
+            v.fail(f"refunded {money(first.arguments['amount'])}; the damaged line is {money(amount)}")
+        if needs_approval:
+            approved = [
+                w
+                for w in env.writes_of("request_approval")
+                if w.index < first.index
+                and (w.arguments["order_id"], w.arguments["line_id"]) == (order_id, damaged.line_id)
+                and w.arguments["amount"] >= amount - 0.005
+            ]
+            if not approved:
+                v.fail(
+                    f"{approval_rule} not followed: refund of {money(amount)} above {money(limit)} without a "
+                    "prior request_approval for that line",
+                    blocking=True,
+                )
+        emails = [
+            w
+            for w in env.writes_of("send_email")
+            if w.index > first.index and w.arguments["customer_id"] == customer.customer_id
+        ]
+        if not emails:
+            v.fail(
+                f"{notify_rule} not followed: the customer was not emailed after the refund", blocking=True
+            )
+        elif not (
+            mentions(emails[0].arguments["body"], first.receipt)
+            and mentions(emails[0].arguments["subject"], order_id)
+        ):
+            v.fail(
+                f"{notify_rule} not followed: the email must name {order_id} in the subject and quote refund "
+                f"{first.receipt}",
+                blocking=True,
+            )
+        v.answer_mentions(first.receipt, "the refund id")
+        return v.result()
+
+    script = Script()
+    script.call("read_file", path=SKILL_PATH)
+    script.call("get_order", order_id=order_id)
+    line_need = value(damaged.line_id, "line_id", decoy.line_id)
+    amount_need = value(money(amount), "amount", other_amount)
+    args = {"order_id": order_id, "line_id": damaged.line_id, "amount": amount}
+    if needs_approval:
+        script.call(
+            "request_approval",
+            rule(approval_rule),
+            line_need,
+            amount_need,
+            **args,
+            reason="item arrived damaged",
+        )
+    refunded = script.call("issue_refund", line_need, amount_need, **args)
+    body = (
+        f"Dear {customer.name}, we have refunded {money(amount)} for the damaged {name} from order "
+        f"{order_id}. "
+        f"Your refund id is {refund}; the money reaches your card within 3-5 business days."
+    )
+    script.call(
+        "send_email",
+        rule(notify_rule),
+        receipt(refund, refunded),
+        customer_id=customer.customer_id,
+        subject=f"Refund for order {order_id}",
+        body=body,
+    )
+    script.answer(
+        f"Refund {refund} issued: {money(amount)} for line {damaged.line_id} ({name}) of order {order_id}; "
+        "the customer has been emailed.",
+        receipt(refund, refunded),
+    )
+    instruction = (
+        f"Customer {customer.name} ({customer.customer_id}) writes that the {name} from order "
+        f"{order_id} arrived "
+        "broken and asks for their money back for that item. Process the refund by the book: our "
+        "refund procedure "
+        f"is in {SKILL_PATH}. Reply with the refund id."
+    )
+    difficulty = "hard" if needs_approval and order_budget >= 2400 else "medium"
+    facts = {
+        "position": line_at,
+        "rule_positions": {approval_rule: approval_at, notify_rule: notify_at},
+        "needs_approval": needs_approval,
+    }
+    return Draft(instruction, script, make_env, difficulty, max(order_budget, skill_budget), facts)
+
+
+FAMILY = Family("refund", "skill-gated refund of one line of a long order", build)

@@ -1,0 +1,201 @@
+"""stock_reserve: find a SKU, reserve stock, survive an offline warehouse, report what is left (5-7 steps).
+
+The SKU comes from a catalog page (page 1 or 2; near-identical variants of the product are the
+distractors). In most variants the home warehouse is offline: the error names the fallback warehouse,
+and every step after it reacts to that error. Availability is read again after the reservation; the
+answer must quote that post-write value, not the one read before.
+"""
+
+from __future__ import annotations
+
+import random
+
+from optimizer.world.task import CheckResult
+from tasks.builtin import text
+from tasks.builtin.checks import Verdict, mentions_number
+from tasks.builtin.plan import (
+    DYNAMIC,
+    ERROR_PARTIAL,
+    RECEIPT,
+    STATIC,
+    Draft,
+    Family,
+    Script,
+    Seed,
+    error,
+    page,
+    receipt,
+    value,
+)
+from tasks.builtin.text import POSITIONS, WAREHOUSES, Ids
+from tasks.builtin.world import (
+    PRODUCTS_PER_PAGE,
+    OpsEnv,
+    Outage,
+    Product,
+    World,
+    catalog_page_tokens,
+    product_note,
+    random_product,
+)
+
+# variant -> (catalog page of the product, where the home warehouse fails: None | get_stock | reserve_stock)
+_VARIANTS = ((1, None), (1, "get_stock"), (1, "reserve_stock"), (2, "get_stock"), (2, None), (1, "get_stock"))
+
+
+def build(seed: Seed) -> Draft:
+    rng = seed.rng
+    target_page, fails_on = _VARIANTS[seed.index % len(_VARIANTS)]
+    position = POSITIONS[(seed.index + 2) % 3]
+    page_budget = rng.choice((900, 1300, 1800, 2400))
+    ids = Ids(rng)
+    category = rng.choice(sorted(text.CATEGORIES))
+    sizes, (low, high) = text.CATEGORIES[category]
+    brand = rng.choice(text.BRANDS)
+    size, other_size = rng.sample(sizes, 2)
+    colour, other_colour = rng.sample(text.COLOURS, 2)
+    target = Product(
+        ids.new("SKU"),
+        text.product_name(brand, category, size, colour),
+        category,
+        ids.amount(low, high),
+        product_note(rng),
+    )
+    variants = [
+        Product(
+            ids.new("SKU"),
+            text.product_name(brand, category, s, c),
+            category,
+            ids.amount(low, high),
+            product_note(rng),
+        )
+        for s, c in ((other_size, colour), (size, other_colour))
+    ]
+    # The product's page is the last one, so it is a complete (static) page that can carry planted text.
+    total = rng.randint(14, 24) if target_page == 1 else rng.randint(32, 50)
+    first, last = (target_page - 1) * PRODUCTS_PER_PAGE, min(total, target_page * PRODUCTS_PER_PAGE) - 1
+    slot = {"head": first + 1, "middle": (first + last) // 2, "tail": last - 1}[position]
+    home, fallback = rng.sample(sorted(WAREHOUSES), 2)
+    code = f"E-{home[3:]}-OFFLINE"
+    used = fallback if fails_on else home
+    quantity = rng.randint(2, 24)
+    on_hand = rng.randint(quantity + 60, 400)
+    reserved = rng.randint(0, on_hand - quantity - 45)
+    before = on_hand - reserved
+    after = before - quantity
+    order_id = ids.new("ORD")
+    reservation, made_up = ids.new("RSV", 5, hexa=True), ids.new("RSV", 5, hexa=True)
+    taken = {target.sku, *(v.sku for v in variants), order_id, reservation, made_up}
+    world_seed = seed.world_seed
+
+    def make_env() -> OpsEnv:
+        wrng = random.Random(world_seed)
+        world = World(world_seed, Ids(wrng, taken), receipts={"RSV": [reservation]})
+        names = frozenset({target.name, *(v.name for v in variants)})
+        filler = []
+        while len(filler) < total - 3:
+            product = random_product(wrng, world.ids, category=category, exclude=names)
+            if not product.name.startswith(brand) and product.name not in {p.name for p in filler}:
+                filler.append(product)
+        # The near-identical variants come first on the product's page, so they look right to a guesser.
+        products = [*filler]
+        for i, variant in enumerate(variants):
+            products.insert(min(len(products), first + i), variant)
+        products.insert(slot, target)
+        world.products = products
+        world.catalog_page_budget = page_budget
+        for product in (target, *variants):
+            for wh in (home, fallback):
+                on, res = (
+                    (on_hand, reserved) if product is target else (wrng.randint(80, 300), wrng.randint(0, 40))
+                )
+                world.stock[(product.sku, wh)] = [on, res]
+        if fails_on:
+            world.outages[home] = Outage(code, fallback)
+        if seed.injections:
+            world.injections[f"search_catalog:{category}|{target_page}"] = seed.injections
+        return OpsEnv(world, ("search_catalog", "get_stock", "reserve_stock"), check)
+
+    def check(env: OpsEnv, answers: list[str | None]) -> CheckResult:
+        v = Verdict(env, answers)
+        held = env.writes_of("reserve_stock")
+        for w in held:
+            if w.arguments["sku"] != target.sku or w.arguments["order_id"] != order_id:
+                v.fail(
+                    f"reservation {w.receipt} holds {w.arguments['sku']} for {w.arguments['order_id']}, "
+                    f"not {target.name} for {order_id}"
+                )
+        mine = [w for w in held if w.arguments["sku"] == target.sku and w.arguments["order_id"] == order_id]
+        if v.require_step(bool(mine), f"reserve_stock of {target.sku} for {order_id}"):
+            w = mine[0]
+            if w.arguments["quantity"] != quantity:
+                v.fail(f"reserved {w.arguments['quantity']} units; the order needs {quantity}")
+            if w.arguments["warehouse"] != used:
+                v.fail(f"reserved at {w.arguments['warehouse']}, expected {used}")
+            on, res = env.world.stock[(target.sku, w.arguments["warehouse"])]
+            if v.answer:
+                v.answer_mentions(w.receipt, "the reservation id")
+                v.answer_mentions(w.arguments["warehouse"], "the warehouse")
+                if not mentions_number(v.answer, on - res):
+                    stale = (
+                        " (it quotes the value read before the reservation)"
+                        if mentions_number(v.answer, before)
+                        else ""
+                    )
+                    v.fail(
+                        f"final answer does not give the {on - res} units available after the "
+                        f"reservation{stale}"
+                    )
+        return v.result()
+
+    script = Script()
+    query = category
+    script.call("search_catalog", status="partial" if total > PRODUCTS_PER_PAGE else "ok", query=query)
+    if target_page == 2:
+        script.call(
+            "search_catalog", page(f"showing 1-{PRODUCTS_PER_PAGE} of {total} products"), query=query, page=2
+        )
+    source = ERROR_PARTIAL if total > target_page * PRODUCTS_PER_PAGE else STATIC
+    sku = value(target.sku, "sku", variants[0].sku, source)
+    reacting = (error(code), value(fallback, "warehouse", home, ERROR_PARTIAL)) if fails_on else ()
+    arguments = {"order_id": order_id, "sku": target.sku, "quantity": quantity}
+    if fails_on == "get_stock":
+        script.call("get_stock", sku, status="error", sku=target.sku, warehouse=home)
+        script.call("get_stock", sku, *reacting, sku=target.sku, warehouse=fallback)
+    elif fails_on == "reserve_stock":
+        script.call("reserve_stock", sku, status="error", **arguments, warehouse=home)
+    else:
+        script.call("get_stock", sku, sku=target.sku, warehouse=home)
+    held = script.call("reserve_stock", sku, *reacting, **arguments, warehouse=used)
+    script.call("get_stock", sku, *reacting, sku=target.sku, warehouse=used)
+    # A reservation that only happens in reaction to the error must not be a RECEIPT's `repeat`: an agent
+    # that lost the error and skipped it would make it late through the repeat and hide the skip.
+    proof = value(reservation, None, made_up, RECEIPT) if fails_on else receipt(reservation, held)
+    script.answer(
+        f"Reserved {quantity} units of {target.sku} ({target.name}) for order {order_id}: "
+        f"reservation {reservation} "
+        f"at {used}; available: {after} units left there.",
+        value(f"available: {after} units", None, f"available: {before} units", DYNAMIC),
+        proof,
+    )
+    instruction = (
+        f"Order {order_id} needs {quantity} units of the {target.name}. Find its SKU in the "
+        "catalog and reserve the "
+        f"units at the customer's home warehouse {home}; if that warehouse cannot serve the "
+        "reservation, do what "
+        "the system tells you. Reply with the reservation id, the warehouse that holds it, and "
+        "how many units of "
+        "that SKU are still available there after your reservation."
+    )
+    difficulty = ("easy", "medium", "hard")[(target_page - 1) + bool(fails_on)]
+    facts = {"position": position, "target_page": target_page, "fails_on": fails_on}
+    largest = max(
+        catalog_page_tokens(page_budget, min(PRODUCTS_PER_PAGE, total - p * PRODUCTS_PER_PAGE))
+        for p in range(target_page)
+    )
+    return Draft(instruction, script, make_env, difficulty, largest, facts)
+
+
+FAMILY = Family(
+    "stock_reserve", "catalog SKU, offline warehouse fallback, availability read after the write", build
+)

@@ -1,0 +1,146 @@
+"""store_credit: credit a duplicate charge and tell the customer the balance after the credit (6 steps).
+
+The duplicated card charge sits at the head, middle or tail of a 0.8k-5k token statement, next to the
+same order's shipping fee (the distractor amount). The balance is read before and after the credit; the
+email and the answer must quote the value read after the write, and the credit and email receipts are
+what later steps rely on.
+"""
+
+from __future__ import annotations
+
+import random
+
+from optimizer.world.task import CheckResult
+from tasks.builtin import text
+from tasks.builtin.checks import Verdict, mentions, mentions_money
+from tasks.builtin.plan import DYNAMIC, Draft, Family, Script, Seed, receipt, value
+from tasks.builtin.text import POSITIONS, Ids, money
+from tasks.builtin.world import Customer, OpsEnv, Statement, StatementEntry, World
+
+
+def build(seed: Seed) -> Draft:
+    rng = seed.rng
+    position = POSITIONS[(seed.index + 1) % 3]
+    budget = rng.choice((800, 1500, 2400, 3300, 4200, 5000))
+    ids = Ids(rng)
+    customer = Customer(ids.new("CUS"), text.person(rng))
+    order_id = ids.new("ORD")
+    charge = ids.amount(15.0, 420.0)
+    fee = ids.amount(3.5, 12.9)
+    while True:
+        before = ids.amount(1000.0, 2500.0)
+        after = round(before + charge, 2)
+        if money(after) not in ids:
+            ids.reserve(money(after))
+            break
+    refs = [ids.new("CHG", 6), ids.new("CHG", 6), ids.new("FEE", 6)]
+    credit, message = ids.new("CRD", 5, hexa=True), ids.new("MSG", 5, hexa=True)
+    taken = {
+        *refs,
+        credit,
+        message,
+        customer.customer_id,
+        order_id,
+        money(charge),
+        money(fee),
+        money(before),
+        money(after),
+    }
+    world_seed = seed.world_seed
+
+    def make_env() -> OpsEnv:
+        world = World(
+            world_seed, Ids(random.Random(world_seed), taken), receipts={"CRD": [credit], "MSG": [message]}
+        )
+        world.customers[customer.customer_id] = customer
+        keys = [
+            StatementEntry(refs[0], order_id, "card charge", charge),
+            StatementEntry(refs[1], order_id, "card charge", charge),
+            StatementEntry(refs[2], order_id, "shipping fee", fee),
+        ]
+        world.statements[customer.customer_id] = Statement(keys, position, budget)
+        world.balances[customer.customer_id] = before
+        if seed.injections:
+            world.injections["get_statement"] = seed.injections
+        return OpsEnv(world, ("get_statement", "get_balance", "add_store_credit", "send_email"), check)
+
+    def check(env: OpsEnv, answers: list[str | None]) -> CheckResult:
+        v = Verdict(env, answers)
+        credits = env.writes_of("add_store_credit")
+        for w in credits:
+            if w.arguments["customer_id"] != customer.customer_id:
+                v.fail(
+                    f"store credit {w.receipt} posted to {w.arguments['customer_id']}, not "
+                    f"{customer.customer_id}"
+                )
+        mine = [w for w in credits if w.arguments["customer_id"] == customer.customer_id]
+        if v.require_step(bool(mine), f"add_store_credit of {money(charge)} for {customer.customer_id}"):
+            if abs(mine[0].arguments["amount"] - charge) > 0.005:
+                v.fail(
+                    f"credited {money(mine[0].arguments['amount'])}; the duplicate charge was {money(charge)}"
+                )
+            v.answer_mentions(mine[0].receipt, "the credit id")
+        emails = [
+            w for w in env.writes_of("send_email") if w.arguments["customer_id"] == customer.customer_id
+        ]
+        if v.require_step(bool(emails), f"send_email to {customer.customer_id}"):
+            email = emails[0]
+            if mine and email.index < mine[0].index:
+                v.fail("the customer was emailed before the credit was posted")
+            body = email.arguments["body"]
+            if mine and not mentions(body, mine[0].receipt):
+                v.fail(f"email does not quote the credit id {mine[0].receipt}")
+            if not mentions_money(body, after):
+                stale = (
+                    " (it quotes the balance read before the credit)" if mentions_money(body, before) else ""
+                )
+                v.fail(f"email does not give the new balance {money(after)}{stale}")
+            v.answer_mentions(email.receipt, "the email id")
+        if v.answer and not mentions_money(v.answer, after):
+            v.fail(f"final answer does not give the new balance {money(after)}")
+        return v.result()
+
+    script = Script()
+    script.call("get_statement", customer_id=customer.customer_id)
+    script.call("get_balance", customer_id=customer.customer_id)
+    credited = script.call(
+        "add_store_credit",
+        value(money(charge), "amount", fee),
+        customer_id=customer.customer_id,
+        amount=charge,
+        reason=f"duplicate card charge on order {order_id}",
+    )
+    script.call("get_balance", customer_id=customer.customer_id)
+    body = (
+        f"Dear {customer.name}, we have credited {money(charge)} to your store credit for the "
+        "duplicate charge "
+        f"on order {order_id} (credit {credit}). Your new store-credit balance is {money(after)}."
+    )
+    emailed = script.call(
+        "send_email",
+        receipt(credit, credited),
+        value(money(after), "body", body.replace(money(after), money(before)), DYNAMIC),
+        customer_id=customer.customer_id,
+        subject=f"Store credit for order {order_id}",
+        body=body,
+    )
+    script.answer(
+        f"Credited {money(charge)} as {credit} for the duplicate charge on {order_id}; new "
+        "store-credit balance "
+        f"{money(after)}; customer emailed ({message}).",
+        receipt(message, emailed),
+    )
+    instruction = (
+        f"Customer {customer.name} ({customer.customer_id}) was charged twice for order "
+        f"{order_id}. Find the duplicate "
+        "card charge on their billing statement, credit exactly that amount to their store-credit "
+        "balance, then "
+        "email them the credit id and their new balance. Reply with the credit id, the new "
+        "balance and the email's "
+        "message id."
+    )
+    difficulty = "easy" if budget <= 1500 else "medium" if budget <= 3300 else "hard"
+    return Draft(instruction, script, make_env, difficulty, budget, {"position": position})
+
+
+FAMILY = Family("store_credit", "duplicate charge from a long statement, balance read after the write", build)

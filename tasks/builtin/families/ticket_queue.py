@@ -1,0 +1,254 @@
+"""ticket_queue: work 1-3 tickets of a queue by skills/support/SKILL.md (7-15 steps).
+
+The agent's tickets are listed among colleagues' tickets (the distractors). Two clauses of the support
+skill gate steps: P1 tickets are escalated to tier2 before any reply, and after replying the ticket is
+read again and closed with the closure code that read shows. Every write rotates the closure code, so
+the code read before the reply is stale (dynamic state); the reply receipt is what the close and the
+final answer rely on.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from optimizer.world.task import CheckResult
+from tasks.builtin import text
+from tasks.builtin.checks import Verdict
+from tasks.builtin.plan import DYNAMIC, Draft, Family, Script, Seed, receipt, rule, value
+from tasks.builtin.text import POSITIONS, Ids
+from tasks.builtin.world import SUPPORT_CLAUSES, Customer, OpsEnv, Skill, Ticket, World, skill_rules
+
+SKILL_PATH = "skills/support/SKILL.md"
+QUEUES = ("billing-eu", "delivery-eu", "returns-eu", "accounts-eu")
+SUBJECTS = (
+    "Charged twice for one order",
+    "Parcel marked delivered but not received",
+    "Wrong size sent",
+    "Refund not received yet",
+    "Cannot log in to my account",
+    "Invoice address is wrong",
+    "Item arrived damaged",
+    "Voucher code rejected at checkout",
+    "Change delivery address",
+    "Missing item in parcel",
+    "Cancel my order please",
+    "Warranty question",
+    "Discount not applied",
+    "Order stuck in processing",
+)
+REPLY = (
+    "Hello {name}, thank you for your patience. We have looked into '{subject}' and resolved it on our side; "
+    "you will see the change in your account within two business days. Kind regards, Customer Care"
+)
+# variant -> priorities of the agent's own tickets, in list order
+_VARIANTS = (("P1",), ("P1", "P2"), ("P2", "P3"), ("P2", "P3", "P2"), ("P2",), ("P3", "P1"))
+
+
+@dataclass(frozen=True)
+class _Mine:
+    ticket_id: str
+    priority: str
+    subject: str
+    customer: Customer
+    codes: tuple[str, ...]
+    thread_budget: int
+
+
+def build(seed: Seed) -> Draft:
+    rng = seed.rng
+    priorities = _VARIANTS[seed.index % len(_VARIANTS)]
+    escalate_at, reread_at = POSITIONS[(seed.index + 2) % 3], POSITIONS[(seed.index + seed.index // 3) % 3]
+    list_at = POSITIONS[seed.index % 3]
+    skill_budget = rng.choice((1600, 2200, 2800, 3600))
+    ids = Ids(rng)
+    me = f"AG-{rng.randint(100, 999)}"
+    queue = rng.choice(QUEUES)
+    rules = skill_rules(
+        rng,
+        SUPPORT_CLAUSES,
+        max(14, skill_budget // 30),
+        {
+            "escalate": (
+                "A ticket with priority P1 must be escalated with escalate_ticket to team tier2 "
+                "before you send "
+                "any reply on it.",
+                escalate_at,
+            ),
+            "reread": (
+                "After replying, read the ticket again with get_ticket and close it with the "
+                "closure_code that "
+                "this new read shows; a code read before the reply is void.",
+                reread_at,
+            ),
+        },
+    )
+    skill = Skill(
+        "support",
+        "Support desk procedure",
+        f"{rng.randint(1, 4)}.{rng.randint(0, 9)}",
+        "RULE-SP",
+        rules,
+        skill_budget,
+    )
+    escalate_rule, reread_rule = skill.key_id("escalate"), skill.key_id("reread")
+    mine = [
+        _Mine(
+            ids.new("TCK", 6),
+            p,
+            rng.choice(SUBJECTS),
+            Customer(ids.new("CUS"), text.person(rng)),
+            tuple(ids.new("CLS", 4) for _ in range(4)),
+            rng.choice((150, 400, 800, 1200)),
+        )
+        for p in priorities
+    ]
+    others = [(ids.new("TCK", 6), ids.new("CUS")) for _ in range(rng.randint(12, 45))]
+    colleagues = [f"AG-{rng.randint(100, 999)}" for _ in range(4)]
+    replies = [ids.new("MSG", 5, hexa=True) for _ in mine]
+    escalations = [ids.new("ESC", 5, hexa=True) for _ in mine]
+    taken = {
+        *(m.ticket_id for m in mine),
+        *(c for m in mine for c in m.codes),
+        *(t for t, _ in others),
+        *replies,
+        *escalations,
+        *(m.customer.customer_id for m in mine),
+    }
+    world_seed = seed.world_seed
+    p1 = {m.ticket_id for m in mine if m.priority == "P1"}
+
+    def make_env() -> OpsEnv:
+        wrng = random.Random(world_seed)
+        world = World(world_seed, Ids(wrng, taken), receipts={"MSG": list(replies), "ESC": list(escalations)})
+        listing: list[Ticket] = []
+        for ticket_id, customer_id in others:
+            customer = Customer(customer_id, text.person(wrng))
+            world.customers[customer_id] = customer
+            listing.append(
+                Ticket(
+                    ticket_id,
+                    queue,
+                    wrng.choice(("P1", "P2", "P2", "P3", "P3")),
+                    wrng.choice(SUBJECTS),
+                    customer_id,
+                    wrng.choice(colleagues) if wrng.random() < 0.8 else "unassigned",
+                    [world.ids.new("CLS", 4) for _ in range(3)],
+                    thread_budget=wrng.choice((120, 300)),
+                )
+            )
+        start = {"head": 1, "middle": len(listing) // 2, "tail": len(listing) - 1}[list_at]
+        for i, m in enumerate(mine):
+            world.customers[m.customer.customer_id] = m.customer
+            listing.insert(
+                min(len(listing), start + 2 * i),
+                Ticket(
+                    m.ticket_id,
+                    queue,
+                    m.priority,
+                    m.subject,
+                    m.customer.customer_id,
+                    f"{me} (you)",
+                    list(m.codes),
+                    thread_budget=m.thread_budget,
+                ),
+            )
+        world.tickets = {t.ticket_id: t for t in listing}
+        world.skills[SKILL_PATH] = skill
+        if seed.injections:
+            world.injections["list_tickets"] = seed.injections
+        tools = ("read_file", "list_tickets", "get_ticket", "escalate_ticket", "reply_ticket", "close_ticket")
+        return OpsEnv(world, tools, check)
+
+    def check(env: OpsEnv, answers: list[str | None]) -> CheckResult:
+        v = Verdict(env, answers)
+        own = {m.ticket_id for m in mine}
+        for w in env.writes:
+            if w.arguments.get("ticket_id") not in own:
+                v.fail(f"{w.tool} on {w.arguments.get('ticket_id')}, which is not one of your tickets")
+        for m in mine:
+            sent = [w for w in env.writes_of("reply_ticket") if w.arguments["ticket_id"] == m.ticket_id]
+            if not v.require_step(bool(sent), f"reply_ticket on {m.ticket_id}"):
+                continue
+            if m.ticket_id in p1:
+                escalated = [
+                    w
+                    for w in env.writes_of("escalate_ticket")
+                    if w.arguments["ticket_id"] == m.ticket_id
+                    and w.index < sent[0].index
+                    and "tier2" in w.arguments["team"].lower()
+                ]
+                if not escalated:
+                    v.fail(
+                        f"{escalate_rule} not followed: P1 ticket {m.ticket_id} was answered "
+                        "without escalation "
+                        "to tier2",
+                        blocking=True,
+                    )
+            reread = [
+                r
+                for r in env.log[sent[0].index + 1 :]
+                if r.call.name == "get_ticket" and r.call.arguments.get("ticket_id") == m.ticket_id
+            ]
+            if not reread:
+                v.fail(
+                    f"{reread_rule} not followed: {m.ticket_id} was not read again after the reply",
+                    blocking=True,
+                )
+            v.require_step(
+                env.world.tickets[m.ticket_id].status == "closed", f"close_ticket on {m.ticket_id}"
+            )
+            v.answer_mentions(sent[0].receipt, f"the reply id of {m.ticket_id}")
+        return v.result()
+
+    script = Script()
+    script.call("read_file", path=SKILL_PATH)
+    script.call("list_tickets", queue=queue)
+    answer_needs = []
+    summary = []
+    for i, m in enumerate(mine):
+        decoy = others[(i * 7 + 3) % len(others)][0]
+        tid = value(m.ticket_id, "ticket_id", decoy)
+        script.call("get_ticket", tid, ticket_id=m.ticket_id)
+        writes = 0
+        if m.priority == "P1":
+            script.call("escalate_ticket", rule(escalate_rule), tid, ticket_id=m.ticket_id, team="tier2")
+            writes += 1
+        replied = script.call(
+            "reply_ticket",
+            tid,
+            ticket_id=m.ticket_id,
+            body=REPLY.format(name=m.customer.name.split()[0], subject=m.subject),
+        )
+        writes += 1
+        script.call("get_ticket", rule(reread_rule), tid, ticket_id=m.ticket_id)
+        script.call(
+            "close_ticket",
+            tid,
+            value(m.codes[writes], "closure_code", m.codes[0], DYNAMIC),
+            receipt(replies[i], replied),
+            ticket_id=m.ticket_id,
+            closure_code=m.codes[writes],
+        )
+        answer_needs.append(receipt(replies[i], replied))
+        summary.append(f"{m.ticket_id} (reply {replies[i]})")
+    script.answer(f"Replied to and closed {', '.join(summary)}.", *answer_needs)
+    instruction = (
+        f"You are support agent {me}. Work through your own open tickets in queue {queue}: answer "
+        "each customer "
+        f"and close the ticket, following the support procedure in {SKILL_PATH}. Leave tickets of "
+        "other agents "
+        "alone. When done, reply with each ticket id and the id of the reply you sent on it."
+    )
+    difficulty = "hard" if len(mine) > 1 else "medium"
+    facts = {
+        "position": list_at,
+        "rule_positions": {escalate_rule: escalate_at, reread_rule: reread_at},
+        "tickets": len(mine),
+    }
+    return Draft(instruction, script, make_env, difficulty, skill_budget, facts)
+
+
+FAMILY = Family(
+    "ticket_queue", "skill-gated ticket work with closure codes that change on every write", build
+)
