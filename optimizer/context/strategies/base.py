@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from optimizer.context.compressor import Compressor
 from optimizer.context.contract import Action, contract_for, may
-from optimizer.context.history import Edit, Entry, EntryKind, History
+from optimizer.context.history import Edit, Entry, EntryKind, History, Replace
 from optimizer.context.recall import RecallStore
 from optimizer.context.record import CompressionRecord
 
