@@ -16,19 +16,15 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("bfcl_eval", reason="bfcl-eval not installed (acon setup)")
-
-from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
-from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import execute_multi_turn_func_call
 from pydantic import TypeAdapter, ValidationError
 
+from optimizer.errors import AconError
 from optimizer.tokens import count_tokens
 from optimizer.world.retention import RetentionClass
 from optimizer.world.suite import available_suites
 from optimizer.world.task import NeedKind, Task
 from optimizer.world.tool import ToolCall, ToolOutput, classify_result
-from tasks.bfcl import BfclSuite
+from tasks.bfcl import BfclSuite, install
 from tasks.bfcl import data as bfcl_data
 from tasks.bfcl.calls import UnsafeCall, call_string, validate_call
 from tasks.bfcl.env import BfclEnvironment, new_tag
@@ -36,10 +32,13 @@ from tasks.bfcl.retention import RETENTION, retention_of
 
 CATEGORIES = ("multi_turn_base", "multi_turn_long_context", "multi_turn_miss_func", "multi_turn_miss_param")
 REPO = Path(__file__).resolve().parents[2]
+requires_bfcl = pytest.mark.skipif(not install.ready(), reason="bfcl-eval not installed (acon setup)")
 
 
 @pytest.fixture(scope="module")
 def suites():
+    if not install.ready():
+        pytest.skip("bfcl-eval not installed (acon setup)")
     loaded: dict = {}
 
     def get(category: str):
@@ -64,6 +63,19 @@ def replay(task: Task, swap=None):
     return env, outputs, env.check(answers)
 
 
+def execute_multi_turn_func_call(*args, **kwargs):
+    from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import execute_multi_turn_func_call
+
+    return execute_multi_turn_func_call(*args, **kwargs)
+
+
+def cached() -> dict:
+    """BFCL's module globals, where it caches simulator instances."""
+    from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
+
+    return vars(multi_turn_utils)
+
+
 def bfcl_state(env: BfclEnvironment) -> dict:
     """Public state of the episode's simulator instances, read through BFCL's own instance cache."""
     _, instances = execute_multi_turn_func_call(
@@ -81,7 +93,7 @@ def bfcl_state(env: BfclEnvironment) -> dict:
 
 
 def cached_keys() -> set[str]:
-    return {key for key in vars(multi_turn_utils) if key.startswith("acon_")}
+    return {key for key in cached() if key.startswith("acon_")}
 
 
 # --- ground truth through the environment ---------------------------------------------------------
@@ -107,8 +119,8 @@ def test_ground_truth_replay_passes_every_task_and_matches_bfcls_own_executor(su
                 long_context=env.case.long_context,
             )
             official.extend(results)
-        for key in [k for k in vars(multi_turn_utils) if k.startswith(tag)]:
-            del vars(multi_turn_utils)[key]
+        for key in [k for k in cached() if k.startswith(tag)]:
+            del cached()[key]
         env.close()
         if not verdict.passed or [o.content for o in outputs] != official:
             failures.append((task.id, verdict.reasons))
@@ -373,6 +385,7 @@ def test_retention_table_classifies_writes_reads_and_unknowns(suites):
     assert retention_of("some_future_function") == (RetentionClass.UNKNOWN, False)
 
 
+@requires_bfcl
 def test_retention_table_covers_every_function_once():
     from bfcl_eval.constants.executable_backend_config import MULTI_TURN_FUNC_DOC_FILE_MAPPING
 
@@ -439,6 +452,7 @@ def test_schemas_use_json_schema_types(suites):
 # --- suite config and loading ------------------------------------------------------------------------
 
 
+@requires_bfcl
 def test_suite_config_round_trips_registers_and_splits_deterministically():
     from tasks import SuiteConfig
 
@@ -484,6 +498,33 @@ def test_import_works_without_bfcl_eval_and_load_says_to_run_setup():
     )
     message = done.stdout.strip()
     assert "\n" not in message and "acon setup" in message and "bfcl-eval" in message
+
+
+def test_ensure_installed_runs_pinned_pip_installs_only_when_needed(monkeypatch):
+    commands = []
+    state = {"ready": False}
+
+    def run(command, **kwargs):
+        commands.append(command)
+        state["ready"] = len(commands) == 2
+        return subprocess.CompletedProcess(command, 0, "", "")
+
+    monkeypatch.setattr(install.subprocess, "run", run)
+    monkeypatch.setattr(install, "ready", lambda: state["ready"])
+    install.ensure_installed(log=lambda line: None)
+    assert [c[:4] for c in commands] == [[sys.executable, "-m", "pip", "install"]] * 2
+    assert commands[0][-2:] == ["--no-deps", "bfcl-eval==2026.3.23"]
+    assert commands[1][-1] == "mpmath==1.3.0"
+    install.ensure_installed(log=lambda line: None)  # ready now: nothing runs
+    assert len(commands) == 2
+
+    def broken(command, **kwargs):
+        return subprocess.CompletedProcess(command, 1, "", "ERROR: No matching distribution\n")
+
+    state["ready"] = False
+    monkeypatch.setattr(install.subprocess, "run", broken)
+    with pytest.raises(AconError, match="No matching distribution"):
+        install.ensure_installed(log=lambda line: None)
 
 
 def test_long_context_really_has_long_outputs(suites):
