@@ -59,8 +59,9 @@ def forget(tag: str) -> None:
     from bfcl_eval.eval_checker.multi_turn_eval import multi_turn_utils
 
     space = vars(multi_turn_utils)
-    for key in [key for key in space if key.startswith(tag + "_")]:
-        del space[key]
+    # list() copies the keys in one step, so episodes on other threads may add theirs meanwhile.
+    for key in [key for key in list(space) if key.startswith(tag + "_")]:
+        space.pop(key, None)
 
 
 class BfclEnvironment(Environment):

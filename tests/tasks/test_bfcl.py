@@ -366,6 +366,23 @@ def test_memory_stays_flat_over_many_episodes(suites):
     assert cached_keys() == set()
 
 
+def test_concurrent_episodes_stay_isolated(suites):
+    from concurrent.futures import ThreadPoolExecutor
+
+    tasks = suites("multi_turn_base").tasks[:60]
+
+    def run(task):
+        env, outputs, verdict = replay(task)
+        env.close()
+        return task.id, verdict.passed, [o.content for o in outputs]
+
+    sequential = {task_id: (ok, out) for task_id, ok, out in map(run, tasks)}
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        parallel = {task_id: (ok, out) for task_id, ok, out in pool.map(run, tasks * 3)}
+    assert parallel == sequential and all(ok for ok, _ in parallel.values())
+    assert cached_keys() == set()
+
+
 # --- retention metadata and error status ------------------------------------------------------------
 
 
