@@ -1,0 +1,53 @@
+"""MLflow tracking of acon jobs: runs, metrics per round, artifacts, episode traces, registered guidelines.
+
+```python
+tracker = tracker_for(config)                       # or open_tracker(config.tracking, job_dir, name)
+with tracker.job_run("optimize", params=experiment_params(config), tags=experiment_tags(config)):
+    with tracker.child_run("round-1", "round 1"):
+        tracker.log_metrics({"success": 0.8, "peak_tokens_mean": 3100}, step=1)
+        tracker.trace_episode(episode)
+    tracker.set_best(guideline)
+```
+`Tracker` itself is the disabled tracker (every method a no-op); `MlflowTracker` (imported only when
+tracking is on) is the real one. `optimizer.tracking.registry.load_from_registry` reads a guideline back.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from optimizer.config import ExperimentConfig, TrackingConfig
+from optimizer.tracking.base import Tracker
+from optimizer.tracking.params import experiment_params, experiment_tags
+from optimizer.tracking.pareto import ParetoPoint, pareto_front
+from optimizer.tracking.store import Store, job_store, resolve_store
+
+
+def open_tracker(config: TrackingConfig, job_dir: Path, experiment: str, *,
+                 prompt_prefix: str | None = None) -> Tracker:
+    """An MLflow tracker on the job's store, or the no-op `Tracker` when tracking is disabled."""
+    if not config.enabled:
+        return Tracker()
+    from optimizer.tracking.mlflow_tracker import MlflowTracker
+
+    return MlflowTracker(resolve_store(config, job_dir), job_dir, experiment, traces=config.traces,
+                         prompt_prefix=prompt_prefix)
+
+
+def tracker_for(config: ExperimentConfig) -> Tracker:
+    """The tracker of an experiment config: its output directory, `tracking.experiment` or its name."""
+    return open_tracker(config.tracking, config.out_dir, config.tracking.experiment or config.name)
+
+
+__all__ = [
+    "ParetoPoint",
+    "Store",
+    "Tracker",
+    "experiment_params",
+    "experiment_tags",
+    "job_store",
+    "open_tracker",
+    "pareto_front",
+    "resolve_store",
+    "tracker_for",
+]

@@ -1,0 +1,99 @@
+"""The tracking interface. This base class is tracking switched off: every method does nothing.
+
+`MlflowTracker` implements it; the optimizer, `acon run` and `acon compare` only see `Tracker`, so a
+disabled tracker needs no MLflow import and no store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from optimizer.agent.episode import Episode
+from optimizer.context.guideline import Guideline
+from optimizer.tracking.pareto import ParetoPoint
+
+
+class Tracker:
+    """Runs, metrics, artifacts, traces and registered guidelines of one job; disabled here."""
+
+    enabled = False
+
+    @contextlib.contextmanager
+    def job_run(self, name: str, *, params: Mapping[str, Any] | None = None,
+                tags: Mapping[str, str] | None = None) -> Iterator[str | None]:
+        """The parent run of a job (`optimize`, `compare`, `run`), reopened when the job resumes.
+
+        Yields the run id. Inside it, `child_run` nests and every `log_*` call lands in the innermost run
+        of the calling thread. On exit the run is finished (failed on an exception) and traces flushed.
+        """
+        yield None
+
+    @contextlib.contextmanager
+    def child_run(self, key: str, name: str | None = None, *, params: Mapping[str, Any] | None = None,
+                  tags: Mapping[str, str] | None = None) -> Iterator[str | None]:
+        """A nested run, found again by `key` under the same parent (a resumed round is not duplicated)."""
+        yield None
+
+    def active_run_id(self) -> str | None:
+        return None
+
+    def log_params(self, params: Mapping[str, Any], *, run_id: str | None = None) -> None:
+        """Params (values become strings); nested mappings are flattened as `a.b`."""
+
+    def log_metrics(self, metrics: Mapping[str, float | int | bool | None], step: int | None = None, *,
+                    run_id: str | None = None) -> None:
+        """Numeric metrics at `step` (the round); None values are skipped, one point per key and step."""
+
+    def set_tags(self, tags: Mapping[str, Any], *, run_id: str | None = None) -> None:
+        """Tags on the run (suite, split, agent, strategy, tier, ...)."""
+
+    def log_text(self, text: str, artifact_file: str) -> None:
+        """Any text artifact; the UI previews .md, .html, .json, .txt, .yaml and images."""
+
+    def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
+        """Attach a local file (e.g. an episodes.jsonl)."""
+
+    def log_guideline(self, guideline: Guideline, round: int | None = None) -> str | None:
+        """The guideline file as `guidelines/[rNN-]<name>-<version>.md`; returns the artifact path."""
+        return None
+
+    def log_guideline_diff(self, old: Guideline, new: Guideline, name: str | None = None) -> str | None:
+        """Side-by-side HTML diff of two guideline versions under `diffs/`; returns the artifact path."""
+        return None
+
+    def log_pair_diff(self, task_id: str, html: str, markdown: str, round: int | None = None) -> None:
+        """A failure pair's side-by-side diff (HTML) and summary (Markdown) under `pairs/[rNN/]`."""
+
+    def log_table(self, rows: Sequence[Mapping[str, Any]], artifact_file: str) -> None:
+        """Rows as an MLflow table (`.json`), browsable and loadable with `mlflow.load_table`."""
+
+    def log_pareto(self, points: Sequence[ParetoPoint], front: Sequence[str] | None = None,
+                   round: int | None = None) -> str | None:
+        """PNG of success vs peak tokens (front computed when not given) plus the points as JSON."""
+        return None
+
+    def log_report(self, markdown: str, data: Mapping[str, Any] | None = None) -> None:
+        """The final report: `report.md`, and `report.json` when `data` is given."""
+
+    def trace_episode(self, episode: Episode, tags: Mapping[str, str] | None = None, *,
+                      started_at: float | None = None) -> str | None:
+        """One trace per episode, linked to the active run; returns the trace id (None if skipped).
+
+        `started_at` (epoch seconds) defaults to "the episode just ended". An episode already traced in
+        this run (same task, strategy, strategy version and agent) is not traced again.
+        """
+        return None
+
+    def register_guideline(self, guideline: Guideline, *, alias: str | None = None) -> Any:
+        """Register a kept guideline version (history and observation prompts), once per hash."""
+        return None
+
+    def set_best(self, guideline: Guideline) -> Any:
+        """Alias `best` on the two prompts of this guideline version."""
+        return None
+
+    def flush(self) -> None:
+        """Wait for asynchronously exported traces."""

@@ -1,0 +1,374 @@
+"""`Tracker` on MLflow: explicit run ids (safe from worker threads), resumable jobs, idempotent children.
+
+Every write names its run, so nothing depends on MLflow's thread-local active run. The fluent active run
+is still set on the thread that opens a run, so MLflow-aware code inside it (autolog, `dspy.GEPA` with
+`use_mlflow`) nests its output under the right run.
+
+Resuming: the parent run id of each job is kept in `<job_dir>/mlflow_run.json`; children are found by
+their `acon.key` tag; a metric point already logged for a key and step is not logged again; an episode
+already traced in a run is not traced again. Runs created by this process need none of those lookups.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import tempfile
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import mlflow
+from mlflow import MlflowClient
+from mlflow.entities import LifecycleStage, Metric, Param, RunStatus, RunTag
+from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
+
+from optimizer.agent.episode import Episode
+from optimizer.context.guideline import Guideline
+from optimizer.tracking.base import Tracker
+from optimizer.tracking.diffs import guideline_diff
+from optimizer.tracking.params import flatten
+from optimizer.tracking.pareto import ParetoPoint, pareto_front, plot_png
+from optimizer.tracking.registry import BEST, GuidelineRegistry, RegisteredGuideline
+from optimizer.tracking.state import JobState, remember_run
+from optimizer.tracking.store import Store
+from optimizer.tracking.tables import to_columns
+from optimizer.tracking.traces import EPISODE_TAG, episode_key, log_episode_trace
+
+log = logging.getLogger(__name__)
+
+KEY_TAG = "acon.key"
+JOB_TAG = "acon.job"
+BATCH = 100  # MLflow's limit on params or tags per log_batch call
+MAX_TAG_CHARS = 8000
+
+
+def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | None) -> str:
+    """The experiment's id, creating it with an explicit artifact location (restoring it if deleted)."""
+    experiment = client.get_experiment_by_name(name)
+    if experiment is None:
+        try:
+            return client.create_experiment(name, artifact_location=artifact_location)
+        except mlflow.exceptions.MlflowException:
+            experiment = client.get_experiment_by_name(name)  # another process created it meanwhile
+            if experiment is None:
+                raise
+    if experiment.lifecycle_stage == LifecycleStage.DELETED:
+        client.restore_experiment(experiment.experiment_id)
+    return experiment.experiment_id
+
+
+def _safe_name(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "._-" else "_" for c in text) or "_"
+
+
+def _round_prefix(round: int | None) -> str:
+    return "" if round is None else f"r{round:02d}-"
+
+
+class MlflowTracker(Tracker):
+    """Tracking into one MLflow experiment. Sets the process-wide tracking URI: one store per process."""
+
+    enabled = True
+
+    def __init__(self, store: Store, job_dir: Path, experiment: str, *, traces: bool = True,
+                 prompt_prefix: str | None = None) -> None:
+        from optimizer.tracking.registry import prompt_prefix as default_prefix
+
+        self.store = store
+        self.job_dir = job_dir.resolve()
+        self.experiment = experiment
+        self.traces = traces
+        self.job_dir.mkdir(parents=True, exist_ok=True)
+        # Spans are exported through the global tracking URI, so it has to point at this store.
+        mlflow.set_tracking_uri(store.uri)
+        mlflow.set_registry_uri(store.uri)
+        self.client = MlflowClient(tracking_uri=store.uri, registry_uri=store.uri)
+        self.experiment_id = ensure_experiment(self.client, experiment, store.artifact_location)
+        mlflow.set_experiment(experiment_id=self.experiment_id)
+        self.registry = GuidelineRegistry(self.client, prompt_prefix or default_prefix(experiment))
+        self._lock = threading.RLock()
+        self._local = threading.local()
+        self._job_run_id: str | None = None
+        self._fresh: set[str] = set()
+        self._params: dict[str, dict[str, str]] = {}
+        self._points: dict[str, dict[str, set[int]]] = {}
+        self._children: dict[str, dict[str, str]] = {}
+        self._traced: dict[str, set[str]] = {}
+
+    # Runs -------------------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def job_run(self, name: str, *, params: Mapping[str, Any] | None = None,
+                tags: Mapping[str, str] | None = None) -> Iterator[str | None]:
+        if self._job_run_id is not None:
+            raise RuntimeError(f"job run {self._job_run_id} is already open; nest with child_run instead")
+        state = JobState.read(self.job_dir)
+        run_id = state.run_for(self.store.uri, self.experiment_id, name) if state else None
+        if run_id is not None and not self._reopen(run_id, tags):
+            run_id = None
+        if run_id is None:
+            run_id = self._create(name, {JOB_TAG: name, **(tags or {})})
+            remember_run(self.job_dir, tracking_uri=self.store.uri, experiment_id=self.experiment_id,
+                         experiment=self.experiment, job=name, run_id=run_id)
+        self._job_run_id = run_id
+        try:
+            with self._entered(run_id, params):
+                yield run_id
+        finally:
+            self.flush()
+            self._job_run_id = None
+
+    @contextlib.contextmanager
+    def child_run(self, key: str, name: str | None = None, *, params: Mapping[str, Any] | None = None,
+                  tags: Mapping[str, str] | None = None) -> Iterator[str | None]:
+        parent = self._run(None)
+        with self._lock:
+            children = self._children_of(parent)
+            run_id = children.get(key)
+            if run_id is None or not self._reopen(run_id, tags):
+                tags = {MLFLOW_PARENT_RUN_ID: parent, KEY_TAG: key, **(tags or {})}
+                run_id = self._create(name or key, tags)
+                children[key] = run_id
+        with self._entered(run_id, params):
+            yield run_id
+
+    def active_run_id(self) -> str | None:
+        stack = self._stack()
+        return stack[-1] if stack else self._job_run_id
+
+    @contextlib.contextmanager
+    def _entered(self, run_id: str, params: Mapping[str, Any] | None) -> Iterator[None]:
+        if params:
+            self.log_params(params, run_id=run_id)
+        stack = self._stack()
+        stack.append(run_id)
+        mlflow.start_run(run_id=run_id, nested=True)
+        status = RunStatus.to_string(RunStatus.FINISHED)
+        try:
+            yield
+        except KeyboardInterrupt:
+            status = RunStatus.to_string(RunStatus.KILLED)
+            raise
+        except BaseException:
+            status = RunStatus.to_string(RunStatus.FAILED)
+            raise
+        finally:
+            stack.pop()
+            active = mlflow.active_run()
+            if active is not None and active.info.run_id == run_id:
+                mlflow.end_run(status)
+            else:
+                self.client.set_terminated(run_id, status)
+
+    def _create(self, name: str, tags: Mapping[str, Any]) -> str:
+        tags = {k: str(v) for k, v in tags.items()}
+        run = self.client.create_run(self.experiment_id, run_name=name, tags=tags)
+        with self._lock:
+            self._fresh.add(run.info.run_id)
+        return run.info.run_id
+
+    def _reopen(self, run_id: str, tags: Mapping[str, str] | None) -> bool:
+        """Whether `run_id` can be resumed (exists, not deleted, this experiment); counts the resume."""
+        try:
+            run = self.client.get_run(run_id)
+        except mlflow.exceptions.MlflowException:
+            return False
+        if run.info.lifecycle_stage == LifecycleStage.DELETED or run.info.experiment_id != self.experiment_id:
+            return False
+        resumes = int(run.data.tags.get("acon.resumes", "0")) + 1
+        self.set_tags({**(tags or {}), "acon.resumes": resumes}, run_id=run_id)
+        return True
+
+    def _children_of(self, parent: str) -> dict[str, str]:
+        if parent not in self._children:
+            found: dict[str, str] = {}
+            if parent not in self._fresh:
+                token = None
+                while True:
+                    page = self.client.search_runs(
+                        [self.experiment_id], filter_string=f"tags.`{MLFLOW_PARENT_RUN_ID}` = '{parent}'",
+                        max_results=1000, page_token=token,
+                    )
+                    for run in page:
+                        if KEY_TAG in run.data.tags:
+                            found.setdefault(run.data.tags[KEY_TAG], run.info.run_id)
+                    token = page.token
+                    if not token:
+                        break
+            self._children[parent] = found
+        return self._children[parent]
+
+    def _stack(self) -> list[str]:
+        if not hasattr(self._local, "stack"):
+            self._local.stack = []
+        return self._local.stack
+
+    def _run(self, run_id: str | None) -> str:
+        run_id = run_id or self.active_run_id()
+        if run_id is None:
+            raise RuntimeError("no active run: log inside `with tracker.job_run(...)`")
+        return run_id
+
+    # Params, metrics, tags --------------------------------------------------------------------------
+
+    def log_params(self, params: Mapping[str, Any], *, run_id: str | None = None) -> None:
+        run_id = self._run(run_id)
+        flat = flatten(params)
+        with self._lock:
+            logged = self._params.get(run_id)
+            if logged is None:
+                logged = {} if run_id in self._fresh else dict(self.client.get_run(run_id).data.params)
+                self._params[run_id] = logged
+            new = {k: v for k, v in flat.items() if k not in logged}
+            # Params are immutable in MLflow; a resumed job with changed settings keeps the first values.
+            changed = {k: [logged[k], v] for k, v in flat.items() if k in logged and logged[k] != v}
+            logged.update(new)
+        items = [Param(k, v) for k, v in new.items()]
+        for i in range(0, len(items), BATCH):
+            self.client.log_batch(run_id, params=items[i : i + BATCH])
+        if changed:
+            log.warning("run %s resumed with changed params %s; the first values are kept", run_id,
+                        sorted(changed))
+            self.set_tags({"acon.changed_params": json.dumps(changed)[:MAX_TAG_CHARS]}, run_id=run_id)
+
+    def log_metrics(self, metrics: Mapping[str, float | int | bool | None], step: int | None = None, *,
+                    run_id: str | None = None) -> None:
+        run_id = self._run(run_id)
+        step = int(step or 0)
+        now = int(time.time() * 1000)
+        batch = []
+        with self._lock:
+            for key, value in metrics.items():
+                if value is None:
+                    continue
+                steps = self._steps(run_id, key)
+                if step in steps:
+                    continue
+                steps.add(step)
+                batch.append(Metric(key, float(value), now, step))
+        for i in range(0, len(batch), 1000):
+            self.client.log_batch(run_id, metrics=batch[i : i + 1000])
+
+    def _steps(self, run_id: str, key: str) -> set[int]:
+        """Steps already logged for `key` (read from the store once per key for a resumed run)."""
+        points = self._points.get(run_id)
+        if points is None:
+            points = {}
+            if run_id not in self._fresh:
+                existing = self.client.get_run(run_id).data.metrics
+                points = {k: {m.step for m in self.client.get_metric_history(run_id, k)} for k in existing}
+            self._points[run_id] = points
+        return points.setdefault(key, set())
+
+    def set_tags(self, tags: Mapping[str, Any], *, run_id: str | None = None) -> None:
+        run_id = self._run(run_id)
+        items = [RunTag(k, str(v)[:MAX_TAG_CHARS]) for k, v in tags.items() if v is not None]
+        for i in range(0, len(items), BATCH):
+            self.client.log_batch(run_id, tags=items[i : i + BATCH])
+
+    # Artifacts --------------------------------------------------------------------------------------
+
+    def log_text(self, text: str, artifact_file: str) -> None:
+        self.client.log_text(self._run(None), text, artifact_file)
+
+    def log_artifact(self, path: Path, artifact_path: str | None = None) -> None:
+        self.client.log_artifact(self._run(None), str(path), artifact_path)
+
+    def log_guideline(self, guideline: Guideline, round: int | None = None) -> str | None:
+        path = f"guidelines/{_round_prefix(round)}{_safe_name(guideline.name)}-{guideline.version}.md"
+        self.log_text(guideline.to_markdown(), path)
+        return path
+
+    def log_guideline_diff(self, old: Guideline, new: Guideline, name: str | None = None) -> str | None:
+        path = f"diffs/{_safe_name(name or f'{old.version}-to-{new.version}')}.html"
+        self.log_text(guideline_diff(old, new), path)
+        return path
+
+    def log_pair_diff(self, task_id: str, html: str, markdown: str, round: int | None = None) -> None:
+        folder = "pairs" if round is None else f"pairs/r{round:02d}"
+        self.log_text(html, f"{folder}/{_safe_name(task_id)}.html")
+        self.log_text(markdown, f"{folder}/{_safe_name(task_id)}.md")
+
+    def log_table(self, rows: Sequence[Mapping[str, Any]], artifact_file: str) -> None:
+        if not artifact_file.endswith(".json"):
+            raise ValueError(f"table artifact {artifact_file!r} must end with .json (MLflow's table format)")
+        self.client.log_table(self._run(None), to_columns(rows), artifact_file)
+
+    def log_pareto(self, points: Sequence[ParetoPoint], front: Sequence[str] | None = None,
+                   round: int | None = None) -> str | None:
+        front = list(pareto_front(points) if front is None else front)
+        title = "success vs peak tokens" + ("" if round is None else f", round {round}")
+        stem = "final" if round is None else f"r{round:02d}"
+        with tempfile.TemporaryDirectory() as tmp:
+            image = Path(tmp) / f"{stem}.png"
+            image.write_bytes(plot_png(points, front, title=title))
+            self.log_artifact(image, "pareto")
+        self.client.log_dict(self._run(None), {"points": [vars(p) for p in points], "front": front},
+                             f"pareto/{stem}.json")
+        return f"pareto/{stem}.png"
+
+    def log_report(self, markdown: str, data: Mapping[str, Any] | None = None) -> None:
+        self.log_text(markdown, "report.md")
+        if data is not None:
+            self.log_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), "report.json")
+
+    # Traces -----------------------------------------------------------------------------------------
+
+    def trace_episode(self, episode: Episode, tags: Mapping[str, str] | None = None, *,
+                      started_at: float | None = None) -> str | None:
+        if not self.traces:
+            return None
+        run_id = self.active_run_id()
+        if run_id is not None:
+            key = episode_key(episode)
+            with self._lock:
+                traced = self._traced_in(run_id)
+                if key in traced:
+                    return None
+                traced.add(key)
+        started = time.time() - episode.wall_s if started_at is None else started_at
+        return log_episode_trace(episode, started_at=started, experiment_id=self.experiment_id, run_id=run_id,
+                                 tags=tags)
+
+    def _traced_in(self, run_id: str) -> set[str]:
+        if run_id not in self._traced:
+            keys: set[str] = set()
+            if run_id not in self._fresh:
+                token = None
+                while True:
+                    page = self.client.search_traces(
+                        [self.experiment_id], run_id=run_id, include_spans=False, max_results=500,
+                        page_token=token,
+                    )
+                    keys.update(t.info.tags[EPISODE_TAG] for t in page if EPISODE_TAG in t.info.tags)
+                    token = page.token
+                    if not token:
+                        break
+            self._traced[run_id] = keys
+        return self._traced[run_id]
+
+    def flush(self) -> None:
+        if self.traces:
+            mlflow.flush_trace_async_logging()
+
+    # Prompt registry --------------------------------------------------------------------------------
+
+    def register_guideline(self, guideline: Guideline, *, alias: str | None = None) -> RegisteredGuideline:
+        with self._lock:
+            registered = self.registry.register(guideline, alias=alias)
+            run_id = self.active_run_id()
+            if run_id is not None:
+                for uri in (registered.history, registered.observation):
+                    self.client.link_prompt_version_to_run(run_id, uri)
+        return registered
+
+    def set_best(self, guideline: Guideline) -> RegisteredGuideline:
+        registered = self.register_guideline(guideline, alias=BEST)
+        if self._job_run_id is not None:
+            self.set_tags({"acon.best_guideline": guideline.version, "acon.best_prompt": registered.history},
+                          run_id=self._job_run_id)
+        return registered

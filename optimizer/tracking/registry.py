@@ -1,0 +1,181 @@
+"""Guidelines in MLflow's prompt registry: two prompts per guideline version, the policy in tags.
+
+A guideline version `v` is registered as `<prefix>-history` (the history compressor instruction) and
+`<prefix>-observation` (the observation compressor instruction). Each prompt version carries the
+guideline's hash, name, description, retention policy (JSON) and provenance, plus a pointer to its twin,
+so either prompt rebuilds the whole guideline. Registration is idempotent per hash. The explicit client
+reads aliases straight from the store, so the 60-second alias cache of `load_prompt` never applies.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from mlflow import MlflowClient
+from mlflow.entities.model_registry import PromptVersion
+from mlflow.exceptions import MlflowException
+
+from optimizer.context.guideline import Guideline, RetentionPolicy
+from optimizer.errors import ConfigError
+
+HISTORY, OBSERVATION = "history", "observation"
+TAG_VERSION = "acon.version"
+TAG_COMPONENT = "acon.component"
+TAG_NAME = "acon.name"
+TAG_DESCRIPTION = "acon.description"
+TAG_POLICY = "acon.policy"
+TAG_PROVENANCE = "acon.provenance"
+TAG_TWIN = "acon.twin"  # "<name>/<version>" of the other component's prompt
+MAX_TAG_CHARS = 8000
+BEST = "best"
+
+
+@dataclass(frozen=True)
+class RegisteredGuideline:
+    """Where one guideline version lives in the registry (`prompts:/<name>/<version>` URIs)."""
+
+    version: str
+    history: str
+    observation: str
+
+
+def prompt_prefix(experiment: str) -> str:
+    """`acon-<experiment>`, with characters the registry refuses replaced by '-'."""
+    return "acon-" + re.sub(r"[^A-Za-z0-9_.-]+", "-", experiment).strip("-")
+
+
+class GuidelineRegistry:
+    """Register guideline versions under one prefix and move aliases between them."""
+
+    def __init__(self, client: MlflowClient, prefix: str) -> None:
+        self.client = client
+        self.names = {HISTORY: f"{prefix}-{HISTORY}", OBSERVATION: f"{prefix}-{OBSERVATION}"}
+        self._known: dict[str, dict[str, dict[str, int]]] = {}  # prompt name -> guideline hash -> version
+
+    def find(self, version: str) -> RegisteredGuideline | None:
+        found = {part: self._versions(name).get(version) for part, name in self.names.items()}
+        if found[HISTORY] is None or found[OBSERVATION] is None:
+            return None
+        return self._registered(version, found[HISTORY], found[OBSERVATION])
+
+    def register(self, guideline: Guideline, *, alias: str | None = None) -> RegisteredGuideline:
+        """Register `guideline` unless its hash already is (a crash between the two halves is repaired)."""
+        version = guideline.version
+        numbers = {}
+        for part, name in self.names.items():
+            number = self._versions(name).get(version)
+            if number is None:
+                text = guideline.history if part == HISTORY else guideline.observation
+                created = self.client.register_prompt(
+                    name, text, commit_message=f"{guideline.name} {version}", tags=_tags(guideline, part)
+                )
+                number = int(created.version)
+                self._versions(name)[version] = number
+            numbers[part] = number
+        for part, other in ((HISTORY, OBSERVATION), (OBSERVATION, HISTORY)):
+            twin = f"{self.names[other]}/{numbers[other]}"
+            self.client.set_prompt_version_tag(self.names[part], numbers[part], TAG_TWIN, twin)
+        registered = self._registered(version, numbers[HISTORY], numbers[OBSERVATION])
+        if alias is not None:
+            self._alias(numbers, alias)
+        return registered
+
+    def set_alias(self, guideline: Guideline, alias: str = BEST) -> RegisteredGuideline:
+        """Point `alias` of both prompts at this guideline version (registering it if needed)."""
+        return self.register(guideline, alias=alias)
+
+    def _alias(self, numbers: dict[str, int], alias: str) -> None:
+        for part, name in self.names.items():
+            self.client.set_prompt_alias(name, alias, numbers[part])
+
+    def _versions(self, name: str) -> dict[str, int]:
+        if name not in self._known:
+            known: dict[str, int] = {}
+            if self.client.get_prompt(name) is not None:
+                token = None
+                while True:
+                    page = self.client.search_prompt_versions(name, max_results=1000, page_token=token)
+                    for prompt in page:
+                        known.setdefault(prompt.tags.get(TAG_VERSION, ""), int(prompt.version))
+                    token = page.token
+                    if not token:
+                        break
+            known.pop("", None)
+            self._known[name] = known
+        return self._known[name]
+
+    def _registered(self, version: str, history: int, observation: int) -> RegisteredGuideline:
+        history_uri = f"prompts:/{self.names[HISTORY]}/{history}"
+        return RegisteredGuideline(version, history_uri, f"prompts:/{self.names[OBSERVATION]}/{observation}")
+
+
+def _tags(guideline: Guideline, part: str) -> dict[str, str]:
+    tags = {
+        TAG_VERSION: guideline.version,
+        TAG_COMPONENT: part,
+        TAG_NAME: guideline.name,
+        TAG_DESCRIPTION: guideline.description[:MAX_TAG_CHARS],
+        TAG_POLICY: guideline.policy.model_dump_json(),
+    }
+    provenance = json.dumps(guideline.provenance, sort_keys=True, default=str)
+    if guideline.provenance and len(provenance) <= MAX_TAG_CHARS:
+        tags[TAG_PROVENANCE] = provenance
+    return tags
+
+
+def parse_ref(ref: str) -> tuple[str, str | None, str | None]:
+    """`NAME@ALIAS`, `NAME/VERSION` or either with `prompts:/` in front → (name, version, alias)."""
+    body = ref.removeprefix("prompts:/").strip()
+    if "@" in body:
+        name, alias = body.rsplit("@", 1)
+        if name and alias:
+            return name, None, alias
+    elif "/" in body:
+        name, version = body.rsplit("/", 1)
+        if name and version.isdigit():
+            return name, version, None
+    raise ConfigError(f"registry reference {ref!r}: expected NAME@ALIAS or NAME/VERSION")
+
+
+def load_from_registry(ref: str, tracking_uri: str | None = None) -> Guideline:
+    """Rebuild a guideline from either of its prompts; NAME may also be the prefix (`acon-exp@best`)."""
+    client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
+    name, version, alias = parse_ref(ref)
+    if client.get_prompt(name) is None and client.get_prompt(f"{name}-{HISTORY}") is not None:
+        name = f"{name}-{HISTORY}"
+    first = _get(client, name, version, alias, ref)
+    twin_ref = first.tags.get(TAG_TWIN)
+    if first.tags.get(TAG_VERSION) is None or twin_ref is None:
+        raise ConfigError(f"{ref}: prompt {first.name}/{first.version} has no guideline tags (not from acon)")
+    twin_name, twin_version, _ = parse_ref(twin_ref)
+    twin = _get(client, twin_name, twin_version, None, ref)
+    parts = {first.tags.get(TAG_COMPONENT): first, twin.tags.get(TAG_COMPONENT): twin}
+    if set(parts) != {HISTORY, OBSERVATION}:
+        raise ConfigError(f"{ref}: the two prompts are not one history and one observation instruction")
+    tags = parts[HISTORY].tags
+    guideline = Guideline(
+        name=tags.get(TAG_NAME, "guideline"),
+        description=tags.get(TAG_DESCRIPTION, ""),
+        policy=RetentionPolicy.model_validate_json(tags[TAG_POLICY]),
+        history=parts[HISTORY].template,
+        observation=parts[OBSERVATION].template,
+        provenance=json.loads(tags.get(TAG_PROVENANCE, "{}")),
+    )
+    if guideline.version != tags[TAG_VERSION]:
+        raise ConfigError(f"{ref}: rebuilt guideline hashes to {guideline.version}, "
+                          f"the registry says {tags[TAG_VERSION]}")
+    return guideline
+
+
+def _get(client: MlflowClient, name: str, version: str | None, alias: str | None, ref: str) -> PromptVersion:
+    try:
+        if alias is not None:
+            return client.get_prompt_version_by_alias(name, alias)
+        prompt = client.get_prompt_version(name, version)
+    except MlflowException as exc:
+        raise ConfigError(f"{ref}: {exc.message}") from None
+    if prompt is None:
+        raise ConfigError(f"{ref}: prompt {name}/{version} not found")
+    return prompt

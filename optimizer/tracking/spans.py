@@ -1,0 +1,231 @@
+"""An episode as a tree of spans (pure data): the shape of its MLflow trace, with explicit times.
+
+Episodes are traced after the fact, so every span gets times from the record. Model calls have measured
+start and latency. Tool calls and compressions have no times of their own: tool calls (and the write-time
+compressions of their results) share the gap after the model call that issued them, replay and budget
+compressions fill the gap before the step they precede, each evenly; those spans say
+`acon.timing = "estimated"`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from optimizer.agent.episode import Episode, StepRecord
+
+MAX_TEXT = 4000  # characters of one text kept in a span
+MAX_MESSAGES = 20  # new messages shown per model call
+
+# MLflow span types, as strings so this module needs no MLflow import.
+AGENT, CHAT_MODEL, LLM, TOOL, CHAIN, MEMORY = "AGENT", "CHAT_MODEL", "LLM", "TOOL", "CHAIN", "MEMORY"
+
+
+@dataclass
+class SpanNode:
+    """One span to emit. `usage` uses MLflow's token-usage keys and is set only on leaf model calls."""
+
+    name: str
+    span_type: str
+    start_s: float = 0.0  # offset from the episode start
+    end_s: float = 0.0
+    inputs: Any = None
+    outputs: Any = None
+    attributes: dict[str, Any] = field(default_factory=dict)
+    usage: dict[str, int] | None = None
+    error: bool = False
+    children: list[SpanNode] = field(default_factory=list)
+
+    def place(self, start_s: float, end_s: float) -> None:
+        """Set the interval; children without measured times of their own share it."""
+        self.start_s, self.end_s = start_s, max(end_s, start_s)
+        for child in self.children:
+            child.place(self.start_s, self.end_s)
+
+    def walk(self) -> Iterable[SpanNode]:
+        yield self
+        for child in self.children:
+            yield from child.walk()
+
+
+def clip(text: str | None, limit: int = MAX_TEXT) -> str | None:
+    if text is None or len(text) <= limit:
+        return text
+    return f"{text[:limit]}… [{len(text) - limit} more characters]"
+
+
+def token_usage(usage: dict[str, Any] | None) -> dict[str, int] | None:
+    """acon's usage dict → MLflow's usage attribute (`input_tokens`, `output_tokens`, ...)."""
+    if not usage:
+        return None
+    prompt, completion = int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))
+    out = {"input_tokens": prompt, "output_tokens": completion, "total_tokens": prompt + completion}
+    if usage.get("cached_tokens"):
+        out["cache_read_input_tokens"] = int(usage["cached_tokens"])
+    return out
+
+
+def episode_tree(episode: Episode) -> SpanNode:
+    """The root AGENT span of an episode with its model calls, tool calls, recalls and compressions."""
+    results: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for entry in episode.entries:
+        if entry["kind"] == "result":
+            results[entry["step"]].append(entry)
+    calls: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for call in episode.tool_calls:
+        calls[call["step"]].append(call)
+    before: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    writes: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for record in episode.records:
+        (writes if record["stage"] == "write" else before)[record["step"]].append(record)
+
+    children: list[SpanNode] = []
+    cursor = 0.0
+    previous: StepRecord | None = None
+    for index, step in enumerate(episode.steps):
+        start = max(step.started_s, cursor)
+        _sequence(children, [_compression(r) for r in before.pop(step.step, [])], cursor, start)
+        model = _model_call(episode, step, previous)
+        model.place(start, start + step.latency_s)
+        children.append(model)
+        later = episode.steps[index + 1] if index + 1 < len(episode.steps) else None
+        gap_end = max(later.started_s if later else episode.wall_s, model.end_s)
+        tools_end = (model.end_s + gap_end) / 2 if later and before.get(later.step) else gap_end
+        after = _after_model(episode, calls.pop(step.step, []), results.get(step.step, []),
+                             writes.pop(step.step, []))
+        _sequence(children, after, model.end_s, tools_end)
+        cursor, previous = tools_end, step
+    leftovers = [_compression(r) for group in (before, writes) for rs in group.values() for r in rs]
+    end = max(episode.wall_s, cursor)
+    _sequence(children, leftovers, cursor, end)
+    root = SpanNode(
+        f"episode {episode.task_id}", AGENT,
+        inputs={"task_id": episode.task_id, "task": clip(_task_text(episode))},
+        outputs={"outcome": episode.outcome, "answers": episode.answers, "reasons": episode.reasons,
+                 "blocking": episode.blocking, "error": episode.error},
+        attributes={"acon.task": episode.task_id, "acon.suite": episode.suite,
+                    "acon.strategy": episode.strategy, "acon.agent": episode.agent,
+                    "acon.outcome": episode.outcome,
+                    "acon.metrics": {k: v for k, v in episode.metrics.items() if v is not None}},
+        error=episode.outcome == "infra_error",
+        children=children,
+    )
+    root.start_s, root.end_s = 0.0, max([end, *(c.end_s for c in children)])
+    return root
+
+
+def _sequence(out: list[SpanNode], nodes: list[SpanNode], start: float, end: float) -> None:
+    if not nodes:
+        return
+    width = max(end - start, 0.0) / len(nodes)
+    for i, node in enumerate(nodes):
+        node.place(start + i * width, start + (i + 1) * width)
+        for span in node.walk():
+            span.attributes["acon.timing"] = "estimated"
+        out.append(node)
+
+
+def _task_text(episode: Episode) -> str | None:
+    for entry in episode.entries:
+        if entry["kind"] == "task":
+            return episode.texts.get(entry["text"])
+    return None
+
+
+def _model_call(episode: Episode, step: StepRecord, previous: StepRecord | None) -> SpanNode:
+    request = step.request
+    shared = 0
+    if previous is not None:
+        for old, new in zip(previous.request, request, strict=False):
+            if old != new:
+                break
+            shared += 1
+    fresh = [m for m in request[shared:] if previous is None or m["role"] != "system"]
+    messages = [{"role": m["role"], "content": clip(episode.texts.get(m["text"], ""))} for m in fresh]
+    action = step.action
+    outputs: dict[str, Any] = {}
+    if action.get("calls"):
+        outputs["tool_calls"] = [{"name": c["name"], "arguments": c.get("arguments")}
+                                 for c in action["calls"]]
+    if action.get("answer") is not None:
+        outputs["answer"] = action["answer"]
+    if action.get("malformed") is not None:
+        outputs["malformed"] = action["malformed"]
+        outputs["raw"] = clip(action.get("raw"))
+    usage = step.usage or {}
+    return SpanNode(
+        f"agent step {step.step}", CHAT_MODEL,
+        inputs={"messages": messages[-MAX_MESSAGES:], "new_messages": len(messages),
+                "context_messages": len(request), "input_tokens": step.input_tokens},
+        outputs=outputs,
+        attributes={"acon.step": step.step, "acon.turn": step.turn, "acon.input_tokens": step.input_tokens,
+                    "acon.attempts": step.attempts, "acon.cache_break": step.cache_break,
+                    "acon.invalidated_tokens": step.invalidated_tokens,
+                    "acon.usage_source": usage.get("source", "none")},
+        usage=token_usage(step.usage),
+        error=action.get("malformed") is not None,
+    )
+
+
+def _after_model(episode: Episode, calls: list[dict[str, Any]], results: list[dict[str, Any]],
+                 writes: list[dict[str, Any]]) -> list[SpanNode]:
+    """Tool calls in order, each followed by the write-time compression of its result, if any."""
+    nodes: list[SpanNode] = []
+    pending = list(writes)
+    for call, result in zip(calls, [*results, *[None] * len(calls)], strict=False):
+        nodes.append(_tool_call(episode, call, result))
+        if result is not None:
+            mine = [r for r in pending if r["entry_ids"][:1] == [result["id"]]]
+            nodes.extend(_compression(r) for r in mine)
+            pending = [r for r in pending if r not in mine]
+    nodes.extend(_compression(r) for r in pending)
+    return nodes
+
+
+def _tool_call(episode: Episode, call: dict[str, Any], result: dict[str, Any] | None) -> SpanNode:
+    outputs: dict[str, Any] = {}
+    if result is not None:
+        raw = episode.texts.get(result["raw"], "")
+        outputs["result"] = clip(raw)
+        if result["text"] != result["raw"]:
+            outputs["as_written"] = clip(episode.texts.get(result["text"], ""))
+    recall = call["name"] == "recall"
+    return SpanNode(
+        f"recall {call['arguments'].get('handle', '')}".strip() if recall else call["name"],
+        MEMORY if recall else TOOL,
+        inputs=call.get("arguments", {}),
+        outputs=outputs,
+        attributes={"acon.step": call["step"], "acon.side_effect": bool(call.get("side_effect")),
+                    "acon.is_error": bool(call.get("is_error")), "acon.retention": call.get("retention"),
+                    "acon.result_tokens": call.get("result_tokens", 0)},
+        error=bool(call.get("is_error")),
+    )
+
+
+def _compression(record: dict[str, Any]) -> SpanNode:
+    before, after = record["tokens_before"], record["tokens_after"]
+    dropped = dict(record.get("dropped_by_class") or {})
+    attributes: dict[str, Any] = {
+        "acon.step": record["step"], "acon.stage": record["stage"], "acon.action": record["action"],
+        "acon.strategy": record["strategy"], "acon.tokens_before": before, "acon.tokens_after": after,
+        "acon.tokens_saved": before - after, "acon.dropped_classes": sorted(dropped),
+        "acon.guideline": record.get("guideline_version") or "",
+        "acon.breaks_cache": bool(record.get("breaks_cache")),
+        "acon.compressor_cached": record.get("compressor_cached", False),
+    }
+    attributes.update({f"acon.dropped.{name}": tokens for name, tokens in dropped.items()})
+    node = SpanNode(
+        f"compress {record['stage']}: {record['action']}", CHAIN,
+        inputs={"step": record["step"], "entry_ids": record["entry_ids"], "tokens_before": before},
+        outputs={"tokens_after": after, "dropped_by_class": dropped, "handles": record.get("handles", [])},
+        attributes=attributes,
+    )
+    usage = token_usage(record.get("compressor_usage"))
+    if usage is not None:
+        node.children.append(SpanNode(
+            "compressor", LLM, usage=usage,
+            attributes={"acon.cached": record.get("compressor_cached", False)},
+        ))
+    return node
