@@ -9,8 +9,9 @@ balances, tickets) and return receipts whose first line, the resource id and sta
 from __future__ import annotations
 
 import datetime
+import itertools
 import random
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -262,10 +263,6 @@ def _time(rng: random.Random) -> str:
     return f"{rng.randint(6, 21):02d}:{rng.randint(0, 59):02d}"
 
 
-def _date(rng: random.Random, year: int = 2024, months: tuple[int, int] = (1, 5)) -> str:
-    return f"{year}-{rng.randint(*months):02d}-{rng.randint(1, 28):02d}"
-
-
 _EVENTS = (
     "{wh} picked and packed, {n} parcel(s), {w} kg",
     "sorting centre {hub}: parcel scanned on arrival",
@@ -324,23 +321,29 @@ def render_order(world: World, order: Order) -> str:
         body = template.format(
             wh=wh, hub=rng.choice(_HUBS), n=rng.randint(1, 3), w=round(rng.uniform(0.4, 9), 1)
         )
-        return f"{_date(rng, 2024, (1, 5))} {_time(rng)}  {body}"
+        return f"{{ts}}  {body}"
 
     fixed = "\n".join([*head, *item_rows])
     budget = max(60, order.budget - text.count_tokens(fixed) - 30)
-    events = sorted(text.fill(event, budget))
+    events = text.fill(event, budget)
     keys: list[str] = []
     if order.tracking:
+        # Early in the log the tracking number is the carrier handover; later it is a relabelling.
         keys.append(
-            f"{order.placed} {_time(rng)}  carrier handover: tracking {order.tracking} (outbound parcel)"
+            f"{{ts}}  carrier handover: tracking {order.tracking} (outbound parcel)"
+            if order.position == "head"
+            else f"{{ts}}  parcel relabelled at {rng.choice(_HUBS)}: outbound tracking is now "
+            f"{order.tracking} (outbound parcel; earlier labels are void)"
         )
     if order.void_label:
         events.insert(
             len(events) // 3 if order.position == "tail" else (3 * len(events)) // 4,
-            f"{order.placed} {_time(rng)}  label voided: tracking {order.void_label} (cancelled label, "
-            "never shipped)",
+            f"{{ts}}  label voided: tracking {order.void_label} (cancelled label, never shipped)",
         )
     event_rows = text.place(events, keys, order.position) if keys else events
+    stamps = timeline(rng, datetime.date.fromisoformat(order.placed), len(event_rows))
+    event_rows = [r.replace("{ts}", ts, 1) for r, ts in zip(event_rows, stamps, strict=True)]
+    keys = [r for r in event_rows if order.tracking and order.tracking in r]
     lines = [
         *head,
         f"--- line items ({len(order.lines)}) ---",
@@ -349,6 +352,14 @@ def render_order(world: World, order: Order) -> str:
         *event_rows,
     ]
     return text.clamp_tokens(lines, order.budget, keep=[*head, *keys, *item_rows])
+
+
+def timeline(rng: random.Random, start: datetime.date, n: int, end: str = TODAY) -> list[str]:
+    """`n` increasing timestamps from `start` to the day before `end` (minute resolution)."""
+    first = datetime.datetime.combine(start, datetime.time(8, 0))
+    span = max(60 * n, int((datetime.datetime.fromisoformat(end) - first).total_seconds() // 60) - 24 * 60)
+    minutes = sorted(rng.randrange(span) for _ in range(n))
+    return [(first + datetime.timedelta(minutes=m)).strftime("%Y-%m-%d %H:%M") for m in minutes]
 
 
 def render_order_page(world: World, customer_id: str, page: int) -> tuple[str, bool, tuple[str, ...]]:
@@ -403,6 +414,16 @@ REFUND_CLAUSES = (
     "Vouchers used on an order are reissued, not refunded as money.",
     "Public holidays do not change any deadline in this procedure.",
     "Customers may ask for a copy of this policy; send the public summary, not this file.",
+    "Refunds go to the original payment method; never to a different card or account.",
+    "Split payments (card plus voucher) are refunded in the same split, card part first.",
+    "Orders placed by a deceased customer's account are handled by the bereavement desk.",
+    "Items returned without the original packaging are refunded in full when they are undamaged.",
+    "Refunds for orders shipped outside the EU follow the export desk's checklist.",
+    "Do not issue goodwill refunds; goodwill is given as store credit by the retention team.",
+    "If the payment provider is down, wait and retry later; do not switch the payment method.",
+    "Currency is always EUR; never convert amounts for the customer.",
+    "Orders flagged as test orders are never refunded; report them to the platform team.",
+    "A refund never exceeds what was paid for the line, including discounts.",
 )
 SUPPORT_CLAUSES = (
     "Greet the customer by name and keep replies under 150 words.",
@@ -412,11 +433,9 @@ SUPPORT_CLAUSES = (
     "Do not merge tickets from different customers.",
     "Attach the knowledge-base link when the answer comes from an article.",
     "Tickets about data deletion go to the privacy queue.",
-    "P3 tickets may wait until P1 and P2 tickets of the same queue are answered.",
     "Apologise once, not in every paragraph.",
     "Do not reopen tickets the customer closed themselves.",
     "Use plain text; no tables or markdown in replies.",
-    "Refund questions are answered from the refund procedure, not improvised.",
     "Never give a delivery date the carrier has not confirmed.",
     "If a ticket has no customer message, close it as a duplicate.",
     "Tickets from journalists go to the press office.",
@@ -430,6 +449,17 @@ SUPPORT_CLAUSES = (
     "Tickets older than 90 days are archived by the system; do not touch them.",
     "Do not ask for a password or full card number, ever.",
     "Use the customer's time zone when you mention times.",
+    "Never forward a ticket to a personal mailbox.",
+    "Customers who write in capitals are not shouted back at; answer calmly.",
+    "If a customer sends an attachment you cannot open, say so and ask for another format.",
+    "Do not change a ticket's priority yourself; the queue lead sets priorities.",
+    "Replies go through reply_ticket only, never through a personal email account.",
+    "Never confirm or deny whether another person has an account with us.",
+    "Use the customer's first name in the greeting unless they signed with a title.",
+    "When a customer thanks you, a short acknowledgement is enough.",
+    "Do not include links to third-party sites in replies.",
+    "Internal team names (tier1, tier2, risk) are not mentioned to customers.",
+    "A ticket may hold only one customer's issue; ask customers to open a new ticket for a new issue.",
 )
 _RATIONALE = (
     "This keeps the audit trail complete for the quarterly review.",
@@ -438,9 +468,89 @@ _RATIONALE = (
     "Past incidents showed that skipping this step causes repeat contacts.",
     "The finance team reconciles these records weekly.",
     "When in doubt, ask in the team channel before acting.",
-    "",
-    "",
 )
+
+
+_GUIDANCE = (
+    "This section collects the clauses that apply before anything is changed in the customer's account. Most "
+    "mistakes we see in audits come from acting on the first plausible record instead of the "
+    "right one, so take "
+    "the time to read the records in full.",
+    "The clauses below were reviewed by the operations leads in the last policy cycle. Where a "
+    "clause names a "
+    "tool, use that tool rather than a workaround in another system; the audit trail only covers the tools.",
+    "Customers notice inconsistency more than slowness. A correct answer after a careful check is "
+    "better than a "
+    "quick answer that has to be corrected later, and corrections create a second contact for the same case.",
+    "Edge cases are listed because they happened. If your case looks like one of them but differs "
+    "in a detail, "
+    "follow the general clauses and mention the difference in the internal note.",
+    "Records are reconciled by the finance and quality teams every week. They rely on ids being "
+    "copied exactly "
+    "as the systems print them; an id with a typo cannot be matched and the case is reopened.",
+    "Several clauses exist because of regulatory requirements in one or more regions. They apply "
+    "everywhere so "
+    "that agents do not have to know which region introduced them.",
+    "When two clauses seem to conflict, the more specific clause wins over the general one. If "
+    "you still cannot "
+    "tell, stop and ask in the team channel; do not guess.",
+    "Tone matters: write as you would to a neighbour, plainly and politely. Avoid internal "
+    "jargon, queue names "
+    "and system codes in anything the customer reads, except the ids the procedure tells you to quote.",
+    "The quality team samples cases every week and scores them against these clauses. Scores are shared with "
+    "the team, never with customers, and are used to improve this procedure rather than to blame anyone.",
+    "Training material and examples for this procedure are in the team wiki. The wiki explains; this file "
+    "decides. If the two disagree, this file is right and the wiki gets fixed.",
+    "Systems can be slow during peak hours. A slow tool is not a failed tool: wait for the result before you "
+    "try again, because trying again can change the customer's account twice.",
+    "Internal notes are visible to every agent who opens the case later. Write them so that a colleague can "
+    "continue the case without asking you anything.",
+)
+
+
+_EXAMPLES = (
+    "Worked example: {name} asked about a {product} paid partly with a voucher. The voucher part "
+    "was reissued "
+    "as a new voucher code and only the card part went back to the card.",
+    "Worked example: {name} wrote in {language}. The reply went out in {language}, with every id "
+    "copied exactly "
+    "as the systems printed it.",
+    "Worked example: {name}'s order with the {product} was paid by invoice. The case went to finance for a "
+    "credit note; nothing was changed in the order itself.",
+    "Worked example: {name} reported the {product} missing from a bundle. Only the missing component was "
+    "handled; the rest of the bundle stayed as it was.",
+    "Worked example: {name} asked how another customer's {product} order was handled. We explained that we "
+    "cannot share other customers' data and answered the question about their own order.",
+    "Worked example: a system timed out while handling {name}'s case. The agent waited, then read "
+    "the account "
+    "again before doing anything, and found that nothing had changed yet.",
+    "Worked example: {name} bought a {product} from a marketplace seller. The seller handles such "
+    "cases; we sent "
+    "the seller's contact page and closed our part of the conversation politely.",
+    "Worked example: {name} wrote that a neighbour might have taken the {product}. The internal "
+    "note recorded "
+    "only what the carrier's scans show, without speculation.",
+    "Worked example: {name}'s {product} was a pre-order that had not shipped yet. It was "
+    "cancelled through the "
+    "order system; no money had been captured.",
+    "Worked example: {name} asked for a copy of this procedure after a long conversation about a {product}. "
+    "They received the public summary, not this file.",
+)
+_LANGUAGES = ("German", "French", "Spanish", "Italian", "Dutch", "Polish", "Swedish", "Portuguese")
+
+
+def _prose(rng: random.Random) -> Iterator[str]:
+    """Guidance paragraphs without repeats, then worked examples that are unique by construction."""
+    yield from rng.sample(_GUIDANCE, len(_GUIDANCE))
+    while True:
+        category = rng.choice(sorted(text.CATEGORIES))
+        sizes, _ = text.CATEGORIES[category]
+        product = text.product_name(
+            rng.choice(text.BRANDS), category, rng.choice(sizes), rng.choice(text.COLOURS)
+        )
+        yield rng.choice(_EXAMPLES).format(
+            name=text.person(rng), product=product, language=rng.choice(_LANGUAGES)
+        )
 
 
 def render_skill(world: World, path: str, skill: Skill) -> str:
@@ -455,7 +565,7 @@ def render_skill(world: World, path: str, skill: Skill) -> str:
         "Edge cases",
     )
     per_section = max(1, -(-len(skill.rules) // len(sections)))
-    lines = [
+    head = [
         "---",
         f"name: {skill.name}",
         f"version: {skill.version}",
@@ -465,27 +575,33 @@ def render_skill(world: World, path: str, skill: Skill) -> str:
         "",
         "Read the whole procedure before acting. Every clause is binding; cite a clause by its id.",
     ]
+    clauses = []
     for i, rule in enumerate(skill.rules):
-        if i % per_section == 0:
-            lines += ["", f"## {i // per_section + 1}. {sections[(i // per_section) % len(sections)]}", ""]
-        extra = "" if rule.key else f" {rng.choice(_RATIONALE)}".rstrip()
-        lines.append(f"{skill.rule_id(i)}: {rule.text}{extra}")
+        extra = f" {rng.choice(_RATIONALE)}" if not rule.key and rng.random() < 0.35 else ""
+        clauses.append(f"{skill.rule_id(i)}: {rule.text}{extra}")
+    groups = [clauses[i : i + per_section] for i in range(0, len(clauses), per_section)]
+    fixed = text.count_tokens("\n".join([*head, *clauses])) + 12 * len(groups) + 20
+    # Guidance prose opens each section, so a clause at the tail of the list is at the tail of the file.
+    per_intro = max(0, (skill.budget - fixed) // len(groups))
+    prose = _prose(rng)
+    lines = list(head)
+    for n, group in enumerate(groups):
+        lines += ["", f"## {n + 1}. {sections[n % len(sections)]}", ""]
+        if per_intro > 40:
+            lines += ["\n\n".join(text.fill(lambda: next(prose), per_intro)), ""]
+        lines += group
     lines += ["", f"End of {skill.name} procedure, version {skill.version}."]
-    keys = [
-        line
-        for line in lines
-        if any(line.startswith(f"{skill.key_id(r.key)}:") for r in skill.rules if r.key)
-    ]
-    return text.clamp_tokens(lines, skill.budget, keep=[*lines[:8], *keys, lines[-1]])
+    keys = [c for c, rule in zip(clauses, skill.rules, strict=True) if rule.key]
+    return text.clamp_tokens(lines, skill.budget, keep=[*head, *keys, lines[-1]])
 
 
 def skill_rules(
-    rng: random.Random, filler: Sequence[str], n: int, keys: Mapping[str, tuple[str, str]]
+    rng: random.Random, filler: Sequence[str], budget: int, keys: Mapping[str, tuple[str, str]]
 ) -> list[Rule]:
-    """`n` rules: filler clauses plus each key clause (key -> (text, position)) at its position."""
-    pool = list(filler)
-    rng.shuffle(pool)
-    rules = [Rule(pool[i % len(pool)]) for i in range(n - len(keys))]
+    """Distinct filler clauses (about one per 70 tokens of `budget`) plus each key clause (key -> (text,
+    position)) at the head, middle or tail of the list. Ids are positions, so the plan knows them."""
+    pool = rng.sample(list(filler), min(len(filler), max(10, budget // 70)))
+    rules = [Rule(clause) for clause in pool]
     # Insert from the tail backwards so earlier insertions do not shift the later positions.
     ordered = sorted(keys.items(), key=lambda kv: ("head", "middle", "tail").index(kv[1][1]), reverse=True)
     for key, (clause, position) in ordered:
@@ -522,8 +638,9 @@ def render_catalog_page(world: World, query: str, page: int) -> tuple[str, bool,
     for p in shown:
         row = f"{p.sku} | {p.name} | {money(p.price)} | {p.note}"
         rng = world.rng("product", p.sku)
-        while True:
-            longer = f"{row}; {rng.choice(_PRODUCT_DETAILS)}"
+        details = [rng.choice(_ORIGINS), *rng.sample(_PRODUCT_DETAILS, len(_PRODUCT_DETAILS))]
+        for detail in details:
+            longer = f"{row}; {detail}"
             if text.count_tokens(longer) + 1 > per_row:
                 break
             row = longer
@@ -543,29 +660,17 @@ def catalog_page_tokens(page_budget: int, rows: int) -> int:
 
 
 _PRODUCT_DETAILS = (
-    "spare parts stocked for 7 years",
-    "ships in recyclable packaging",
-    "CE and UKCA marked",
-    "user manual in 12 languages",
-    "accessories sold separately",
-    "fits standard EU sockets",
-    "tested to 10,000 cycles",
-    "replacement parts via the service portal",
-    "colour may vary slightly by batch",
-    "not suitable for commercial use",
-    "frequently bought with the matching accessory set",
-    "assembly takes about 15 minutes",
-    "returns accepted within the regional window",
-    "made in Portugal",
-    "made in Poland",
-    "made in Czechia",
-    "supplier lead time 3 weeks",
-    "energy label A",
-    "weight 1.2 kg",
-    "weight 3.8 kg",
-    "care: wipe clean with a damp cloth",
-    "includes a 2-year limited warranty",
-)
+    "spare parts stocked for 7 years", "ships in recyclable packaging", "CE and UKCA marked",
+    "user manual in 12 languages", "accessories sold separately", "fits standard EU sockets",
+    "tested to 10,000 cycles", "colour may vary slightly by batch", "not suitable for commercial use",
+    "frequently bought with the matching accessory set", "assembly takes about 15 minutes",
+    "returns accepted within the regional window", "supplier lead time 3 weeks", "energy label A",
+    "care: wipe clean with a damp cloth", "rated 4.6 by 1,200 buyers", "gift wrapping available",
+    "packaging 100% cardboard", "fits the matching wall bracket", "product safety sheet on request",
+    "size chart on the product page", "certified by an independent test lab", "ships flat-packed",
+    "free returns for members",
+)  # fmt: skip
+_ORIGINS = ("made in Portugal", "made in Poland", "made in Czechia", "made in Italy", "made in Vietnam")
 
 
 def product_note(rng: random.Random) -> str:
@@ -681,6 +786,7 @@ _STATEMENT_KINDS = (
     "refund",
     "store credit used",
 )
+_STATEMENT_PREFIX = {"card charge": "CHG", "shipping fee": "FEE", "refund": "RFN", "store credit used": "SCU"}
 
 
 def render_statement(world: World, customer_id: str) -> str:
@@ -697,9 +803,8 @@ def render_statement(world: World, customer_id: str) -> str:
         low, high = (3.5, 14.9) if kind == "shipping fee" else (9.0, 640.0)
         amount = world.ids.fresh(rng, lambda r: money(round(r.uniform(low, high), 2)))
         order = world.ids.fresh(rng, lambda r: f"ORD-{r.randint(10000, 99999)}")
-        ref = world.ids.fresh(
-            rng, lambda r: f"{'FEE' if kind == 'shipping fee' else 'CHG'}-{r.randint(100000, 999999)}"
-        )
+        prefix = _STATEMENT_PREFIX[kind]
+        ref = world.ids.fresh(rng, lambda r: f"{prefix}-{r.randint(100000, 999999)}")
         sign = "-" if kind in ("refund", "store credit used") else ""
         return f"{{date}} | {ref} | {order} | {kind} | {sign}{amount}"
 
@@ -709,14 +814,18 @@ def render_statement(world: World, customer_id: str) -> str:
     ]
     budget = statement.budget - 60 - 25 * len(statement.keys)
     rows = text.place(text.fill(filler, budget), [row(e) for e in statement.keys], statement.position)
-    day = datetime.date(2023, 5, 20)
+    # Twelve months up to the day before today; one order's consecutive entries share a day.
+    day = datetime.date.fromisoformat(TODAY) - datetime.timedelta(days=365)
+    step = 364 / max(1, len({r.split(" | ")[2] for r in rows}))
+    elapsed = 0.0
     dated = []
     for i, r in enumerate(rows):
-        if i == 0 or r.split(" | ")[2] != rows[i - 1].split(" | ")[2]:  # one order's entries share a day
-            day += datetime.timedelta(days=rng.choice((0, 1, 1, 2, 3)))
-        dated.append(r.replace("{date}", day.isoformat()))
+        if i == 0 or r.split(" | ")[2] != rows[i - 1].split(" | ")[2]:
+            elapsed += step * rng.uniform(0.3, 1.7)
+        when = day + datetime.timedelta(days=min(364, int(elapsed)))
+        dated.append(r.replace("{date}", when.isoformat()))
     keys = [r for r in dated if any(f" | {e.ref} | " in r for e in statement.keys)]
-    lines = [*head, *dated, f"{len(rows)} entries; amounts in EUR; refunds and credits shown negative"]
+    lines = [*head, *dated, "end of statement; amounts in EUR; refunds and credits shown negative"]
     return text.clamp_tokens(lines, statement.budget, keep=[*head, *keys])
 
 
@@ -729,7 +838,8 @@ def render_stock(world: World, sku: str, warehouse: str) -> str:
             f"on_hand: {on_hand} units",
             f"reserved: {reserved} units",
             f"available: {on_hand - reserved} units",
-            f"inbound: {rng.randint(10, 60)} units expected {_date(rng, 2024, (5, 6))}",
+            f"inbound: {rng.randint(10, 60)} units expected "
+            f"2024-{rng.choice(('05', '06'))}-{rng.randint(16, 28)}",
             f"bin: {warehouse[3:]}-{rng.choice('ABCDEF')}-{rng.randint(1, 40):02d}-{rng.randint(1, 6)}",
             f"as_of: {TODAY}T{_time(rng)}:{rng.randint(10, 59)}Z (stock changes with every reservation)",
         ]
@@ -764,10 +874,15 @@ def render_ticket(world: World, ticket: Ticket) -> str:
         "(valid for the current ticket state only; any write to the ticket issues a new code)",
     ]
 
-    def message() -> str:
-        return f"[{_date(rng, 2024, (4, 5))} {_time(rng)}] {name}: {rng.choice(_THREAD)}"
+    said = itertools.cycle(rng.sample(_THREAD, len(_THREAD)))
 
-    thread = sorted(text.fill(message, ticket.thread_budget))
+    def message() -> str:
+        return f"{{ts}} {name}: {next(said)}"
+
+    opening = f"{{ts}} {name}: {ticket.subject}. Order placed about {rng.randint(2, 5)} weeks ago."
+    thread = [opening, *text.fill(message, ticket.thread_budget)]
+    stamps = timeline(rng, datetime.date(2024, 4, rng.randint(1, 20)), len(thread))
+    thread = [m.replace("{ts}", f"[{ts}]", 1) for m, ts in zip(thread, stamps, strict=True)]
     thread += [f"[{TODAY} {10 + i}:00] you: {body}" for i, body in enumerate(ticket.replies)]
     return "\n".join([*head, f"--- thread ({len(thread)} messages) ---", *thread])
 

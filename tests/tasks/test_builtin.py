@@ -396,3 +396,35 @@ def test_registered_and_part_of_the_suite_union() -> None:
     assert isinstance(config, BuiltinSuite)
     small = config.load()
     assert [t.meta["family"] for t in small.tasks] == FAMILY_NAMES
+
+
+def test_a_repeated_write_is_never_a_gated_step() -> None:
+    """If a RECEIPT's `repeat` were skipped under a lost rule / page / error, the agent would make that write
+    late through the repeat and hide the skip; such receipt ids are VALUE needs instead."""
+    for task in SUITE.tasks:
+        steps = task.reference or ()
+        for step in steps:
+            for need in step.needs:
+                if need.kind is not NeedKind.RECEIPT:
+                    continue
+                source = [s for s in steps if s.call is not None and s.call == need.repeat]
+                assert len(source) == 1, (task.id, need.literal)
+                assert not any(n.kind in SKIPPING for n in source[0].needs), (task.id, need.literal)
+
+
+def test_guesses_are_plausible_but_wrong() -> None:
+    for task in SUITE.tasks:
+        for step in task.reference or ():
+            for need in step.needs:
+                if need.kind is not NeedKind.VALUE:
+                    continue
+                label = (task.id, need.literal, need.guess)
+                if need.argument is None:  # the agent swaps the literal in its answer for the guess
+                    assert need.literal in (step.answer or ""), label
+                    assert isinstance(need.guess, str) and need.guess != need.literal, label
+                    assert need.guess[:3] == need.literal[:3], label  # same kind of value
+                    continue
+                written = step.call.arguments[need.argument]
+                assert type(need.guess) is type(written) and need.guess != written, label
+                if isinstance(written, str) and written == need.literal:
+                    assert len(need.guess) == len(written) and need.guess[:3] == written[:3], label

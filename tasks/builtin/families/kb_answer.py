@@ -170,7 +170,9 @@ def build(seed: Seed) -> Draft:
     else:
         script.answer(reply, value(key_code, None, neighbour_code))
     instruction = (
-        f"A customer in {region} asks how many days they have to return a {category} and what restocking fee "
+        f"A customer in {'the ' if region == 'Netherlands' else ''}{region} asks how many days "
+        "they have to return a "
+        f"{category} and what restocking fee "
         "applies. Find the current policy in the knowledge base"
         + (f" (article {current})" if given else "")
         + " and answer with the number of days, the fee and the policy code."

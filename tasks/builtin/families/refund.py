@@ -56,7 +56,7 @@ def build(seed: Seed) -> Draft:
     rules = skill_rules(
         rng,
         REFUND_CLAUSES,
-        max(14, skill_budget // 33),
+        skill_budget,
         {
             "approval": (
                 f"A refund of more than {money(limit)} for one order line needs approval first: call "

@@ -67,7 +67,7 @@ def build(seed: Seed) -> Draft:
     rules = skill_rules(
         rng,
         SUPPORT_CLAUSES,
-        max(14, skill_budget // 30),
+        skill_budget,
         {
             "escalate": (
                 "A ticket with priority P1 must be escalated with escalate_ticket to team tier2 "
