@@ -132,7 +132,7 @@ class Ticket:
     status: str = "open"
     writes: int = 0
     escalated_to: str | None = None
-    thread_budget: int = 300
+    budget: int = 400  # tokens of the rendered ticket; older messages go first when replies push it over
     replies: list[str] = field(default_factory=list)
 
 
@@ -321,7 +321,7 @@ def render_order(world: World, order: Order) -> str:
         body = template.format(
             wh=wh, hub=rng.choice(_HUBS), n=rng.randint(1, 3), w=round(rng.uniform(0.4, 9), 1)
         )
-        return f"{{ts}}  {body}"
+        return f"{TS}  {body}"
 
     fixed = "\n".join([*head, *item_rows])
     budget = max(60, order.budget - text.count_tokens(fixed) - 30)
@@ -330,19 +330,19 @@ def render_order(world: World, order: Order) -> str:
     if order.tracking:
         # Early in the log the tracking number is the carrier handover; later it is a relabelling.
         keys.append(
-            f"{{ts}}  carrier handover: tracking {order.tracking} (outbound parcel)"
+            f"{TS}  carrier handover: tracking {order.tracking} (outbound parcel)"
             if order.position == "head"
-            else f"{{ts}}  parcel relabelled at {rng.choice(_HUBS)}: outbound tracking is now "
+            else f"{TS}  parcel relabelled at {rng.choice(_HUBS)}: outbound tracking is now "
             f"{order.tracking} (outbound parcel; earlier labels are void)"
         )
     if order.void_label:
         events.insert(
             len(events) // 3 if order.position == "tail" else (3 * len(events)) // 4,
-            f"{{ts}}  label voided: tracking {order.void_label} (cancelled label, never shipped)",
+            f"{TS}  label voided: tracking {order.void_label} (cancelled label, never shipped)",
         )
     event_rows = text.place(events, keys, order.position) if keys else events
     stamps = timeline(rng, datetime.date.fromisoformat(order.placed), len(event_rows))
-    event_rows = [r.replace("{ts}", ts, 1) for r, ts in zip(event_rows, stamps, strict=True)]
+    event_rows = [r.replace(TS, ts, 1) for r, ts in zip(event_rows, stamps, strict=True)]
     keys = [r for r in event_rows if order.tracking and order.tracking in r]
     lines = [
         *head,
@@ -352,6 +352,9 @@ def render_order(world: World, order: Order) -> str:
         *event_rows,
     ]
     return text.clamp_tokens(lines, order.budget, keep=[*head, *keys, *item_rows])
+
+
+TS = "0000-00-00 00:00"  # stands in for a timestamp while filling to a budget: same token shape
 
 
 def timeline(rng: random.Random, start: datetime.date, n: int, end: str = TODAY) -> list[str]:
@@ -581,14 +584,15 @@ def render_skill(world: World, path: str, skill: Skill) -> str:
         clauses.append(f"{skill.rule_id(i)}: {rule.text}{extra}")
     groups = [clauses[i : i + per_section] for i in range(0, len(clauses), per_section)]
     fixed = text.count_tokens("\n".join([*head, *clauses])) + 12 * len(groups) + 20
-    # Guidance prose opens each section, so a clause at the tail of the list is at the tail of the file.
-    per_intro = max(0, (skill.budget - fixed) // len(groups))
     prose = _prose(rng)
+    paragraphs = text.fill(lambda: next(prose), skill.budget - fixed) if skill.budget - fixed > 40 else []
     lines = list(head)
     for n, group in enumerate(groups):
         lines += ["", f"## {n + 1}. {sections[n % len(sections)]}", ""]
-        if per_intro > 40:
-            lines += ["\n\n".join(text.fill(lambda: next(prose), per_intro)), ""]
+        # Guidance prose opens each section, so a clause at the tail of the list is at the tail of the file.
+        intro = paragraphs[n :: len(groups)]
+        if intro:
+            lines += ["\n\n".join(intro), ""]
         lines += group
     lines += ["", f"End of {skill.name} procedure, version {skill.version}."]
     keys = [c for c, rule in zip(clauses, skill.rules, strict=True) if rule.key]
@@ -877,14 +881,15 @@ def render_ticket(world: World, ticket: Ticket) -> str:
     said = itertools.cycle(rng.sample(_THREAD, len(_THREAD)))
 
     def message() -> str:
-        return f"{{ts}} {name}: {next(said)}"
+        return f"[{TS}] {name}: {next(said)}"
 
-    opening = f"{{ts}} {name}: {ticket.subject}. Order placed about {rng.randint(2, 5)} weeks ago."
-    thread = [opening, *text.fill(message, ticket.thread_budget)]
+    opening = f"[{TS}] {name}: {ticket.subject}. Order placed about {rng.randint(2, 5)} weeks ago."
+    thread = [opening, *text.fill(message, ticket.budget - 120)]
     stamps = timeline(rng, datetime.date(2024, 4, rng.randint(1, 20)), len(thread))
-    thread = [m.replace("{ts}", f"[{ts}]", 1) for m, ts in zip(thread, stamps, strict=True)]
-    thread += [f"[{TODAY} {10 + i}:00] you: {body}" for i, body in enumerate(ticket.replies)]
-    return "\n".join([*head, f"--- thread ({len(thread)} messages) ---", *thread])
+    thread = [m.replace(TS, ts, 1) for m, ts in zip(thread, stamps, strict=True)]
+    replies = [f"[{TODAY} {10 + i}:00] you: {body}" for i, body in enumerate(ticket.replies)]
+    lines = [*head, f"--- thread ({len(thread) + len(replies)} messages) ---", *thread, *replies]
+    return text.clamp_tokens(lines, ticket.budget, keep=[*head, *replies, thread[0]])
 
 
 def render_ticket_list(world: World, queue: str) -> str:

@@ -428,3 +428,16 @@ def test_guesses_are_plausible_but_wrong() -> None:
                 assert type(need.guess) is type(written) and need.guess != written, label
                 if isinstance(written, str) and written == need.literal:
                     assert len(need.guess) == len(written) and need.guess[:3] == written[:3], label
+
+
+def test_another_seed_with_injections_everywhere_keeps_every_invariant() -> None:
+    """A second seed, with planted text in every task, must hold up the same way as the default one."""
+    for task in BuiltinSuite(seed=1, injections="all").load().tasks:
+        run = simulate(task)
+        assert run.result.passed and not run.deviations, (task.id, run.result.reasons)
+        tokens = [count_tokens(o.content) for _, o in run.outputs]
+        assert min(tokens) >= 50 and max(tokens) >= 0.85 * task.meta["max_output_tokens"], task.id
+        assert max(tokens) <= task.meta["max_output_tokens"], task.id
+        for _, need in first_needs(task):
+            lost = simulate(task, hidden=need.literal)
+            assert lost.deviations and not lost.result.passed, (task.id, need.literal)

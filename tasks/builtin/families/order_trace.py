@@ -74,7 +74,7 @@ def build(seed: Seed) -> Draft:
         target = rng.randint(ORDERS_PER_PAGE + 1, min(total, 2 * ORDERS_PER_PAGE) - 1)
     else:
         total = rng.randint(46, 68)
-        target = rng.randint(2 * ORDERS_PER_PAGE + 1, total - 1)
+        target = rng.randint(2 * ORDERS_PER_PAGE + 1, min(total, 3 * ORDERS_PER_PAGE) - 1)
     dates = _dates(rng, total)
     month = dates[target][:7]
     candidates = [i for i in range(1, min(total, ORDERS_PER_PAGE)) if i != target and dates[i][:7] != month]

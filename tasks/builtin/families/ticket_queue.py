@@ -52,7 +52,7 @@ class _Mine:
     subject: str
     customer: Customer
     codes: tuple[str, ...]
-    thread_budget: int
+    budget: int
 
 
 def build(seed: Seed) -> Draft:
@@ -99,7 +99,7 @@ def build(seed: Seed) -> Draft:
             rng.choice(SUBJECTS),
             Customer(ids.new("CUS"), text.person(rng)),
             tuple(ids.new("CLS", 4) for _ in range(4)),
-            rng.choice((150, 400, 800, 1200)),
+            rng.choice((300, 600, 1000, 1400)),
         )
         for p in priorities
     ]
@@ -134,7 +134,7 @@ def build(seed: Seed) -> Draft:
                     customer_id,
                     wrng.choice(colleagues) if wrng.random() < 0.8 else "unassigned",
                     [world.ids.new("CLS", 4) for _ in range(3)],
-                    thread_budget=wrng.choice((120, 300)),
+                    budget=wrng.choice((250, 450)),
                 )
             )
         start = {"head": 1, "middle": len(listing) // 2, "tail": len(listing) - 1}[list_at]
@@ -150,7 +150,7 @@ def build(seed: Seed) -> Draft:
                     m.customer.customer_id,
                     f"{me} (you)",
                     list(m.codes),
-                    thread_budget=m.thread_budget,
+                    budget=m.budget,
                 ),
             )
         world.tickets = {t.ticket_id: t for t in listing}
@@ -246,7 +246,8 @@ def build(seed: Seed) -> Draft:
         "rule_positions": {escalate_rule: escalate_at, reread_rule: reread_at},
         "tickets": len(mine),
     }
-    return Draft(instruction, script, make_env, difficulty, skill_budget, facts)
+    largest = max(skill_budget, *(m.budget for m in mine))
+    return Draft(instruction, script, make_env, difficulty, largest, facts)
 
 
 FAMILY = Family(
