@@ -23,6 +23,8 @@ from optimizer.context.strategies.base import (
     step_groups,
 )
 
+DROPPED = "[old tool output dropped]"
+
 
 class Fifo(ContextStrategy):
     """First in, first out over agent steps."""
@@ -41,11 +43,12 @@ class Fifo(ContextStrategy):
                 continue
             if any(not clearable(e, latest_ids=latest) for e in results):
                 continue  # a pinned result keeps its whole step
-            must_keep = [e for e in results if e.must_keep]
-            if must_keep:
-                for entry in must_keep:
-                    edits.append(Replace(entry.id, "\n".join(entry.must_keep)))
-                rest = [e for e in group if e not in must_keep and e.kind is not EntryKind.ACTION]
+            if any(e.must_keep for e in results):
+                # The action stays for the must-keep lines, so each of its results stays as a stand-in:
+                # a call is never shown without its result.
+                for entry in results:
+                    edits.append(Replace(entry.id, "\n".join(entry.must_keep) or DROPPED))
+                rest = [e for e in group if e.kind is EntryKind.NOTICE]
             else:
                 rest = group
             if rest:
