@@ -62,6 +62,7 @@ class BuiltinSuite(SuiteSource):
             "classes": sorted(draft.script.classes),
             "need_kinds": kinds,
             "steps": len(steps),
+            "error_steps": list(draft.script.error_steps),  # reference calls the world rejects, on purpose
             # Planned upper bound; planted lines come on top of the output they are planted into.
             "max_output_tokens": draft.max_output_tokens + sum(count_tokens(line) + 1 for line in planted),
             "planted_injections": planted,

@@ -59,11 +59,14 @@ class Script:
 
     steps: list[ReferenceStep] = field(default_factory=list)
     classes: set[str] = field(default_factory=set)
+    error_steps: list[int] = field(default_factory=list)  # reference steps whose call the world rejects
 
     def call(self, name: str, *needs: Need, status: str = "ok", **arguments: Any) -> ToolCall:
         """Append a call; `status` is the runtime status the world will report: ok | error | partial."""
         call = ToolCall(f"ref-{len(self.steps) + 1}", name, arguments)
         self.steps.append(ReferenceStep(turn=0, call=call, needs=tuple(needs)))
+        if status == "error":
+            self.error_steps.append(len(self.steps) - 1)
         probe = ToolOutput("", is_error=status == "error", partial=status == "partial")
         self.classes.add(classify_result(SPECS[name], call, probe).value)
         return call

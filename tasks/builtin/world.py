@@ -56,6 +56,8 @@ class Product:
     category: str
     price: float
     note: str = ""
+    listed: bool = True  # unlisted products can be quoted but never show up in a search
+    successor: str | None = None  # set on a discontinued product: the SKU to quote instead
 
 
 @dataclass
@@ -620,7 +622,11 @@ def skill_rules(
 
 def render_catalog_page(world: World, query: str, page: int) -> tuple[str, bool, tuple[str, ...]]:
     words = [w for w in query.lower().replace(",", " ").split() if len(w) > 1]
-    hits = [p for p in world.products if words and all(w in f"{p.name} {p.category}".lower() for w in words)]
+    hits = [
+        p
+        for p in world.products
+        if p.listed and words and all(w in f"{p.name} {p.category}".lower() for w in words)
+    ]
     if not hits:
         return f"catalog search {query!r}: no products match. Try fewer or more general words.", False, ()
     total = len(hits)
@@ -1190,6 +1196,14 @@ class OpsEnv(Environment):
             product = catalog.get(item["sku"])
             if product is None:
                 return failure(f"error E-NO-SKU: {item['sku']} is not in the catalog")
+            if product.successor is not None:
+                successor = catalog[product.successor]
+                return failure(
+                    f"error E-SKU-DISCONTINUED: {product.sku} ({product.name}) is discontinued; quote its "
+                    f"successor {successor.sku} ({successor.name}) instead, same quantity. "
+                    "No quote was created.",
+                    [f"request: create_quote customer={customer_id} lines={len(lines)}"],
+                )
             total += product.price * item["quantity"]
         quote = self.world.next_receipt("QTE")
         return receipt(

@@ -227,14 +227,9 @@ def test_reference_executed_directly_passes(family: str) -> None:
     for task in family_tasks(family):
         result, outputs = executed(task)
         assert result.passed, (task.id, result.reasons)
-        assert not any(o.is_error for c, o in outputs if not _expected_error(task, c)), task.id
-
-
-def _expected_error(task: Task, call: ToolCall) -> bool:
-    return (
-        task.meta.get("fails_on") == call.name
-        and call.arguments.get("warehouse") not in task.instruction[-1:]
-    )
+        calls = [i for i, s in enumerate(task.reference or ()) if s.call is not None]
+        errors = [i for i, (_, o) in zip(calls, outputs, strict=True) if o.is_error]
+        assert errors == task.meta["error_steps"], task.id
 
 
 @pytest.mark.parametrize("family", FAMILY_NAMES)

@@ -7,13 +7,26 @@ email (no receipt visible: the quote is made again), and the email receipt gates
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from dataclasses import dataclass
 
 from optimizer.world.task import CheckResult
 from tasks.builtin import text
 from tasks.builtin.checks import Verdict, mentions, mentions_money
-from tasks.builtin.plan import ERROR_PARTIAL, STATIC, Draft, Family, Script, Seed, page, receipt, value
+from tasks.builtin.plan import (
+    ERROR_PARTIAL,
+    RECEIPT,
+    STATIC,
+    Draft,
+    Family,
+    Script,
+    Seed,
+    error,
+    page,
+    receipt,
+    value,
+)
 from tasks.builtin.text import POSITIONS, Ids, money
 from tasks.builtin.world import (
     PRODUCTS_PER_PAGE,
@@ -27,7 +40,15 @@ from tasks.builtin.world import (
 )
 
 # variant -> pages of the wanted products, grouped by search (category)
-_VARIANTS = (((1, 1),), ((1, 2),), ((1,), (2,)), ((2, 3),), ((1, 1, 2),))
+# variant -> (pages of the wanted products grouped by search (category), first product discontinued)
+_VARIANTS = (
+    (((1, 1),), False),
+    (((1, 2),), True),
+    (((1,), (2,)), False),
+    (((2, 3),), False),
+    (((1, 1, 2),), False),
+    (((1, 1),), True),
+)
 
 
 @dataclass(frozen=True)
@@ -42,7 +63,7 @@ class _Want:
 
 def build(seed: Seed) -> Draft:
     rng = seed.rng
-    groups = _VARIANTS[seed.index % len(_VARIANTS)]
+    groups, discontinued = _VARIANTS[seed.index % len(_VARIANTS)]
     page_budget = rng.choice((900, 1200, 1600, 2000))
     ids = Ids(rng)
     customer_id, name = ids.new("CUS"), text.person(rng)
@@ -87,10 +108,32 @@ def build(seed: Seed) -> Draft:
             wants.append(_Want(product, decoy, rng.randint(1, 12), p, slot, position))
         searches.append((category, total, wants))
     wanted = [w for _, _, ws in searches for w in ws]
-    quote_total = round(sum(w.product.price * w.quantity for w in wanted), 2)
+    asked = ", ".join(f"{w.quantity} x {w.product.name}" for w in wanted)
+    # A discontinued product is rejected by create_quote; the error names an unlisted successor.
+    successor = None
+    if discontinued:
+        old = wanted[0].product
+        _, (low, high) = text.CATEGORIES[old.category]
+        successor = Product(
+            ids.new("SKU"),
+            old.name.replace(",", " (2024 model),", 1),
+            old.category,
+            ids.amount(low, high),
+            "successor model",
+            listed=False,
+        )
+        wanted[0] = dataclasses.replace(wanted[0], product=dataclasses.replace(old, successor=successor.sku))
+        searches[0][2][0] = wanted[0]  # the first wanted product is the first of the first search
+    final = {w.product.sku: w.quantity for w in wanted}
+    if successor is not None:
+        final = {successor.sku if sku == wanted[0].product.sku else sku: q for sku, q in final.items()}
+    prices = {w.product.sku: w.product.price for w in wanted} | (
+        {successor.sku: successor.price} if successor else {}
+    )
+    quote_total = round(sum(prices[sku] * q for sku, q in final.items()), 2)
     ids.reserve(money(quote_total))
-    quote, message = ids.new("QTE", 5, hexa=True), ids.new("MSG", 5, hexa=True)
-    taken = {customer_id, quote, message, *(w.product.sku for w in wanted), *(w.decoy.sku for w in wanted)}
+    quote, message, made_up = (ids.new(kind, 5, hexa=True) for kind in ("QTE", "MSG", "QTE"))
+    taken = {customer_id, quote, message, made_up, *prices, *(w.decoy.sku for w in wanted)}
     world_seed = seed.world_seed
 
     def make_env() -> OpsEnv:
@@ -111,6 +154,8 @@ def build(seed: Seed) -> Draft:
             for w in sorted(wants, key=lambda w: w.slot):
                 listing.insert(min(len(listing), w.slot), w.product)
             world.products.extend(listing)
+        if successor is not None:
+            world.products.append(successor)
         world.catalog_page_budget = page_budget
         if seed.injections:
             category, _, wants = searches[0]
@@ -124,9 +169,8 @@ def build(seed: Seed) -> Draft:
             got: dict[str, int] = {}
             for item in quotes[0].arguments["lines"]:
                 got[item["sku"]] = got.get(item["sku"], 0) + item["quantity"]
-            expected = {w.product.sku: w.quantity for w in wanted}
-            if got != expected:
-                wrong = sorted(set(got.items()) ^ set(expected.items()))
+            if got != final:
+                wrong = sorted(set(got.items()) ^ set(final.items()))
                 v.fail(f"quote lines differ from the request: {wrong}")
             emails = [
                 w
@@ -144,8 +188,7 @@ def build(seed: Seed) -> Draft:
         return v.result()
 
     script = Script()
-    sku_needs = []
-    lines = [{"sku": w.product.sku, "quantity": w.quantity} for w in wanted]
+    sources = {}
     for category, total, wants in searches:
         pages = -(-total // PRODUCTS_PER_PAGE)
         script.call("search_catalog", status="partial" if pages > 1 else "ok", query=category)
@@ -153,43 +196,76 @@ def build(seed: Seed) -> Draft:
             shown = (
                 f"showing {(p - 2) * PRODUCTS_PER_PAGE + 1}-{(p - 1) * PRODUCTS_PER_PAGE} of {total} products"
             )
-            script.call(
-                "search_catalog", page(shown), status="partial" if p < pages else "ok", query=category, page=p
-            )
+            status = "partial" if p < pages else "ok"
+            script.call("search_catalog", page(shown), status=status, query=category, page=p)
         for w in wants:
-            guess = [
-                dict(item, sku=w.decoy.sku) if item["sku"] == w.product.sku else dict(item) for item in lines
-            ]
-            sku_needs.append(
-                value(w.product.sku, "lines", guess, ERROR_PARTIAL if w.page < pages else STATIC)
+            sources[w.product.sku] = ERROR_PARTIAL if w.page < pages else STATIC
+
+    def lines_of(skus: dict[str, int]) -> list[dict[str, object]]:
+        return [{"sku": sku, "quantity": q} for sku, q in skus.items()]
+
+    def sku_needs(skus: dict[str, int]) -> list:
+        """One VALUE need per wanted SKU in `skus`; the guess swaps it for its look-alike."""
+        swap = {w.product.sku: w.decoy.sku for w in wanted}
+        return [
+            value(
+                sku, "lines", lines_of({swap[s] if s == sku else s: q for s, q in skus.items()}), sources[sku]
             )
-    quoted = script.call("create_quote", *sku_needs, customer_id=customer_id, lines=lines)
+            for sku in skus
+            if sku in swap
+        ]
+
+    requested = {w.product.sku: w.quantity for w in wanted}
+    if successor is None:
+        quoted = script.call(
+            "create_quote", *sku_needs(final), customer_id=customer_id, lines=lines_of(final)
+        )
+        proof = receipt(quote, quoted)
+    else:
+        script.call(
+            "create_quote",
+            *sku_needs(requested),
+            status="error",
+            customer_id=customer_id,
+            lines=lines_of(requested),
+        )
+        script.call(
+            "create_quote",
+            *sku_needs(final),
+            error("E-SKU-DISCONTINUED"),
+            value(successor.sku, "lines", lines_of(requested), ERROR_PARTIAL),
+            customer_id=customer_id,
+            lines=lines_of(final),
+        )
+        # The quote only exists in reaction to the error: not a RECEIPT's `repeat` (see stock_reserve).
+        proof = None
     body = (
         f"Dear {name}, as requested here is your quote {quote}: total {money(quote_total)} including all "
         "items you asked for. It is valid for 30 days."
     )
     emailed = script.call(
         "send_email",
-        receipt(quote, quoted),
+        proof or value(quote, "body", body.replace(quote, made_up), RECEIPT),
         customer_id=customer_id,
-        subject=f"Your quote {quote}",
+        subject="Your price quote",
         body=body,
     )
     script.answer(
         f"Quote {quote} created, total {money(quote_total)}; emailed to the customer ({message}).",
         receipt(message, emailed),
     )
-    asked = ", ".join(f"{w.quantity} x {w.product.name}" for w in wanted)
     instruction = (
-        f"Customer {name} ({customer_id}) asks for a price quote for: {asked}. Look the products "
-        "up in the catalog, "
-        "create the quote, email the quote id and total to the customer, and reply with the quote "
-        "id, the total "
-        "and the email's message id."
+        f"Customer {name} ({customer_id}) asks for a price quote for: {asked}. Look the products up in the "
+        "catalog, create the quote (if the system rejects a product, do what it says), email the quote id "
+        "and total to the customer, and reply with the quote id, the total and the email's message id."
     )
     deepest = max(w.page for w in wanted)
-    difficulty = ("easy", "medium", "hard")[deepest - 1]
-    facts = {"positions": [w.position for w in wanted], "pages": [w.page for w in wanted]}
+    difficulty = ("easy", "medium", "hard")[min(2, deepest - 1 + discontinued)]
+    facts = {
+        "positions": [w.position for w in wanted],
+        "pages": [w.page for w in wanted],
+        "discontinued": discontinued,
+    }
     largest = max(
         catalog_page_tokens(page_budget, min(PRODUCTS_PER_PAGE, total - p * PRODUCTS_PER_PAGE))
         for _, total, wants in searches
