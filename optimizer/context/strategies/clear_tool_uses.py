@@ -44,7 +44,7 @@ class ClearToolUses(ContextStrategy):
             return None
         latest = latest_reads(history.entries)
         results = [e for e in view if e.kind is EntryKind.RESULT]
-        protected = {e.id for e in results[len(results) - self.keep_last :]} if self.keep_last else set()
+        protected = {e.id for e in results[max(0, len(results) - self.keep_last) :]}
         shown = {e.id: e for e in view}
         edits: list[Replace] = []
         handles: list[str] = []
