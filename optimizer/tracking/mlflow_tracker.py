@@ -341,7 +341,7 @@ class MlflowTracker(Tracker):
                 token = None
                 while True:
                     page = self.client.search_traces(
-                        [self.experiment_id], run_id=run_id, include_spans=False, max_results=500,
+                        locations=[self.experiment_id], run_id=run_id, include_spans=False, max_results=500,
                         page_token=token,
                     )
                     keys.update(t.info.tags[EPISODE_TAG] for t in page if EPISODE_TAG in t.info.tags)

@@ -46,8 +46,9 @@ def log_episode_trace(
     return root.trace_id
 
 
-def _emit(node: SpanNode, parent: LiveSpan | None, t0_ns: int, experiment_id: str,
+def _emit(node: SpanNode, parent: LiveSpan | None, t0_ns: int, experiment_id: str | None,
           tags: dict[str, str] | None, metadata: dict[str, str] | None) -> LiveSpan:
+    """Start, fill and end one span and its subtree; trace-level fields only on the root."""
     span = mlflow.start_span_no_context(
         node.name, span_type=node.span_type, parent_span=parent, inputs=node.inputs,
         attributes=node.attributes, tags=tags, metadata=metadata, experiment_id=experiment_id,
@@ -56,7 +57,7 @@ def _emit(node: SpanNode, parent: LiveSpan | None, t0_ns: int, experiment_id: st
     if node.usage is not None:
         span.set_attribute(SpanAttributeKey.CHAT_USAGE, node.usage)
     for child in node.children:
-        _emit(child, span, t0_ns, experiment_id, None, None)
+        _emit(child, span, t0_ns, None, None, None)
     status = "ERROR" if node.error else "OK"
     span.end(outputs=node.outputs, status=status, end_time_ns=t0_ns + int(node.end_s * 1e9))
     return span
