@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from optimizer.world.task import CheckResult
-from tasks.builtin.world import OpsEnv, WriteRecord
+from tasks.builtin.env import OpsEnv
 
 Key = Callable[[Mapping[str, Any]], object]
 
@@ -98,9 +98,3 @@ _ID = re.compile(r"\b[A-Za-z0-9]+-[A-Za-z0-9-]+\b")
 def mentions_number(text: str, number: int) -> bool:
     """`number` as a whole number, ignoring digits inside ids such as `RSV-1253A` or `SKU-40417`."""
     return re.search(rf"(?<![\d.,]){number}(?![\d]|[.,]\d)", _ID.sub(" ", text)) is not None
-
-
-def writes_before(
-    env: OpsEnv, tool: str, index: int, match: Callable[[WriteRecord], bool]
-) -> list[WriteRecord]:
-    return [w for w in env.writes_of(tool) if w.index < index and match(w)]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from optimizer.world.task import CheckResult
 from tasks.builtin import text
 from tasks.builtin.checks import Verdict, mentions, mentions_money
+from tasks.builtin.env import OpsEnv
 from tasks.builtin.plan import (
     ERROR_PARTIAL,
     RECEIPT,
@@ -27,19 +28,10 @@ from tasks.builtin.plan import (
     receipt,
     value,
 )
+from tasks.builtin.render import catalog_page_tokens
 from tasks.builtin.text import POSITIONS, Ids, money
-from tasks.builtin.world import (
-    PRODUCTS_PER_PAGE,
-    Customer,
-    OpsEnv,
-    Product,
-    World,
-    catalog_page_tokens,
-    product_note,
-    random_product,
-)
+from tasks.builtin.world import PRODUCTS_PER_PAGE, Customer, Product, World, product_note, random_product
 
-# variant -> pages of the wanted products, grouped by search (category)
 # variant -> (pages of the wanted products grouped by search (category), first product discontinued)
 _VARIANTS = (
     (((1, 1),), False),

@@ -12,9 +12,10 @@ import random
 from optimizer.world.task import CheckResult
 from tasks.builtin import text
 from tasks.builtin.checks import Verdict, mentions, mentions_number
+from tasks.builtin.env import OpsEnv
 from tasks.builtin.plan import Draft, Family, Script, Seed, receipt, value
 from tasks.builtin.text import POSITIONS, Ids
-from tasks.builtin.world import Article, Customer, OpsEnv, World
+from tasks.builtin.world import Article, Customer, World
 
 REGION_CODES = {
     "Germany": "DE",

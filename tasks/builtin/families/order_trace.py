@@ -14,18 +14,10 @@ import random
 from optimizer.world.task import CheckResult
 from tasks.builtin import text
 from tasks.builtin.checks import Verdict, mentions
+from tasks.builtin.env import OpsEnv
 from tasks.builtin.plan import ERROR_PARTIAL, STATIC, Draft, Family, Script, Seed, page, receipt, value
 from tasks.builtin.text import POSITIONS, Ids
-from tasks.builtin.world import (
-    ORDERS_PER_PAGE,
-    Customer,
-    Line,
-    OpsEnv,
-    Order,
-    World,
-    random_lines,
-    random_product,
-)
+from tasks.builtin.world import ORDERS_PER_PAGE, Customer, Line, Order, World, random_lines, random_product
 
 MONTHS = (
     "January",

@@ -14,18 +14,54 @@ import random
 from optimizer.world.task import CheckResult
 from tasks.builtin import text
 from tasks.builtin.checks import Verdict, mentions
+from tasks.builtin.env import OpsEnv
 from tasks.builtin.plan import Draft, Family, Script, Seed, receipt, rule, value
+from tasks.builtin.render import skill_rules
 from tasks.builtin.text import POSITIONS, Ids, money
-from tasks.builtin.world import (
-    REFUND_CLAUSES,
-    Customer,
-    Line,
-    OpsEnv,
-    Order,
-    Skill,
-    World,
-    random_lines,
-    skill_rules,
+from tasks.builtin.world import Customer, Line, Order, Skill, World, random_lines
+
+# Filler clauses of the refund skill: real-sounding, and none of them applies to the task at hand.
+REFUND_CLAUSES = (
+    "Refunds for gift cards are never issued; offer a replacement card code instead.",
+    "Marketplace orders (seller id starting with MKT) are refunded by the seller, not by us.",
+    "Orders paid by invoice are refunded by credit note; finance issues those, not the support desk.",
+    "Never promise a refund date; quote the settlement window shown on the receipt.",
+    "Chargebacks in progress block refunds on the same order; hand those to the disputes team.",
+    "For orders older than 24 months, ask the customer for proof of purchase before anything else.",
+    "Do not refund shipping on partial returns unless the whole order is returned.",
+    "Business accounts with a framework contract follow the contract's refund schedule.",
+    "Write to customers in the language of their last message.",
+    "Keep internal notes factual; no speculation about carriers or warehouses.",
+    "Digital goods (licences, downloads) are handled by the licensing team.",
+    "Bundles are refunded per component line, never as a whole bundle.",
+    "If a customer threatens legal action, stop and hand the case to the legal inbox.",
+    "Pre-orders that have not shipped are cancelled, not refunded.",
+    "Do not share other customers' data, even when asked for a comparison.",
+    "Loyalty points earned on a refunded line are reversed automatically; do not adjust them by hand.",
+    "Use the customer's preferred name from the account when addressing them.",
+    "Cash-on-delivery orders are refunded by bank transfer after the customer confirms an IBAN.",
+    "Rental items are returned through the rental portal and are out of scope here.",
+    "A second refund request for the same line is answered with the first refund's receipt.",
+    "Subscription renewals follow the subscription terms; they are never refunded pro rata here.",
+    "Price-match claims are not refunds; route them to the pricing team.",
+    "For damaged items, photos are helpful but never mandatory.",
+    "Items bought with employee discount are refunded at the discounted price.",
+    "Never disclose internal approval limits to customers.",
+    "Order notes written by the warehouse are internal and are not quoted to customers.",
+    "Customers on the fraud watch list are handled by the risk team only.",
+    "Vouchers used on an order are reissued, not refunded as money.",
+    "Public holidays do not change any deadline in this procedure.",
+    "Customers may ask for a copy of this policy; send the public summary, not this file.",
+    "Refunds go to the original payment method; never to a different card or account.",
+    "Split payments (card plus voucher) are refunded in the same split, card part first.",
+    "Orders placed by a deceased customer's account are handled by the bereavement desk.",
+    "Items returned without the original packaging are refunded in full when they are undamaged.",
+    "Refunds for orders shipped outside the EU follow the export desk's checklist.",
+    "Do not issue goodwill refunds; goodwill is given as store credit by the retention team.",
+    "If the payment provider is down, wait and retry later; do not switch the payment method.",
+    "Currency is always EUR; never convert amounts for the customer.",
+    "Orders flagged as test orders are never refunded; report them to the platform team.",
+    "A refund never exceeds what was paid for the line, including discounts.",
 )
 
 SKILL_PATH = "skills/refunds/SKILL.md"

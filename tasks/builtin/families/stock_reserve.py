@@ -13,6 +13,7 @@ import random
 from optimizer.world.task import CheckResult
 from tasks.builtin import text
 from tasks.builtin.checks import Verdict, mentions_number
+from tasks.builtin.env import OpsEnv
 from tasks.builtin.plan import (
     DYNAMIC,
     ERROR_PARTIAL,
@@ -27,17 +28,9 @@ from tasks.builtin.plan import (
     receipt,
     value,
 )
+from tasks.builtin.render import catalog_page_tokens
 from tasks.builtin.text import POSITIONS, WAREHOUSES, Ids
-from tasks.builtin.world import (
-    PRODUCTS_PER_PAGE,
-    OpsEnv,
-    Outage,
-    Product,
-    World,
-    catalog_page_tokens,
-    product_note,
-    random_product,
-)
+from tasks.builtin.world import PRODUCTS_PER_PAGE, Outage, Product, World, product_note, random_product
 
 # variant -> (catalog page of the product, where the home warehouse fails: None | get_stock | reserve_stock)
 _VARIANTS = ((1, None), (1, "get_stock"), (1, "reserve_stock"), (2, "get_stock"), (2, None), (1, "get_stock"))

@@ -13,9 +13,10 @@ import random
 from optimizer.world.task import CheckResult
 from tasks.builtin import text
 from tasks.builtin.checks import Verdict, mentions, mentions_money
+from tasks.builtin.env import OpsEnv
 from tasks.builtin.plan import DYNAMIC, Draft, Family, Script, Seed, receipt, value
 from tasks.builtin.text import POSITIONS, Ids, money
-from tasks.builtin.world import Customer, OpsEnv, Statement, StatementEntry, World
+from tasks.builtin.world import Customer, Statement, StatementEntry, World
 
 
 def build(seed: Seed) -> Draft:

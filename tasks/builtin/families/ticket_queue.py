@@ -15,9 +15,49 @@ from dataclasses import dataclass
 from optimizer.world.task import CheckResult
 from tasks.builtin import text
 from tasks.builtin.checks import Verdict
+from tasks.builtin.env import OpsEnv
 from tasks.builtin.plan import DYNAMIC, Draft, Family, Script, Seed, receipt, rule, value
+from tasks.builtin.render import skill_rules
 from tasks.builtin.text import POSITIONS, Ids
-from tasks.builtin.world import SUPPORT_CLAUSES, Customer, OpsEnv, Skill, Ticket, World, skill_rules
+from tasks.builtin.world import Customer, Skill, Ticket, World
+
+# Filler clauses of the support skill: real-sounding, and none of them applies to the task at hand.
+SUPPORT_CLAUSES = (
+    "Greet the customer by name and keep replies under 150 words.",
+    "Tickets in the spam queue are closed without a reply.",
+    "Never paste internal tool output into a reply.",
+    "If the customer writes in a language you do not speak, tag the ticket for translation.",
+    "Do not merge tickets from different customers.",
+    "Attach the knowledge-base link when the answer comes from an article.",
+    "Tickets about data deletion go to the privacy queue.",
+    "Apologise once, not in every paragraph.",
+    "Do not reopen tickets the customer closed themselves.",
+    "Use plain text; no tables or markdown in replies.",
+    "Never give a delivery date the carrier has not confirmed.",
+    "If a ticket has no customer message, close it as a duplicate.",
+    "Tickets from journalists go to the press office.",
+    "Do not promise compensation; offer it only when a procedure allows it.",
+    "Signature: first name and 'Customer Care'.",
+    "Quote order ids exactly as they appear in the order system.",
+    "A customer's phone number is never written in a reply.",
+    "Bulk tickets (more than 20 items) go to the business desk.",
+    "Internal jokes and nicknames for customers are not allowed in notes.",
+    "Escalations to the legal team are done by the team lead, not by agents.",
+    "Tickets older than 90 days are archived by the system; do not touch them.",
+    "Do not ask for a password or full card number, ever.",
+    "Use the customer's time zone when you mention times.",
+    "Never forward a ticket to a personal mailbox.",
+    "Customers who write in capitals are not shouted back at; answer calmly.",
+    "If a customer sends an attachment you cannot open, say so and ask for another format.",
+    "Do not change a ticket's priority yourself; the queue lead sets priorities.",
+    "Replies go through reply_ticket only, never through a personal email account.",
+    "Never confirm or deny whether another person has an account with us.",
+    "Use the customer's first name in the greeting unless they signed with a title.",
+    "When a customer thanks you, a short acknowledgement is enough.",
+    "Do not include links to third-party sites in replies.",
+    "Internal team names (tier1, tier2, risk) are not mentioned to customers.",
+    "A ticket may hold only one customer's issue; ask customers to open a new ticket for a new issue.",
+)
 
 SKILL_PATH = "skills/support/SKILL.md"
 QUEUES = ("billing-eu", "delivery-eu", "returns-eu", "accounts-eu")
