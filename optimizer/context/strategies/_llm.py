@@ -44,9 +44,11 @@ def summarize(
         guideline=guideline, task=ctx.task, previous_summary=previous,
         history=render_transcript(entries), max_tokens=max_tokens,
     )
-    summary = restore_must_keep(out.text, entries)
     already = next((e.entry_ids for e in reversed(history.edits) if isinstance(e, Summarize)), ())
-    edits = [*extra_edits, Summarize(tuple(sorted({*already, *(e.id for e in entries)})), summary)]
+    covered = tuple(sorted({*already, *(e.id for e in entries)}))
+    # The previous summary went into this one, so its entries' must-keep lines must come out of it too.
+    summary = restore_must_keep(out.text, [history.entry(i) for i in covered])
+    edits = [*extra_edits, Summarize(covered, summary)]
     record = replay_record(
         strategy, "summarize", history, edits, ctx, guideline_version=version,
         compressor_usage=out.usage, compressor_cached=out.cached, compressor_io=(out.prompt, out.text),
