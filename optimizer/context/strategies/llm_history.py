@@ -3,7 +3,8 @@
 When the previous summary plus the not-yet-summarized steps exceed `t_hist` tokens, an LLM folds
 them into a new summary under the guideline's history instruction; the summary is shown right after
 the task and the last `keep_last` steps stay raw. ACON pins nothing; `pinned` lets a run keep
-chosen classes verbatim outside the summary.
+chosen classes verbatim outside the summary. Steps with a result the contract forbids compressing
+(unclassified content) never enter the summary either.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from optimizer.context.contract import Action, may
 from optimizer.context.guideline import SEED_GUIDELINE, guideline_at
-from optimizer.context.history import History
+from optimizer.context.history import Entry, History
 from optimizer.context.strategies._llm import current_summary, summarize, unsummarized_groups
 from optimizer.context.strategies.base import Condensation, ContextStrategy, StrategyContext
 from optimizer.tokens import count_tokens
@@ -41,10 +43,8 @@ class LlmHistory(ContextStrategy):
         return True
 
     def condense(self, history: History, ctx: StrategyContext) -> Condensation | None:
-        groups = [
-            g for g in unsummarized_groups(history, self.keep_last)
-            if not any(e.is_result and e.retention in self.pinned for e in g)
-        ]
+        groups = unsummarized_groups(history, self.keep_last)
+        groups = [g for g in groups if not any(self._kept(e) for e in g)]
         entries = [e for g in groups for e in g]
         previous = current_summary(history) or ""
         if not entries or count_tokens(previous) + sum(e.tokens for e in entries) <= self.t_hist:
@@ -54,3 +54,8 @@ class LlmHistory(ContextStrategy):
             history, ctx, entries, guideline=text.history, max_tokens=self.max_tokens,
             strategy=self.type, version=text.version,
         )
+
+    def _kept(self, entry: Entry) -> bool:
+        if not entry.is_result:
+            return False
+        return entry.retention in self.pinned or not may(entry.retention, Action.COMPRESS)
