@@ -158,7 +158,7 @@ def compute_metrics(episode: Episode, *, agent_pricing=None, compressor_pricing=
         "cache_breaks": sum(1 for s in episode.steps if s.cache_break),
         "invalidated_tokens": sum(s.invalidated_tokens for s in episode.steps),
         "recall_calls": len(recalls),
-        "recalled_tokens": sum(c.get("result_tokens", 0) for c in recalls),
+        "recalled_tokens": sum(c.get("result_tokens", 0) for c in recalls if not c.get("is_error")),
         "duplicate_writes": len(signatures) - len(set(signatures)),
         "blocking": len(episode.blocking),
         "wall_s": episode.wall_s,
