@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from optimizer.context.record import CompressionRecord
 from optimizer.llm.usage import Usage, total_usage
+from optimizer.world.provenance import occurs
 
 Outcome = Literal["success", "failure", "infra_error"]
 CHECKPOINTS = {
@@ -102,7 +103,7 @@ class Episode:
         """Per step, which checkpoints show `literal`: the first False after a True is where it vanished."""
         out = []
         for index, step in enumerate(self.steps):
-            seen = {c: any(literal in t for t in self.checkpoint_texts(c, index)) for c in CHECKPOINTS}
+            seen = {c: any(occurs(literal, t) for t in self.checkpoint_texts(c, index)) for c in CHECKPOINTS}
             out.append({"step": step.step, "checkpoints": seen})
         return out
 
@@ -110,7 +111,7 @@ class Episode:
         """The first checkpoint (1-5) at which `literal` is missing at a step, after being present earlier."""
         previous = True
         for checkpoint in CHECKPOINTS:
-            present = any(literal in t for t in self.checkpoint_texts(checkpoint, step_index))
+            present = any(occurs(literal, t) for t in self.checkpoint_texts(checkpoint, step_index))
             if previous and not present:
                 return checkpoint if checkpoint > 1 else None
             previous = present

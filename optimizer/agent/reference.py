@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from optimizer.agent.base import Agent, AgentAction, AgentInput
 from optimizer.agent.render import request_text
 from optimizer.context.recall import RECALL_TOOL
+from optimizer.world.provenance import occurs
 from optimizer.world.task import Need, NeedKind, ReferenceStep
 from optimizer.world.tool import ToolCall, ToolSpec
 
@@ -47,6 +48,7 @@ class ReferenceAgent(Agent):
     repeated: set[int] = field(default_factory=set)
     recalled: set[str] = field(default_factory=set)
     deviations: list[Deviation] = field(default_factory=list)
+    made: set[str] = field(default_factory=set)
     _ids: int = 0
 
     name = "reference"
@@ -61,7 +63,7 @@ class ReferenceAgent(Agent):
         while self.cursor < len(self.reference) and self.reference[self.cursor].turn == agent_input.turn:
             index = self.cursor
             step = self.reference[index]
-            missing = [n for n in step.needs if n.literal not in text]
+            missing = [n for n in step.needs if not occurs(n.literal, text)]
             recall = self._recall_for(missing, text, agent_input)
             if recall is not None:
                 return recall
@@ -70,7 +72,12 @@ class ReferenceAgent(Agent):
                 self.deviations.append(Deviation(agent_input.step, index, skip, "skip"))
                 self.cursor += 1
                 continue
-            receipt = next((n for n in missing if n.kind is NeedKind.RECEIPT and n.repeat is not None), None)
+            # Only a write the agent actually made can be repeated; a skipped one stays skipped.
+            receipt = next(
+                (n for n in missing if n.kind is NeedKind.RECEIPT and n.repeat is not None
+                 and n.repeat.signature() in self.made),
+                None,
+            )
             if receipt is not None and index not in self.repeated:
                 self.repeated.add(index)
                 self.deviations.append(Deviation(agent_input.step, index, receipt, "repeat"))
@@ -80,6 +87,8 @@ class ReferenceAgent(Agent):
             for need in guesses:
                 self.deviations.append(Deviation(agent_input.step, index, need, "guess"))
             if step.call is None:
+                # An answer-step VALUE need's literal must appear verbatim in `step.answer`: the agent
+                # that cannot see it writes the guess in its place.
                 answer = step.answer or ""
                 for need in guesses:
                     answer = answer.replace(need.literal, str(need.guess)) if need.argument is None else answer
@@ -99,14 +108,16 @@ class ReferenceAgent(Agent):
             if handle in self.recalled:
                 continue
             content = agent_input.recall(handle)
-            if content is not None and any(n.literal in content for n in missing):
+            if content is not None and any(occurs(n.literal, content) for n in missing):
                 self.recalled.add(handle)
                 return AgentAction(calls=(self._call(RECALL_TOOL, {"handle": handle}),))
         return None
 
     def _call(self, name: str, arguments: dict) -> ToolCall:
         self._ids += 1
-        return ToolCall(f"ref_{self._ids}", name, arguments)
+        call = ToolCall(f"ref_{self._ids}", name, arguments)
+        self.made.add(call.signature())
+        return call
 
     def replace_reference(self, reference: Sequence[ReferenceStep]) -> ReferenceAgent:
         return dataclasses.replace(self, reference=reference)

@@ -19,10 +19,15 @@ app = typer.Typer(
 
 
 def _register() -> None:
-    from optimizer.cli import models_cmd, run_cmd
+    from optimizer.cli import canary_cmd, diff_cmd, export_cmd, models_cmd, optimize_cmd, run_cmd, ui_cmd
 
     models_cmd.register(app)
     run_cmd.register(app)
+    optimize_cmd.register(app)
+    diff_cmd.register(app)
+    export_cmd.register(app)
+    ui_cmd.register(app)
+    canary_cmd.register(app)
 
 
 def main() -> None:

@@ -117,5 +117,48 @@ def run(
         })
 
 
+def compare(
+    experiment: Path = typer.Argument(..., help="Experiment config (TOML)."),
+    strategies: str = typer.Option(
+        "none,fifo,mask_last_n,clear_tool_uses,offload_preview", help="Comma-separated strategy names."
+    ),
+    split: str | None = typer.Option(None, help="train | test | all."),
+    limit: int | None = typer.Option(None, help="Run only the first N tasks."),
+    agent: str | None = typer.Option(None, help="llm | reference."),
+    base_url: str | None = typer.Option(None, "--base-url", help="Use this OpenAI-compatible URL for all roles."),
+    model: str | None = typer.Option(None, help="Model name for all roles."),
+    json_path: Path | None = typer.Option(None, "--json", help="Write the table as JSON."),
+) -> None:
+    """Run several strategies on the same tasks and print one comparison table."""
+    from optimizer.evaluate.jobs import endpoints_for, run_strategy, select_tasks, strategy_named
+
+    config = load_with_overrides(experiment, split=split, limit=limit, agent=agent, base_url=base_url, model=model)
+    chosen = [strategy_named(config, name.strip()) for name in strategies.split(",") if name.strip()]
+    tasks = select_tasks(config, config.run.split, config.run.limit)
+    endpoints = endpoints_for(config, chosen, config.run.agent, _log)
+    results = []
+    with endpoints or contextlib.nullcontext():
+        for strategy in chosen:
+            with progress_bar(len(tasks), strategy.label()) as advance:
+                results.append(run_strategy(
+                    config, tasks, strategy, agent=config.run.agent, endpoints=endpoints, split=config.run.split,
+                    on_episode=advance,
+                ))
+    out.print(summary_table([(r.strategy.label(), r.summary) for r in results],
+                            f"{config.name}: {config.run.split} split, agent={config.run.agent}, {len(tasks)} tasks"))
+    if json_path is not None:
+        atomic_write_json(json_path, {"rows": [
+            {"strategy": r.strategy.label(), "tasks": r.summary["scored"], "success": r.summary["success"],
+             "success_ci": r.summary["success_ci"], "peak_tokens_mean": r.summary["peak_tokens_mean"],
+             "peak_tokens_max": r.summary["peak_tokens_max"], "total_tokens": r.summary["total_tokens"],
+             "context_tokens": sum(e.metrics["context_tokens"] for e in r.episodes),
+             "dependency_mean": r.summary["dependency_mean"], "compressor_tokens": r.summary["compressor_tokens"],
+             "recall_calls": r.summary["recall_calls"], "infra_errors": r.summary["infra_errors"],
+             "directory": str(r.directory)}
+            for r in results
+        ], "split": config.run.split, "agent": config.run.agent, "experiment": config.name})
+
+
 def register(app: typer.Typer) -> None:
     app.command("run")(run)
+    app.command("compare")(compare)

@@ -54,13 +54,14 @@ class Compressor:
         return self._run("\n\n".join(parts), max_tokens)
 
     def compress_observation(
-        self, *, guideline: str, task: str, recent: str, tool: str, observation: str, max_tokens: int
+        self, *, guideline: str, task: str, tool: str, observation: str, max_tokens: int
     ) -> CompressorOutput:
+        # Only the task and the result itself: ACON found extra history hurt here, and a history-free
+        # prompt makes identical results under identical guidelines hit the reply cache across runs.
         parts = [
             f"# Compression guideline\n{guideline.strip()}",
             f"# Retention rules (always apply)\n{summary_rules()}",
             f"# The agent's task\n{fence(task, 'task')}",
-            f"# Recent history\n{fence(recent, 'recent-history')}",
             f"# Tool result to compress (from `{tool}`)\n{fence(observation, 'tool-output')}",
             "Write the compressed tool result now, following the guideline. Output only the compressed result.",
         ]

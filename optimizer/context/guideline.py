@@ -5,7 +5,8 @@
 name: seed
 policy:
   pinned: [skill, write_receipt]
-  actions: {static: clear, dynamic_state: compress, error_partial: compress, unknown: keep}
+  fresh: {static: compress}
+  old: {static: compress, dynamic_state: compress, error_partial: compress}
   t_hist: 2048
   ...
 ---
@@ -50,14 +51,22 @@ class RetentionPolicy(BaseModel):
         (RetentionClass.SKILL, RetentionClass.WRITE_RECEIPT),
         description="Classes kept verbatim outside any summary, never cleared or compressed.",
     )
-    actions: dict[RetentionClass, Action] = Field(
+    fresh: dict[RetentionClass, Action] = Field(
         default_factory=lambda: {
-            RetentionClass.STATIC: Action.CLEAR,
+            RetentionClass.STATIC: Action.COMPRESS,
+            RetentionClass.DYNAMIC_STATE: Action.KEEP,
+            RetentionClass.ERROR_PARTIAL: Action.KEEP,
+        },
+        description="Write time, for a new result over `t_obs`: keep, compress (LLM) or clear (offload + handle).",
+    )
+    old: dict[RetentionClass, Action] = Field(
+        default_factory=lambda: {
+            RetentionClass.STATIC: Action.COMPRESS,
             RetentionClass.DYNAMIC_STATE: Action.COMPRESS,
             RetentionClass.ERROR_PARTIAL: Action.COMPRESS,
-            RetentionClass.UNKNOWN: Action.KEEP,
         },
-        description="For unpinned classes: keep, compress (LLM) or clear (placeholder + recall handle).",
+        description="Once older than `keep_last_k` steps and over `t_hist`: keep, compress into the summary, "
+        "or clear to a recall placeholder.",
     )
     t_hist: int = Field(2048, gt=0, description="Summarize once unsummarized history exceeds this many tokens.")
     t_obs: int = Field(1024, gt=0, description="Compress or offload a fresh tool result above this many tokens.")
@@ -66,7 +75,7 @@ class RetentionPolicy(BaseModel):
     observation_max_tokens: int = Field(384, gt=0, description="Completion cap for a compressed observation.")
     budget_tokens: int | None = Field(None, gt=0, description="Hard pre-send budget for the history, if any.")
 
-    @field_validator("actions")
+    @field_validator("fresh", "old")
     @classmethod
     def _actions_within_contract(cls, actions: dict[RetentionClass, Action]) -> dict[RetentionClass, Action]:
         for retention, action in actions.items():
@@ -75,11 +84,21 @@ class RetentionPolicy(BaseModel):
                 raise ValueError(f"{retention.value}: action {action.value!r} breaks the contract (allowed: {allowed})")
         return actions
 
-    def action_for(self, retention: RetentionClass | None) -> Action:
+    def fresh_action(self, retention: RetentionClass | None) -> Action:
+        return self._action(self.fresh, retention)
+
+    def old_action(self, retention: RetentionClass | None) -> Action:
+        return self._action(self.old, retention)
+
+    def _action(self, table: dict[RetentionClass, Action], retention: RetentionClass | None) -> Action:
         retention = retention or RetentionClass.UNKNOWN
         if retention in self.pinned:
             return Action.KEEP
-        return self.actions.get(retention, Action.KEEP)
+        return table.get(retention, Action.KEEP)
+
+    @property
+    def clears(self) -> bool:
+        return Action.CLEAR in (*self.fresh.values(), *self.old.values())
 
     def unpinned_required(self) -> list[RetentionClass]:
         """Classes the contract requires pinned that this policy leaves unpinned."""

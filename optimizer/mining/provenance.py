@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from optimizer.agent.episode import CHECKPOINTS, Episode
+from optimizer.world.provenance import occurs
 from optimizer.world.task import Task
 from optimizer.world.tool import ToolCall
 
@@ -110,7 +111,7 @@ def _from_divergence(full: Episode, compressed: Episode, task: Task | None) -> t
     missing = [
         _trace(compressed, literal, kind, "diverged", index)
         for literal, kind in literals
-        if literal in full_text and literal not in compressed_text
+        if occurs(literal, full_text) and not occurs(literal, compressed_text)
     ]
     return index, missing
 
@@ -135,7 +136,7 @@ def _candidate_literals(full: Episode, task: Task | None, index: int) -> list[tu
 
 def _trace(episode: Episode, literal: str, kind: str, behaviour: str, index: int | None) -> MissingFact:
     source = next(
-        (e for e in episode.entries if e["kind"] == "result" and literal in episode.text(e["raw"])), None
+        (e for e in episode.entries if e["kind"] == "result" and occurs(literal, episode.text(e["raw"]))), None
     )
     retention = source["retention"] if source else None
     checkpoint = episode.lost_at(literal, index) if index is not None else None

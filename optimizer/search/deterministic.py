@@ -17,58 +17,70 @@ _LOSSY_AT_SUMMARY = ("summarize",)
 _CLEARING = ("clear", "mask", "drop", "offload")
 
 
-def patch_from_diffs(current: Guideline, diffs: Sequence[PairDiff]) -> Proposal | None:
-    """One candidate that undoes, class by class, the losses the diffs attribute to this policy."""
+def patch_from_diffs(current: Guideline, diffs: Sequence[PairDiff]) -> list[Proposal]:
+    """Candidates that undo, class by class, the losses the diffs attribute to this policy.
+
+    Losses at write time (checkpoint 2) have two remedies with different costs, so both are proposed:
+    keep fresh results of that class raw (history compression still shrinks them once old), or offload
+    them behind a recall handle. Losses in summaries (checkpoint 3) clear that class to recall
+    placeholders instead; losses by clearing keep the class; losses to the budget raise it.
+    """
     policy = current.policy
-    pinned = set(policy.pinned)
-    actions = dict(policy.actions)
-    t_obs = policy.t_obs
-    budget = policy.budget_tokens
-    reasons: list[str] = []
     losses = Counter(
         (f.retention, f.checkpoint, (f.record or {}).get("action"))
         for d in diffs for f in d.missing if f.retention and f.checkpoint
     )
-    for (retention_name, checkpoint, action), count in losses.most_common():
-        retention = RetentionClass(retention_name)
-        allowed = CONTRACT[retention].allowed
-        where = f"{count} loss(es) of {retention.value} at checkpoint {checkpoint}"
-        if retention in pinned:
-            continue
-        if CONTRACT[retention].must_pin:
-            pinned.add(retention)
-            reasons.append(f"{where}: pin {retention.value} (the contract requires it)")
-        elif checkpoint == 3 and action in _LOSSY_AT_SUMMARY:
-            if Action.CLEAR in allowed and actions.get(retention) != Action.CLEAR:
-                actions[retention] = Action.CLEAR
-                reasons.append(f"{where} in summaries: clear {retention.value} to recall placeholders instead")
-            else:
+    if not losses:
+        return []
+    variants = []
+    for write_remedy in (Action.KEEP, Action.CLEAR):
+        pinned = set(policy.pinned)
+        fresh = dict(policy.fresh)
+        old = dict(policy.old)
+        budget = policy.budget_tokens
+        reasons: list[str] = []
+        for (retention_name, checkpoint, action), count in losses.most_common():
+            retention = RetentionClass(retention_name)
+            allowed = CONTRACT[retention].allowed
+            where = f"{count} loss(es) of {retention.value} at checkpoint {checkpoint}"
+            if retention in pinned:
+                continue
+            if CONTRACT[retention].must_pin:
                 pinned.add(retention)
-                reasons.append(f"{where} in summaries: pin {retention.value}")
-        elif checkpoint == 3 and action in _CLEARING:
-            actions[retention] = Action.KEEP
-            reasons.append(f"{where} by clearing: keep {retention.value}")
-        elif checkpoint == 2:
-            if action == "compress" and Action.CLEAR in allowed:
-                actions[retention] = Action.CLEAR
-                reasons.append(f"{where} by observation compression: offload {retention.value} with a handle instead")
-            else:
-                t_obs = int(t_obs * 2)
-                reasons.append(f"{where} at write time: raise t_obs to {t_obs}")
-        elif checkpoint == 4 and budget is not None:
-            budget = int(budget * 1.5)
-            reasons.append(f"{where} by the pre-send budget: raise it to {budget}")
-    if not reasons:
-        return None
-    new_policy = policy.model_copy(update={
-        "pinned": tuple(c for c in RetentionClass if c in pinned),
-        "actions": {c: a for c, a in actions.items() if c not in pinned},
-        "t_obs": t_obs,
-        "budget_tokens": budget,
-    })
-    new_policy = RetentionPolicy.model_validate(new_policy.model_dump())
-    guideline = current.model_copy(update={"policy": new_policy, "name": f"{current.name}+patch"})
-    return Proposal("patch", guideline, rationale="; ".join(reasons))
+                reasons.append(f"{where}: pin {retention.value} (the contract requires it)")
+            elif checkpoint == 2:
+                remedy = write_remedy if write_remedy in allowed else Action.KEEP
+                if fresh.get(retention, Action.KEEP) != remedy:
+                    fresh[retention] = remedy
+                    verb = "keep fresh results raw" if remedy is Action.KEEP else "offload fresh results with a handle"
+                    reasons.append(f"{where} ({action}): {verb} for {retention.value}")
+            elif checkpoint == 3 and action in _LOSSY_AT_SUMMARY:
+                if Action.CLEAR in allowed:
+                    old[retention] = Action.CLEAR
+                    reasons.append(f"{where} in summaries: clear old {retention.value} to recall placeholders")
+                else:
+                    pinned.add(retention)
+                    reasons.append(f"{where} in summaries: pin {retention.value}")
+            elif checkpoint == 3 and action in _CLEARING:
+                old[retention] = Action.KEEP
+                reasons.append(f"{where} by clearing: keep old {retention.value}")
+            elif checkpoint == 4 and budget is not None:
+                budget = int(budget * 1.5)
+                reasons.append(f"{where} by the pre-send budget: raise it to {budget}")
+        if not reasons:
+            continue
+        new_policy = RetentionPolicy.model_validate({
+            **policy.model_dump(mode="json"),
+            "pinned": [c.value for c in RetentionClass if c in pinned],
+            "fresh": {c.value: a.value for c, a in fresh.items() if c not in pinned},
+            "old": {c.value: a.value for c, a in old.items() if c not in pinned},
+            "budget_tokens": budget,
+        })
+        suffix = "patch" if write_remedy is Action.KEEP else "patch-offload"
+        guideline = current.model_copy(update={"policy": new_policy, "name": f"{current.name.split('+')[0]}+{suffix}"})
+        if guideline.version not in {v.guideline.version for v in variants}:
+            variants.append(Proposal("patch", guideline, rationale="; ".join(reasons)))
+    return variants
 
 
 def tighten(current: Guideline) -> list[Proposal]:

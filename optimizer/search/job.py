@@ -152,7 +152,7 @@ class OptimizationJob:
         self._confirm(self._ranked([current, *ut, *co])[: self.options.confirm_top])
         chosen = self._best([current, *ut, *co])
         front_after = self.front()
-        improved = improves_front(front_before, front_after) or chosen.version != current.version
+        improved = improves_front(front_before, front_after) or self._score(chosen) > self._score(current) + 1e-9
         summary = {
             "round": index, "pairs": len(pairs), "current": current.version, "chosen": chosen.version,
             "candidates": [c.version for c in [*ut, *co]],
@@ -174,9 +174,7 @@ class OptimizationJob:
 
     def _ut_proposals(self, index: int, current: Candidate, diffs: Sequence[PairDiff]) -> list[Proposal]:
         proposals: list[Proposal] = []
-        patch = patch_from_diffs(current.guideline, diffs)
-        if patch is not None:
-            proposals.append(patch)
+        proposals += patch_from_diffs(current.guideline, diffs)
         if self.options.candidates and diffs:
             diagnoses = self._load_or(f"rounds/{index:02d}/diagnoses.json", lambda: self._diagnose(diffs))
             proposals += self.proposer().propose(
@@ -324,8 +322,9 @@ class OptimizationJob:
                          mode=self.options.objective, lam=self.options.lam)
 
     def _ranked(self, candidates: Sequence[Candidate]) -> list[Candidate]:
+        """Best objective first; on a tie the current guideline stays (no churn without a gain)."""
         unique = {c.version: self._candidate(c.version) for c in candidates}
-        return sorted(unique.values(), key=lambda c: (-self._score(c), c.version))
+        return sorted(unique.values(), key=lambda c: (-self._score(c), c.version != self.state.current, c.version))
 
     def _best(self, candidates: Sequence[Candidate]) -> Candidate:
         ranked = [c for c in self._ranked(candidates) if c.rejected is None]

@@ -52,7 +52,7 @@ class ProposeGuideline(dspy.Signature):
     new_history_instruction: str = dspy.OutputField(desc="The full rewritten history instruction.")
     new_observation_instruction: str = dspy.OutputField(desc="The full rewritten tool-result instruction.")
     policy_changes: str = dspy.OutputField(
-        desc='JSON object with policy fields to change, e.g. {"t_hist": 3000, "actions": {"static": "clear"}}; {} if none.'
+        desc='JSON object with policy fields to change, e.g. {"t_obs": 1500, "old": {"static": "clear"}}; {} if none.'
     )
 
 
@@ -168,8 +168,8 @@ def _apply(current: Guideline, history: str, observation: str, policy_changes: s
     if changes:
         merged = policy.model_dump(mode="json")
         for key, value in changes.items():
-            if key == "actions" and isinstance(value, dict):
-                merged["actions"] = {**merged["actions"], **value}
+            if key in ("fresh", "old") and isinstance(value, dict):
+                merged[key] = {**merged[key], **value}
             elif key in merged:
                 merged[key] = value
         policy = RetentionPolicy.model_validate(merged)

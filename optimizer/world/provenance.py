@@ -114,7 +114,7 @@ def guesses(value: Any, output: str, *, min_len: int = 4, siblings: int = 3) -> 
 
 
 def _in_any(value: Any, texts: Sequence[str]) -> bool:
-    return any(_occurs(r, text, ignore_case=True) for r in _renderings(value, user=True) for text in texts)
+    return any(occurs(r, text, ignore_case=True) for r in _renderings(value, user=True) for text in texts)
 
 
 def _leaves(value: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
@@ -167,7 +167,8 @@ def _renderings(value: Any, *, user: bool = False) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def _occurs(needle: str, haystack: str, *, ignore_case: bool = False) -> bool:
+def occurs(needle: str, haystack: str, *, ignore_case: bool = False) -> bool:
+    """Whether `needle` is visible in `haystack` as a whole token (not inside a longer word or number)."""
     if not needle:
         return False
     if ignore_case:
@@ -191,7 +192,7 @@ def _first_output(value: Any, outputs: Sequence[str]) -> tuple[str, int] | None:
     renderings = _renderings(value)
     for index, text in enumerate(outputs):
         for rendering in renderings:
-            if _occurs(rendering, text):
+            if occurs(rendering, text):
                 return rendering, index
     return None
 

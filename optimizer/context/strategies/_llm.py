@@ -13,9 +13,7 @@ from optimizer.context.record import CompressionRecord
 from optimizer.context.strategies.base import Condensation, StrategyContext, Written, replay_record
 from optimizer.context.transcript import render_transcript
 from optimizer.errors import ConfigError
-from optimizer.tokens import count_tokens, last_tokens
-
-RECENT_CONTEXT_TOKENS = 600
+from optimizer.tokens import count_tokens
 
 
 def restore_must_keep(text: str, entries: Sequence[Entry]) -> str:
@@ -62,10 +60,9 @@ def compress_observation(
 ) -> Written:
     if ctx.compressor is None:
         raise ConfigError(f"strategy {strategy!r} needs a compressor endpoint")
-    recent = last_tokens(render_transcript(history.replay()[1:]), RECENT_CONTEXT_TOKENS)
     tool = raw.call.name if raw.call else "?"
     out = ctx.compressor.compress_observation(
-        guideline=guideline, task=ctx.task, recent=recent, tool=tool, observation=raw.content, max_tokens=max_tokens
+        guideline=guideline, task=ctx.task, tool=tool, observation=raw.content, max_tokens=max_tokens
     )
     content = restore_must_keep(out.text, [raw])
     if count_tokens(content) >= raw.tokens:

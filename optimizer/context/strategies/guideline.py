@@ -1,8 +1,10 @@
 """`guideline`: the strategy the optimizer learns.
 
-A guideline file drives everything: its policy says which classes are pinned, what happens to each
-other class once old (keep, compress into the summary, or clear to a recall placeholder), the
-thresholds and the pre-send budget; its body holds the history and observation compressor texts.
+A guideline file drives everything: its policy says which classes are pinned, what happens to a
+large fresh result of each class at write time (keep, compress, or offload to a recall handle) and
+to old results once the history passes `t_hist` (keep, compress into the summary, or clear to a
+recall placeholder), the thresholds and the pre-send budget; its body holds the history and
+observation compressor texts.
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ class GuidelineStrategy(ContextStrategy):
 
     @property
     def offers_recall(self) -> bool:
-        return Action.CLEAR in self.spec.policy.actions.values() or self.spec.policy.budget_tokens is not None
+        return self.spec.policy.clears or self.spec.policy.budget_tokens is not None
 
     @property
     def uses_compressor(self) -> bool:
@@ -75,7 +77,7 @@ class GuidelineStrategy(ContextStrategy):
         policy = spec.policy
         if raw.tokens <= policy.t_obs or not contract_for(raw.retention).write_time_cut:
             return Written(raw.content)
-        action = policy.action_for(raw.retention)
+        action = policy.fresh_action(raw.retention)
         if action is Action.COMPRESS:
             return compress_observation(
                 raw, history, ctx, guideline=spec.observation, max_tokens=policy.observation_max_tokens,
@@ -135,11 +137,9 @@ class GuidelineStrategy(ContextStrategy):
         return condensation
 
     def _old_action(self, entry: Entry, latest: frozenset[int]) -> Action:
-        action = self.spec.policy.action_for(entry.retention)
+        action = self.spec.policy.old_action(entry.retention)
         if action is Action.CLEAR and not clearable(entry, latest_ids=latest):
             return Action.KEEP
-        if action is Action.COMPRESS and (
-            not may(entry.retention, Action.COMPRESS) or entry.id in latest and contract_for(entry.retention).latest_kept
-        ):
+        if action is Action.COMPRESS and not may(entry.retention, Action.COMPRESS):
             return Action.KEEP
         return action

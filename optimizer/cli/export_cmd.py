@@ -1,0 +1,94 @@
+"""`acon export`: the chosen guideline for production, and compressor pairs for distillation."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from optimizer.cli.run_cmd import out
+from optimizer.context.guideline import Guideline
+from optimizer.errors import AconError, ConfigError
+from optimizer.storage import atomic_write_json, atomic_write_text
+
+
+def chosen_guideline(job_dir: Path) -> Guideline:
+    try:
+        state = json.loads((job_dir / "state.json").read_text())
+    except FileNotFoundError:
+        raise AconError(f"{job_dir}: no state.json; is this an `acon optimize` job directory?") from None
+    data = state["candidates"][state["current"]]
+    guideline = Guideline.from_markdown(data["guideline"], source=str(job_dir / "state.json"))
+    report = _read(job_dir / "report.json")
+    job = _read(job_dir / "job.json") or {}
+    provenance = {
+        "job": str(job_dir), "experiment": job.get("name"), "config_key": job.get("key"),
+        "origin": data["origin"], "round": data["round"], "parent": data["parent"],
+        "train_screen": _scores(data.get("screen")), "train_confirm": _scores(data.get("confirm")),
+    }
+    if report:
+        provenance["test"] = {k: report["chosen"][k] for k in ("success", "success_ci", "peak_tokens_mean", "tasks")}
+    return guideline.model_copy(update={"provenance": provenance})
+
+
+def _scores(scores: dict | None) -> dict | None:
+    if not scores:
+        return None
+    return {k: scores[k] for k in ("success", "peak_tokens_mean", "tasks") if k in scores}
+
+
+def _read(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+
+
+def export(
+    job_dir: Path | None = typer.Argument(None, help="Job directory of `acon optimize`."),
+    fmt: str = typer.Option("md", "--format", help="md (front matter + texts) or json."),
+    out_path: Path | None = typer.Option(None, "--out", help="Where to write the guideline."),
+    distill: Path | None = typer.Option(None, help="Also write compressor (input, output) pairs as a Dataset."),
+    from_registry: str | None = typer.Option(None, "--from-registry", help="NAME@ALIAS or NAME/VERSION."),
+    tracking_uri: str | None = typer.Option(None, help="Tracking URI for --from-registry (default: the job's)."),
+) -> None:
+    """Write the chosen guideline (policy + both compressor texts, with provenance)."""
+    if fmt not in ("md", "json"):
+        raise ConfigError(f"--format must be md or json, not {fmt!r}")
+    if from_registry is not None:
+        from optimizer.tracking import load_from_registry, resolve_uri
+
+        uri = tracking_uri or (resolve_uri(job_dir) if job_dir else None)
+        if uri is None:
+            raise ConfigError("--from-registry needs a job directory or --tracking-uri")
+        guideline = load_from_registry(from_registry, uri)
+    elif job_dir is not None:
+        guideline = chosen_guideline(job_dir)
+    else:
+        raise ConfigError("give a job directory or --from-registry NAME@ALIAS")
+    text = guideline.to_markdown() if fmt == "md" else json.dumps(
+        {"name": guideline.name, "version": guideline.version, "policy": guideline.policy.model_dump(mode="json"),
+         "history": guideline.history, "observation": guideline.observation, "provenance": guideline.provenance},
+        indent=2,
+    )
+    if out_path is None:
+        out.print(text, markup=False, highlight=False)
+    else:
+        atomic_write_text(out_path, text if text.endswith("\n") else text + "\n")
+        out.print(f"wrote {out_path} ({guideline.name}@{guideline.version})")
+    if distill is not None:
+        if job_dir is None:
+            raise ConfigError("--distill needs a job directory")
+        from optimizer.search.distill import distillation_dataset
+
+        dataset = distillation_dataset(job_dir, guideline.version)
+        if len(dataset) == 0:
+            raise AconError(f"{job_dir}: no compressor calls in successful episodes of {guideline.version}")
+        dataset.save_to_disk(str(distill))
+        atomic_write_json(distill / "acon.json", {"guideline": guideline.version, "rows": len(dataset)})
+        out.print(f"wrote {len(dataset)} compressor pairs to {distill}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("export")(export)

@@ -1,0 +1,73 @@
+"""`acon optimize`: learn a guideline; prints the Pareto table and the test-split report."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from optimizer.cli.run_cmd import err, fmt, out, progress_bar
+from optimizer.config import load_experiment
+
+
+def _log(message: str) -> None:
+    err.print(f"[dim]{time.strftime('%H:%M:%S')} acon:[/dim] {message}")
+
+
+def optimize(
+    experiment: Path = typer.Argument(..., help="Experiment config (TOML)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue a killed job in its output directory."),
+    out_dir: Path | None = typer.Option(None, "--out", help="Job directory (default: the config's `out`)."),
+) -> None:
+    """Run the optimization loop and write report.md / report.json to the job directory."""
+    from optimizer.search.job import OptimizationJob
+    from optimizer.tracking import tracker_for
+
+    config = load_experiment(experiment)
+    if out_dir is not None:
+        config = config.model_copy(update={"out": str(out_dir)})
+    started = time.perf_counter()
+    job = OptimizationJob(config, resume=resume, log=_log, progress=progress_bar)
+    with tracker_for(job) as tracker:
+        job.tracker = tracker
+        report = job.run()
+    out.print(pareto_table(report))
+    out.print(report_table(report))
+    verdict = report["acceptance"]
+    for tier, result in verdict["tiers"].items():
+        checks = ", ".join(f"{k} {v['value']:.2f} ({'ok' if v['pass'] else 'FAIL'})" for k, v in result["checks"].items())
+        out.print(f"acceptance {tier}: {'PASS' if result['pass'] else 'FAIL'} — {checks}")
+    out.print(f"report: {config.out_dir / 'report.md'}  ({time.perf_counter() - started:.0f} s)")
+
+
+def pareto_table(report: dict) -> Table:
+    table = Table(title="Pareto front on the train split (success ↑, peak tokens ↓)")
+    for column in ("candidate", "version", "round", "success", "peak mean"):
+        table.add_column(column, justify="left" if column in ("candidate", "version") else "right")
+    front = {p["version"] for p in report["pareto"]}
+    for point in sorted(report["points"], key=lambda p: p["peak_tokens"]):
+        mark = " *" if point["version"] in front else ""
+        table.add_row(point["label"] + mark, point["version"], str(point["round"]), f"{point['success']:.2f}",
+                      fmt(point["peak_tokens"]))
+    table.caption = "* on the front"
+    return table
+
+
+def report_table(report: dict) -> Table:
+    table = Table(title=f"Test split: chosen guideline vs baselines ({report['suite']})")
+    for column in ("strategy", "tier", "tasks", "success", "95% CI", "peak mean", "peak max", "dependency",
+                   "tokens", "compressor", "blocking"):
+        table.add_column(column, justify="left" if column == "strategy" else "right")
+    rows = [report["chosen"], *([report["chosen_tier1"]] if report["chosen_tier1"] else []), *report["baselines"]]
+    for r in rows:
+        low, high = r["success_ci"]
+        table.add_row(r["strategy"], r["tier"], fmt(r["tasks"]), f"{r['success']:.2f}", f"[{low:.2f}, {high:.2f}]",
+                      fmt(r["peak_tokens_mean"]), fmt(r["peak_tokens_max"]), fmt(r["dependency_mean"]),
+                      fmt(r["total_tokens"]), fmt(r["compressor_tokens"]), fmt(r["blocking"]))
+    return table
+
+
+def register(app: typer.Typer) -> None:
+    app.command("optimize")(optimize)
