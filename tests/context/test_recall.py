@@ -1,0 +1,93 @@
+"""Recoverable clearing: a cleared result comes back through `recall(handle)`, and the episode pays for it."""
+
+from __future__ import annotations
+
+import json
+
+from optimizer.agent.llm import LlmAgent
+from optimizer.agent.loop import EpisodeServices, run_episode
+from optimizer.context.strategies import ClearToolUses
+from optimizer.llm.usage import Pricing
+from optimizer.tokens import count_tokens
+from optimizer.world import Need, NeedKind
+from tests.conftest import scripted
+from tests.context.conftest import CATALOG, STANDARD, assert_contract, make_task, run, stub_client
+
+CLEAR = ClearToolUses(trigger_tokens=2000, keep_last=2)
+# The answer needs the bin from the catalogue read, which clear_tool_uses has cleared by then.
+NEEDS_BIN = (Need(NeedKind.VALUE, "B-14", guess="B-00"),)
+
+
+def test_the_reference_agent_recalls_a_cleared_result_and_gets_the_original_back():
+    result = run(CLEAR, answer="ORD-5521 from bin B-14", answer_needs=NEEDS_BIN)
+    episode = result.episode
+    assert episode.deviations == [] and episode.answers == ["ORD-5521 from bin B-14"]
+
+    recall = next(c for c in episode.tool_calls if c["name"] == "recall")
+    assert recall["arguments"] == {"handle": "h1"} and recall["step"] == 10
+    restored = next(e for e in episode.entries if e["call"] and e["call"]["name"] == "recall")
+    assert episode.text(restored["text"]) == CATALOG == episode.text(restored["raw"])
+    assert restored["retention"] == "static"  # the original class, not the recall tool's
+
+    assert episode.metrics["recall_calls"] == 1
+    assert episode.metrics["recalled_tokens"] == count_tokens(CATALOG) == 1097
+    # The recalled content is paid for in the next request, and the recall costs a step.
+    before, after = episode.steps[-2].input_tokens, episode.steps[-1].input_tokens
+    assert after - before >= count_tokens(CATALOG)
+    assert len(episode.steps) == len(STANDARD) + 2
+    assert_contract(result)
+
+
+def test_without_the_need_nothing_is_recalled():
+    episode = run(CLEAR).episode
+    assert episode.metrics["recall_calls"] == 0 and episode.metrics["recalled_tokens"] == 0
+
+
+def test_a_recalled_result_is_not_cleared_again():
+    result = run(ClearToolUses(trigger_tokens=1000, keep_last=0), answer="B-14", answer_needs=NEEDS_BIN)
+    assert result.episode.metrics["recall_calls"] == 1
+    assert result.visible_at_end("FACT-STATIC-77")
+
+
+def test_an_unknown_handle_is_an_error_result_not_a_crash():
+    script = (*STANDARD[:3],)
+    task = make_task(script)
+    replies = [
+        json.dumps({"tool": item.tool, "arguments": dict(item.arguments)}) for item in script
+    ] + [json.dumps({"tool": "recall", "arguments": {"handle": "h99"}}),
+         json.dumps({"tool": "finish", "arguments": {"answer": "done"}})]
+    from optimizer.testing.stub_server import StubServer
+
+    with StubServer(scripted(replies)) as url:
+        agent = LlmAgent(stub_client(url), native=False)
+        episode = run_episode(task, agent, ClearToolUses(), EpisodeServices())
+    result = next(e for e in episode.entries if e["call"] and e["call"]["name"] == "recall")
+    assert result["is_error"] and "no stored content for handle 'h99'" in episode.text(result["text"])
+    assert episode.metrics["recalled_tokens"] == 0
+
+
+def _llm_episode(stub, *, recall: bool):
+    """An LLM agent (scripted over a stub server) runs the standard script, optionally recalling h1."""
+    actions = [{"tool": item.tool, "arguments": dict(item.arguments)} for item in STANDARD]
+    if recall:
+        actions.append({"tool": "recall", "arguments": {"handle": "h1"}})
+    actions.append({"tool": "finish", "arguments": {"answer": "ORD-5521"}})
+    server = stub(scripted([json.dumps(a) for a in actions]))
+    client = stub_client(server.base_url)
+    services = EpisodeServices(agent_pricing=Pricing(input_per_mtok=1.0, output_per_mtok=2.0))
+    return run_episode(make_task(), LlmAgent(client, native=False), CLEAR, services)
+
+
+def test_a_recall_shows_in_the_agent_tokens_and_cost(stub):
+    plain = _llm_episode(stub, recall=False)
+    recalled = _llm_episode(stub, recall=True)
+    assert plain.outcome == recalled.outcome == "success"
+    assert (plain.metrics["recall_calls"], recalled.metrics["recall_calls"]) == (0, 1)
+    assert recalled.metrics["recalled_tokens"] == 1097
+    # Two requests carry the recalled catalogue (the recall's own answer step and the finish).
+    extra_prompt = recalled.metrics["agent_prompt_tokens"] - plain.metrics["agent_prompt_tokens"]
+    assert extra_prompt >= 1097
+    assert recalled.metrics["cost"] - plain.metrics["cost"] >= 1097 / 1e6
+    assert recalled.metrics["cost"] == (
+        recalled.metrics["agent_prompt_tokens"] * 1.0 + recalled.metrics["agent_completion_tokens"] * 2.0
+    ) / 1e6
