@@ -29,6 +29,7 @@ from optimizer.context.strategies.base import (
     ContextStrategy,
     StrategyContext,
     Written,
+    already_edited,
     clearable,
     latest_reads,
     replay_record,
@@ -101,6 +102,7 @@ class GuidelineStrategy(ContextStrategy):
         spec = self.spec
         policy = spec.policy
         latest = latest_reads(history.entries)
+        done = already_edited(history)
         to_summary: list[Entry] = []
         to_clear: list[Entry] = []
         for group in unsummarized_groups(history, policy.keep_last_k):
@@ -109,7 +111,8 @@ class GuidelineStrategy(ContextStrategy):
             if all(a is Action.COMPRESS for a in actions.values()):
                 to_summary.extend(group)  # the call goes with its results: never split
                 continue
-            to_clear.extend(e for e in results if actions[e.id] is Action.CLEAR)
+            # Already-cleared results are placeholders now: their written size must not count again.
+            to_clear.extend(e for e in results if actions[e.id] is Action.CLEAR and e.id not in done)
         pending = sum(e.tokens for e in to_summary) + sum(e.tokens for e in to_clear)
         previous = current_summary(history) or ""
         if not (to_summary or to_clear) or count_tokens(previous) + pending <= policy.t_hist:
