@@ -21,6 +21,7 @@ from optimizer.agent.episode import Episode
 from optimizer.agent.loop import EpisodeServices, run_episode
 from optimizer.agent.reference import ReferenceAgent
 from optimizer.context.compressor import Compressor
+from optimizer.context.contract import contract_for
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.llm.client import ChatClient
 from optimizer.llm.endpoint import EndpointConfig
@@ -242,29 +243,35 @@ def contract_violations(result: Run) -> list[str]:
     """Everything the contract says must stay, checked at checkpoints 2-5 of every step.
 
     The task statement; every call paired with its result in the request; pinned and unknown
-    results verbatim; every must-keep line; the latest read of each state call as written, unless a
-    history summary took it in (the contract then asks the summary for the latest value, which is
-    the compressor's job, not something code can check).
+    results verbatim; every must-keep line; the latest read of each state call as written. Two
+    allowances come from the contract table itself: a latest state read that a history summary took
+    in (the summary must then hold the latest value: the compressor's job, not code's), and a result
+    the pre-send budget cut at that step, for classes the budget may cut (not skills or receipts).
     """
     episode = result.episode
     summarized = {i for r in episode.records if r["action"] == "summarize" for i in r["entry_ids"]}
+    budget_cut = {(r["step"], i) for r in episode.records if r["stage"] == "budget" for i in r["entry_ids"]}
     problems: list[str] = []
     for index, step in enumerate(episode.steps):
         problems += [f"step {step.step}: {p}" for p in unpaired_calls(result.sent[index])]
         visible = [e for e in episode.entries if e["kind"] == "result" and e["visible_from"] <= step.step]
         latest = {_signature(e): e["id"] for e in visible}
-        required: list[tuple[str, str]] = [("task statement", result.task.instruction)]
+        # (label, literal, entry the budget may excuse at checkpoints 4-5)
+        required: list[tuple[str, str, int | None]] = [("task statement", result.task.instruction, None)]
         for entry in visible:
             label = f"{entry['call']['name']} result (entry {entry['id']}, {entry['retention']})"
+            cuttable = entry["id"] if contract_for(entry["retention"]).budget_order is not None else None
             if entry["retention"] in ("skill", "write_receipt", "unknown"):
-                required.append((label, episode.text(entry["raw"])))
+                required.append((label, episode.text(entry["raw"]), cuttable))
             if (entry["retention"] == "dynamic_state" and latest[_signature(entry)] == entry["id"]
                     and entry["id"] not in summarized):
-                required.append((f"latest {label}", episode.text(entry["text"])))
-            required += [(f"must-keep line of {label}", line) for line in entry["must_keep"]]
+                required.append((f"latest {label}", episode.text(entry["text"]), cuttable))
+            required += [(f"must-keep line of {label}", line, None) for line in entry["must_keep"]]
         for checkpoint in (2, 3, 4, 5):
             texts = episode.checkpoint_texts(checkpoint, index)
-            for label, literal in required:
+            for label, literal, cuttable in required:
+                if checkpoint >= 4 and (step.step, cuttable) in budget_cut:
+                    continue
                 if not any(literal in text for text in texts):
                     problems.append(f"step {step.step}, checkpoint {checkpoint}: lost {label}")
     return problems
