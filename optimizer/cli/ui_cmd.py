@@ -1,0 +1,156 @@
+"""`acon ui [JOB_DIR]`: the MLflow UI for one job's store, on 127.0.0.1, until Ctrl-C."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import typer
+
+from optimizer.errors import AconError, ConfigError
+
+HOST = "127.0.0.1"
+DEFAULT_PORT = 5000
+START_TIMEOUT_S = 120.0
+STOP_TIMEOUT_S = 15.0
+
+
+@dataclass(frozen=True)
+class UiTarget:
+    """What to serve: a local store URI, its artifact directory, and the experiment to open first."""
+
+    uri: str
+    artifacts: Path
+    experiment_id: str | None = None
+
+
+def find_target(path: Path) -> UiTarget:
+    """The store of a job directory (or of an experiment config's output directory)."""
+    from optimizer.tracking.state import JobState
+    from optimizer.tracking.store import ARTIFACTS_DIR, DB_NAME, job_store
+
+    if path.is_file() and path.suffix == ".toml":
+        from optimizer.config import load_experiment
+
+        path = load_experiment(path).out_dir
+    state = JobState.read(path)
+    if state is not None:
+        if not state.tracking_uri.startswith("sqlite:///"):
+            raise AconError(f"{path} logs to {state.tracking_uri}; open that server's UI instead")
+        database = Path(state.tracking_uri.removeprefix("sqlite:///"))
+        if database.exists():
+            return UiTarget(state.tracking_uri, database.parent / ARTIFACTS_DIR, state.experiment_id)
+    if (path / DB_NAME).exists():
+        store = job_store(path)
+        assert store.artifact_root is not None
+        return UiTarget(store.uri, store.artifact_root)
+    raise ConfigError(f"no MLflow store in {path} (expected {DB_NAME} or mlflow_run.json): run a job first")
+
+
+def server_command(target: UiTarget, port: int) -> list[str]:
+    return [
+        sys.executable, "-m", "mlflow", "server",
+        "--backend-store-uri", target.uri, "--registry-store-uri", target.uri,
+        "--artifacts-destination", str(target.artifacts),
+        "--host", HOST, "--port", str(port), "--workers", "1",
+    ]
+
+
+def server_env() -> dict[str, str]:
+    """The caller's environment with every third-party network switch off (telemetry, cost map)."""
+    from optimizer import _offline
+
+    env = dict(os.environ)
+    for key, value in _offline._DEFAULTS.items():
+        env.setdefault(key, value)
+    env["MLFLOW_DISABLE_TELEMETRY"] = "true"
+    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    # The server's job runner (GenAI evaluation jobs) is not needed to review a job and imports litellm.
+    env.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
+    return env
+
+
+def free_port(preferred: int) -> int:
+    """`preferred` if nothing listens there, else any free port."""
+    with socket.socket() as probe:
+        try:
+            probe.bind((HOST, preferred))
+        except OSError:
+            probe.bind((HOST, 0))
+        return probe.getsockname()[1]
+
+
+def wait_healthy(url: str, process: subprocess.Popen, timeout_s: float = START_TIMEOUT_S) -> None:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never via a proxy
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AconError(f"the MLflow server exited with code {process.returncode} before it was ready")
+        with contextlib.suppress(OSError), opener.open(f"{url}/health", timeout=2) as response:
+            if response.status == 200:
+                return
+        time.sleep(0.5)
+    raise AconError(f"the MLflow server did not answer {url}/health within {timeout_s:.0f}s")
+
+
+def stop(process: subprocess.Popen) -> None:
+    """SIGINT to the server's process group (it ignores SIGTERM), then harder if it lingers."""
+    for sig, wait_s in ((signal.SIGINT, STOP_TIMEOUT_S), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        if process.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(wait_s)
+
+
+def ui(
+    job_dir: Path = typer.Argument(Path("."), help="Job output directory (or its experiment config)."),  # noqa: B008
+    port: int | None = typer.Option(None, help=f"Port on {HOST} (default {DEFAULT_PORT}, or a free one)."),
+) -> None:
+    """Serve the MLflow UI for a job's tracking store on 127.0.0.1 until Ctrl-C."""
+    target = find_target(job_dir)
+    chosen = port if port is not None else free_port(DEFAULT_PORT)
+    url = f"http://{HOST}:{chosen}"
+    typer.echo(f"acon: starting the MLflow UI for {target.uri} ...", err=True)
+    # Own process group: the server and its uvicorn worker are stopped together. Its log goes to stderr,
+    # so stdout carries only the URL.
+    process = subprocess.Popen(server_command(target, chosen), env=server_env(), stdout=sys.stderr,
+                               start_new_session=True, preexec_fn=_default_sigint)
+    # Explicit handlers: a shell's background job inherits SIGINT ignored; SIGTERM also stops cleanly.
+    previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        wait_healthy(url, process)
+        page = f"{url}/#/experiments/{target.experiment_id}" if target.experiment_id else url
+        typer.echo(page)
+        typer.echo("acon: press Ctrl-C to stop", err=True)
+        process.wait()
+        if process.returncode:
+            raise AconError(f"the MLflow server exited with code {process.returncode}")
+    except KeyboardInterrupt:
+        typer.echo("acon: stopping the MLflow UI", err=True)
+    finally:
+        stop(process)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _default_sigint() -> None:
+    """In the server: Ctrl-C (forwarded by `stop`) works even if this process was started ignoring it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("ui")(ui)

@@ -1,0 +1,99 @@
+"""`acon ui`: which store it serves, how the server is started, and a real start / query / Ctrl-C cycle."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from optimizer.cli.ui_cmd import HOST, UiTarget, find_target, free_port, server_command, server_env
+from optimizer.errors import AconError, ConfigError
+from optimizer.tracking.mlflow_tracker import MlflowTracker
+from optimizer.tracking.state import STATE_FILE
+from optimizer.tracking.store import job_store
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_target_is_the_job_store(job_dir):
+    target = find_target(job_dir)
+    assert target.uri == job_store(job_dir).uri and target.artifacts == job_dir.resolve() / "mlartifacts"
+
+
+def test_target_follows_the_state_file_and_refuses_remote_stores(tmp_path, job_dir):
+    (tmp_path / STATE_FILE).write_text(json.dumps(
+        {"tracking_uri": job_store(job_dir).uri, "experiment_id": "7", "experiment": "x", "runs": {}}))
+    assert find_target(tmp_path) == UiTarget(job_store(job_dir).uri, job_dir.resolve() / "mlartifacts", "7")
+    (tmp_path / STATE_FILE).write_text(json.dumps(
+        {"tracking_uri": "http://mlflow.example", "experiment_id": "1", "runs": {}}))
+    with pytest.raises(AconError, match=r"http://mlflow\.example"):
+        find_target(tmp_path)
+    with pytest.raises(ConfigError, match="no MLflow store"):
+        find_target(tmp_path / "empty")
+
+
+def test_server_command_and_environment(tmp_path, monkeypatch):
+    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "false")
+    target = UiTarget("sqlite:////x/mlflow.db", Path("/x/mlartifacts"))
+    command = server_command(target, 5123)
+    assert command[1:4] == ["-m", "mlflow", "server"]
+    joined = " ".join(command)
+    assert "--backend-store-uri sqlite:////x/mlflow.db" in joined and "--host 127.0.0.1" in joined
+    assert "--port 5123" in joined and "--artifacts-destination /x/mlartifacts" in joined
+    env = server_env()
+    assert env["MLFLOW_DISABLE_TELEMETRY"] == "true" and env["LITELLM_LOCAL_MODEL_COST_MAP"] == "True"
+    assert env["MLFLOW_SERVER_ENABLE_JOB_EXECUTION"] == "false"
+
+
+def test_free_port_prefers_the_default():
+    with socket.socket() as busy:
+        busy.bind((HOST, 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        assert free_port(taken) != taken
+    assert free_port(taken) == taken
+
+
+def _get(url: str) -> bytes:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(url, timeout=10) as response:
+        return response.read()
+
+
+def test_acon_ui_serves_the_job_and_stops_on_ctrl_c(job_dir):
+    tracker = MlflowTracker(job_store(job_dir), job_dir, "ui")
+    with tracker.job_run("optimize") as run_id:
+        tracker.log_text("# hello from the report", "report.md")
+    port = free_port(0)  # any free port
+    process = subprocess.Popen(
+        [sys.executable, "-m", "optimizer", "ui", str(job_dir), "--port", str(port)], cwd=ROOT,
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True,
+    )
+    try:
+        url = process.stdout.readline().strip()  # printed once the server answers /health
+        assert url == f"http://127.0.0.1:{port}/#/experiments/{tracker.experiment_id}"
+        base = f"http://127.0.0.1:{port}"
+        artifact = _get(f"{base}/get-artifact?path=report.md&run_uuid={run_id}")
+        assert artifact == b"# hello from the report"
+        assert b"<html" in _get(f"{base}/").lower()
+        os.kill(process.pid, signal.SIGINT)  # only acon: it must stop the server's whole process group
+        assert process.wait(60) == 0
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with socket.socket() as probe:
+                if probe.connect_ex((HOST, port)) != 0:
+                    break
+            time.sleep(0.5)
+        else:
+            pytest.fail("the MLflow server still listens after acon ui stopped")
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
