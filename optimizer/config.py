@@ -79,6 +79,7 @@ class OptimizeConfig(_Strict):
         ("none", "fifo", "mask_last_n", "clear_tool_uses", "offload_preview"),
         description="Baselines in the final test-split report (the seed guideline is always added).",
     )
+    gepa_metric_calls: int = Field(60, gt=0, description='`search = "gepa"`: tier-0 episodes GEPA may run.')
     final_llm_limit: int = Field(0, ge=0, description="Test tasks also run with the llm agent in the report.")
     max_guideline_chars: int = Field(6000, gt=200, description="Validator cap on a candidate's text.")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 
 import typer
@@ -30,7 +31,13 @@ def _register() -> None:
     canary_cmd.register(app)
 
 
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    # SystemExit unwinds the `with` blocks, so servers this job started are stopped and state is saved.
+    raise SystemExit(128 + signum)
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     _register()
     try:
         app(standalone_mode=False)

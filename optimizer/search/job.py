@@ -112,13 +112,15 @@ class OptimizationJob:
                 self.state.current = seed.version
                 self._remember(Candidate(seed, "seed", 0))
                 self._save()
-            self.none_train = self._evaluate(parse_strategy("none"), self.train, "train", "reference")
+            self.none_train = self.evaluate(parse_strategy("none"), self.train, "train", self.options.screen_agent)
             self._index_outputs(self.none_train.episodes)
             self.none_confirm = (
-                self._evaluate(parse_strategy("none"), self.confirm_tasks, "train", "llm")
+                self.evaluate(parse_strategy("none"), self.confirm_tasks, "train", "llm")
                 if self._tier1_enabled() else None
             )
             self._screen(self._candidate(self.state.seed))
+            if self.options.search == "gepa":
+                self._gepa()
             while not self.state.done and self.state.round < self.options.rounds:
                 self._round(self.state.round + 1)
             if not self.state.done:
@@ -169,6 +171,30 @@ class OptimizationJob:
         self._save()
         self.log(f"round {index}: chose {chosen.guideline.name}@{chosen.version} "
                  f"({len(ut) + len(co)} candidates, front size {len(front_after)})")
+
+    def _gepa(self) -> None:
+        from optimizer.search.gepa_search import run_gepa
+
+        if self.state.done:
+            return
+        best, counts = run_gepa(self)
+        self.state.current = self._best([self.seed(), best]).version
+        self.state.rounds = [{
+            "round": 1, "pairs": 0, "current": self.state.seed, "chosen": self.state.current,
+            "candidates": [best.version], "rejected": [], "pareto": [p.to_dict() for p in self.front()],
+            "improved": self.state.current != self.state.seed, **counts,
+        }]
+        self.state.round = 1
+        self.state.done = True
+        self.state.stopped = f"GEPA used its budget of {self.options.gepa_metric_calls} tier-0 episodes"
+        self._save()
+
+    def remember_screened(self, candidate: Candidate) -> Candidate:
+        if candidate.version in self.state.candidates:
+            return self._candidate(candidate.version)
+        self._remember(candidate)
+        self._screen(candidate)
+        return self._candidate(candidate.version)
 
     # -------------------------------------------------------------------------------- proposals
 
@@ -248,7 +274,7 @@ class OptimizationJob:
     # ------------------------------------------------------------------------------- evaluation
 
     def _screen(self, candidate: Candidate) -> RunResult:
-        result = self._evaluate(self._strategy(candidate), self.train, "train", self.options.screen_agent)
+        result = self.evaluate(self._strategy(candidate), self.train, "train", self.options.screen_agent)
         if candidate.screen is None:
             candidate.screen = _scores(result)
             self._remember(candidate)
@@ -265,7 +291,7 @@ class OptimizationJob:
             if self._agent_episodes() + len(self.confirm_tasks) > self.options.max_agent_episodes:
                 self.log("tier-1 episode budget spent; remaining candidates stay unconfirmed")
                 return
-            result = self._evaluate(self._strategy(candidate), self.confirm_tasks, "train", "llm")
+            result = self.evaluate(self._strategy(candidate), self.confirm_tasks, "train", "llm")
             candidate.confirm = _scores(result)
             none_success = _scores(self.none_confirm)["success"]
             drop = none_success - candidate.confirm["success"]
@@ -273,7 +299,7 @@ class OptimizationJob:
                 candidate.rejected = f"tier-1 success {candidate.confirm['success']:.2f} vs none {none_success:.2f}"
             self._remember(candidate)
 
-    def _evaluate(self, strategy: ContextStrategy, tasks: Sequence[Task], split: str, agent: str) -> RunResult:
+    def evaluate(self, strategy: ContextStrategy, tasks: Sequence[Task], split: str, agent: str) -> RunResult:
         label = f"{strategy.label()} [{agent}, {split}, {len(tasks)} tasks]"
         progress = self.progress(label, len(tasks)) if self.progress else contextlib.nullcontext(None)
         with progress as advance:

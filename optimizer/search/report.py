@@ -28,16 +28,16 @@ def build_report(job: OptimizationJob) -> dict[str, Any]:
     tier0 = job.options.screen_agent
     job.log(f"final: test split ({len(job.test)} tasks), chosen {chosen.guideline.name}@{chosen.version}")
     runs: dict[str, RunResult] = {}
-    runs["chosen"] = job._evaluate(GuidelineStrategy(guideline=chosen.guideline), job.test, "test", tier0)
-    runs["seed"] = job._evaluate(GuidelineStrategy(guideline=seed.guideline), job.test, "test", tier0)
+    runs["chosen"] = job.evaluate(GuidelineStrategy(guideline=chosen.guideline), job.test, "test", tier0)
+    runs["seed"] = job.evaluate(GuidelineStrategy(guideline=seed.guideline), job.test, "test", tier0)
     for name in dict.fromkeys(("none", *job.options.final_strategies)):
-        runs[name] = job._evaluate(parse_strategy(name), job.test, "test", tier0)
+        runs[name] = job.evaluate(parse_strategy(name), job.test, "test", tier0)
     tier1: dict[str, RunResult] = {}
     if job.options.final_llm_limit > 0:
         subset = job.test[: job.options.final_llm_limit]
-        tier1["chosen"] = job._evaluate(GuidelineStrategy(guideline=chosen.guideline), subset, "test", "llm")
-        tier1["seed"] = job._evaluate(GuidelineStrategy(guideline=seed.guideline), subset, "test", "llm")
-        tier1["none"] = job._evaluate(parse_strategy("none"), subset, "test", "llm")
+        tier1["chosen"] = job.evaluate(GuidelineStrategy(guideline=chosen.guideline), subset, "test", "llm")
+        tier1["seed"] = job.evaluate(GuidelineStrategy(guideline=seed.guideline), subset, "test", "llm")
+        tier1["none"] = job.evaluate(parse_strategy("none"), subset, "test", "llm")
 
     chosen_row = row("chosen", tier0, runs["chosen"])
     chosen_row["guideline"] = str(job.dir.path / "guidelines" / f"{chosen.version}.md")

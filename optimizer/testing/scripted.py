@@ -24,6 +24,8 @@ def scripted_models(request: dict[str, Any], *, keep_fraction: float = 0.35) -> 
         return _dspy_reply(system, user)
     if "compress the working context" in system:
         return _compress(user, keep_fraction)
+    if "Provide the new instructions within ``` blocks" in user:  # GEPA's reflective proposer
+        return "```\nKeep every identifier, amount, error and warning verbatim; drop everything else.\n```"
     return json.dumps({"tool": "finish", "arguments": {"answer": "done"}})
 
 

@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import ConfigDict, Field
 
+from optimizer.errors import ConfigError
 from optimizer.tokens import count_tokens
 from optimizer.world.suite import Suite, SuiteSource, register_suite, split_by_seed
 from optimizer.world.task import Task, UserTurn
@@ -39,10 +40,26 @@ class BuiltinSuite(SuiteSource):
     `some` = every 8th task, `all` = every task, `off` = none. The planted lines are listed in each task's
     `meta["planted_injections"]`; the outputs stay `static` because classes come from registration."""
 
+    max_output_tokens: int | None = Field(None, gt=0)
+    """Keep only tasks whose largest tool output is planned under this many tokens (small, fast jobs).
+    The split is drawn before filtering, so a task is in the same split whatever the filter."""
+    families: tuple[str, ...] | None = None
+    """Keep only these task families (see `acon suites show builtin`)."""
+
     def load(self) -> Suite:
         tasks = tuple(self._task(i) for i in range(self.n_tasks))
         train, test = split_by_seed([t.id for t in tasks], self.seed)
-        return Suite(SUITE_NAME, tasks, train, test)
+        known = {f.name for f in FAMILIES}
+        unknown = set(self.families or ()) - known
+        if unknown:
+            raise ConfigError(f"builtin suite: unknown families {sorted(unknown)}; known: {sorted(known)}")
+        kept = tuple(
+            t for t in tasks
+            if (self.max_output_tokens is None or t.meta["max_output_tokens"] <= self.max_output_tokens)
+            and (self.families is None or t.meta["family"] in self.families)
+        )
+        ids = {t.id for t in kept}
+        return Suite(SUITE_NAME, kept, train & ids, test & ids)
 
     def _task(self, i: int) -> Task:
         family = FAMILIES[i % len(FAMILIES)]

@@ -81,3 +81,13 @@ def test_resuming_a_finished_job_redoes_nothing(finished):
     assert {p: p.read_text() for p in logs} == before
     assert again["chosen"]["version"] == report["chosen"]["version"]
     assert again["budget"] == report["budget"]
+
+
+def test_gepa_search_runs_on_the_same_metric_and_budget(tmp_path, scripted_url):
+    config = job_config(tmp_path, scripted_url, search="gepa", gepa_metric_calls=12, train_limit=3, test_limit=2)
+    report = OptimizationJob(config, log=lambda m: None).run()
+    summary = json.loads((config.out_dir / "state.json").read_text())["rounds"][0]
+    assert 0 < summary["gepa_metric_calls"] <= 12 + 3  # GEPA may finish its last minibatch past the cap
+    assert summary["gepa_candidates"] >= 1
+    assert (config.out_dir / "gepa").is_dir()
+    assert report["budget"]["optimizer_tokens"] > 0  # GEPA's reflection calls are accounted
