@@ -29,7 +29,8 @@ class ClassContract:
     write_time_cut: bool
     # Runtime-vouched must-keep lines survive every cut, whatever the action.
     keeps_must_lines: bool
-    # Only superseded reads may go: the latest result of the same call stays verbatim.
+    # Only superseded reads may be cleared or offloaded; the latest result of the same call stays in
+    # context (verbatim, or inside a summary that must keep its latest value).
     latest_kept: bool
     # What a summary must preserve; inserted into every compressor prompt.
     summary_rule: str

@@ -75,6 +75,14 @@ class RetentionPolicy(BaseModel):
     observation_max_tokens: int = Field(384, gt=0, description="Completion cap for a compressed observation.")
     budget_tokens: int | None = Field(None, gt=0, description="Hard pre-send budget for the history, if any.")
 
+    @field_validator("fresh")
+    @classmethod
+    def _fresh_keeps_latest_state(cls, actions: dict[RetentionClass, Action]) -> dict[RetentionClass, Action]:
+        for retention, action in actions.items():
+            if action is Action.CLEAR and CONTRACT[retention].latest_kept:
+                raise ValueError(f"{retention.value}: a fresh read is the latest one and cannot be offloaded")
+        return actions
+
     @field_validator("fresh", "old")
     @classmethod
     def _actions_within_contract(cls, actions: dict[RetentionClass, Action]) -> dict[RetentionClass, Action]:

@@ -39,6 +39,10 @@ class RecallStore:
         self._by_entry[entry.id] = handle
         return handle
 
+    def peek(self, entry: Entry) -> str:
+        """The handle `put(entry)` would return, without storing anything yet."""
+        return self._by_entry.get(entry.id, f"h{len(self._items) + 1}")
+
     def get(self, handle: str) -> Entry | None:
         return self._items.get(handle)
 

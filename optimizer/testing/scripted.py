@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-_FENCE = re.compile(r"<<<DATA (\S+) \w+\n(.*?)\nDATA \1 \w+>>>", re.DOTALL)
+_FENCE = re.compile(r"<data source=\"([^\"]+)\">\n(.*?)\n</data>", re.DOTALL)
 _OUTPUT_FIELDS = re.compile(r"Your output fields are:(.*?)(?:All interactions|\n\n\[\[|$)", re.DOTALL)
 _FIELD = re.compile(r"`(\w+)`")
 

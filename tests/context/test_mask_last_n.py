@@ -38,7 +38,7 @@ def test_expected_size():
     # The catalogue read (1,097 tokens) shrinks to "[Old tool output omitted: 61 lines]" at step 5,
     # the page to its warning at step 6, and so on; the last three steps stay raw.
     assert [s.input_tokens for s in result.episode.steps] == [
-        24, 491, 1634, 1946, 2007, 984, 796, 870, 1469, 1635, 2762
+        24, 491, 1634, 1946, 2007, 984, 796, 860, 1459, 1625, 2752
     ]
     record = result.episode.records[0]
     summary = (record["step"], record["entry_ids"], record["tokens_before"], record["tokens_after"])

@@ -57,9 +57,10 @@ class ClearToolUses(ContextStrategy):
                 continue
             if not clearable(original, latest_ids=latest):
                 continue
+            candidate = Replace(entry.id, placeholder(original, ctx.store.peek(original)))
+            if candidate.tokens >= original.tokens:
+                continue  # a placeholder longer than the result saves nothing
             handle = ctx.store.put(original)
-            text = placeholder(original, handle)
-            candidate = Replace(entry.id, text)
             freed += original.tokens - candidate.tokens
             edits.append(candidate)
             handles.append(handle)

@@ -55,13 +55,15 @@ class MaskLastN(ContextStrategy):
                 if self.keep_first and entry.id == first_result:
                     continue
                 if self.recoverable:
-                    handle = ctx.store.put(entry)
-                    handles.append(handle)
-                    text = placeholder(entry, handle, reason="masked")
+                    edit = Replace(entry.id, placeholder(entry, ctx.store.peek(entry), reason="masked"))
                 else:
                     lines = entry.content.count("\n") + 1
-                    text = "\n".join([f"[Old tool output omitted: {lines} lines]", *entry.must_keep])
-                edits.append(Replace(entry.id, text))
+                    edit = Replace(entry.id, "\n".join([f"[Old tool output omitted: {lines} lines]", *entry.must_keep]))
+                if edit.tokens >= entry.tokens:
+                    continue  # masking a result shorter than its placeholder saves nothing
+                if self.recoverable:
+                    handles.append(ctx.store.put(entry))
+                edits.append(edit)
         if not edits:
             return None
         record = replay_record(self.type, "mask", history, edits, ctx, handles=tuple(handles))
