@@ -1,15 +1,16 @@
 """MLflow tracking of acon jobs: runs, metrics per round, artifacts, episode traces, registered guidelines.
 
 ```python
-tracker = tracker_for(config)                       # or open_tracker(config.tracking, job_dir, name)
+tracker = tracker_from_config(config)              # or open_tracker(config.tracking, job_dir, name)
 with tracker.job_run("optimize", params=experiment_params(config), tags=experiment_tags(config)):
-    with tracker.child_run("round-1", "round 1"):
+    with tracker.child_run("round/01", "round 1"):
         tracker.log_metrics({"success": 0.8, "peak_tokens_mean": 3100}, step=1)
         tracker.trace_episode(episode)
     tracker.set_best(guideline)
 ```
 `Tracker` itself is the disabled tracker (every method a no-op); `MlflowTracker` (imported only when
-tracking is on) is the real one. `optimizer.tracking.registry.load_from_registry` reads a guideline back.
+tracking is on) is the real one. `tracker_for(job)` / `tracked_job(config, name)` wrap it for
+`acon optimize` / `acon run|compare` (see `hooks`); `load_from_registry` reads a guideline back.
 """
 
 from __future__ import annotations
@@ -17,10 +18,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from optimizer.config import ExperimentConfig, TrackingConfig
+from optimizer.context.guideline import Guideline
 from optimizer.tracking.base import Tracker
+from optimizer.tracking.hooks import JobTracking, OptimizeTracking, tracked_job, tracker_for
 from optimizer.tracking.params import experiment_params, experiment_tags
 from optimizer.tracking.pareto import ParetoPoint, pareto_front
-from optimizer.tracking.store import Store, job_store, resolve_store
+from optimizer.tracking.store import Store, job_store, resolve_store, resolve_uri
 
 
 def open_tracker(config: TrackingConfig, job_dir: Path, experiment: str, *,
@@ -34,20 +37,34 @@ def open_tracker(config: TrackingConfig, job_dir: Path, experiment: str, *,
                          prompt_prefix=prompt_prefix)
 
 
-def tracker_for(config: ExperimentConfig) -> Tracker:
+def tracker_from_config(config: ExperimentConfig) -> Tracker:
     """The tracker of an experiment config: its output directory, `tracking.experiment` or its name."""
     return open_tracker(config.tracking, config.out_dir, config.tracking.experiment or config.name)
 
 
+def load_from_registry(ref: str, tracking_uri: str | None = None) -> Guideline:
+    """A registered guideline (`NAME@ALIAS`, `NAME/VERSION`); see `optimizer.tracking.registry`."""
+    from optimizer.tracking.registry import load_from_registry as load
+
+    return load(ref, tracking_uri)
+
+
+
 __all__ = [
+    "JobTracking",
+    "OptimizeTracking",
     "ParetoPoint",
     "Store",
     "Tracker",
     "experiment_params",
     "experiment_tags",
     "job_store",
+    "load_from_registry",
     "open_tracker",
     "pareto_front",
     "resolve_store",
+    "resolve_uri",
+    "tracked_job",
     "tracker_for",
+    "tracker_from_config",
 ]

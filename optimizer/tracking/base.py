@@ -71,8 +71,10 @@ class Tracker:
         """Rows as an MLflow table (`.json`), browsable and loadable with `mlflow.load_table`."""
 
     def log_pareto(self, points: Sequence[ParetoPoint], front: Sequence[str] | None = None,
-                   round: int | None = None) -> str | None:
-        """PNG of success vs peak tokens (front computed when not given) plus the points as JSON."""
+                   round: int | None = None, *, name: str | None = None,
+                   title: str | None = None) -> str | None:
+        """`pareto/<rNN|final|name>.png`, success vs peak tokens (front computed when not given), plus the
+        points as JSON beside it; returns the PNG's artifact path."""
         return None
 
     def log_report(self, markdown: str, data: Mapping[str, Any] | None = None) -> None:

@@ -1,8 +1,8 @@
 """`Tracker` on MLflow: explicit run ids (safe from worker threads), resumable jobs, idempotent children.
 
-Every write names its run, so nothing depends on MLflow's thread-local active run. The fluent active run
-is still set on the thread that opens a run, so MLflow-aware code inside it (autolog, `dspy.GEPA` with
-`use_mlflow`) nests its output under the right run.
+Every write names its run, so nothing depends on MLflow's thread-local active run. The job run is also
+made MLflow's fluent active run on the thread that opens it, so MLflow-aware code inside the job (autolog,
+`dspy.GEPA` with `use_mlflow`) logs under it; child runs are not (see `_entered`).
 
 Resuming: the parent run id of each job is kept in `<job_dir>/mlflow_run.json`; children are found by
 their `acon.key` tag; a metric point already logged for a key and step is not logged again; an episode
@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
 import tempfile
 import threading
 import time
@@ -83,6 +84,9 @@ class MlflowTracker(Tracker):
         self.experiment = experiment
         self.traces = traces
         self.job_dir.mkdir(parents=True, exist_ok=True)
+        # Spans reach sqlite in batches of this many (MLflow's default, 5, costs a third more per trace). Read
+        # when MLflow's tracer provider starts, so it only applies if no span was made before in the process.
+        os.environ.setdefault("MLFLOW_ASYNC_TRACE_LOGGING_MAX_SPAN_BATCH_SIZE", "100")
         # Spans are exported through the global tracking URI, so it has to point at this store.
         mlflow.set_tracking_uri(store.uri)
         mlflow.set_registry_uri(store.uri)
@@ -98,6 +102,7 @@ class MlflowTracker(Tracker):
         self._points: dict[str, dict[str, set[int]]] = {}
         self._children: dict[str, dict[str, str]] = {}
         self._traced: dict[str, set[str]] = {}
+        self._status: dict[str, str] = {}  # the status this process last gave each run
 
     # Runs -------------------------------------------------------------------------------------------
 
@@ -116,7 +121,7 @@ class MlflowTracker(Tracker):
                          experiment=self.experiment, job=name, run_id=run_id)
         self._job_run_id = run_id
         try:
-            with self._entered(run_id, params):
+            with self._entered(run_id, params, fluent=True):
                 yield run_id
         finally:
             self.flush()
@@ -129,11 +134,11 @@ class MlflowTracker(Tracker):
         with self._lock:
             children = self._children_of(parent)
             run_id = children.get(key)
-            if run_id is None or not self._reopen(run_id, tags):
+            if run_id is None:
                 tags = {MLFLOW_PARENT_RUN_ID: parent, KEY_TAG: key, **(tags or {})}
                 run_id = self._create(name or key, tags)
                 children[key] = run_id
-        with self._entered(run_id, params):
+        with self._entered(run_id, params, fluent=False):
             yield run_id
 
     def active_run_id(self) -> str | None:
@@ -141,12 +146,19 @@ class MlflowTracker(Tracker):
         return stack[-1] if stack else self._job_run_id
 
     @contextlib.contextmanager
-    def _entered(self, run_id: str, params: Mapping[str, Any] | None) -> Iterator[None]:
+    def _entered(self, run_id: str, params: Mapping[str, Any] | None, *, fluent: bool) -> Iterator[None]:
+        """Push the run for this thread; on exit set its status, writing only when it changes.
+
+        Only the job run becomes MLflow's fluent active run: re-entering a child (a round, a candidate)
+        then costs no store write at all, which matters because each sqlite write is a commit.
+        """
         if params:
             self.log_params(params, run_id=run_id)
         stack = self._stack()
         stack.append(run_id)
-        mlflow.start_run(run_id=run_id, nested=True)
+        if fluent:
+            mlflow.start_run(run_id=run_id, nested=True)
+            self._status[run_id] = RunStatus.to_string(RunStatus.RUNNING)
         status = RunStatus.to_string(RunStatus.FINISHED)
         try:
             yield
@@ -159,20 +171,22 @@ class MlflowTracker(Tracker):
         finally:
             stack.pop()
             active = mlflow.active_run()
-            if active is not None and active.info.run_id == run_id:
+            if fluent and active is not None and active.info.run_id == run_id:
                 mlflow.end_run(status)
-            else:
+            elif self._status.get(run_id) != status:
                 self.client.set_terminated(run_id, status)
+            self._status[run_id] = status
 
     def _create(self, name: str, tags: Mapping[str, Any]) -> str:
         tags = {k: str(v) for k, v in tags.items()}
         run = self.client.create_run(self.experiment_id, run_name=name, tags=tags)
         with self._lock:
             self._fresh.add(run.info.run_id)
+            self._status[run.info.run_id] = RunStatus.to_string(RunStatus.RUNNING)
         return run.info.run_id
 
     def _reopen(self, run_id: str, tags: Mapping[str, str] | None) -> bool:
-        """Whether `run_id` can be resumed (exists, not deleted, this experiment); counts the resume."""
+        """Whether the job run `run_id` can be resumed (exists, not deleted, this experiment); counts it."""
         try:
             run = self.client.get_run(run_id)
         except mlflow.exceptions.MlflowException:
@@ -299,10 +313,11 @@ class MlflowTracker(Tracker):
         self.client.log_table(self._run(None), to_columns(rows), artifact_file)
 
     def log_pareto(self, points: Sequence[ParetoPoint], front: Sequence[str] | None = None,
-                   round: int | None = None) -> str | None:
+                   round: int | None = None, *, name: str | None = None,
+                   title: str | None = None) -> str | None:
         front = list(pareto_front(points) if front is None else front)
-        title = "success vs peak tokens" + ("" if round is None else f", round {round}")
-        stem = "final" if round is None else f"r{round:02d}"
+        title = title or "success vs peak tokens" + ("" if round is None else f", round {round}")
+        stem = _safe_name(name) if name else "final" if round is None else f"r{round:02d}"
         with tempfile.TemporaryDirectory() as tmp:
             image = Path(tmp) / f"{stem}.png"
             image.write_bytes(plot_png(points, front, title=title))

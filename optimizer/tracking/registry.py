@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from mlflow import MlflowClient
 from mlflow.entities.model_registry import PromptVersion
@@ -141,6 +142,10 @@ def parse_ref(ref: str) -> tuple[str, str | None, str | None]:
 
 def load_from_registry(ref: str, tracking_uri: str | None = None) -> Guideline:
     """Rebuild a guideline from either of its prompts; NAME may also be the prefix (`acon-exp@best`)."""
+    if tracking_uri and tracking_uri.startswith("sqlite:///"):
+        database = Path(tracking_uri.removeprefix("sqlite:///"))
+        if not database.exists():  # MLflow would create an empty store there
+            raise ConfigError(f"no MLflow store at {database}")
     client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
     name, version, alias = parse_ref(ref)
     if client.get_prompt(name) is None and client.get_prompt(f"{name}-{HISTORY}") is not None:

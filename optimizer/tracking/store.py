@@ -57,3 +57,11 @@ def resolve_store(config: TrackingConfig, job_dir: Path) -> Store:
         database = Path(uri.removeprefix("sqlite:///"))
         return Store(uri, database.resolve().parent / ARTIFACTS_DIR)
     return Store(uri, job_dir.resolve() / ARTIFACTS_DIR)
+
+
+def resolve_uri(job_dir: Path) -> str:
+    """The tracking URI a job directory logged to (its `mlflow_run.json`), else its default sqlite store."""
+    from optimizer.tracking.state import JobState
+
+    state = JobState.read(job_dir)
+    return state.tracking_uri if state is not None else job_store(job_dir).uri

@@ -48,7 +48,8 @@ def test_job_run_nests_rounds_and_candidates_with_one_point_per_round(store, job
         assert mlflow.active_run().info.run_id == parent
         for round in (1, 2, 3):
             with tracker.child_run(f"round-{round}", f"round {round}", tags={"round": str(round)}) as rid:
-                assert mlflow.active_run().info.run_id == rid == tracker.active_run_id()
+                assert tracker.active_run_id() == rid
+                assert mlflow.active_run().info.run_id == parent  # only the job run is MLflow's active run
                 with tracker.child_run(f"round-{round}/cand-a", "cand-a", params={"origin": "llm-ut"}):
                     tracker.log_metrics({"success": 0.5, "peak_tokens_mean": 1000.0}, step=round)
             tracker.log_metrics({"success": 0.25 * round, "pairs": 3 - round, "skipped": None}, step=round)

@@ -1,0 +1,250 @@
+"""What acon's jobs log: the hooks `OptimizationJob` calls, and `record_run` for `acon run` / `acon compare`.
+
+Run layout of an `acon optimize` job (every child found again by its key, so a resumed job adds to it):
+
+    optimize                      params: config; metrics per round (step = round); report, final Pareto
+    ├── eval/<run dir>            baselines on the train split (episode table, a trace per episode)
+    ├── round/00 … round/NN       pair diffs (HTML + Markdown), pair table, Pareto plot of the round
+    │   └── candidate/<version>   guideline .md, diff vs its parent, screen scores; registered prompt
+    │       └── eval/<run dir>    its screening and tier-1 confirmation runs
+    └── final                     the test-split evaluations of the report
+        └── eval/<run dir>
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from optimizer.config import ExperimentConfig
+from optimizer.evaluate.jobs import RunResult, episode_row
+from optimizer.tracking.base import Tracker
+from optimizer.tracking.params import TIERS, experiment_params, experiment_tags, flatten
+from optimizer.tracking.pareto import ParetoPoint
+
+if TYPE_CHECKING:
+    from optimizer.mining.provenance import PairDiff
+    from optimizer.search.candidate import Candidate
+    from optimizer.search.job import OptimizationJob
+
+RUN_METRICS = (
+    "success", "peak_tokens_mean", "peak_tokens_max", "dependency_mean", "steps_mean", "agent_tokens",
+    "compressor_tokens", "compressor_calls", "total_tokens", "cost", "cost_per_success", "scored",
+    "infra_errors", "blocking", "recall_calls", "duplicate_writes", "cache_breaks", "wall_s",
+)
+SCORE_METRICS = ("success", "peak_tokens_mean", "peak_tokens_max", "dependency_mean", "total_tokens",
+                 "compressor_tokens", "cost_per_success", "blocking")
+
+
+def numeric(data: Mapping[str, Any], keys: Sequence[str], prefix: str = "") -> dict[str, float]:
+    """The numeric values among `keys` (bools as 0/1); None and non-numbers are left out."""
+    return {f"{prefix}{k}": float(data[k]) for k in keys if isinstance(data.get(k), int | float)}
+
+
+class JobTracking:
+    """Records evaluation runs into a tracker: one child run per run directory, episodes traced."""
+
+    def __init__(self, tracker: Tracker, config: ExperimentConfig) -> None:
+        self.tracker = tracker
+        self.config = config
+        self._recorded: set[str] = set()
+
+    def record_run(self, result: RunResult, *, agent: str, split: str) -> None:
+        """A child run of the active run: strategy params, summary metrics, episode table, traces."""
+        key = f"eval/{result.directory.name}"
+        if key in self._recorded:  # the same cached evaluation again, within this process
+            return
+        strategy = result.strategy
+        tags = {
+            **experiment_tags(self.config, strategy=strategy.label(), split=split, agent=agent),
+            "acon.run_dir": str(result.directory),
+        }
+        if strategy.type == "guideline":
+            tags["acon.guideline"] = strategy.version()
+        params = {"strategy": strategy.model_dump(mode="json"), "tasks": len(result.episodes)}
+        if strategy.type == "guideline":
+            params["strategy"] = {"type": "guideline", "version": strategy.version()}
+        name = f"{strategy.label()} · {agent} · {split}"
+        with self.tracker.child_run(key, name, params=flatten(params), tags=tags):
+            self.tracker.log_metrics(numeric(result.summary, RUN_METRICS))
+            self.tracker.log_table([episode_row(e) for e in result.episodes], "tables/episodes.json")
+            trace_tags = {"acon.split": split, "acon.tier": TIERS.get(agent, agent)}
+            for episode in result.episodes:
+                self.tracker.trace_episode(episode, trace_tags)
+        self._recorded.add(key)
+
+
+class OptimizeTracking(JobTracking):
+    """The hooks `OptimizationJob` calls (`on_run`, `on_candidate`, `on_diffs`, `on_report`)."""
+
+    def __init__(self, tracker: Tracker, config: ExperimentConfig) -> None:
+        super().__init__(tracker, config)
+        self._rounds_logged: set[int] = set()
+
+    def on_run(self, job: OptimizationJob, result: RunResult, *, agent: str, split: str) -> None:
+        with contextlib.ExitStack() as stack:
+            for key, name in self._parents(job, result, split):
+                stack.enter_context(self.tracker.child_run(key, name))
+            self.record_run(result, agent=agent, split=split)
+
+    def on_candidate(self, job: OptimizationJob, candidate: Candidate, result: RunResult) -> None:
+        guideline = candidate.guideline
+        with self._round(candidate.round), self.tracker.child_run(
+            f"candidate/{candidate.version}", _candidate_name(candidate),
+            params={"origin": candidate.origin, "round": candidate.round, "parent": candidate.parent,
+                    "guideline": candidate.version},
+            tags={"acon.guideline": candidate.version, "origin": candidate.origin,
+                  "round": str(candidate.round)},
+        ):
+            screen = numeric(candidate.screen or {}, SCORE_METRICS, "screen_")
+            self.tracker.log_metrics(screen, step=candidate.round)
+            self.tracker.log_guideline(guideline, candidate.round)
+            parent = job.state.candidates.get(candidate.parent or "")
+            if parent is not None:
+                from optimizer.context.guideline import Guideline
+
+                old = Guideline.from_markdown(parent["guideline"], source="state")
+                self.tracker.log_guideline_diff(old, guideline, name=f"vs-parent-{old.version}")
+            if candidate.rationale:
+                self.tracker.log_text(candidate.rationale, "rationale.md")
+            self.tracker.register_guideline(guideline)
+        self._sync_rounds(job)
+
+    def on_diffs(self, job: OptimizationJob, index: int, diffs: Sequence[PairDiff]) -> None:
+        from optimizer.mining.report import diff_html, diff_markdown
+
+        with self._round(index):
+            for diff in diffs:
+                self.tracker.log_pair_diff(diff.task_id, diff_html(diff), diff_markdown(diff), round=index)
+            self.tracker.log_table([_pair_row(d) for d in diffs], "tables/pairs.json")
+            missing = sum(len(d.missing) for d in diffs)
+            self.tracker.log_metrics({"pairs": len(diffs), "missing_facts": missing}, step=index)
+        self.tracker.log_metrics({"pairs": len(diffs)}, step=index)
+        self._sync_rounds(job)
+
+    def on_report(self, job: OptimizationJob, report: Mapping[str, Any]) -> None:
+        self._sync_rounds(job)
+        step = job.state.round
+        chosen, seed = job.chosen(), job.seed()
+        self.tracker.log_metrics({
+            **numeric(report["chosen"], SCORE_METRICS, "test_"),
+            **numeric(report.get("budget", {}), ("agent_episodes", "compressor_calls", "optimizer_tokens")),
+            "pareto_size": len(report.get("pareto", [])),
+        }, step=step)
+        self.tracker.set_tags({"acon.chosen": chosen.version, "acon.stopped": report.get("stopped")})
+        for tier, verdict in report.get("acceptance", {}).get("tiers", {}).items():
+            self.tracker.set_tags({f"acon.acceptance.{tier}": "pass" if verdict["pass"] else "fail"})
+        self.tracker.log_guideline(chosen.guideline)
+        self.tracker.log_guideline_diff(seed.guideline, chosen.guideline, name="seed-to-chosen")
+        self.tracker.log_pareto(_points(report.get("points", [])), _front(report.get("pareto", [])))
+        test = [("chosen", report["chosen"], False)] + [(b["strategy"], b, True) for b in report["baselines"]]
+        self.tracker.log_pareto(
+            [ParetoPoint(f"{name} ({row['tier']})", row["success"], row["peak_tokens_mean"], baseline=base)
+             for name, row, base in test],
+            name="test", title="test split: chosen guideline vs baselines",
+        )
+        markdown = job.dir.path / "report.md"
+        self.tracker.log_report(markdown.read_text() if markdown.exists() else "", dict(report))
+        self.tracker.set_best(chosen.guideline)
+
+    # --------------------------------------------------------------------------------------------
+
+    def _parents(self, job: OptimizationJob, result: RunResult, split: str) -> list[tuple[str, str]]:
+        """Where an evaluation nests: final (test split), its candidate (a guideline), or the job."""
+        if split == "test":
+            return [("final", "final: test split")]
+        if result.strategy.type != "guideline":
+            return []
+        version = result.strategy.version()
+        data = job.state.candidates.get(version)
+        if data is None:
+            return []
+        round_index = int(data["round"])
+        from optimizer.search.candidate import Candidate
+
+        candidate = Candidate.from_dict(data)
+        return [(f"round/{round_index:02d}", _round_name(round_index)),
+                (f"candidate/{version}", _candidate_name(candidate))]
+
+    def _round(self, index: int) -> contextlib.AbstractContextManager[str | None]:
+        return self.tracker.child_run(f"round/{index:02d}", _round_name(index), tags={"round": str(index)})
+
+    def _sync_rounds(self, job: OptimizationJob) -> None:
+        """Metrics (step = round) and a Pareto plot for every round the job has finished."""
+        for summary in job.state.rounds:
+            index = int(summary["round"])
+            if index in self._rounds_logged:
+                continue
+            chosen = job.state.candidates.get(summary["chosen"], {}).get("screen") or {}
+            self.tracker.log_metrics({
+                **numeric(chosen, SCORE_METRICS),
+                "pairs": summary.get("pairs"), "candidates": len(summary.get("candidates", [])),
+                "rejected": len(summary.get("rejected", [])), "pareto_size": len(summary.get("pareto", [])),
+                "improved": bool(summary.get("improved")),
+            }, step=index)
+            points = [p.to_dict() for p in job.points() if p.kind == "baseline" or p.round <= index]
+            with self._round(index):
+                self.tracker.log_pareto(_points(points), _front(summary.get("pareto", [])), round=index)
+            self._rounds_logged.add(index)
+
+
+def _round_name(index: int) -> str:
+    return "seed" if index == 0 else f"round {index}"
+
+
+def _candidate_name(candidate: Candidate) -> str:
+    return f"{candidate.origin}: {candidate.guideline.name}@{candidate.version}"
+
+
+def _label(point: Mapping[str, Any]) -> str:
+    return point["label"] if point["kind"] == "baseline" else f"{point['label']}@{point['version'][:6]}"
+
+
+def _points(points: Sequence[Mapping[str, Any]]) -> list[ParetoPoint]:
+    return [ParetoPoint(_label(p), p["success"], p["peak_tokens"], baseline=p["kind"] == "baseline")
+            for p in points]
+
+
+def _front(front: Sequence[Mapping[str, Any]]) -> list[str]:
+    return [_label(p) for p in front]
+
+
+def _pair_row(diff: PairDiff) -> dict[str, Any]:
+    return {
+        "task_id": diff.task_id, "strategy": diff.strategy, "divergence_step": diff.divergence_step,
+        "missing": [f.literal for f in diff.missing],
+        "classes": sorted({f.retention or "?" for f in diff.missing}),
+        "checkpoints": sorted({f.checkpoint_name for f in diff.missing}), "blocking": diff.blocking,
+        "failure": "; ".join(diff.compressed_reasons),
+    }
+
+
+@contextlib.contextmanager
+def tracked_job(config: ExperimentConfig, job: str, *, strategy: str | None = None, split: str | None = None,
+                agent: str | None = None) -> Iterator[JobTracking | None]:
+    """The parent run of an `acon run` / `acon compare` job; None when tracking is off."""
+    from optimizer.tracking import tracker_from_config
+
+    tracker = tracker_from_config(config)
+    if not tracker.enabled:
+        yield None
+        return
+    tags = experiment_tags(config, strategy=strategy, split=split, agent=agent)
+    with tracker.job_run(job, params=experiment_params(config), tags=tags):
+        yield JobTracking(tracker, config)
+
+
+@contextlib.contextmanager
+def tracker_for(job: OptimizationJob) -> Iterator[OptimizeTracking | None]:
+    """The parent run of an `acon optimize` job and the hooks it calls; None when tracking is off."""
+    from optimizer.tracking import tracker_from_config
+
+    config = job.config
+    tracker = tracker_from_config(config)
+    if not tracker.enabled:
+        yield None
+        return
+    tags = experiment_tags(config, strategy="guideline", split="train", agent=config.optimize.screen_agent)
+    with tracker.job_run("optimize", params=experiment_params(config), tags=tags):
+        yield OptimizeTracking(tracker, config)

@@ -1,0 +1,135 @@
+"""A small `acon optimize` job (built-in suite, scripted models) read back through the MLflow client."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from mlflow import MlflowClient
+
+from optimizer.agent.episode import Episode
+from optimizer.search.job import OptimizationJob
+from optimizer.testing.scripted import scripted_models
+from optimizer.testing.stub_server import StubServer
+from optimizer.tracking import load_from_registry, resolve_uri, tracker_for
+from optimizer.tracking.state import JobState
+from tests.search.conftest import job_config
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory, migrated_db):
+    tmp = tmp_path_factory.mktemp("optimize")
+    with StubServer(scripted_models) as url:
+        config = job_config(tmp, url)
+        config = config.with_overrides(tracking={"enabled": True, "experiment": "scripted"})
+        config.out_dir.mkdir(parents=True)
+        shutil.copy(migrated_db, config.out_dir / "mlflow.db")
+        job = OptimizationJob(config, log=lambda m: None)
+        with tracker_for(job) as tracking:
+            job.tracker = tracking
+            report = job.run()
+        uri = resolve_uri(config.out_dir)
+        client = MlflowClient(tracking_uri=uri, registry_uri=uri)
+        state = JobState.read(config.out_dir)
+        yield SimpleNamespace(config=config, report=report, client=client, state=state)
+
+
+def runs_by_key(client: MlflowClient, state: JobState) -> dict[str, object]:
+    runs = client.search_runs([state.experiment_id], max_results=1000)
+    return {r.data.tags.get("acon.key", r.data.tags.get("acon.job")): r for r in runs}
+
+
+def episodes_in(directory: Path) -> list[Episode]:
+    lines = (directory / "episodes.jsonl").read_text().splitlines()
+    return [Episode.from_dict(json.loads(line)) for line in lines if line]
+
+
+def test_parent_and_nested_runs(finished):
+    config, report, client, state = finished.config, finished.report, finished.client, finished.state
+    runs = runs_by_key(client, state)
+    parent = runs["optimize"]
+    assert parent.info.run_id == state.runs["optimize"] and parent.info.status == "FINISHED"
+    assert parent.data.params["endpoints.compressor.model"] == "scripted"
+    assert parent.data.tags["suite"] == "builtin"
+    assert parent.data.tags["acon.chosen"] == report["chosen"]["version"]
+    parent_of = {key: run.data.tags.get("mlflow.parentRunId") for key, run in runs.items()}
+    rounds = [k for k in runs if k.startswith("round/")]
+    assert "round/00" in rounds and "round/01" in rounds
+    assert all(parent_of[k] == parent.info.run_id for k in [*rounds, "final"])
+    candidates = [k for k in runs if k.startswith("candidate/")]
+    assert candidates and all(parent_of[k] in {runs[r].info.run_id for r in rounds} for k in candidates)
+    evals = [k for k in runs if k.startswith("eval/")]
+    run_dirs = {p.name for p in (config.out_dir / "runs").iterdir() if p.is_dir()}
+    assert {k.removeprefix("eval/") for k in evals} == run_dirs  # every evaluation, exactly once
+    final_children = {k.removeprefix("eval/") for k in evals if parent_of[k] == runs["final"].info.run_id}
+    assert final_children == {d for d in run_dirs if "-test-" in d}
+
+
+def test_metric_history_has_one_point_per_round(finished):
+    report, client, state = finished.report, finished.client, finished.state
+    parent = state.runs["optimize"]
+    rounds = [r["round"] for r in report["rounds"]]
+    for key in ("success", "peak_tokens_mean", "pairs", "pareto_size"):
+        steps = [m.step for m in client.get_metric_history(parent, key)]
+        assert steps == rounds, key
+    assert [m.step for m in client.get_metric_history(parent, "test_success")] == [rounds[-1]]
+
+
+def test_diff_html_pareto_png_and_report_artifacts(finished):
+    report, client, state = finished.report, finished.client, finished.state
+    runs = runs_by_key(client, state)
+
+    def files(run) -> set[str]:
+        root = Path(run.info.artifact_uri.removeprefix("file://"))
+        return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
+
+    job_files = files(runs["optimize"])
+    assert {"report.md", "report.json", "pareto/final.png", "pareto/test.png",
+            "diffs/seed-to-chosen.html"} <= job_files
+    round1 = files(runs["round/01"])
+    assert "pareto/r01.png" in round1 and "tables/pairs.json" in round1
+    pairs = report["rounds"][0]["pairs"]
+    assert len([f for f in round1 if f.startswith("pairs/r01/") and f.endswith(".html")]) == pairs > 0
+    candidate = next(r for k, r in runs.items() if k.startswith("candidate/") and r.data.params.get("parent"))
+    assert any(f.startswith("diffs/vs-parent-") and f.endswith(".html") for f in files(candidate))
+    assert any(f.startswith("guidelines/") and f.endswith(".md") for f in files(candidate))
+
+
+def test_a_trace_per_evaluated_episode_with_token_usage(finished):
+    config, client, state = finished.config, finished.client, finished.state
+    runs = runs_by_key(client, state)
+    for key, run in runs.items():
+        if not key.startswith("eval/"):
+            continue
+        episodes = episodes_in(config.out_dir / "runs" / key.removeprefix("eval/"))
+        traces = client.search_traces(locations=[state.experiment_id], run_id=run.info.run_id)
+        assert sorted(t.info.tags["acon.task"] for t in traces) == sorted(e.task_id for e in episodes), key
+        compressor = sum(e.metrics["compressor_tokens"] for e in episodes)
+        if compressor:  # tier 0 spends no agent tokens; the compressor's show as usage
+            assert sum((t.info.token_usage or {}).get("total_tokens", 0) for t in traces) == compressor
+
+
+def test_chosen_guideline_is_registered_with_alias_best(finished):
+    config, report, client = finished.config, finished.report, finished.client
+    chosen = load_from_registry("acon-scripted@best", resolve_uri(config.out_dir))
+    assert chosen.version == report["chosen"]["version"]
+    versions = client.search_prompt_versions("acon-scripted-history")
+    screened = [c for c in json.loads((config.out_dir / "state.json").read_text())["candidates"].values()
+                if c["screen"] is not None]
+    assert len(versions) == len({c["guideline"] for c in screened})
+
+
+def test_resumed_job_adds_no_runs_or_traces(finished):
+    config, client, state = finished.config, finished.client, finished.state
+    runs_before = len(client.search_runs([state.experiment_id], max_results=1000))
+    traces_before = len(client.search_traces(locations=[state.experiment_id], max_results=1000))
+    job = OptimizationJob(config, resume=True, log=lambda m: None)
+    with tracker_for(job) as tracking:
+        job.tracker = tracking
+        job.run()
+    assert len(client.search_runs([state.experiment_id], max_results=1000)) == runs_before
+    assert len(client.search_traces(locations=[state.experiment_id], max_results=1000)) == traces_before
+    assert client.get_run(state.runs["optimize"]).data.tags["acon.resumes"] == "1"
