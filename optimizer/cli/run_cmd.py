@@ -47,7 +47,7 @@ def load_with_overrides(
 
 
 @contextlib.contextmanager
-def progress_bar(total: int, label: str):
+def progress_bar(label: str, total: int):
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
         TextColumn("ok {task.fields[ok]}"), TimeElapsedColumn(), console=err, transient=False,
@@ -101,7 +101,7 @@ def run(
     chosen = strategy_named(config, strategy)
     tasks = select_tasks(config, config.run.split, config.run.limit)
     endpoints = endpoints_for(config, [chosen], config.run.agent, _log)
-    with endpoints or contextlib.nullcontext(), progress_bar(len(tasks), chosen.label()) as advance:
+    with endpoints or contextlib.nullcontext(), progress_bar(chosen.label(), len(tasks)) as advance:
         result = run_strategy(
             config, tasks, chosen, agent=config.run.agent, endpoints=endpoints, split=config.run.split,
             on_episode=advance,
@@ -139,7 +139,7 @@ def compare(
     results = []
     with endpoints or contextlib.nullcontext():
         for strategy in chosen:
-            with progress_bar(len(tasks), strategy.label()) as advance:
+            with progress_bar(strategy.label(), len(tasks)) as advance:
                 results.append(run_strategy(
                     config, tasks, strategy, agent=config.run.agent, endpoints=endpoints, split=config.run.split,
                     on_episode=advance,

@@ -8,7 +8,7 @@ import pytest
 
 from optimizer.errors import ConfigError
 from optimizer.search.job import OptimizationJob
-from tests.search.conftest import job_config
+from tests.conftest import job_config
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,42 @@
+from __future__ import annotations
+
+import json
+
+from tests.conftest import job_config
+
+
+def test_optimize_then_diff_and_export_through_the_cli(run_cli, tmp_path, scripted_url):
+    config = job_config(tmp_path, scripted_url, train_limit=3, test_limit=2, rounds=1)
+    path = tmp_path / "job.toml"
+    code, out, err = run_cli("optimize", str(path))
+    assert code == 0, err
+    assert "Pareto front" in out and "Test split" in out
+    job = config.out_dir
+    report = json.loads((job / "report.json").read_text())
+    assert report["rounds"] and report["chosen"]["guideline"].endswith(".md")
+
+    code, out, err = run_cli("diff", str(job), "--json", str(tmp_path / "diff.json"))
+    assert code == 0, err
+    diff = json.loads((tmp_path / "diff.json").read_text())
+    assert diff["pairs"] and diff["pairs"][0]["missing"]
+
+    code, out, err = run_cli("export", str(job), "--format", "md", "--out", str(tmp_path / "g.md"),
+                             "--distill", str(tmp_path / "distill"))
+    assert code == 0, err
+    from optimizer.context import load_guideline
+
+    strategy = load_guideline(tmp_path / "g.md")
+    assert strategy.spec.version == report["chosen"]["version"]
+    assert strategy.spec.provenance["round"] is not None
+    from datasets import load_from_disk
+
+    rows = load_from_disk(str(tmp_path / "distill"))
+    assert len(rows) > 0 and {"prompt", "completion", "kind"} <= set(rows.column_names)
+
+
+def test_optimize_refuses_to_overwrite_a_job_without_resume(run_cli, tmp_path, scripted_url):
+    job_config(tmp_path, scripted_url, train_limit=2, test_limit=1, rounds=1, candidates=0, diagnose=0)
+    assert run_cli("optimize", str(tmp_path / "job.toml"))[0] == 0
+    code, _, err = run_cli("optimize", str(tmp_path / "job.toml"))
+    assert code == 2 and "--resume" in err
+    assert run_cli("optimize", str(tmp_path / "job.toml"), "--resume")[0] == 0
