@@ -11,12 +11,27 @@ import pytest
 from mlflow import MlflowClient
 
 from optimizer.agent.episode import Episode
+from optimizer.config import ExperimentConfig, load_experiment
 from optimizer.search.job import OptimizationJob
 from optimizer.testing.scripted import scripted_models
 from optimizer.testing.stub_server import StubServer
 from optimizer.tracking import load_from_registry, resolve_uri, tracker_for
 from optimizer.tracking.state import JobState
-from tests.search.conftest import job_config
+
+
+def job_config(tmp: Path, url: str) -> ExperimentConfig:
+    """Two rounds on four built-in train tasks, tier 0 only, every model role on the scripted server."""
+    endpoint = f'base_url = "{url}"\nmodel = "scripted"\nbackoff_s = 0.0\n'
+    text = "\n".join([
+        'name = "scripted-job"', f'out = "{tmp / "job"}"', "[suite]", 'type = "builtin"', "[run]",
+        'agent = "reference"', "[tracking]", 'experiment = "scripted"', "[optimize]", "rounds = 2",
+        "candidates = 1", "diagnose = 1", "train_limit = 4", "test_limit = 4", "confirm_top = 0",
+        'final_strategies = ["none", "fifo"]',
+        "[endpoints.agent]", endpoint, "[endpoints.compressor]", endpoint, "[endpoints.optimizer]", endpoint,
+    ])
+    path = tmp / "job.toml"
+    path.write_text(text)
+    return load_experiment(path)
 
 
 @pytest.fixture(scope="module")
@@ -24,7 +39,6 @@ def finished(tmp_path_factory, migrated_db):
     tmp = tmp_path_factory.mktemp("optimize")
     with StubServer(scripted_models) as url:
         config = job_config(tmp, url)
-        config = config.with_overrides(tracking={"enabled": True, "experiment": "scripted"})
         config.out_dir.mkdir(parents=True)
         shutil.copy(migrated_db, config.out_dir / "mlflow.db")
         job = OptimizationJob(config, log=lambda m: None)
