@@ -65,7 +65,9 @@ class OptimizeConfig(_Strict):
 
     search: Literal["acon", "gepa"] = "acon"
     rounds: int = Field(2, ge=1, le=20, description="Upper bound on rounds (UT then CO step per round).")
-    candidates: int = Field(3, ge=0, le=10, description="LLM-proposed candidates per step (ACON: K=5; 0: deterministic only).")
+    candidates: int = Field(
+        3, ge=0, le=10, description="LLM-proposed candidates per step (ACON: K=5; 0: deterministic only)."
+    )
     diagnose: int = Field(3, ge=0, description="Pairs diagnosed by the optimizer LLM per round.")
     train_limit: int | None = Field(None, gt=0, description="Train tasks used (None: the whole split).")
     test_limit: int | None = Field(None, gt=0, description="Test tasks in the final report.")

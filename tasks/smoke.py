@@ -73,7 +73,9 @@ class OrderDesk(Environment):
             return ToolOutput(json.dumps({"order_id": args["order_id"], **order}))
         if call.name == "search_orders":
             name = str(args.get("customer", "")).lower()
-            hits = [{"order_id": k, "customer": v["customer"]} for k, v in ORDERS.items() if name in v["customer"].lower()]
+            hits = [
+                {"order_id": k, "customer": v["customer"]} for k, v in ORDERS.items() if name in v["customer"].lower()
+            ]
             return ToolOutput(json.dumps({"matches": hits}))
         if call.name == "refund_order":
             order_id = str(args.get("order_id", ""))
@@ -96,7 +98,8 @@ class OrderDesk(Environment):
         if self.expected_refund is None and self.refunds:
             reasons.append("refund issued although none was asked for")
         if self.expected_refund is not None:
-            matching = [r for r in self.refunds if r[0] == self.expected_refund[0] and abs(r[1] - self.expected_refund[1]) < 0.01]
+            order_id, amount = self.expected_refund
+            matching = [r for r in self.refunds if r[0] == order_id and abs(r[1] - amount) < 0.01]
             if not matching:
                 reasons.append(f"no refund of {self.expected_refund[1]} on {self.expected_refund[0]}")
             if len(self.refunds) > 1:

@@ -90,7 +90,9 @@ class Episode:
         """The texts present at a checkpoint for one step (1 and 2: results written up to that step)."""
         step = self.steps[step_index]
         if checkpoint == 1:
-            return [self.text(e["raw"]) for e in self.entries if e["kind"] == "result" and e["visible_from"] <= step.step]
+            return [
+                self.text(e["raw"]) for e in self.entries if e["kind"] == "result" and e["visible_from"] <= step.step
+            ]
         if checkpoint == 2:
             return [self.text(e["text"]) for e in self.entries if e["visible_from"] <= step.step]
         if checkpoint == 3:

@@ -51,7 +51,8 @@ class LlmAgent(Agent):
             params = spec.parameters.get("properties", {})
             required = set(spec.parameters.get("required", ()))
             args = ", ".join(
-                f"{name}{'' if name in required else '?'}: {schema.get('type', 'any')}" for name, schema in params.items()
+                f"{name}{'' if name in required else '?'}: {schema.get('type', 'any')}"
+                for name, schema in params.items()
             )
             lines.append(f"- {spec.name}({args}): {spec.description}")
         lines.append(f"- {FINISH}(answer: string): finish the task with your final answer.")

@@ -63,7 +63,9 @@ def run_episode(task: Task, agent: Agent, strategy: ContextStrategy, services: E
             if turn_index > 0:
                 entry = history.append(EntryKind.USER, turn.content, step=state.step, turn=turn_index)
                 _record_entry(episode, entry, turn.content, state.step)
-            answer = _run_turn(task, turn_index, agent, strategy, env, history, store, episode, services, state, started)
+            answer = _run_turn(
+                task, turn_index, agent, strategy, env, history, store, episode, services, state, started
+            )
             answers.append(answer)
             if state.stopped:
                 break
@@ -256,7 +258,9 @@ def _message_text(message: Mapping[str, Any]) -> str:
     return str(message.get("content") or "")
 
 
-def _cache_break(previous: Sequence[Mapping[str, Any]] | None, current: Sequence[Mapping[str, Any]]) -> tuple[bool, int]:
+def _cache_break(
+    previous: Sequence[Mapping[str, Any]] | None, current: Sequence[Mapping[str, Any]]
+) -> tuple[bool, int]:
     """Did this request rewrite part of the previous one (so a prompt cache cannot reuse it)?"""
     if previous is None:
         return False, 0

@@ -20,7 +20,16 @@ app = typer.Typer(
 
 
 def _register() -> None:
-    from optimizer.cli import canary_cmd, diff_cmd, export_cmd, models_cmd, optimize_cmd, run_cmd, ui_cmd
+    from optimizer.cli import (
+        canary_cmd,
+        diff_cmd,
+        export_cmd,
+        models_cmd,
+        optimize_cmd,
+        run_cmd,
+        suites_cmd,
+        ui_cmd,
+    )
 
     models_cmd.register(app)
     run_cmd.register(app)
@@ -29,6 +38,7 @@ def _register() -> None:
     export_cmd.register(app)
     ui_cmd.register(app)
     canary_cmd.register(app)
+    suites_cmd.register(app)
 
 
 def _exit_on_sigterm(signum: int, frame: object) -> None:

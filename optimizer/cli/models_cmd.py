@@ -19,7 +19,7 @@ def _log(message: str) -> None:
 
 
 def setup(
-    model: list[str] = typer.Option(  # noqa: B008
+    model: list[str] = typer.Option(
         [DEFAULT_PROFILE], "--model", help="Model profile(s) to install (repeatable)."
     ),
     bfcl: bool = typer.Option(True, help="Also install the BFCL multi-turn suite (bfcl-eval, no deps)."),

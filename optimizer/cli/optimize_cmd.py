@@ -37,7 +37,9 @@ def optimize(
     out.print(report_table(report))
     verdict = report["acceptance"]
     for tier, result in verdict["tiers"].items():
-        checks = ", ".join(f"{k} {v['value']:.2f} ({'ok' if v['pass'] else 'FAIL'})" for k, v in result["checks"].items())
+        checks = ", ".join(
+            f"{k} {v['value']:.2f} ({'ok' if v['pass'] else 'FAIL'})" for k, v in result["checks"].items()
+        )
         out.print(f"acceptance {tier}: {'PASS' if result['pass'] else 'FAIL'} — {checks}")
     out.print(f"report: {config.out_dir / 'report.md'}  ({time.perf_counter() - started:.0f} s)")
 

@@ -113,7 +113,7 @@ def stop(process: subprocess.Popen) -> None:
 
 
 def ui(
-    job_dir: Path = typer.Argument(Path("."), help="Job output directory (or its experiment config)."),  # noqa: B008
+    job_dir: Path = typer.Argument(Path("."), help="Job output directory (or its experiment config)."),
     port: int | None = typer.Option(None, help=f"Port on {HOST} (default {DEFAULT_PORT}, or a free one)."),
 ) -> None:
     """Serve the MLflow UI for a job's tracking store on 127.0.0.1 until Ctrl-C."""

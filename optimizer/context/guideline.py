@@ -25,10 +25,10 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from optimizer.context.contract import CONTRACT, Action
 from optimizer.errors import ConfigError
@@ -149,7 +149,8 @@ class Guideline(BaseModel):
         if self.provenance:
             front["provenance"] = self.provenance
         header = yaml.safe_dump(front, sort_keys=False, allow_unicode=True).strip()
-        return f"---\n{header}\n---\n{HISTORY_HEADING}\n\n{self.history}\n\n{OBSERVATION_HEADING}\n\n{self.observation}\n"
+        body = f"{HISTORY_HEADING}\n\n{self.history}\n\n{OBSERVATION_HEADING}\n\n{self.observation}\n"
+        return f"---\n{header}\n---\n{body}"
 
     @classmethod
     def from_markdown(cls, text: str, *, source: str = "<text>") -> Guideline:
@@ -222,6 +223,15 @@ def guideline_at(path: str | Path) -> Guideline:
     except FileNotFoundError:
         raise ConfigError(f"guideline file not found: {path}") from None
     return _load_cached(str(resolved), mtime)
+
+
+def _loadable(path: str) -> str:
+    guideline_at(path)  # a missing or broken file fails when the config is read, not mid-episode
+    return path
+
+
+GuidelinePath = Annotated[str, AfterValidator(_loadable)]
+"""A config field holding the path of a guideline file that must load."""
 
 
 def save_guideline(guideline: Guideline, path: Path) -> Path:

@@ -22,10 +22,7 @@ class ModelEndpoints:
     def client(self, role: str) -> ChatClient:
         if role not in self._clients:
             config = self._configs[role]
-            if config.is_local:
-                base_url = self._servers.base_url(config.model)
-            else:
-                base_url = config.base_url
+            base_url = self._servers.base_url(config.model) if config.is_local else config.base_url
             client = ChatClient(config, base_url=base_url, model=config.model)
             client.probe()  # an unreachable endpoint fails here, in one line, before any episode runs
             self._clients[role] = client

@@ -45,7 +45,8 @@ def unused_content(episodes: Sequence[Episode]) -> str:
     if summaries:
         lines.append(f"History summaries: {summaries}, averaging {summary_tokens // summaries} tokens each.")
     if observations:
-        lines.append(f"Compressed tool results: {observations}, saving {observation_saved // observations} tokens each.")
+        saved = observation_saved // observations
+        lines.append(f"Compressed tool results: {observations}, saving {saved} tokens each.")
     if kept_ids:
         lines.append(
             f"Of the identifiers and numbers the agent was shown, {100 * unused_ids // kept_ids}% were never used "

@@ -141,7 +141,9 @@ class OptimizationJob:
         diffs = self._diffs(index, pairs)
         self.log(f"round {index}: {len(pairs)} pair(s) where compression broke a task full context solved")
 
-        ut_props = self._load_or(f"rounds/{index:02d}/ut_proposals.json", lambda: self._ut_proposals(index, current, diffs))
+        ut_props = self._load_or(
+            f"rounds/{index:02d}/ut_proposals.json", lambda: self._ut_proposals(index, current, diffs)
+        )
         ut = self._admit(ut_props, current, index)
         best_ut = self._best([current, *ut])
 
@@ -381,7 +383,8 @@ class OptimizationJob:
     def budget(self) -> Budget:
         episodes = [e for run in (self.dir.path / "runs").glob("*/episodes.jsonl") for e in _read_episodes(run)]
         calls = sum(
-            1 for e in episodes for r in e.get("records", []) if r.get("compressor_usage") and not r.get("compressor_cached")
+            1 for e in episodes for r in e.get("records", [])
+            if r.get("compressor_usage") and not r.get("compressor_cached")
         )
         return Budget(self._agent_episodes(), calls, self.state.optimizer_tokens)
 

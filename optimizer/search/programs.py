@@ -111,7 +111,7 @@ class LlmProposer:
                 task=fence(task, "task"), provenance_diff=diff_markdown(diff),
                 excerpts=fence(excerpts, "excerpts"),
             )
-        except Exception as exc:  # noqa: BLE001 - a model that cannot follow the format is data, not a crash
+        except Exception as exc:
             return {"task_id": diff.task_id, "error": f"{type(exc).__name__}: {str(exc)[:200]}"}
         return {
             "task_id": diff.task_id, "root_causes": str(prediction.root_causes), "evidence": str(prediction.evidence),
@@ -132,11 +132,13 @@ class LlmProposer:
                     policy=json.dumps(current.policy.model_dump(mode="json")), retention_rules=summary_rules(),
                     diagnoses=fence(summary, "diagnoses"),
                 )
-                guideline = _apply(current, prediction.new_history_instruction,
-                                   prediction.new_observation_instruction, prediction.policy_changes, f"ut{round_index}.{index}")
+                guideline = _apply(
+                    current, prediction.new_history_instruction, prediction.new_observation_instruction,
+                    prediction.policy_changes, f"ut{round_index}.{index}",
+                )
                 proposals.append(Proposal("llm-ut", guideline, rationale=summary[:500],
                                           optimizer_tokens=self.tokens - before))
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 proposals.append(Proposal("llm-ut", None, error=f"{type(exc).__name__}: {str(exc)[:200]}",
                                           optimizer_tokens=self.tokens - before))
         return proposals
@@ -156,7 +158,7 @@ class LlmProposer:
                                    prediction.new_observation_instruction, "{}", f"co{round_index}.{index}")
                 proposals.append(Proposal("llm-co", guideline, rationale=analysis[:500],
                                           optimizer_tokens=self.tokens - before))
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 proposals.append(Proposal("llm-co", None, error=f"{type(exc).__name__}: {str(exc)[:200]}",
                                           optimizer_tokens=self.tokens - before))
         return proposals

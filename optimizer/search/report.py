@@ -100,7 +100,8 @@ def report_markdown(report: dict[str, Any]) -> str:
         low, high = r["success_ci"]
         lines.append(
             f"| {r['strategy']} | {r['tier']} | {r['tasks']} | {r['success']:.2f} | [{low:.2f}, {high:.2f}] | "
-            f"{r['peak_tokens_mean']:.0f} | {r['peak_tokens_max']} | {r['dependency_mean']:.0f} | {r['total_tokens']} | "
+            f"{r['peak_tokens_mean']:.0f} | {r['peak_tokens_max']} | {r['dependency_mean']:.0f} | "
+            f"{r['total_tokens']} | "
             f"{r['compressor_tokens']} | {r['blocking']} |"
         )
     lines += ["", "## Rounds", "", "| round | pairs | candidates | improved | chosen |", "|---|---|---|---|---|"]

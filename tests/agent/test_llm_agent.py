@@ -81,5 +81,5 @@ def test_unknown_tool_comes_back_as_an_error_result(stub):
     server = stub(scripted([action("delete_everything"), action("finish", answer="shipped")]))
     task = load_suite("smoke").task("smoke-status")
     episode = run_episode(task, agent_for(server.base_url), parse_strategy("none"), EpisodeServices())
-    result = [e for e in episode.entries if e["kind"] == "result"][0]
+    result = next(e for e in episode.entries if e["kind"] == "result")
     assert result["is_error"] and "unknown tool" in episode.text(result["text"])

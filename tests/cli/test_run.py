@@ -42,7 +42,7 @@ def test_run_against_a_second_server_given_by_url(run_cli, tmp_path, monkeypatch
 
 def test_unknown_config_key_exits_2_naming_the_key(run_cli, tmp_path):
     path = write_config(tmp_path, 'name = "x"\n[suite]\ntype = "smoke"\n[run]\nlimt = 2\n')
-    code, out, err = run_cli("run", str(path))
+    code, _, err = run_cli("run", str(path))
     assert code == 2
     assert err.count("\n") == 1 and "run.limt" in err
     assert not (tmp_path / "runs").exists()

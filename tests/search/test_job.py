@@ -52,7 +52,7 @@ def test_deterministic_patch_is_proposed_and_screened(finished):
 
 
 def test_chosen_is_no_worse_than_the_seed_on_the_train_objective(finished):
-    config, report = finished
+    config, _ = finished
     state = json.loads((config.out_dir / "state.json").read_text())
     seed = state["candidates"][state["seed"]]["screen"]
     chosen = state["candidates"][state["current"]]["screen"]

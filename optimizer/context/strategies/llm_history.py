@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from optimizer.context.contract import Action, may
-from optimizer.context.guideline import SEED_GUIDELINE, guideline_at
+from optimizer.context.guideline import SEED_GUIDELINE, GuidelinePath, guideline_at
 from optimizer.context.history import Entry, History
 from optimizer.context.strategies._llm import current_summary, summarize, unsummarized_groups
 from optimizer.context.strategies.base import Condensation, ContextStrategy, StrategyContext
@@ -26,17 +26,13 @@ class LlmHistory(ContextStrategy):
     """Summarize old history with an LLM once it passes a threshold."""
 
     type: Literal["llm_history"] = "llm_history"
-    guideline: str = Field(str(SEED_GUIDELINE), description="Guideline file whose history instruction is used.")
+    guideline: GuidelinePath = Field(
+        str(SEED_GUIDELINE), description="Guideline file whose history instruction is used."
+    )
     t_hist: int = Field(2048, gt=0, description="Token threshold on previous summary + unsummarized steps.")
     keep_last: int = Field(1, ge=1, description="Most recent steps kept raw (ACON keeps the last one).")
     max_tokens: int = Field(512, gt=0, description="Completion cap for the summary.")
     pinned: tuple[RetentionClass, ...] = Field((), description="Classes kept verbatim, outside the summary.")
-
-    @field_validator("guideline")
-    @classmethod
-    def _guideline_loads(cls, path: str) -> str:
-        guideline_at(path)
-        return path
 
     @property
     def uses_compressor(self) -> bool:

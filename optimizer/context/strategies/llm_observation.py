@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field
 
 from optimizer.context.contract import contract_for
-from optimizer.context.guideline import SEED_GUIDELINE, guideline_at
+from optimizer.context.guideline import SEED_GUIDELINE, GuidelinePath, guideline_at
 from optimizer.context.history import Entry, History
 from optimizer.context.strategies._llm import compress_observation
 from optimizer.context.strategies.base import ContextStrategy, StrategyContext, Written
@@ -22,15 +22,11 @@ class LlmObservation(ContextStrategy):
     """Compress large tool results with an LLM at write time."""
 
     type: Literal["llm_observation"] = "llm_observation"
-    guideline: str = Field(str(SEED_GUIDELINE), description="Guideline file whose observation instruction is used.")
+    guideline: GuidelinePath = Field(
+        str(SEED_GUIDELINE), description="Guideline file whose observation instruction is used."
+    )
     t_obs: int = Field(1024, gt=0, description="Results above this many tokens are compressed.")
     max_tokens: int = Field(384, gt=0, description="Completion cap for a compressed result.")
-
-    @field_validator("guideline")
-    @classmethod
-    def _guideline_loads(cls, path: str) -> str:
-        guideline_at(path)
-        return path
 
     @property
     def uses_compressor(self) -> bool:
