@@ -13,6 +13,7 @@ from optimizer.context.contract import summary_rules
 from optimizer.llm.cache import ResponseCache, request_key
 from optimizer.llm.client import ChatClient
 from optimizer.llm.usage import Usage
+from optimizer.tokens import count_tokens, truncate_to_tokens
 from optimizer.untrusted import UNTRUSTED_NOTICE, fence
 
 SYSTEM = (
@@ -32,15 +33,36 @@ class CompressorOutput:
     prompt: str = ""
 
 
+# Room the fixed parts of a compressor prompt take (system, guideline, contract rules, task).
+PROMPT_OVERHEAD_TOKENS = 2048
+
+
 class Compressor:
+    """Calls the compressor model; inputs longer than its context are compressed chunk by chunk."""
+
     def __init__(self, client: ChatClient, cache: ResponseCache | None = None) -> None:
         self.client = client
         self.cache = cache
         self.calls = 0
         self.cache_hits = 0
 
+    def _input_budget(self, max_tokens: int) -> int:
+        return max(512, self.client.config.context_tokens - PROMPT_OVERHEAD_TOKENS - max_tokens)
+
     def summarize_history(
         self, *, guideline: str, task: str, previous_summary: str | None, history: str, max_tokens: int
+    ) -> CompressorOutput:
+        chunks = split_by_tokens(history, self._input_budget(max_tokens))
+        outputs = []
+        summary = previous_summary
+        for chunk in chunks:  # a history longer than the context is folded in, chunk after chunk
+            out = self._summarize_once(guideline, task, summary, chunk, max_tokens)
+            outputs.append(out)
+            summary = out.text
+        return _combine(outputs, outputs[-1].text)
+
+    def _summarize_once(
+        self, guideline: str, task: str, previous_summary: str | None, history: str, max_tokens: int
     ) -> CompressorOutput:
         parts = [
             f"# Compression guideline\n{guideline.strip()}",
@@ -55,6 +77,17 @@ class Compressor:
 
     def compress_observation(
         self, *, guideline: str, task: str, tool: str, observation: str, max_tokens: int
+    ) -> CompressorOutput:
+        chunks = split_by_tokens(observation, self._input_budget(max_tokens))
+        outputs = [
+            self._compress_once(guideline, task, tool if len(chunks) == 1 else f"{tool}, part {i} of {len(chunks)}",
+                                chunk, max_tokens)
+            for i, chunk in enumerate(chunks, 1)
+        ]
+        return _combine(outputs, "\n".join(o.text for o in outputs))
+
+    def _compress_once(
+        self, guideline: str, task: str, tool: str, observation: str, max_tokens: int
     ) -> CompressorOutput:
         # Only the task and the result itself: ACON found extra history hurt here, and a history-free
         # prompt makes identical results under identical guidelines hit the reply cache across runs.
@@ -71,7 +104,7 @@ class Compressor:
         messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
         key = request_key(
             {"messages": messages, "max_tokens": max_tokens, "temperature": self.client.config.temperature},
-            endpoint=f"{self.client.base_url}|{self.client.model}",
+            endpoint=f"{self.client.config.base_url}|{self.client.model}",  # "local", not its port
         )
         if self.cache is not None:
             hit = self.cache.get(key)
@@ -84,6 +117,43 @@ class Compressor:
         if self.cache is not None:
             self.cache.put(key, text, completion.usage)
         return CompressorOutput(text, completion.usage, False, prompt)
+
+
+def _combine(outputs: list[CompressorOutput], text: str) -> CompressorOutput:
+    if len(outputs) == 1:
+        return outputs[0]
+    usage = outputs[0].usage
+    for out in outputs[1:]:
+        usage = usage + out.usage
+    # A chunked compression has no single (prompt, reply) pair to offer for distillation.
+    return CompressorOutput(text, usage, all(o.cached for o in outputs), "")
+
+
+def split_by_tokens(text: str, max_tokens: int) -> list[str]:
+    """Line-aligned chunks of at most `max_tokens` each (a single overlong line is cut)."""
+    if count_tokens(text) <= max_tokens:
+        return [text]
+    chunks: list[str] = []
+    current: list[str] = []
+    size = 0
+    for line in text.splitlines():
+        tokens = count_tokens(line) + 1
+        while tokens > max_tokens:  # one enormous line: cut it into pieces
+            piece = truncate_to_tokens(line, max_tokens)
+            if current:
+                chunks.append("\n".join(current))
+                current, size = [], 0
+            chunks.append(piece)
+            line = line[len(piece):]
+            tokens = count_tokens(line) + 1
+        if size + tokens > max_tokens and current:
+            chunks.append("\n".join(current))
+            current, size = [], 0
+        current.append(line)
+        size += tokens
+    if current:
+        chunks.append("\n".join(current))
+    return chunks
 
 
 def clean_reply(text: str) -> str:

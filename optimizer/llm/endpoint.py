@@ -37,6 +37,9 @@ class EndpointConfig(BaseModel):
     native_tools: bool = Field(
         False, description="Whether the model emits native `tool_calls`; the local models do not."
     )
+    context_tokens: int = Field(
+        16384, ge=2048, description="Prompt + completion limit of the model; longer compressor inputs are chunked."
+    )
     concurrency: int = Field(1, ge=1, le=64, description="Requests in flight at once against this endpoint.")
     pricing: Pricing = Field(default_factory=Pricing)
 

@@ -96,3 +96,23 @@ def test_tool_output_is_fenced_as_untrusted_in_the_prompt(compressor_for):
 def test_without_a_compressor_endpoint_the_run_fails_with_a_config_error():
     with pytest.raises(ConfigError, match="needs a compressor endpoint"):
         run(LlmObservation(t_obs=500))
+
+
+def test_an_output_longer_than_the_compressor_context_is_compressed_in_chunks(stub):
+    from optimizer.context.compressor import Compressor, split_by_tokens
+    from optimizer.llm import ChatClient, EndpointConfig
+    from tests.conftest import scripted
+
+    server = stub(scripted(["part"]))
+    config = EndpointConfig(base_url=server.base_url, model="stub", context_tokens=4096, backoff_s=0.0)
+    compressor = Compressor(ChatClient(config, base_url=server.base_url, model="stub"))
+    observation = "\n".join(f"row {i}: ORD-{i:05d} status shipped to warehouse bay {i % 7}" for i in range(900))
+    out = compressor.compress_observation(guideline="keep ids", task="t", tool="list", observation=observation,
+                                          max_tokens=200)
+    chunks = split_by_tokens(observation, 4096 - 2048 - 200)
+    assert len(chunks) > 1 and "\n".join(chunks) == observation
+    assert len(server.requests) == len(chunks)
+    assert out.text == "\n".join(["part"] * len(chunks)) and out.prompt == ""
+    from optimizer.tokens import count_message_tokens
+
+    assert out.usage.prompt_tokens == sum(count_message_tokens(r["messages"]) for r in server.requests)
