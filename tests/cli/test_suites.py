@@ -167,3 +167,21 @@ def test_import_refuses_a_builtin_name_and_an_existing_file(run_cli, tmp_path):
 def test_source_for_accepts_paths(tmp_path):
     assert suites_cmd.source_for(EXAMPLE) == ReplaySuite(path=EXAMPLE)
     assert isinstance(suites_cmd.source_for("smoke"), SmokeSuite)
+
+
+def test_shipped_experiment_configs_validate_and_the_replay_example_passes(tmp_path):
+    from optimizer.agent.loop import EpisodeServices, run_episode
+    from optimizer.agent.reference import ReferenceAgent
+    from optimizer.config import load_experiment
+    from optimizer.context.strategies import parse_strategy
+
+    for name, category in (("bfcl_base", "multi_turn_base"), ("bfcl_long_context", "multi_turn_long_context")):
+        config = load_experiment(ROOT / "experiments" / f"{name}.toml")
+        assert config.suite == BfclSuite(category=category) and config.run.agent == "reference"
+        assert config.optimize.screen_agent == "reference" and config.optimize.max_agent_episodes == 0
+    config = load_experiment(ROOT / "experiments" / "replay_example.toml")
+    suite = ReplaySuite(path=str(ROOT / config.suite.path)).load()  # paths are relative to the working directory
+    assert len(suite.split(config.run.split)) == 4
+    for task in suite.tasks:
+        episode = run_episode(task, ReferenceAgent(task.reference), parse_strategy("none"), EpisodeServices())
+        assert episode.success, (task.id, episode.reasons)
