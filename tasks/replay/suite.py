@@ -98,7 +98,7 @@ def import_trajectories(
     if target.exists() and not force:
         raise ConfigError(f"{target} already exists; pass --force to replace it")
     stored = read_trajectories(source, name, seed=seed)
-    suite = suite_of(stored, str(source))  # builds every task once more before anything is written
+    suite = suite_of(stored, str(source))  # validates ids and splits before anything is written
     write_parquet(stored, target)
     if out.resolve() == DEFAULT_DIR.resolve():
         register_suite(name, functools.partial(ReplaySuite, name=name))
