@@ -109,7 +109,7 @@ def episode_tree(episode: Episode) -> SpanNode:
                     "acon.strategy": episode.strategy, "acon.agent": episode.agent,
                     "acon.outcome": episode.outcome,
                     "acon.metrics": {k: v for k, v in episode.metrics.items() if v is not None}},
-        error=episode.outcome == "infra_error",
+        error=episode.outcome != "success",  # the UI marks the trace red; the `acon.outcome` tag says which
         children=children,
     )
     root.start_s, root.end_s = 0.0, max([end, *(c.end_s for c in children)])

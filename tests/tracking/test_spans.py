@@ -83,6 +83,11 @@ def test_model_call_shows_only_new_messages_and_the_action():
                             "as_written": "[offloaded: handle h1]"}
 
 
+def test_failed_episode_marks_its_root_span():
+    assert episode_tree(make_episode(outcome="failure")).error
+    assert not episode_tree(make_episode()).error
+
+
 def test_failures_and_errors_are_marked():
     episode = make_episode(outcome="infra_error")
     episode.steps[1].action = {"calls": [], "malformed": "not JSON", "raw": "oops"}

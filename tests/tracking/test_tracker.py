@@ -219,6 +219,7 @@ def test_one_trace_per_episode_with_token_usage_linked_to_its_run(store, client,
     assert compress.get_attribute("acon.tokens_saved") == 25
     job_traces = client.search_traces(locations=[tracker.experiment_id], run_id=parent)
     assert [t.info.tags["acon.outcome"] for t in job_traces] == ["failure"]
+    assert job_traces[0].info.state.value == "ERROR" and trace.info.state.value == "OK"
 
 
 def test_traces_can_be_switched_off(store, client, tmp_path):

@@ -95,5 +95,9 @@ def test_acon_ui_serves_the_job_and_stops_on_ctrl_c(job_dir):
         else:
             pytest.fail("the MLflow server still listens after acon ui stopped")
     finally:
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
+        if process.poll() is None:  # a failed assertion: stop acon (and so its server) the same way
+            os.kill(process.pid, signal.SIGINT)
+            try:
+                process.wait(60)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
