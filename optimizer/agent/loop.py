@@ -115,16 +115,20 @@ def _run_turn(
             break
         step = state.step
         ctx = StrategyContext(task=task.instruction, step=step, store=store, compressor=services.compressor)
+        condense_started = time.perf_counter()
         condensation = strategy.condense(history, ctx)
         if condensation is not None:
             history.extend_edits(condensation.edits)
-            episode.records.extend(_record_dict(episode, r) for r in condensation.records)
+            episode.records.extend(
+                _record_dict(episode, r, condense_started - started, time.perf_counter() - condense_started)
+                for r in condensation.records
+            )
         replayed = history.replay()
         budgeted, budget_record = apply_budget(
             replayed, strategy.presend_budget(), store, step=step, strategy=strategy.type
         )
         if budget_record is not None:
-            episode.records.append(_record_dict(episode, budget_record))
+            episode.records.append(_record_dict(episode, budget_record, time.perf_counter() - started, 0.0))
         messages = render_messages(system, budgeted, native_tools=agent.native_tools())
         cache_break, invalidated = _cache_break(state.previous_request, messages)
         state.previous_request = messages
@@ -174,7 +178,9 @@ def _run_turn(
         entry = _with_content(history, entry, action_json(entry))
         _record_entry(episode, entry, entry.content, step + 1)
         for call in action.calls:
+            call_started = time.perf_counter()
             output, spec = _execute(call, specs, env, store, turn)
+            call_latency = time.perf_counter() - call_started
             retention = classify_result(spec, call, output)
             recalled = call.arguments.get("handle") if call.name == RECALL_TOOL and not output.is_error else None
             if recalled is not None:
@@ -184,10 +190,13 @@ def _run_turn(
                 must_keep=output.must_keep, is_error=output.is_error,
                 recalled_handle=str(recalled) if recalled is not None else None,
             )
+            write_started = time.perf_counter()
             written = strategy.write(raw, history, ctx) if recalled is None else None
             content = written.content if written is not None else raw.content
             if written is not None and written.record is not None:
-                episode.records.append(_record_dict(episode, written.record))
+                episode.records.append(_record_dict(
+                    episode, written.record, write_started - started, time.perf_counter() - write_started
+                ))
             entry = history.append(
                 EntryKind.RESULT, content, step=step, turn=turn, call=call, retention=retention,
                 must_keep=output.must_keep, is_error=output.is_error, recalled_handle=raw.recalled_handle,
@@ -197,6 +206,7 @@ def _run_turn(
                 "step": step, "turn": turn, "name": call.name, "arguments": dict(call.arguments),
                 "signature": call.signature(), "side_effect": bool(spec and spec.side_effect),
                 "is_error": output.is_error, "retention": retention.value, "result_tokens": raw.tokens,
+                "started_s": call_started - started, "latency_s": call_latency,
             })
     state.stopped = True
     state.reasons.append(f"turn {turn} hit the step limit ({task.max_steps_per_turn} per turn)")
@@ -245,8 +255,9 @@ def _record_entry(episode: Episode, entry: Entry, raw: str, visible_from: int) -
     })
 
 
-def _record_dict(episode: Episode, record) -> dict[str, Any]:
+def _record_dict(episode: Episode, record, started_s: float, latency_s: float) -> dict[str, Any]:
     data = record.to_dict()
+    data["started_s"], data["latency_s"] = started_s, latency_s
     if data["compressor_io"]:
         data["compressor_io"] = [episode.store(text) for text in data["compressor_io"]]
     return data

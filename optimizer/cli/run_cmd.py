@@ -96,16 +96,21 @@ def run(
 ) -> None:
     """Run episodes of one strategy and print the run table."""
     from optimizer.evaluate.jobs import endpoints_for, episode_row, run_strategy, select_tasks, strategy_named
+    from optimizer.tracking import tracked_job
 
     config = load_with_overrides(experiment, split=split, limit=limit, agent=agent, base_url=base_url, model=model)
     chosen = strategy_named(config, strategy)
     tasks = select_tasks(config, config.run.split, config.run.limit)
     endpoints = endpoints_for(config, [chosen], config.run.agent, _log)
-    with endpoints or contextlib.nullcontext(), progress_bar(chosen.label(), len(tasks)) as advance:
-        result = run_strategy(
-            config, tasks, chosen, agent=config.run.agent, endpoints=endpoints, split=config.run.split,
-            on_episode=advance,
-        )
+    tracked = tracked_job(config, "run", strategy=chosen.label(), split=config.run.split, agent=config.run.agent)
+    with tracked as tracking, endpoints or contextlib.nullcontext():
+        with progress_bar(chosen.label(), len(tasks)) as advance:
+            result = run_strategy(
+                config, tasks, chosen, agent=config.run.agent, endpoints=endpoints, split=config.run.split,
+                on_episode=advance,
+            )
+        if tracking is not None:
+            tracking.record_run(result, agent=config.run.agent, split=config.run.split)
     out.print(summary_table([(chosen.label(), result.summary)], f"{config.name}: {config.run.split} split, "
                             f"agent={config.run.agent}"))
     out.print(f"episodes: {result.directory / 'episodes.jsonl'}")
@@ -131,19 +136,23 @@ def compare(
 ) -> None:
     """Run several strategies on the same tasks and print one comparison table."""
     from optimizer.evaluate.jobs import endpoints_for, run_strategy, select_tasks, strategy_named
+    from optimizer.tracking import tracked_job
 
     config = load_with_overrides(experiment, split=split, limit=limit, agent=agent, base_url=base_url, model=model)
     chosen = [strategy_named(config, name.strip()) for name in strategies.split(",") if name.strip()]
     tasks = select_tasks(config, config.run.split, config.run.limit)
     endpoints = endpoints_for(config, chosen, config.run.agent, _log)
     results = []
-    with endpoints or contextlib.nullcontext():
+    tracked = tracked_job(config, "compare", split=config.run.split, agent=config.run.agent)
+    with tracked as tracking, endpoints or contextlib.nullcontext():
         for strategy in chosen:
             with progress_bar(strategy.label(), len(tasks)) as advance:
                 results.append(run_strategy(
                     config, tasks, strategy, agent=config.run.agent, endpoints=endpoints, split=config.run.split,
                     on_episode=advance,
                 ))
+            if tracking is not None:
+                tracking.record_run(results[-1], agent=config.run.agent, split=config.run.split)
     out.print(summary_table([(r.strategy.label(), r.summary) for r in results],
                             f"{config.name}: {config.run.split} split, agent={config.run.agent}, {len(tasks)} tasks"))
     if json_path is not None:

@@ -30,6 +30,9 @@ class CompressionRecord:
     compressor_cached: bool = False
     # The compressor's prompt and reply (texts here; the episode stores them as text hashes).
     compressor_io: tuple[str, str] | None = None
+    # Set by the loop when it files the record: when the stage ran (seconds into the episode), how long.
+    started_s: float | None = None
+    latency_s: float | None = None
     # Filled by the loop once the request is built: did this step rewrite an already-sent prefix?
     breaks_cache: bool = False
 

@@ -1,10 +1,10 @@
 """An episode as a tree of spans (pure data): the shape of its MLflow trace, with explicit times.
 
-Episodes are traced after the fact, so every span gets times from the record. Model calls have measured
-start and latency. Tool calls and compressions have no times of their own: tool calls (and the write-time
-compressions of their results) share the gap after the model call that issued them, replay and budget
-compressions fill the gap before the step they precede, each evenly; those spans say
-`acon.timing = "estimated"`.
+Episodes are traced after the fact, so every span gets times from the record. Model calls, tool calls
+and compressions carry measured start and latency (`started_s`, `latency_s`). Records written before
+those were measured have none: such tool calls (and the write-time compressions of their results) share
+the gap after the model call that issued them, replay and budget compressions fill the gap before the
+step they precede, each evenly; those spans say `acon.timing = "estimated"`.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ class SpanNode:
     attributes: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, int] | None = None
     error: bool = False
+    measured: tuple[float, float] | None = None  # (start, end) from the record, when it has times
     children: list[SpanNode] = field(default_factory=list)
 
     def place(self, start_s: float, end_s: float) -> None:
@@ -121,10 +122,20 @@ def _sequence(out: list[SpanNode], nodes: list[SpanNode], start: float, end: flo
         return
     width = max(end - start, 0.0) / len(nodes)
     for i, node in enumerate(nodes):
-        node.place(start + i * width, start + (i + 1) * width)
-        for span in node.walk():
-            span.attributes["acon.timing"] = "estimated"
+        if node.measured is not None:
+            node.place(*node.measured)
+        else:
+            node.place(start + i * width, start + (i + 1) * width)
+            for span in node.walk():
+                span.attributes["acon.timing"] = "estimated"
         out.append(node)
+
+
+def _measured(record: dict[str, Any]) -> tuple[float, float] | None:
+    started, latency = record.get("started_s"), record.get("latency_s")
+    if started is None or latency is None:
+        return None
+    return float(started), float(started) + float(latency)
 
 
 def _task_text(episode: Episode) -> str | None:
@@ -201,6 +212,7 @@ def _tool_call(episode: Episode, call: dict[str, Any], result: dict[str, Any] | 
                     "acon.is_error": bool(call.get("is_error")), "acon.retention": call.get("retention"),
                     "acon.result_tokens": call.get("result_tokens", 0)},
         error=bool(call.get("is_error")),
+        measured=_measured(call),
     )
 
 
@@ -221,6 +233,7 @@ def _compression(record: dict[str, Any]) -> SpanNode:
         inputs={"step": record["step"], "entry_ids": record["entry_ids"], "tokens_before": before},
         outputs={"tokens_after": after, "dropped_by_class": dropped, "handles": record.get("handles", [])},
         attributes=attributes,
+        measured=_measured(record),
     )
     usage = token_usage(record.get("compressor_usage"))
     if usage is not None:
