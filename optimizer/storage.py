@@ -24,11 +24,16 @@ def atomic_write_json(path: Path, data: Any) -> None:
 
 
 class JsonlLog:
-    """Append-only JSON Lines file. A torn last line (a crash mid-write) is detected and dropped."""
+    """Append-only JSON Lines file. A torn last line (a crash mid-write) is detected and dropped.
+
+    A line that is not valid JSON elsewhere (a file damaged outside acon) is never parsed into a record:
+    `read()` skips it and counts it in `skipped`, so whatever it held is redone rather than half-read.
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
+        self.skipped = 0
         path.parent.mkdir(parents=True, exist_ok=True)
         self._repair()
 
@@ -53,8 +58,17 @@ class JsonlLog:
         if not self.path.exists():
             return []
         records = []
-        with self.path.open() as handle:
+        self.skipped = 0
+        with self.path.open(encoding="utf-8", errors="replace") as handle:
             for line in handle:
-                if line.strip():
-                    records.append(json.loads(line))
+                if not line.strip():
+                    continue
+                try:
+                    record = json.loads(line)
+                except json.JSONDecodeError:
+                    record = None
+                if isinstance(record, dict):
+                    records.append(record)
+                else:
+                    self.skipped += 1
         return records

@@ -86,15 +86,20 @@ def run_tasks(
     max_total_steps: int = 200,
     on_episode: OnEpisode | None = None,
 ) -> list[Episode]:
-    """Episodes for `tasks`, reusing any already recorded in `directory` (a killed run resumes)."""
+    """Episodes for `tasks`, reusing any already recorded in `directory` (a killed run resumes).
+
+    An episode that ended in an infrastructure error is not reused: its task runs again and the new record
+    supersedes it (the newest record of a task counts), so a flaky endpoint never leaves a hole in a run.
+    """
     store = EpisodeStore(directory)
     existing = read_meta(directory)
     if existing is not None and existing.get("key") != meta.get("key"):
         raise ConfigError(f"{directory} holds episodes of a different run (key {existing.get('key')})")
     write_meta(directory, meta)
-    done = {e.task_id: e for e in store.load()}
+    wanted = {t.id for t in tasks}
+    done = {e.task_id: e for e in store.load() if e.outcome != "infra_error" and e.task_id in wanted}
     for episode in done.values():
-        if on_episode is not None and episode.task_id in {t.id for t in tasks}:
+        if on_episode is not None:
             on_episode(episode)
     todo = [t for t in tasks if t.id not in done]
     services = services_for(strategy, agent, endpoints) if todo else None

@@ -1,7 +1,8 @@
 """Episode storage: one JSON line per finished episode, written as it finishes.
 
 A crash loses at most the episodes still running. Reloading skips what is done, so a rerun resumes.
-The same records export to Parquet through `datasets` for analysis.
+A task may have several records (an episode that hit an infrastructure error is run again); the newest
+record of each task is the one that counts. The same records export to Parquet through `datasets`.
 """
 
 from __future__ import annotations
@@ -19,11 +20,20 @@ class EpisodeStore:
         self.directory = directory
         self._log = JsonlLog(directory / "episodes.jsonl")
 
+    def records(self) -> list[dict[str, Any]]:
+        """Every record in the order written, superseded ones included."""
+        return self._log.read()
+
+    def latest(self) -> list[dict[str, Any]]:
+        """The newest record of each task, in the order tasks were first recorded."""
+        return latest_per_task(self.records())
+
     def load(self) -> list[Episode]:
-        return [Episode.from_dict(r) for r in self._log.read()]
+        return [Episode.from_dict(r) for r in self.latest()]
 
     def done_ids(self) -> set[str]:
-        return {e.task_id for e in self.load()}
+        """Tasks with a final episode: an infrastructure error is not final, the task runs again."""
+        return {r["task_id"] for r in self.latest() if r["outcome"] != "infra_error"}
 
     def append(self, episode: Episode) -> None:
         self._log.append(episode.to_dict())
@@ -36,6 +46,14 @@ class EpisodeStore:
         return path
 
 
+def latest_per_task(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    newest: dict[str, dict[str, Any]] = {}
+    for record in records:
+        if isinstance(record.get("task_id"), str):
+            newest[record["task_id"]] = record
+    return list(newest.values())
+
+
 def write_meta(directory: Path, meta: dict[str, Any]) -> None:
     from optimizer.storage import atomic_write_json
 
@@ -43,7 +61,9 @@ def write_meta(directory: Path, meta: dict[str, Any]) -> None:
 
 
 def read_meta(directory: Path) -> dict[str, Any] | None:
+    """The run's meta.json; None when absent or unreadable (a damaged file is rewritten, never half-read)."""
     try:
-        return json.loads((directory / "meta.json").read_text())
-    except FileNotFoundError:
+        meta = json.loads((directory / "meta.json").read_text())
+    except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
         return None
+    return meta if isinstance(meta, dict) else None
