@@ -6,7 +6,11 @@ the server's KV cache reuses the prefix across calls. Replies are cached by exac
 
 from __future__ import annotations
 
+import contextlib
 import re
+import threading
+import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from optimizer.context.contract import summary_rules
@@ -45,6 +49,21 @@ class Compressor:
         self.cache = cache
         self.calls = 0
         self.cache_hits = 0
+        self._local = threading.local()
+
+    @contextlib.contextmanager
+    def attempt(self, episode: str) -> Iterator[None]:
+        """Attribute the calls made inside the block (on this thread) to one attempt of `episode`.
+
+        A reply that an earlier attempt of the same episode fetched, but which never reached a stored
+        episode (the job was killed, or the attempt ended in an infrastructure error and runs again), is
+        reused from the cache yet accounted as this episode's own call, exactly as without the interruption.
+        """
+        self._local.origin = f"{episode}#{uuid.uuid4().hex}"
+        try:
+            yield
+        finally:
+            self._local.origin = None
 
     def _input_budget(self, max_tokens: int) -> int:
         return max(512, self.client.config.context_tokens - PROMPT_OVERHEAD_TOKENS - max_tokens)
@@ -106,16 +125,24 @@ class Compressor:
             {"messages": messages, "max_tokens": max_tokens, "temperature": self.client.config.temperature},
             endpoint=f"{self.client.config.base_url}|{self.client.model}",  # "local", not its port
         )
+        origin = getattr(self._local, "origin", None)
         if self.cache is not None:
             hit = self.cache.get(key)
             if hit is not None:
+                text, usage, fetched_by = hit
+                if origin is not None and fetched_by is not None and fetched_by != origin and (
+                    fetched_by.rsplit("#", 1)[0] == origin.rsplit("#", 1)[0]
+                ):
+                    self.cache.claim(key, origin)  # an unfinished earlier attempt of this episode made the call
+                    self.calls += 1
+                    return CompressorOutput(text, usage, False, prompt)
                 self.cache_hits += 1
-                return CompressorOutput(hit[0], hit[1], True, prompt)
+                return CompressorOutput(text, usage, True, prompt)
         completion = self.client.complete(messages, max_tokens=max_tokens)
         self.calls += 1
         text = clean_reply(completion.text)
         if self.cache is not None:
-            self.cache.put(key, text, completion.usage)
+            self.cache.put(key, text, completion.usage, origin)
         return CompressorOutput(text, completion.usage, False, prompt)
 
 

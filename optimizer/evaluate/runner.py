@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Callable, Sequence
@@ -107,7 +108,10 @@ def run_tasks(
         services.max_total_steps = max_total_steps
 
     def one(task: Task) -> Episode:
-        episode = run_episode(task, agent.build(task, endpoints), strategy, services)
+        compressor = services.compressor if services is not None else None
+        attempt = compressor.attempt(f"{directory.resolve()}::{task.id}") if compressor else contextlib.nullcontext()
+        with attempt:
+            episode = run_episode(task, agent.build(task, endpoints), strategy, services)
         store.append(episode)
         return episode
 
