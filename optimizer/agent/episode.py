@@ -166,7 +166,10 @@ def compute_metrics(episode: Episode, *, agent_pricing=None, compressor_pricing=
         "blocking": len(episode.blocking),
         "wall_s": episode.wall_s,
         "model_s": sum(s.latency_s for s in episode.steps),
-        "retries": sum(max(0, s.attempts - 1) for s in episode.steps),
+        # Model calls (agent and compressor) that needed retries, and the extra attempts they took.
+        "retried_calls": sum(1 for s in episode.steps if s.attempts > 1)
+        + sum(1 for r in records if r.compressor_retries > 0),
+        "retries": sum(max(0, s.attempts - 1) for s in episode.steps) + sum(r.compressor_retries for r in records),
         "token_source": episode.token_source,
     }
     if agent_pricing is not None or compressor_pricing is not None:

@@ -35,6 +35,7 @@ class CompressorOutput:
     usage: Usage
     cached: bool
     prompt: str = ""
+    retries: int = 0  # extra attempts the call needed
 
 
 # Room the fixed parts of a compressor prompt take (system, guideline, contract rules, task).
@@ -143,7 +144,7 @@ class Compressor:
         text = clean_reply(completion.text)
         if self.cache is not None:
             self.cache.put(key, text, completion.usage, origin)
-        return CompressorOutput(text, completion.usage, False, prompt)
+        return CompressorOutput(text, completion.usage, False, prompt, completion.attempts - 1)
 
 
 def _combine(outputs: list[CompressorOutput], text: str) -> CompressorOutput:
@@ -153,7 +154,7 @@ def _combine(outputs: list[CompressorOutput], text: str) -> CompressorOutput:
     for out in outputs[1:]:
         usage = usage + out.usage
     # A chunked compression has no single (prompt, reply) pair to offer for distillation.
-    return CompressorOutput(text, usage, all(o.cached for o in outputs), "")
+    return CompressorOutput(text, usage, all(o.cached for o in outputs), "", sum(o.retries for o in outputs))
 
 
 def split_by_tokens(text: str, max_tokens: int) -> list[str]:

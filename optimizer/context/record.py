@@ -28,6 +28,8 @@ class CompressionRecord:
     handles: tuple[str, ...] = ()
     compressor_usage: Usage | None = None
     compressor_cached: bool = False
+    # Extra attempts the compressor call needed (429, 5xx, timeouts, broken replies that were retried).
+    compressor_retries: int = 0
     # The compressor's prompt and reply (texts here; the episode stores them as text hashes).
     compressor_io: tuple[str, str] | None = None
     # Set by the loop when it files the record: when the stage ran (seconds into the episode), how long.

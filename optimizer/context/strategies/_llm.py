@@ -49,7 +49,7 @@ def summarize(
     edits = [*extra_edits, Summarize(covered, summary)]
     record = replay_record(
         strategy, "summarize", history, edits, ctx, guideline_version=version,
-        compressor_usage=out.usage, compressor_cached=out.cached,
+        compressor_usage=out.usage, compressor_cached=out.cached, compressor_retries=out.retries,
         compressor_io=(out.prompt, out.text) if out.prompt else None,
     )
     return Condensation(tuple(edits), (record,))
@@ -74,7 +74,7 @@ def compress_observation(
         tokens_before=raw.tokens, tokens_after=after,
         dropped_by_class={str(raw.retention or "unknown"): max(0, raw.tokens - after)},
         guideline_version=version, compressor_usage=out.usage, compressor_cached=out.cached,
-        compressor_io=(out.prompt, out.text) if out.prompt else None,
+        compressor_retries=out.retries, compressor_io=(out.prompt, out.text) if out.prompt else None,
     )
     return Written(content, record)
 
