@@ -1,9 +1,10 @@
 """An OpenAI-compatible chat server on 127.0.0.1 for tests and benchmarks.
 
 Two modes. *Scripted*: a `responder(request) -> reply text` answers every request with zero model
-latency (harness-overhead benchmarks, unit tests). *Proxy*: requests are forwarded to an upstream
-server (the real local model). Either way a seeded fault injector can return 429, 500, a timeout
-(no reply), a truncated JSON body, or a malformed tool call at a set rate, and counts what it did.
+latency, or after a fixed `latency_s` (harness-overhead benchmarks, unit tests). *Proxy*: requests
+are forwarded to an upstream server (the real local model). Either way a seeded fault injector can
+return 429, 500, a timeout (no reply), a truncated JSON body, or a malformed tool call at a set rate,
+and counts what it did.
 """
 
 from __future__ import annotations
@@ -51,14 +52,17 @@ class StubServer:
 
     def __init__(
         self, responder: Responder | None = None, *, upstream: str | None = None, faults: FaultPlan | None = None,
-        report_usage: bool = True,
+        report_usage: bool = True, latency_s: float = 0.0,
     ) -> None:
         if (responder is None) == (upstream is None):
             raise ValueError("give exactly one of responder or upstream")
+        if latency_s < 0:
+            raise ValueError("latency_s must be >= 0")
         self.responder = responder
         self.upstream = upstream.rstrip("/") if upstream else None
         self.faults = faults or FaultPlan()
         self.report_usage = report_usage
+        self.latency_s = latency_s  # added to every chat request, as if a model took that long
         self.requests: list[dict[str, Any]] = []
         self._server: ThreadingHTTPServer | None = None
 
@@ -93,6 +97,8 @@ class StubServer:
                     time.sleep(stub.faults.timeout_s)
                     self.close_connection = True
                     return None
+                if stub.latency_s > 0:
+                    time.sleep(stub.latency_s)
                 reply = stub._reply(request)
                 if fault == "malformed_action":
                     reply["choices"][0]["message"]["content"] = '{"tool": "get_order", "arguments": {"order_id": '
