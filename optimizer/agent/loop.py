@@ -24,7 +24,7 @@ from optimizer.context.recall import RECALL_SPEC, RECALL_TOOL, RecallStore
 from optimizer.context.strategies.base import ContextStrategy, StrategyContext
 from optimizer.errors import InfrastructureError
 from optimizer.llm.usage import Pricing
-from optimizer.tokens import count_message_tokens, count_tokens
+from optimizer.tokens import MESSAGE_OVERHEAD_TOKENS, count_message_tokens, count_tokens
 from optimizer.world.task import Task
 from optimizer.world.tool import ToolCall, ToolOutput, ToolSpec, classify_result
 
@@ -96,6 +96,8 @@ class _LoopState:
     stopped: bool = False
     stopped_by_agent_error: bool = False
     previous_request: list[dict[str, Any]] | None = None
+    # Token count of each message text sent so far (by text hash): most of a request repeats the last one.
+    counted: dict[str, int] = dataclasses.field(default_factory=dict)
     reasons: list[str] = dataclasses.field(default_factory=list)
 
 
@@ -136,12 +138,13 @@ def _run_turn(
         action = agent.act(
             AgentInput(messages=messages, tools=tools, turn=turn, step=step, recall=_recaller(store))
         )
+        request = [{"role": m["role"], "text": episode.store(_message_text(m))} for m in messages]
         record = StepRecord(
             step=step, turn=turn,
             replayed=[episode.store(e.content) for e in replayed],
             budgeted=[episode.store(e.content) for e in budgeted],
-            request=[{"role": m["role"], "text": episode.store(_message_text(m))} for m in messages],
-            input_tokens=_input_tokens(action, messages, system_tokens),
+            request=request,
+            input_tokens=_input_tokens(action, messages, request, system_tokens, state.counted),
             action=_action_dict(action),
             usage=action.usage.to_dict() if action.usage else None,
             latency_s=action.latency_s, attempts=action.attempts,
@@ -291,11 +294,35 @@ def _system_tokens(agent: Agent, system: str, services: EpisodeServices) -> int 
     return services.system_tokens(system)
 
 
-def _input_tokens(action: AgentAction, messages: Sequence[Mapping[str, Any]], system_tokens: int | None) -> int:
+def _input_tokens(
+    action: AgentAction, messages: Sequence[Mapping[str, Any]], request: Sequence[Mapping[str, str]],
+    system_tokens: int | None, counted: dict[str, int],
+) -> int:
     usage = action.usage
     if usage is not None and usage.source == "reported" and system_tokens is not None:
         return max(0, usage.prompt_tokens - system_tokens)
-    return count_message_tokens(messages[1:])
+    return _counted_tokens(messages[1:], request[1:], counted)
+
+
+def _counted_tokens(
+    messages: Sequence[Mapping[str, Any]], request: Sequence[Mapping[str, str]], counted: dict[str, int]
+) -> int:
+    """`count_message_tokens(messages)`, tokenizing each distinct message text once per episode.
+
+    `request` holds the messages' text hashes. Re-tokenizing the whole context at every step made counting
+    quadratic in the episode's length; a step's request mostly repeats the previous one's messages.
+    """
+    total = 0
+    for message, sent in zip(messages, request, strict=True):
+        content = message.get("content")
+        if message.get("tool_calls") or not isinstance(content, str):
+            total += count_message_tokens([message])
+            continue
+        key = sent["text"]
+        if key not in counted:
+            counted[key] = count_tokens(content)
+        total += MESSAGE_OVERHEAD_TOKENS + counted[key]
+    return total
 
 
 def _action_dict(action: AgentAction) -> dict[str, Any]:

@@ -54,3 +54,17 @@ def test_locate_reports_each_checkpoint():
     trail = episode.locate("RF-0001-3003")
     assert trail[-1]["checkpoints"] == {1: True, 2: True, 3: True, 4: True, 5: True}
     assert trail[0]["checkpoints"][5] is False  # not yet produced at the first step
+
+
+def test_counted_input_tokens_match_the_request_at_every_step():
+    # Each message text is tokenized once per episode; every step's count must still be the full request's.
+    from optimizer.tokens import count_message_tokens
+    from tasks.builtin import BuiltinSuite
+
+    task = max(BuiltinSuite(n_tasks=14).load().tasks, key=lambda t: len(t.reference))
+    for strategy in ("none", "clear_tool_uses"):
+        episode = run_episode(task, ReferenceAgent(task.reference), parse_strategy(strategy), EpisodeServices())
+        assert len(episode.steps) >= 4
+        for step in episode.steps:
+            messages = [{"role": m["role"], "content": episode.text(m["text"])} for m in step.request]
+            assert step.input_tokens == count_message_tokens(messages[1:])
