@@ -1,0 +1,62 @@
+"""The harness benchmark's code path, at tiny sizes (the figures themselves are not asserted)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_harness", ROOT / "benchmarks" / "bench_harness.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_harness"] = module
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop("bench_harness", None)
+
+
+def test_replay_responder_answers_with_the_reference_then_finish(bench):
+    from tasks.builtin import BuiltinSuite
+
+    task = BuiltinSuite(n_tasks=1).load().tasks[0]
+    responder = bench.ReplayResponder([task])
+    request = {"messages": [{"role": "system", "content": "agent"}, {"role": "user", "content": task.instruction}]}
+    replies = [json.loads(responder(request)) for _ in task.reference]
+    calls = [s.call for s in task.reference if s.call is not None]
+    assert [r["tool"] for r in replies[: len(calls)]] == [c.name for c in calls]
+    assert replies[0]["arguments"] == dict(calls[0].arguments)
+    assert replies[-1]["tool"] == "finish"
+    responder.reset()
+    assert json.loads(responder(request))["tool"] == calls[0].name
+    # Not an agent request of a known task (a compressor prompt, the system-token probe): the scripted models.
+    probe = {"messages": [{"role": "system", "content": "agent"}, {"role": "user", "content": "."}]}
+    assert json.loads(responder(probe))["tool"] == "finish"
+
+
+def test_benchmark_runs_end_to_end_and_writes_json(bench, tmp_path, capsys):
+    out = tmp_path / "harness.json"
+    result = bench.main(["--tasks", "3", "--repeats", "1", "--concurrency", "1,2", "--latency-ms", "5",
+                         "--out", str(out)])
+    printed = capsys.readouterr().out
+    assert "episodes/min" in printed and "speed-up" in printed
+    assert json.loads(out.read_text()) == json.loads(json.dumps(result))
+    rows = {(r["tier"], r["strategy"]): r for r in result["throughput"]}
+    assert set(rows) == {(t, s) for t in (0, 1) for s in bench.STRATEGIES}
+    for (tier, strategy), row in rows.items():
+        assert row["episodes"] == 3 and row["infra_errors"] == 0 and row["episodes_per_min"] > 0
+        if strategy != "guideline":  # the stub's compressor is lossy on purpose; the replay is exact
+            assert row["successes"] == 3, (tier, strategy)
+        assert (row["model_ms_per_step"] > 0) == (tier == 1)
+    assert rows[(0, "guideline")]["compressor_calls"] > 0 and rows[(0, "guideline")]["compressor_cache_hits"] == 0
+    sweep = [(r["latency_ms"], r["concurrency"]) for r in result["concurrency"]]
+    assert sweep == [(0.0, 1), (0.0, 2), (5.0, 1), (5.0, 2)]
+    assert all(r["successes"] == 3 for r in result["concurrency"])
+    assert result["concurrency"][0]["speedup"] == 1.0
+    assert "real" not in result
