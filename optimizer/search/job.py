@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from optimizer.agent.episode import Episode
@@ -24,8 +25,10 @@ from optimizer.config import ExperimentConfig
 from optimizer.context.guideline import Guideline, read_guideline
 from optimizer.context.strategies import GuidelineStrategy, parse_strategy
 from optimizer.context.strategies.base import ContextStrategy
+from optimizer.errors import ConfigError
 from optimizer.evaluate.endpoints import ModelEndpoints
 from optimizer.evaluate.jobs import RunResult, run_strategy, select_tasks
+from optimizer.evaluate.store import EpisodeStore
 from optimizer.mining.pairs import compressed_successes, find_pairs
 from optimizer.mining.provenance import PairDiff, diff_pair
 from optimizer.mining.report import diff_html, diff_markdown
@@ -60,6 +63,9 @@ class JobState:
     candidates: dict[str, dict[str, Any]] = field(default_factory=dict)
     rounds: list[dict[str, Any]] = field(default_factory=list)
     optimizer_tokens: int = 0
+    # Optimizer tokens of each checkpointed step (see `_load_or`): a step redone after a crash replaces its
+    # count instead of adding to it.
+    step_tokens: dict[str, int] = field(default_factory=dict)
     stopped: str | None = None
     done: bool = False
 
@@ -93,6 +99,7 @@ class OptimizationJob:
         self.confirm_tasks = self.train[: self.options.confirm_limit]
         self._proposer = None
         self._accounted_tokens = 0
+        self._tracked: set[str] = set()  # candidates whose tracking hook ran in this process
 
     # ----------------------------------------------------------------------------------- running
 
@@ -232,21 +239,33 @@ class OptimizationJob:
         return self._proposer
 
     def _load_or(self, relative: str, make: Callable[[], Any]) -> Any:
-        """Checkpointed step: reuse what a previous (killed) run of this job already produced."""
+        """Checkpointed step: reuse what a previous (killed) run of this job already produced.
+
+        The step's optimizer tokens are saved with the state before its result is written, keyed by the
+        step: a job killed between the two redoes the step and replaces that count rather than adding to it.
+        """
         proposals = relative.endswith("proposals.json")
         saved = self.dir.read_json(relative)
         if saved is not None:
-            return [_proposal_from(p) for p in saved] if proposals else saved
+            try:
+                return [_proposal_from(p) for p in saved] if proposals else list(saved)
+            except (TypeError, KeyError, ConfigError):
+                self.log(f"{relative} is damaged; redoing that step")
         result = make()
-        self._account_optimizer_tokens()
-        self.dir.write_json(relative, [_proposal_to(p) for p in result] if proposals else result)
+        tokens = self._new_optimizer_tokens()
+        self.state.optimizer_tokens += tokens - self.state.step_tokens.get(relative, 0)
+        self.state.step_tokens[relative] = tokens
         self._save()
+        self.dir.write_json(relative, [_proposal_to(p) for p in result] if proposals else result)
         return result
 
-    def _account_optimizer_tokens(self) -> None:
-        if self._proposer is not None:
-            self.state.optimizer_tokens += self._proposer.tokens - self._accounted_tokens
-            self._accounted_tokens = self._proposer.tokens
+    def _new_optimizer_tokens(self) -> int:
+        """Optimizer tokens spent since the last call."""
+        if self._proposer is None:
+            return 0
+        tokens = self._proposer.tokens - self._accounted_tokens
+        self._accounted_tokens = self._proposer.tokens
+        return tokens
 
     def _admit(self, proposals: Sequence[Proposal], parent: Candidate, index: int) -> list[Candidate]:
         admitted = []
@@ -258,7 +277,8 @@ class OptimizationJob:
             if version in self.state.candidates:
                 existing = self._candidate(version)
                 if existing.rejected is None:
-                    admitted.append(existing)
+                    self._screen(existing)  # a job killed while screening it finishes the screen now
+                    admitted.append(self._candidate(version))
                 continue
             candidate = Candidate(proposal.guideline, proposal.origin, index, parent=parent.version,
                                   rationale=proposal.rationale)
@@ -280,8 +300,10 @@ class OptimizationJob:
         if candidate.screen is None:
             candidate.screen = _scores(result)
             self._remember(candidate)
-            if self.tracker is not None:
-                self.tracker.on_candidate(self, candidate, result)
+        # Once per process: a resumed job logs again (idempotently) what a killed one may not have finished.
+        if self.tracker is not None and candidate.version not in self._tracked:
+            self.tracker.on_candidate(self, self._candidate(candidate.version), result)
+            self._tracked.add(candidate.version)
         return result
 
     def _confirm(self, candidates: Sequence[Candidate]) -> None:
@@ -381,15 +403,19 @@ class OptimizationJob:
         return self._candidate(self.state.seed)
 
     def budget(self) -> Budget:
-        episodes = [e for run in (self.dir.path / "runs").glob("*/episodes.jsonl") for e in _read_episodes(run)]
+        """What the recorded episodes cost: the newest record of each task in each run directory."""
+        episodes = [e for run in self.run_dirs() for e in EpisodeStore(run).latest()]
         calls = sum(
             1 for e in episodes for r in e.get("records", [])
             if r.get("compressor_usage") and not r.get("compressor_cached")
         )
         return Budget(self._agent_episodes(), calls, self.state.optimizer_tokens)
 
+    def run_dirs(self) -> list[Path]:
+        return sorted(p.parent for p in (self.dir.path / "runs").glob("*/episodes.jsonl"))
+
     def _agent_episodes(self) -> int:
-        return sum(len(_read_episodes(p)) for p in (self.dir.path / "runs").glob("*-llm-*/episodes.jsonl"))
+        return sum(len(EpisodeStore(run).latest()) for run in self.run_dirs() if "-llm-" in run.name)
 
     def _tier1_enabled(self) -> bool:
         return self.options.confirm_top > 0 and self.options.confirm_limit > 0 and self.options.max_agent_episodes > 0
@@ -413,12 +439,6 @@ def _scores(result: RunResult) -> dict[str, Any]:
         "infra_errors": s["infra_errors"], "blocking": s["blocking"], "cost_per_success": s["cost_per_success"],
         "directory": str(result.directory),
     }
-
-
-def _read_episodes(path) -> list[dict[str, Any]]:
-    from optimizer.storage import JsonlLog
-
-    return JsonlLog(path).read()
 
 
 def _proposal_to(proposal: Proposal) -> dict[str, Any]:

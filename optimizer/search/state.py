@@ -55,10 +55,17 @@ class JobDir:
             raise ConfigError(f"output directory {self.path} is not writable ({exc.strerror})") from None
 
     def load_state(self) -> dict[str, Any] | None:
+        path = self.path / "state.json"
         try:
-            return json.loads((self.path / "state.json").read_text())
+            state = json.loads(path.read_text())
         except FileNotFoundError:
             return None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            # Written atomically, so only damage from outside gets here; guessing would misreport the budget.
+            raise ConfigError(f"{path} is damaged ({type(exc).__name__}); restore it or move the job aside") from None
+        if not isinstance(state, dict):
+            raise ConfigError(f"{path} is damaged (not a JSON object); restore it or move the job aside")
+        return state
 
     def save_state(self, state: dict[str, Any]) -> None:
         atomic_write_json(self.path / "state.json", state)
@@ -79,7 +86,8 @@ class JobDir:
         return path
 
     def read_json(self, relative: str) -> Any | None:
+        """A checkpoint file, or None when it is absent or damaged (the step that writes it is redone)."""
         try:
             return json.loads((self.path / relative).read_text())
-        except FileNotFoundError:
+        except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
             return None
