@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 from optimizer.context.strategies import GuidelineStrategy, parse_strategy
 from optimizer.evaluate.jobs import RunResult
+from optimizer.evaluate.store import EpisodeStore, latest_per_task
 
 if TYPE_CHECKING:
     from optimizer.search.job import OptimizationJob
@@ -57,6 +60,7 @@ def build_report(job: OptimizationJob) -> dict[str, Any]:
         ],
         "stopped": job.state.stopped,
         "budget": job.budget().to_dict(),
+        "infrastructure": infrastructure(job),
         "acceptance": acceptance(job, runs, tier1),
         "pareto": [p.to_dict() for p in job.front()],
         "points": [p.to_dict() for p in job.points()],
@@ -66,6 +70,47 @@ def build_report(job: OptimizationJob) -> dict[str, Any]:
     if job.tracker is not None:
         job.tracker.on_report(job, report)
     return report
+
+
+def infrastructure(job: OptimizationJob) -> dict[str, Any]:
+    """Model faults over the whole job, from every episode record in its run directories.
+
+    Retried calls are counted over all records, superseded ones included (those calls were made). An
+    episode whose calls failed after their retries is an infrastructure error: excluded from every score
+    and from pair mining, and run again when its run directory is evaluated again (`redone_episodes`);
+    `excluded_episodes` are the ones still standing in the final records.
+    """
+    retried = retries = malformed = excluded = redone = 0
+    kinds: Counter[str] = Counter()
+    for run in job.run_dirs():
+        records = EpisodeStore(run).records()
+        latest = latest_per_task(records)
+        redone += len(records) - len(latest)
+        excluded += sum(1 for r in latest if r["outcome"] == "infra_error")
+        for record in records:
+            metrics = record.get("metrics") or {}
+            retried += metrics.get("retried_calls", 0)
+            retries += metrics.get("retries", 0)
+            malformed += sum(1 for s in record.get("steps", []) if s["action"].get("malformed"))
+            if record["outcome"] == "infra_error":
+                kinds[str(record.get("error") or "unknown").split(":", 1)[0]] += 1
+    failed = 0
+    for path in sorted(job.dir.path.glob("rounds/*/*.json")):
+        if path.name in ("diagnoses.json", "ut_proposals.json", "co_proposals.json"):
+            failed += sum(1 for item in _json_list(path) if isinstance(item, dict) and item.get("error"))
+    return {
+        "retried_calls": retried, "retries": retries, "excluded_episodes": excluded, "redone_episodes": redone,
+        "errors_by_kind": dict(sorted(kinds.items())), "malformed_agent_replies": malformed,
+        "failed_optimizer_calls": failed,
+    }
+
+
+def _json_list(path) -> list[Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return []
+    return data if isinstance(data, list) else []
 
 
 def acceptance(job: OptimizationJob, runs: dict[str, RunResult], tier1: dict[str, RunResult]) -> dict[str, Any]:
@@ -113,8 +158,20 @@ def report_markdown(report: dict[str, Any]) -> str:
         lines.append(f"| {p['label']} | {p['success']:.2f} | {p['peak_tokens']:.0f} |")
     b = report["budget"]
     lines += ["", "## Budget", "", f"- agent (tier-1) episodes: {b['agent_episodes']}",
-              f"- compressor calls (uncached): {b['compressor_calls']}", f"- optimizer tokens: {b['optimizer_tokens']}",
-              "", "## Acceptance (declared before the run)", ""]
+              f"- compressor calls (uncached): {b['compressor_calls']}", f"- optimizer tokens: {b['optimizer_tokens']}"]
+    infra = report.get("infrastructure")
+    if infra is not None:
+        lines += ["", "## Infrastructure", "",
+                  f"- model calls retried: {infra['retried_calls']} ({infra['retries']} extra attempts)",
+                  f"- episodes excluded as infrastructure errors: {infra['excluded_episodes']} "
+                  f"(plus {infra['redone_episodes']} that were run again)",
+                  f"- malformed agent replies (the agent was asked again): {infra['malformed_agent_replies']}",
+                  f"- optimizer calls that failed (recorded as failed diagnoses or proposals): "
+                  f"{infra['failed_optimizer_calls']}"]
+        if infra["errors_by_kind"]:
+            lines.append("- infrastructure errors by kind: "
+                         + ", ".join(f"{k} {n}" for k, n in infra["errors_by_kind"].items()))
+    lines += ["", "## Acceptance (declared before the run)", ""]
     for tier, verdict in report["acceptance"]["tiers"].items():
         lines.append(f"- {tier} ({verdict['suite']}): {'PASS' if verdict['pass'] else 'FAIL'}")
         for name, check in verdict["checks"].items():
