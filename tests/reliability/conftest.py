@@ -1,0 +1,53 @@
+"""Shared helpers for the reliability tests: small optimize jobs on the built-in suite, scripted models."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import ROOT
+from tests.tracking.conftest import migrated_db as migrated_db  # one migrated MLflow store per session
+
+
+def write_job(
+    tmp: Path, url: str, *, name: str = "reliability", tracking: bool = False, suite: dict[str, Any] | None = None,
+    endpoint: dict[str, Any] | None = None, guideline: Path | None = None, **optimize: Any,
+) -> Path:
+    """Write a tier-0 `acon optimize` config with every model role at `url`; returns the TOML path.
+
+    The job directory is `<tmp>/job`. Traces are off: they are tested in tests/tracking and cost seconds.
+    """
+    settings = {"rounds": 1, "candidates": 1, "diagnose": 1, "train_limit": 3, "test_limit": 2, "confirm_top": 0,
+                "final_strategies": ["none"], **optimize}
+    role = {"base_url": url, "model": "scripted", "backoff_s": 0.0, **(endpoint or {})}
+    lines = [f"name = {json.dumps(name)}", f"out = {json.dumps(str(tmp / 'job'))}",
+             *([f"guideline = {json.dumps(str(guideline))}"] if guideline else []), "[suite]",
+             *_table({"type": "builtin", **(suite or {})}), "[run]", 'agent = "reference"', "[tracking]",
+             f"enabled = {json.dumps(tracking)}", "traces = false", "[optimize]", *_table(settings)]
+    for name_ in ("agent", "compressor", "optimizer"):
+        lines += [f"[endpoints.{name_}]", *_table(role)]
+    path = tmp / "job.toml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _table(values: dict[str, Any]) -> list[str]:
+    return [f"{key} = {json.dumps(value)}" for key, value in values.items()]
+
+
+def episode_lines(job: Path) -> dict[str, list[dict[str, Any]]]:
+    """Every record of every run directory of a job, in the order written."""
+    out = {}
+    for path in sorted((job / "runs").glob("*/episodes.jsonl")):
+        out[path.parent.name] = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return out
+
+
+def eager_guideline(tmp: Path) -> Path:
+    """The seed guideline with low thresholds: most tool results and histories go through the compressor."""
+    text = (ROOT / "guidelines" / "seed" / "seed.md").read_text()
+    text = text.replace("t_hist: 2048", "t_hist: 500").replace("t_obs: 1024", "t_obs: 120")
+    path = tmp / "eager.md"
+    path.write_text(text)
+    return path
