@@ -4,7 +4,9 @@ Two modes. *Scripted*: a `responder(request) -> reply text` answers every reques
 latency, or after a fixed `latency_s` (harness-overhead benchmarks, unit tests). *Proxy*: requests
 are forwarded to an upstream server (the real local model). Either way a seeded fault injector can
 return 429, 500, a timeout (no reply), a truncated JSON body, or a malformed tool call at a set rate,
-and counts what it did.
+and counts what it did (`faults.injected`; per request in `faulted`, aligned with `requests`). A malformed
+tool call is only injected into requests whose reply is parsed as an agent action; other requests draw
+from the remaining kinds. With `models`, a request for any other model gets a 404, as from a real server.
 """
 
 from __future__ import annotations
@@ -38,13 +40,23 @@ class FaultPlan:
         self._rng = random.Random(self.seed)
         self._lock = threading.Lock()
 
-    def draw(self) -> str | None:
+    def draw(self, *, action: bool = True) -> str | None:
+        """A fault for the next request, or None; `action`: whether its reply is parsed as an agent action."""
+        kinds = self.kinds if action else tuple(k for k in self.kinds if k != "malformed_action")
         with self._lock:
-            if self.rate <= 0 or self._rng.random() >= self.rate:
+            if self.rate <= 0 or self._rng.random() >= self.rate or not kinds:
                 return None
-            kind = self._rng.choice(self.kinds)
+            kind = self._rng.choice(kinds)
             self.injected[kind] += 1
             return kind
+
+
+def expects_action(request: dict[str, Any]) -> bool:
+    """Whether a chat request's reply is read as an agent action (native tools, or acon's JSON format)."""
+    if request.get("tools"):
+        return True
+    messages = request.get("messages") or [{}]
+    return messages[0].get("role") == "system" and '{"tool":' in str(messages[0].get("content", ""))
 
 
 class StubServer:
@@ -52,7 +64,7 @@ class StubServer:
 
     def __init__(
         self, responder: Responder | None = None, *, upstream: str | None = None, faults: FaultPlan | None = None,
-        report_usage: bool = True, latency_s: float = 0.0,
+        report_usage: bool = True, latency_s: float = 0.0, models: tuple[str, ...] | None = None,
     ) -> None:
         if (responder is None) == (upstream is None):
             raise ValueError("give exactly one of responder or upstream")
@@ -63,7 +75,10 @@ class StubServer:
         self.faults = faults or FaultPlan()
         self.report_usage = report_usage
         self.latency_s = latency_s  # added to every chat request, as if a model took that long
+        self.models = models
         self.requests: list[dict[str, Any]] = []
+        self.faulted: list[str | None] = []  # the fault injected into each request (None: answered normally)
+        self._log_lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
     @property
@@ -87,8 +102,13 @@ class StubServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 request = json.loads(self.rfile.read(length) or b"{}")
-                stub.requests.append(request)
-                fault = stub.faults.draw()
+                if stub.models is not None and request.get("model") not in stub.models:
+                    return self._send(404, {"error": {"message": f"model {request.get('model')!r} not found",
+                                                      "type": "not_found_error"}})
+                with stub._log_lock:
+                    fault = stub.faults.draw(action=expects_action(request))
+                    stub.requests.append(request)
+                    stub.faulted.append(fault)
                 if fault == "http_429":
                     return self._send(429, {"error": {"message": "rate limited (injected)"}})
                 if fault == "http_500":
