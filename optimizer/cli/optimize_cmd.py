@@ -30,9 +30,7 @@ def optimize(
         config = config.model_copy(update={"out": str(out_dir)})
     started = time.perf_counter()
     job = OptimizationJob(config, resume=resume, log=_log, progress=progress_bar)
-    with tracker_for(job) as tracker:
-        job.tracker = tracker
-        report = job.run()
+    report = job.run(track=tracker_for)
     out.print(pareto_table(report))
     out.print(report_table(report))
     verdict = report["acceptance"]

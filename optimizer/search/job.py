@@ -85,6 +85,10 @@ class OptimizationJob:
     ) -> None:
         self.config = config
         self.options = config.optimize
+        # Everything a new job can be refused for is checked before its directory is claimed.
+        self.train: list[Task] = select_tasks(config, "train", self.options.train_limit)
+        self.test: list[Task] = select_tasks(config, "test", self.options.test_limit)
+        self._seed_guideline = None if resume else seed_guideline(config.guideline)
         self.dir = JobDir(config.out_dir)
         saved = self.dir.claim(config, resume=resume)
         self.state = JobState.from_dict(saved) if saved else JobState()
@@ -93,9 +97,6 @@ class OptimizationJob:
         self.tracker = tracker
         self.endpoints: ModelEndpoints | None = None
         self.outputs = ToolOutputIndex()
-        suite_train = select_tasks(config, "train", self.options.train_limit)
-        self.train: list[Task] = suite_train
-        self.test: list[Task] = select_tasks(config, "test", self.options.test_limit)
         self.confirm_tasks = self.train[: self.options.confirm_limit]
         self._proposer = None
         self._accounted_tokens = 0
@@ -103,7 +104,9 @@ class OptimizationJob:
 
     # ----------------------------------------------------------------------------------- running
 
-    def run(self) -> dict[str, Any]:
+    def run(self, track: Callable[[OptimizationJob], contextlib.AbstractContextManager[Any]] | None = None
+            ) -> dict[str, Any]:
+        """Run (or resume) the job. `track(job)`: the tracking context, opened once every endpoint answers."""
         from optimizer.search.report import build_report
 
         roles = {"compressor": self.config.endpoints.compressor}
@@ -111,10 +114,13 @@ class OptimizationJob:
             roles["optimizer"] = self.config.endpoints.optimizer
         if self._needs_llm_agent():
             roles["agent"] = self.config.endpoints.agent
-        with ModelEndpoints(roles, log=self.log) as endpoints:
+        with ModelEndpoints(roles, log=self.log) as endpoints, (
+            track(self) if track is not None else contextlib.nullcontext(self.tracker)
+        ) as tracker:
             self.endpoints = endpoints
-            seed = read_guideline(self.config.guideline)
+            self.tracker = tracker
             if self.state.seed is None:
+                seed = self._seed_guideline or seed_guideline(self.config.guideline)
                 self.state.seed = seed.version
                 self.state.current = seed.version
                 self._remember(Candidate(seed, "seed", 0))
@@ -428,6 +434,16 @@ class OptimizationJob:
             for entry in episode.entries:
                 if entry["kind"] == "result":
                     self.outputs.add(episode.text(entry["raw"]))
+
+
+def seed_guideline(path: str) -> Guideline:
+    """The job's starting guideline; it must keep the classes the retention contract pins."""
+    seed = read_guideline(path)
+    unpinned = seed.policy.unpinned_required()
+    if unpinned:
+        names = ", ".join(c.value for c in unpinned)
+        raise ConfigError(f"{path}: the seed guideline breaks the retention contract: {names} must stay pinned")
+    return seed
 
 
 def _scores(result: RunResult) -> dict[str, Any]:

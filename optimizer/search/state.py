@@ -23,23 +23,29 @@ class JobDir:
         self.path = path
 
     def claim(self, config: ExperimentConfig, *, resume: bool) -> dict[str, Any] | None:
-        """Create the job or check that a resumed one is the same job. Returns saved state, if any."""
+        """Create the job or check that a resumed one is the same job. Returns saved state, if any.
+
+        A job whose `state.json` was never written (its endpoints did not answer, say) never started: the
+        directory is claimed again, by this config, with or without `--resume`.
+        """
         job_file = self.path / "job.json"
         key = config_key(config)
+        started = (self.path / "state.json").exists()
         if job_file.exists():
             try:
                 saved = json.loads(job_file.read_text())
             except json.JSONDecodeError:
                 raise ConfigError(f"{job_file} is corrupt; move the directory aside") from None
-            if saved.get("key") != key:
+            if saved.get("key") != key and started:
                 raise ConfigError(
                     f"{self.path} holds a job of a different config ({saved.get('name')}, key {saved.get('key')}); "
                     "use another --out"
                 )
-            if not resume:
+            if started and not resume:
                 raise ConfigError(f"{self.path} already holds this job; pass --resume to continue it")
-            return self.load_state()
-        if resume:
+            if started:
+                return self.load_state()
+        elif resume:
             raise ConfigError(f"nothing to resume in {self.path} (no job.json)")
         self._check_writable()
         atomic_write_json(job_file, {"key": key, "name": config.name, "config": config.model_dump(mode="json")})
