@@ -103,7 +103,7 @@ def run(
     tasks = select_tasks(config, config.run.split, config.run.limit)
     endpoints = endpoints_for(config, [chosen], config.run.agent, _log)
     tracked = tracked_job(config, "run", strategy=chosen.label(), split=config.run.split, agent=config.run.agent)
-    with tracked as tracking, endpoints or contextlib.nullcontext():
+    with endpoints or contextlib.nullcontext(), tracked as tracking:  # an endpoint that fails writes nothing
         with progress_bar(chosen.label(), len(tasks)) as advance:
             result = run_strategy(
                 config, tasks, chosen, agent=config.run.agent, endpoints=endpoints, split=config.run.split,
@@ -144,7 +144,7 @@ def compare(
     endpoints = endpoints_for(config, chosen, config.run.agent, _log)
     results = []
     tracked = tracked_job(config, "compare", split=config.run.split, agent=config.run.agent)
-    with tracked as tracking, endpoints or contextlib.nullcontext():
+    with endpoints or contextlib.nullcontext(), tracked as tracking:  # an endpoint that fails writes nothing
         for strategy in chosen:
             with progress_bar(strategy.label(), len(tasks)) as advance:
                 results.append(run_strategy(
