@@ -60,3 +60,19 @@ def test_benchmark_runs_end_to_end_and_writes_json(bench, tmp_path, capsys):
     assert all(r["successes"] == 3 for r in result["concurrency"])
     assert result["concurrency"][0]["speedup"] == 1.0
     assert "real" not in result
+
+
+def test_real_part_accounts_wall_time_against_any_endpoint(bench, tmp_path):
+    # The --real code path, on the stub instead of the local model (50 ms per request).
+    from optimizer.llm.endpoint import EndpointConfig
+    from optimizer.testing.stub_server import StubServer
+
+    tasks = bench.real_tasks(2)
+    with StubServer(bench.ReplayResponder(tasks), latency_s=0.05) as url:
+        real = bench.bench_real(2, workdir=tmp_path, log=lambda _: None,
+                                config=EndpointConfig(base_url=url, model="stub", backoff_s=0.0))
+    assert [e["outcome"] for e in real["episodes"]] == ["success", "success"]
+    assert real["retries"] == 0 and real["system_probe_s"] > 0
+    assert real["model_s"] < real["endpoint_s"] < real["wall_s"]  # the probe is an endpoint call, not a step
+    assert 0 < real["outside_endpoint_share"] < real["outside_share"] < 1
+    print(bench.real_table(real))
