@@ -498,12 +498,12 @@ def test_suite_config_round_trips_registers_and_splits_deterministically():
 def test_import_works_without_bfcl_eval_and_load_says_to_run_setup():
     script = textwrap.dedent(
         """
-        import sys
+        import sys, typing
         sys.modules["bfcl_eval"] = None  # as if not installed: imports fail, find_spec says None
         import tasks
         from tasks.bfcl import BfclSuite
         from optimizer.errors import ConfigError
-        assert BfclSuite in tasks._SOURCES
+        assert BfclSuite in typing.get_args(typing.get_args(tasks.SuiteConfig)[0])
         try:
             BfclSuite(category="multi_turn_base").load()
         except ConfigError as exc:
