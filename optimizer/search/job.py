@@ -173,7 +173,10 @@ class OptimizationJob:
         summary = {
             "round": index, "pairs": len(pairs), "current": current.version, "chosen": chosen.version,
             "candidates": [c.version for c in [*ut, *co]],
-            "rejected": [{"origin": c.origin, "reason": c.rejected} for c in [*ut, *co] if c.rejected],
+            # Every candidate of this round that may not be chosen: refused by the validator (never screened,
+            # so absent from `ut` and `co`) or by the tier-1 confirmation.
+            "rejected": [{"origin": c.origin, "version": c.version, "reason": c.rejected}
+                         for c in self.candidates() if c.round == index and c.rejected],
             "pareto": [p.to_dict() for p in front_after], "improved": improved,
         }
         self.dir.write_json(f"{rdir.relative_to(self.dir.path)}/summary.json", summary)
