@@ -1,8 +1,8 @@
 """SIGKILL `acon optimize` at seeded points, resume until it finishes: the same job as one run straight through.
 
 The scripted models run in this process, so a kill can land exactly while the job waits on a model call
-(request number k); one more kill lands a seeded delay after a resumed process starts working, wherever
-that is (an episode, a checkpoint write, an MLflow write). Between two attempts a half-written episode
+(its k-th compressor or optimizer call); one more kill lands a seeded delay after a resumed process starts
+working, wherever that is (an episode, a checkpoint write, an MLflow write). Between two attempts a half-written episode
 line and a truncated JSON checkpoint are planted, as a crash mid-write would leave them: both must be
 redone, never read. The finished job must equal an uninterrupted run of the same config: candidates,
 pairs per round, chosen version, budget, episodes per run directory (none lost, none duplicated), and
@@ -39,7 +39,7 @@ ATTEMPTS = 8  # launches before the test gives up on the job finishing
 
 class Killer:
     """The scripted models, able to SIGKILL the job process at its k-th call of one role, or `delay` after
-    its first request."""
+    its first compressor call (the process is then past its start-up, into the job's work)."""
 
     def __init__(self) -> None:
         self.roles: list[str] = []
@@ -62,7 +62,7 @@ class Killer:
                 self.at -= 1
                 if self.at == 0:
                     self._kill(f"a {role} (request {len(self.roles)})")
-            elif self.pid is not None and self.delay is not None:
+            elif self.pid is not None and self.delay is not None and role == "compressor call":
                 threading.Timer(self.delay, self._kill_later, args=(self.pid, self.delay)).start()
                 self.delay = None
         return scripted_models(request)
@@ -75,7 +75,7 @@ class Killer:
     def _kill_later(self, pid: int, delay: float) -> None:
         with self._lock:
             if self.pid == pid:
-                self._kill(f"{delay:.2f} s after the process's first request")
+                self._kill(f"{delay:.2f} s after the process's first compressor call")
 
 
 def _role(request: dict[str, Any]) -> str:
