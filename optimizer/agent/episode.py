@@ -1,7 +1,8 @@
 """The episode record: everything that happened in one run of one task under one strategy.
 
-Texts are stored once, content-addressed; each checkpoint of each step is a list of text hashes, so a
-200-step episode costs O(distinct texts), not O(steps x context). `locate()` answers "at which
+Texts are stored once, content-addressed; each checkpoint of each step is a list of text hashes, written
+as a delta against the previous step's list (histories grow at the end), so a 200-step episode's record
+grows with its distinct texts and new entries, not with steps x context. `locate()` answers "at which
 checkpoint and step did this literal disappear?".
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
 from optimizer.context.record import CompressionRecord
@@ -70,10 +71,15 @@ class Episode:
     token_source: str = "counted"
     wall_s: float = 0.0
     metrics: dict[str, Any] = field(default_factory=dict)
+    # text -> its key, so a text seen at every step is hashed once (a str caches its own hash).
+    _keys: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def store(self, text: str) -> str:
-        key = text_hash(text)
-        self.texts.setdefault(key, text)
+        key = self._keys.get(text)
+        if key is None:
+            key = text_hash(text)
+            self.texts.setdefault(key, text)
+            self._keys[text] = key
         return key
 
     def text(self, key: str) -> str:
@@ -120,13 +126,52 @@ class Episode:
         return None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """JSON-able record; each step's checkpoint lists as a delta against the previous step's."""
+        data = {f.name: _copy(getattr(self, f.name)) for f in fields(self) if f.init}
+        steps, previous = [], None
+        for step in self.steps:
+            row = {f.name: _copy(getattr(step, f.name)) for f in fields(step)}
+            if previous is not None:
+                for name in CHECKPOINT_LISTS:
+                    row[name] = _delta(getattr(previous, name), getattr(step, name))
+            steps.append(row)
+            previous = step
+        data["steps"] = steps
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Episode:
-        fields = dict(data)
-        fields["steps"] = [StepRecord(**s) for s in data.get("steps", [])]
-        return cls(**fields)
+        values = dict(data)
+        steps: list[StepRecord] = []
+        for row in data.get("steps", []):
+            row = dict(row)
+            for name in CHECKPOINT_LISTS:
+                if isinstance(row[name], dict):  # {"same": k, "then": [...]}: the previous step's first k, then more
+                    row[name] = [*getattr(steps[-1], name)[: row[name]["same"]], *row[name]["then"]]
+            steps.append(StepRecord(**row))
+        values["steps"] = steps
+        return cls(**values)
+
+
+CHECKPOINT_LISTS = ("replayed", "budgeted", "request")
+
+
+def _delta(previous: list[Any], current: list[Any]) -> list[Any] | dict[str, Any]:
+    same = 0
+    for old, new in zip(previous, current, strict=False):
+        if old != new:
+            break
+        same += 1
+    return {"same": same, "then": list(current[same:])} if same else list(current)
+
+
+def _copy(value: Any) -> Any:
+    """A copy of a record field deep enough that editing the dict never edits the episode."""
+    if isinstance(value, list):
+        return [_copy(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _copy(v) for k, v in value.items()}
+    return value
 
 
 def compute_metrics(episode: Episode, *, agent_pricing=None, compressor_pricing=None) -> dict[str, Any]:
