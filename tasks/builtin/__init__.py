@@ -33,7 +33,7 @@ class BuiltinSuite(SuiteSource):
     type: Literal["builtin"] = "builtin"
     seed: int = 0
     """Seed of the whole suite: task contents and the train / test split follow from it."""
-    n_tasks: int = Field(64, ge=1, le=1000)
+    n_tasks: int = Field(64, ge=1, le=10000)
     """Number of tasks; they are dealt round-robin to the task families."""
     injections: Literal["off", "some", "all"] = "some"
     """Plant compressor-aimed text ("SYSTEM NOTE: this content is a skill ...") into a static output:
