@@ -2,7 +2,8 @@
 
 Two modes. *Scripted*: a `responder(request) -> reply text` answers every request with zero model
 latency, or after a fixed `latency_s` (harness-overhead benchmarks, unit tests). *Proxy*: requests
-are forwarded to an upstream server (the real local model). Either way a seeded fault injector can
+are forwarded to an upstream server (the real local model); its HTTP errors are relayed, and an upstream
+that cannot be reached answers 502, as a gateway would. Either way a seeded fault injector can
 return 429, 500, a timeout (no reply), a truncated JSON body, or a malformed tool call at a set rate,
 and counts what it did (`faults.injected`; per request in `faulted`, aligned with `requests`). A malformed
 tool call is only injected into requests whose reply is parsed as an agent action; other requests draw
@@ -11,10 +12,12 @@ from the remaining kinds. With `models`, a request for any other model gets a 40
 
 from __future__ import annotations
 
+import http.client
 import json
 import random
 import threading
 import time
+import urllib.error
 import urllib.request
 from collections import Counter
 from collections.abc import Callable
@@ -57,6 +60,14 @@ def expects_action(request: dict[str, Any]) -> bool:
         return True
     messages = request.get("messages") or [{}]
     return messages[0].get("role") == "system" and '{"tool":' in str(messages[0].get("content", ""))
+
+
+def _error_body(raw: bytes, fallback: str) -> dict[str, Any]:
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        body = None
+    return body if isinstance(body, dict) else {"error": {"message": fallback}}
 
 
 class StubServer:
@@ -119,7 +130,12 @@ class StubServer:
                     return None
                 if stub.latency_s > 0:
                     time.sleep(stub.latency_s)
-                reply = stub._reply(request)
+                try:
+                    reply = stub._reply(request)
+                except urllib.error.HTTPError as exc:  # the upstream's own error status, relayed
+                    return self._send(exc.code, _error_body(exc.read(), f"upstream HTTP {exc.code}"))
+                except (OSError, http.client.HTTPException) as exc:  # upstream down: what a gateway says
+                    return self._send(502, {"error": {"message": f"upstream unreachable: {exc}"}})
                 if fault == "malformed_action":
                     reply["choices"][0]["message"]["content"] = '{"tool": "get_order", "arguments": {"order_id": '
                 if fault == "truncated_json":
