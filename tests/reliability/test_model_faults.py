@@ -206,3 +206,21 @@ def test_an_infrastructure_error_is_run_again_and_superseded(tmp_path, monkeypat
     store = EpisodeStore(back.directory)
     assert len(store.records()) == 6  # three outages, three real outcomes, nothing more
     assert [e.task_id for e in store.load()] == [t.id for t in tasks]
+
+
+def test_the_proxy_relays_upstream_errors_and_answers_502_when_the_upstream_is_down():
+    from optimizer.errors import EndpointError, InfrastructureError
+    from optimizer.llm.client import ChatClient
+    from optimizer.llm.endpoint import EndpointConfig
+
+    def client(url: str, model: str) -> ChatClient:
+        config = EndpointConfig(base_url=url, model=model, max_retries=1, backoff_s=0.0)
+        return ChatClient(config, base_url=url, model=model)
+
+    with StubServer(scripted_models, models=("right",)) as upstream, StubServer(upstream=upstream) as url:
+        assert client(url, "right").complete([{"role": "user", "content": "hi"}]).text
+        with pytest.raises(EndpointError, match="'wrong' or route not found"):
+            client(url, "wrong").complete([{"role": "user", "content": "hi"}])
+    with StubServer(upstream=upstream) as url, pytest.raises(InfrastructureError) as failed:  # upstream stopped
+        client(url, "right").complete([{"role": "user", "content": "hi"}])
+    assert failed.value.kind == "InternalServerError" and failed.value.attempts == 2
