@@ -200,10 +200,13 @@ def _run_turn(
                 episode.records.append(_record_dict(
                     episode, written.record, write_started - started, time.perf_counter() - write_started
                 ))
-            entry = history.append(
-                EntryKind.RESULT, content, step=step, turn=turn, call=call, retention=retention,
-                must_keep=output.must_keep, is_error=output.is_error, recalled_handle=raw.recalled_handle,
-            )
+            if content == raw.content:
+                entry = history.add(raw)  # written verbatim: no second tokenization of a large result
+            else:
+                entry = history.append(
+                    EntryKind.RESULT, content, step=step, turn=turn, call=call, retention=retention,
+                    must_keep=output.must_keep, is_error=output.is_error, recalled_handle=raw.recalled_handle,
+                )
             _record_entry(episode, entry, output.content, step + 1)
             episode.tool_calls.append({
                 "step": step, "turn": turn, "name": call.name, "arguments": dict(call.arguments),

@@ -95,6 +95,13 @@ class History:
             tokens=count_tokens(content), **fields,  # type: ignore[arg-type]
         )
 
+    def add(self, entry: Entry) -> Entry:
+        """Append an entry made by `draft` (its id must still be the next one)."""
+        if entry.id != len(self.entries):
+            raise ValueError(f"entry {entry.id} was drafted for another position ({len(self.entries)})")
+        self.entries.append(entry)
+        return entry
+
     def append(self, kind: EntryKind, content: str, *, step: int, turn: int, **fields: object) -> Entry:
         entry = self.draft(kind, content, step=step, turn=turn, **fields)
         self.entries.append(entry)
