@@ -249,13 +249,6 @@ def test_guideline_that_breaks_the_retention_contract(fails, tmp_path, scripted_
     fails("optimize", str(path), says=(str(broken), "policy.old", "skill: action 'clear' breaks the contract"))
 
 
-def test_seed_guideline_that_leaves_skills_unpinned(fails, tmp_path, scripted_url):
-    broken = _guideline(tmp_path, SEED.replace("pinned: [skill, write_receipt]", "pinned: [write_receipt]"))
-    path = write_job(tmp_path, scripted_url, guideline=broken)
-    fails("optimize", str(path), says=(str(broken), "breaks the retention contract", "skill must stay pinned"))
-    assert not (tmp_path / "job").exists()
-
-
 def test_guideline_file_missing(fails, tmp_path, scripted_url):
     path = write_job(tmp_path, scripted_url, guideline=tmp_path / "nope.md")
     fails("optimize", str(path), says=("guideline file not found", "nope.md"))
