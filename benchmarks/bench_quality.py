@@ -1,7 +1,7 @@
 """Compression quality: every strategy on the same tasks, tier 0 everywhere, tier 1 on a subset.
 
     python benchmarks/bench_quality.py [--suites builtin,bfcl_long_context,bfcl_base] [--learned PATH]
-        [--llm-tasks 8] [--tier1-tasks 4] [--out benchmarks/results/quality.json]
+        [--llm-tasks 8 | builtin=8,bfcl_long_context=4] [--tier1-tasks 4] [--out benchmarks/results/quality.json]
 
 Deterministic strategies run with the reference agent on every test task (they cost nothing but CPU).
 The LLM strategies (`llm_history`, `llm_observation` and the seed guideline through ACON's compressors,
@@ -79,6 +79,14 @@ def llm_subset(none: RunResult, threshold: int, limit: int, ceiling: int = 4000)
     return chosen[:limit]
 
 
+def per_suite(spec: str, suite: str) -> int:
+    """`8` for every suite, or `builtin=8,bfcl_long_context=4` (unlisted suites: 0)."""
+    if "=" not in spec:
+        return int(spec)
+    limits = dict(part.split("=", 1) for part in spec.split(","))
+    return int(limits.get(suite, 0))
+
+
 def bench_suite(name: str, args: argparse.Namespace, endpoints: ModelEndpoints | None) -> list[dict[str, Any]]:
     config = priced(load_experiment(ROOT / CONFIGS[name]), Path(args.work) / name)
     tasks = select_tasks(config, "test", None)
@@ -90,7 +98,7 @@ def bench_suite(name: str, args: argparse.Namespace, endpoints: ModelEndpoints |
         rows.append(row(name, "tier0", results[strategy]))
         print(f"[{name}] tier0 {strategy}: done", file=sys.stderr)
     seed = GuidelineStrategy(guideline=str(ROOT / "guidelines/seed/seed.md"))
-    llm_ids = set(llm_subset(results["none"], seed.spec.policy.t_obs, args.llm_tasks))
+    llm_ids = set(llm_subset(results["none"], seed.spec.policy.t_obs, per_suite(args.llm_tasks, name)))
     subset = [t for t in tasks if t.id in llm_ids]
     if not subset or endpoints is None:
         return rows
@@ -106,12 +114,13 @@ def bench_suite(name: str, args: argparse.Namespace, endpoints: ModelEndpoints |
         result = run_strategy(config, subset, strategy, agent="reference", endpoints=endpoints, split="test")
         rows.append({**row(name, "tier0-llm-subset", result), "label": label})
         print(f"[{name}] tier0 subset {label}: done", file=sys.stderr)
-    if args.tier1_tasks:
-        for label in ("none", "seed", "learned", "fifo"):
+    tier1_tasks = per_suite(args.tier1_tasks, name)
+    if tier1_tasks:
+        for label in args.tier1_strategies.split(","):
             strategy = llm.get(label) or parse_strategy(label)
             if label == "learned" and not args.learned:
                 continue
-            result = run_strategy(config, subset[: args.tier1_tasks], strategy, agent="llm", endpoints=endpoints,
+            result = run_strategy(config, subset[:tier1_tasks], strategy, agent="llm", endpoints=endpoints,
                                   split="test")
             rows.append({**row(name, "tier1", result), "label": label})
             print(f"[{name}] tier1 {label}: done", file=sys.stderr)
@@ -160,13 +169,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--suites", default="builtin,bfcl_long_context,bfcl_base")
     parser.add_argument("--learned", help="Learned guideline (.md) to include.")
-    parser.add_argument("--llm-tasks", type=int, default=8)
-    parser.add_argument("--tier1-tasks", type=int, default=4)
+    parser.add_argument("--llm-tasks", default="8", help="Per suite: `8`, or `builtin=8,bfcl_long_context=4`.")
+    parser.add_argument("--tier1-tasks", default="4", help="Per suite, like --llm-tasks.")
+    parser.add_argument("--tier1-strategies", default="none,seed,learned,fifo")
     parser.add_argument("--work", default=str(ROOT / "runs" / "bench_quality"))
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "quality.json"))
     args = parser.parse_args()
     started = time.time()
-    needs_model = args.llm_tasks > 0
+    needs_model = any(per_suite(args.llm_tasks, suite) > 0 for suite in args.suites.split(","))
     local = EndpointConfig(pricing=PRICING)  # the embedded default, priced at the table above
     context = (
         ModelEndpoints({"agent": local, "compressor": local}, log=lambda m: print(m, file=sys.stderr))
