@@ -40,3 +40,18 @@ def test_optimize_refuses_to_overwrite_a_job_without_resume(run_cli, tmp_path, s
     code, _, err = run_cli("optimize", str(tmp_path / "job.toml"))
     assert code == 2 and "--resume" in err
     assert run_cli("optimize", str(tmp_path / "job.toml"), "--resume")[0] == 0
+
+
+def test_report_adds_llm_agent_rows_on_the_first_test_tasks(run_cli, tmp_path, scripted_url):
+    config = job_config(tmp_path, scripted_url, train_limit=2, test_limit=2, rounds=1, candidates=0, diagnose=0,
+                        final_llm_limit=1)
+    code, out, err = run_cli("optimize", str(tmp_path / "job.toml"))
+    assert code == 0, err
+    report = json.loads((config.out_dir / "report.json").read_text())
+    tier1 = report["chosen_tier1"]
+    assert tier1["tier"] == "llm" and tier1["tasks"] == 1
+    assert tier1["peak_tokens_mean"] > 0  # the scripted server reports usage, as llama-server does
+    llm_rows = {r["strategy"] for r in report["baselines"] if r["tier"] == "llm"}
+    assert llm_rows == {"seed", "none"}
+    assert set(report["acceptance"]["tiers"]) == {"tier0", "tier1"}
+    assert out.count(" llm ") >= 3  # chosen, seed and none printed with the llm tier
