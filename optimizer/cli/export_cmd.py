@@ -29,7 +29,10 @@ def chosen_guideline(job_dir: Path) -> Guideline:
     }
     if report:
         provenance["test"] = {k: report["chosen"][k] for k in ("success", "success_ci", "peak_tokens_mean", "tasks")}
-    return guideline.model_copy(update={"provenance": provenance})
+    # Candidates inherit the seed's description; an exported file should say what it is.
+    description = (f"Learned by acon optimize ({provenance['experiment']}): {data['origin']} candidate of round "
+                   f"{data['round']}, derived from {guideline.name.split('+')[0]}.")
+    return guideline.model_copy(update={"provenance": provenance, "description": description})
 
 
 def _scores(scores: dict | None) -> dict | None:

@@ -28,6 +28,7 @@ def test_optimize_then_diff_and_export_through_the_cli(run_cli, tmp_path, script
     strategy = load_guideline(tmp_path / "g.md")
     assert strategy.spec.version == report["chosen"]["version"]
     assert strategy.spec.provenance["round"] is not None
+    assert strategy.spec.description.startswith("Learned by acon optimize (scripted-job)")
     from datasets import load_from_disk
 
     rows = load_from_disk(str(tmp_path / "distill"))
