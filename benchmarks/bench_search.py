@@ -39,6 +39,24 @@ def variant(config: ExperimentConfig, name: str, work: Path, **optimize: Any) ->
     )
 
 
+def rounds_only(job_dir: Path) -> dict[str, Any] | None:
+    """A job killed after its rounds but before its report, summarized from its own records."""
+    state_path = job_dir / "state.json"
+    if (job_dir / "report.json").exists() or not state_path.exists():
+        return None
+    state = json.loads(state_path.read_text())
+    if not state.get("done"):
+        return None
+    agent_episodes = sum(len(JsonlLog(p).read()) for p in job_dir.glob("runs/*-llm-train-*/episodes.jsonl"))
+    return {
+        "chosen": {"version": state["current"], "guideline": str(job_dir / "guidelines" / f"{state['current']}.md")},
+        "budget": {"agent_episodes": agent_episodes, "compressor_calls": None,
+                   "optimizer_tokens": state["optimizer_tokens"]},
+        "partial": "rounds finished, final report not run; budget counted from its run directories",
+        "seconds": state_path.stat().st_mtime - (job_dir / "job.json").stat().st_mtime,
+    }
+
+
 def tier0_screen_episodes(job_dir: Path) -> int:
     """Reference-agent episodes a job spent on the train split (its screening cost)."""
     return sum(len(JsonlLog(p).read()) for p in job_dir.glob("runs/guideline-reference-train-*/episodes.jsonl"))
@@ -47,6 +65,10 @@ def tier0_screen_episodes(job_dir: Path) -> int:
 def run_job(config: ExperimentConfig) -> tuple[dict[str, Any], float]:
     started = time.time()
     resume = (config.out_dir / "job.json").exists()
+    finished = config.out_dir / "report.json"
+    if finished.exists():  # read back, timed by its own files (job.json is written first, report.json last)
+        seconds = finished.stat().st_mtime - (config.out_dir / "job.json").stat().st_mtime
+        return json.loads(finished.read_text()), seconds
     job = OptimizationJob(config, resume=resume, log=lambda m: print(f"[{config.name}] {m}", file=sys.stderr))
     report = job.run()
     return report, time.time() - started
@@ -73,6 +95,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", default=str(ROOT / "experiments" / "quickstart.toml"))
     parser.add_argument("--tier1-tasks", type=int, default=2)
+    parser.add_argument("--searches", default="acon-tiered,acon-protocol,gepa",
+                        help="Which jobs to run (a finished job is read back, not rerun).")
     parser.add_argument("--work", default=str(ROOT / "runs" / "bench_search"))
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "search.json"))
     args = parser.parse_args()
@@ -84,15 +108,20 @@ def main() -> None:
         "acon-protocol": variant(base, "acon-protocol", work, screen_agent="llm", confirm_top=0,
                                  max_agent_episodes=1000),
     }
+    selected = args.searches.split(",")
     rows = []
-    reports = {}
     for name, config in jobs.items():
-        reports[name], seconds = run_job(config)
-        rows.append({"search": name, "seconds": round(seconds), "report": reports[name]})
+        if name in selected or name == "acon-tiered":  # GEPA's budget is the tiered job's screening
+            report, seconds = run_job(config)
+            rows.append({"search": name, "seconds": round(seconds), "report": report})
+        elif partial := rounds_only(config.out_dir):
+            rows.append({"search": name, "seconds": round(partial.pop("seconds")), "report": partial,
+                         "partial": partial["partial"]})
     screened = tier0_screen_episodes(jobs["acon-tiered"].out_dir)
     jobs["gepa"] = variant(base, "gepa", work, search="gepa", gepa_metric_calls=max(screened, 1))
-    reports["gepa"], seconds = run_job(jobs["gepa"])
-    rows.append({"search": "gepa", "seconds": round(seconds), "report": reports["gepa"]})
+    if "gepa" in selected:
+        report, seconds = run_job(jobs["gepa"])
+        rows.append({"search": "gepa", "seconds": round(seconds), "report": report})
 
     from optimizer.llm.endpoint import EndpointConfig
 
@@ -122,8 +151,9 @@ def main() -> None:
           f"{'test t0 success':>15} {'t0 peak':>8} {'test t1 success':>15}")
     for r in rows:
         t0, t1 = r["test"]["tier0"], r["test"].get("tier1")
+        calls = r["budget"]["compressor_calls"]
         print(f"{r['search']:14} {r['budget']['agent_episodes']:>9} {r['tier0_train_episodes']:>9} "
-              f"{r['budget']['compressor_calls']:>11} {r['budget']['optimizer_tokens']:>10} {r['seconds'] / 60:>7.1f} "
+              f"{'-' if calls is None else calls:>11} {r['budget']['optimizer_tokens']:>10} {r['seconds'] / 60:>7.1f} "
               f"{t0['success']:>15.2f} {t0['peak_tokens_mean']:>8.0f} {t1['success'] if t1 else float('nan'):>15.2f}")
     none0s, none1s = reference["none_tier0"], reference["none_tier1"]
     print(f"none: tier0 success {none0s['success']:.2f} peak {none0s['peak_tokens_mean']:.0f}; "
