@@ -39,6 +39,15 @@ def variant(config: ExperimentConfig, name: str, work: Path, **optimize: Any) ->
     )
 
 
+def episodes_in(job_dir: Path, pattern: str) -> int:
+    return sum(len(JsonlLog(p).read()) for p in job_dir.glob(f"runs/{pattern}/episodes.jsonl"))
+
+
+def job_seconds(job_dir: Path, last_written: Path) -> float:
+    """A job's wall time from its own files: job.json is written first, `last_written` last."""
+    return last_written.stat().st_mtime - (job_dir / "job.json").stat().st_mtime
+
+
 def rounds_only(job_dir: Path) -> dict[str, Any] | None:
     """A job killed after its rounds but before its report, summarized from its own records."""
     state_path = job_dir / "state.json"
@@ -47,28 +56,27 @@ def rounds_only(job_dir: Path) -> dict[str, Any] | None:
     state = json.loads(state_path.read_text())
     if not state.get("done"):
         return None
-    agent_episodes = sum(len(JsonlLog(p).read()) for p in job_dir.glob("runs/*-llm-train-*/episodes.jsonl"))
+    agent_episodes = episodes_in(job_dir, "*-llm-train-*")
     return {
         "chosen": {"version": state["current"], "guideline": str(job_dir / "guidelines" / f"{state['current']}.md")},
         "budget": {"agent_episodes": agent_episodes, "compressor_calls": None,
                    "optimizer_tokens": state["optimizer_tokens"]},
         "partial": "rounds finished, final report not run; budget counted from its run directories",
-        "seconds": state_path.stat().st_mtime - (job_dir / "job.json").stat().st_mtime,
+        "seconds": job_seconds(job_dir, state_path),
     }
 
 
 def tier0_screen_episodes(job_dir: Path) -> int:
     """Reference-agent episodes a job spent on the train split (its screening cost)."""
-    return sum(len(JsonlLog(p).read()) for p in job_dir.glob("runs/guideline-reference-train-*/episodes.jsonl"))
+    return episodes_in(job_dir, "guideline-reference-train-*")
 
 
 def run_job(config: ExperimentConfig) -> tuple[dict[str, Any], float]:
     started = time.time()
     resume = (config.out_dir / "job.json").exists()
     finished = config.out_dir / "report.json"
-    if finished.exists():  # read back, timed by its own files (job.json is written first, report.json last)
-        seconds = finished.stat().st_mtime - (config.out_dir / "job.json").stat().st_mtime
-        return json.loads(finished.read_text()), seconds
+    if finished.exists():  # read back, not rerun
+        return json.loads(finished.read_text()), job_seconds(config.out_dir, finished)
     job = OptimizationJob(config, resume=resume, log=lambda m: print(f"[{config.name}] {m}", file=sys.stderr))
     report = job.run()
     return report, time.time() - started
