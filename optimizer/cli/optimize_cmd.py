@@ -44,14 +44,18 @@ def optimize(
 
 def pareto_table(report: dict) -> Table:
     table = Table(title="Pareto front on the train split (success ↑, peak tokens ↓)")
-    for column in ("candidate", "version", "round", "success", "peak mean"):
+    for column in ("candidate", "version", "round", "success", "peak mean", "llm success", "llm peak"):
         table.add_column(column, justify="left" if column in ("candidate", "version") else "right")
     front = {p["version"] for p in report["pareto"]}
     for point in sorted(report["points"], key=lambda p: p["peak_tokens"]):
         mark = " *" if point["version"] in front else ""
+        confirmed = point.get("confirm_success") is not None
         table.add_row(point["label"] + mark, point["version"], str(point["round"]), f"{point['success']:.2f}",
-                      fmt(point["peak_tokens"]))
-    table.caption = "* on the front"
+                      fmt(point["peak_tokens"]),
+                      f"{point['confirm_success']:.2f}" if confirmed else "–",
+                      fmt(point["confirm_peak_tokens"]) if confirmed else "–")
+    table.caption = ("* on the front · success and peak mean: tier 0 (reference agent); "
+                     "llm: tier-1 confirmation with the model as agent, peaks from the server's usage")
     return table
 
 

@@ -92,7 +92,8 @@ class Compressor:
         if previous_summary:
             parts.append(f"# Previous summary\n{fence(previous_summary, 'previous-summary')}")
         parts.append(f"# Interaction history to summarize\n{fence(history, 'history')}")
-        parts.append("Write the new summary now, following the guideline. Output only the summary.")
+        parts.append(f"Write the new summary now, following the guideline, {_length_limit(max_tokens)} "
+                     "Output only the summary.")
         return self._run("\n\n".join(parts), max_tokens)
 
     def compress_observation(
@@ -116,7 +117,8 @@ class Compressor:
             f"# Retention rules (always apply)\n{summary_rules()}",
             f"# The agent's task\n{fence(task, 'task')}",
             f"# Tool result to compress (from `{tool}`)\n{fence(observation, 'tool-output')}",
-            "Write the compressed tool result now, following the guideline. Output only the compressed result.",
+            f"Write the compressed tool result now, following the guideline, {_length_limit(max_tokens)} "
+            "Output only the compressed result.",
         ]
         return self._run("\n\n".join(parts), max_tokens)
 
@@ -145,6 +147,12 @@ class Compressor:
         if self.cache is not None:
             self.cache.put(key, text, completion.usage, origin)
         return CompressorOutput(text, completion.usage, False, prompt, completion.attempts - 1)
+
+
+def _length_limit(max_tokens: int) -> str:
+    # The model cannot see its completion cap: unprompted, small models write until they are cut off,
+    # which costs the most decode time and loses the sections written last (DONE, TODO).
+    return f"in at most {max(16, max_tokens * 3 // 5)} words; the reply is cut off after {max_tokens} tokens."
 
 
 def _combine(outputs: list[CompressorOutput], text: str) -> CompressorOutput:

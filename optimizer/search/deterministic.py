@@ -15,6 +15,9 @@ from optimizer.world.retention import RetentionClass
 
 _LOSSY_AT_SUMMARY = ("summarize",)
 _CLEARING = ("clear", "mask", "drop", "offload")
+# Below these a summary cannot hold the ids of a multi-step task, nor a compressed result its matching rows.
+_MIN_SUMMARY_TOKENS = 96
+_MIN_OBSERVATION_TOKENS = 64
 
 
 def patch_from_diffs(current: Guideline, diffs: Sequence[PairDiff]) -> list[Proposal]:
@@ -84,7 +87,7 @@ def patch_from_diffs(current: Guideline, diffs: Sequence[PairDiff]) -> list[Prop
 
 
 def tighten(current: Guideline) -> list[Proposal]:
-    """CO-step variants that compress more: lower thresholds, fewer raw steps."""
+    """CO-step variants that compress more: lower thresholds, shorter compressor outputs, fewer raw steps."""
     policy = current.policy
     out = []
     lower = policy.model_copy(update={
@@ -94,6 +97,16 @@ def tighten(current: Guideline) -> list[Proposal]:
         out.append(Proposal(
             "tighten", current.model_copy(update={"policy": lower, "name": f"{current.name}+lower"}),
             rationale=f"t_hist {policy.t_hist}->{lower.t_hist}, t_obs {policy.t_obs}->{lower.t_obs}",
+        ))
+    shorter = policy.model_copy(update={
+        "summary_max_tokens": max(_MIN_SUMMARY_TOKENS, int(policy.summary_max_tokens * 0.6)),
+        "observation_max_tokens": max(_MIN_OBSERVATION_TOKENS, int(policy.observation_max_tokens * 0.6)),
+    })
+    if shorter != policy:
+        out.append(Proposal(
+            "tighten", current.model_copy(update={"policy": shorter, "name": f"{current.name}+short"}),
+            rationale=(f"summary cap {policy.summary_max_tokens}->{shorter.summary_max_tokens}, "
+                       f"observation cap {policy.observation_max_tokens}->{shorter.observation_max_tokens}"),
         ))
     if policy.keep_last_k > 1:
         fewer = policy.model_copy(update={"keep_last_k": policy.keep_last_k - 1})

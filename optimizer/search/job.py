@@ -398,12 +398,15 @@ class OptimizationJob:
 
     def points(self) -> list[Point]:
         none = _scores(self.none_train)
-        points = [Point("none", "none", "baseline", none["success"], none["peak_tokens_mean"])]
+        none_confirm = _scores(self.none_confirm) if self.none_confirm is not None else None
+        points = [Point("none", "none", "baseline", none["success"], none["peak_tokens_mean"],
+                        **_confirm_fields(none_confirm))]
         for data in self.state.candidates.values():
             candidate = Candidate.from_dict(data)
             if candidate.screen is not None and candidate.rejected is None:
                 points.append(Point(f"{candidate.origin}:{candidate.guideline.name}", candidate.version, "candidate",
-                                    candidate.screen["success"], candidate.screen["peak_tokens_mean"], candidate.round))
+                                    candidate.screen["success"], candidate.screen["peak_tokens_mean"], candidate.round,
+                                    **_confirm_fields(candidate.confirm)))
         return points
 
     def candidates(self) -> list[Candidate]:
@@ -462,6 +465,12 @@ def _scores(result: RunResult) -> dict[str, Any]:
         "infra_errors": s["infra_errors"], "blocking": s["blocking"], "cost_per_success": s["cost_per_success"],
         "directory": str(result.directory),
     }
+
+
+def _confirm_fields(confirm: dict[str, Any] | None) -> dict[str, float | None]:
+    if confirm is None:
+        return {"confirm_success": None, "confirm_peak_tokens": None}
+    return {"confirm_success": confirm["success"], "confirm_peak_tokens": confirm["peak_tokens_mean"]}
 
 
 def _proposal_to(proposal: Proposal) -> dict[str, Any]:

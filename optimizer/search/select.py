@@ -14,6 +14,10 @@ class Point:
     success: float
     peak_tokens: float
     round: int = 0
+    # The tier-1 confirmation (llm agent, train confirmation tasks): peaks as the server counted them.
+    # Shown beside the screen; the front itself stays on tier 0, where every candidate has a score.
+    confirm_success: float | None = None
+    confirm_peak_tokens: float | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)

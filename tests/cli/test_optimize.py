@@ -56,3 +56,17 @@ def test_report_adds_llm_agent_rows_on_the_first_test_tasks(run_cli, tmp_path, s
     assert llm_rows == {"seed", "none"}
     assert set(report["acceptance"]["tiers"]) == {"tier0", "tier1"}
     assert out.count(" llm ") >= 3  # chosen, seed and none printed with the llm tier
+
+
+def test_pareto_table_shows_the_tier1_confirmation_beside_the_screen(run_cli, tmp_path, scripted_url):
+    config = job_config(tmp_path, scripted_url, train_limit=2, test_limit=1, rounds=1, candidates=0, diagnose=0,
+                        confirm_top=1, confirm_limit=1, max_agent_episodes=4)
+    code, out, err = run_cli("optimize", str(tmp_path / "job.toml"))
+    assert code == 0, err
+    points = json.loads((config.out_dir / "report.json").read_text())["points"]
+    none = next(p for p in points if p["kind"] == "baseline")
+    confirmed = [p for p in points if p["kind"] == "candidate" and p["confirm_success"] is not None]
+    assert none["confirm_success"] is not None and none["confirm_peak_tokens"] > 0  # usage as the server reported
+    assert len(confirmed) == 1 and confirmed[0]["confirm_peak_tokens"] > 0
+    assert any(p["confirm_success"] is None for p in points if p["kind"] == "candidate")
+    assert "llm peak" in out and "–" in out

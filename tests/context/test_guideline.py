@@ -155,3 +155,16 @@ def test_the_budget_cuts_static_first_and_never_skills_or_receipts(compressor_fo
         assert CATALOG not in result.episode.checkpoint_texts(4, index)
     assert result.visible_at_end(SKILL) and result.visible_at_end(RECEIPT)
     assert_contract(result)
+
+
+def test_the_compressor_is_told_its_length_limit(compressor_for):
+    """Unprompted, a small model writes until its cap cuts it off; the prompt states the cap as words."""
+    compressor, server = compressor_for()
+    run(guideline(t_obs=300, t_hist=300, summary_max_tokens=200, observation_max_tokens=100), compressor=compressor)
+    prompts = compressor_prompts(server)
+    summaries = [p for p in prompts if "Write the new summary now" in p]
+    observations = [p for p in prompts if "Write the compressed tool result now" in p]
+    assert summaries and observations
+    assert all("at most 120 words; the reply is cut off after 200 tokens" in p for p in summaries)
+    assert all("at most 60 words; the reply is cut off after 100 tokens" in p for p in observations)
+    assert all(r["max_tokens"] in (200, 100) for r in server.requests)
