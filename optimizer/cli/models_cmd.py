@@ -8,7 +8,7 @@ from rich.table import Table
 
 from optimizer.llm.local import PROFILES, get_profile, server_status, start_detached, stop_server
 from optimizer.llm.local.install import build_server, install_model, model_ready, server_binary
-from optimizer.llm.local.profiles import DEFAULT_PROFILE
+from optimizer.llm.local.profiles import DEFAULT_PROFILE, SETUP_PROFILES
 
 console = Console(stderr=True)
 models = typer.Typer(help="Manage the embedded local model server.", no_args_is_help=True)
@@ -20,7 +20,7 @@ def _log(message: str) -> None:
 
 def setup(
     model: list[str] = typer.Option(
-        [DEFAULT_PROFILE], "--model", help="Model profile(s) to install (repeatable)."
+        list(SETUP_PROFILES), "--model", help="Model profile(s) to install (repeatable)."
     ),
     bfcl: bool = typer.Option(True, help="Also install the BFCL multi-turn suite (bfcl-eval, no deps)."),
 ) -> None:

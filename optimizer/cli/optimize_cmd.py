@@ -60,16 +60,19 @@ def pareto_table(report: dict) -> Table:
 
 
 def report_table(report: dict) -> Table:
+    from optimizer.search.report import both_solved_cell
+
     table = Table(title=f"Test split: chosen guideline vs baselines ({report['suite']})")
     for column in ("strategy", "tier", "tasks", "success", "95% CI", "peak mean", "peak max", "dependency",
-                   "tokens", "compressor", "blocking"):
+                   "tokens", "compressor", "blocking", "peak, both solved"):
         table.add_column(column, justify="left" if column == "strategy" else "right")
     rows = [report["chosen"], *([report["chosen_tier1"]] if report["chosen_tier1"] else []), *report["baselines"]]
     for r in rows:
         low, high = r["success_ci"]
         table.add_row(r["strategy"], r["tier"], fmt(r["tasks"]), f"{r['success']:.2f}", f"[{low:.2f}, {high:.2f}]",
                       fmt(r["peak_tokens_mean"]), fmt(r["peak_tokens_max"]), fmt(r["dependency_mean"]),
-                      fmt(r["total_tokens"]), fmt(r["compressor_tokens"]), fmt(r["blocking"]))
+                      fmt(r["total_tokens"]), fmt(r["compressor_tokens"]), fmt(r["blocking"]), both_solved_cell(r))
+    table.caption = "peak, both solved: mean peak of the chosen guideline vs this row on the tasks both solved (count)"
     return table
 
 

@@ -45,7 +45,8 @@ def build_report(job: OptimizationJob) -> dict[str, Any]:
     chosen_row = row("chosen", tier0, runs["chosen"])
     chosen_row["guideline"] = str(job.dir.path / "guidelines" / f"{chosen.version}.md")
     chosen_row["version"] = chosen.version
-    baselines = [row(name, tier0, result) for name, result in runs.items() if name != "chosen"]
+    baselines = [{**row(name, tier0, result), "both_solved": both_solved(runs["chosen"], result)}
+                 for name, result in runs.items() if name != "chosen"]
     baselines += [row(f"{name}", "llm", result) for name, result in tier1.items() if name != "chosen"]
     report = {
         "experiment": job.config.name,
@@ -70,6 +71,31 @@ def build_report(job: OptimizationJob) -> dict[str, Any]:
     if job.tracker is not None:
         job.tracker.on_report(job, report)
     return report
+
+
+def both_solved(chosen: RunResult, other: RunResult) -> dict[str, Any]:
+    """Mean peak tokens of both strategies over the tasks both of them solved.
+
+    A failed episode often ends early, before its largest context, so a strategy that breaks tasks
+    can show a lower mean peak than one that solves them; on the tasks both solved, the peaks compare
+    like for like.
+    """
+    solved = {e.task_id: e.metrics["peak_tokens"] for e in chosen.episodes if e.success}
+    pairs = [(solved[e.task_id], e.metrics["peak_tokens"]) for e in other.episodes
+             if e.success and e.task_id in solved]
+    if not pairs:
+        return {"tasks": 0, "chosen_peak_mean": None, "peak_mean": None}
+    return {"tasks": len(pairs), "chosen_peak_mean": sum(c for c, _ in pairs) / len(pairs),
+            "peak_mean": sum(o for _, o in pairs) / len(pairs)}
+
+
+def both_solved_cell(row: dict[str, Any]) -> str:
+    paired = row.get("both_solved")
+    if not paired:
+        return "–"
+    if not paired["tasks"]:
+        return "no task"
+    return f"{paired['chosen_peak_mean']:,.0f} vs {paired['peak_mean']:,.0f} ({paired['tasks']})"
 
 
 def infrastructure(job: OptimizationJob) -> dict[str, Any]:
@@ -139,7 +165,7 @@ def report_markdown(report: dict[str, Any]) -> str:
     lines = [f"# acon optimize: {report['experiment']}", "",
              f"Suite `{report['suite']}`, test split. Chosen guideline: `{report['chosen']['guideline']}`.", "",
              "| strategy | tier | tasks | success | 95% CI | peak mean | peak max | dependency | tokens | compressor "
-             "| blocking |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| blocking | peak, both solved (chosen vs this) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     rows = [report["chosen"], *([report["chosen_tier1"]] if report["chosen_tier1"] else []), *report["baselines"]]
     for r in rows:
         low, high = r["success_ci"]
@@ -147,7 +173,7 @@ def report_markdown(report: dict[str, Any]) -> str:
             f"| {r['strategy']} | {r['tier']} | {r['tasks']} | {r['success']:.2f} | [{low:.2f}, {high:.2f}] | "
             f"{r['peak_tokens_mean']:.0f} | {r['peak_tokens_max']} | {r['dependency_mean']:.0f} | "
             f"{r['total_tokens']} | "
-            f"{r['compressor_tokens']} | {r['blocking']} |"
+            f"{r['compressor_tokens']} | {r['blocking']} | {both_solved_cell(r)} |"
         )
     lines += ["", "## Rounds", "", "| round | pairs | candidates | improved | chosen |", "|---|---|---|---|---|"]
     for r in report["rounds"]:

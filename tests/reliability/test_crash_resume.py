@@ -196,7 +196,12 @@ def runs(tmp_path_factory, migrated_db):
         env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
         env.update(ACON_HOME=str(crashed / "home"), PYTHONPATH=str(ROOT))
         rng = random.Random(SEED)
-        points = [{"role": "compressor call", "at": rng.randint(2, roles["compressor call"] // 2)},
+        # The first kill lands on the last compressor call before the job's first optimizer call: late in an
+        # episode that already has cached replies, and early enough that the second kill has an optimizer
+        # call to land on.
+        before_optimizer = killer.roles[: killer.roles.index("optimizer call")].count("compressor call")
+        assert before_optimizer >= 2, killer.roles
+        points = [{"role": "compressor call", "at": before_optimizer},
                   {"role": "optimizer call", "at": rng.randint(1, roles["optimizer call"])},
                   {"delay": round(rng.uniform(0.2, 1.5), 2)}]
         log: list[str] = []
