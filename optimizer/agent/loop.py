@@ -116,7 +116,10 @@ def _run_turn(
         if state.step >= services.max_total_steps:
             break
         step = state.step
-        ctx = StrategyContext(task=task.instruction, step=step, store=store, compressor=services.compressor)
+        ctx = StrategyContext(
+            task=task.instruction, step=step, store=store, compressor=services.compressor, strategy=strategy.type,
+            reference_literals=reference_literals(task) if strategy.kind == "oracle" else (),
+        )
         condense_started = time.perf_counter()
         condensation = strategy.condense(history, ctx)
         if condensation is not None:
@@ -196,9 +199,9 @@ def _run_turn(
             write_started = time.perf_counter()
             written = strategy.write(raw, history, ctx) if recalled is None else None
             content = written.content if written is not None else raw.content
-            if written is not None and written.record is not None:
+            for written_record in written.records if written is not None else ():
                 episode.records.append(_record_dict(
-                    episode, written.record, write_started - started, time.perf_counter() - write_started
+                    episode, written_record, write_started - started, time.perf_counter() - write_started
                 ))
             if content == raw.content:
                 entry = history.add(raw)  # written verbatim: no second tokenization of a large result
@@ -217,6 +220,11 @@ def _run_turn(
     state.stopped = True
     state.reasons.append(f"turn {turn} hit the step limit ({task.max_steps_per_turn} per turn)")
     return None
+
+
+def reference_literals(task: Task) -> tuple[str, ...]:
+    """Every literal the task's reference solution needs (what only the tier-0 oracle may see)."""
+    return tuple(dict.fromkeys(n.literal for step in task.reference or () for n in step.needs))
 
 
 def _execute(

@@ -5,10 +5,10 @@
 name: seed
 policy:
   pinned: [skill, write_receipt]
-  fresh: {static: compress}
-  old: {static: compress, dynamic_state: compress, error_partial: compress}
-  t_hist: 2048
-  ...
+  write:
+    - {move: compress, classes: [static], over: 1024, max_tokens: 160}
+  history:
+    - {move: summarize, classes: [static, dynamic_state, error_partial], over: 2048, keep_last: 2}
 ---
 ## History compressor
 ...
@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from optimizer.context.contract import CONTRACT, Action
+from optimizer.context.moves import CompressorTexts
+from optimizer.context.policy import RetentionPolicy
 from optimizer.errors import ConfigError
-from optimizer.world.retention import RetentionClass
 
 HISTORY_HEADING = "## History compressor"
 OBSERVATION_HEADING = "## Observation compressor"
@@ -40,77 +40,6 @@ _FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---\n?(.*)\Z", re.DOTALL)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SEED_GUIDELINE = PROJECT_ROOT / "guidelines" / "seed" / "seed.md"
-
-
-class RetentionPolicy(BaseModel):
-    """Structured part of a guideline: what happens to each class, and when compression triggers."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    pinned: tuple[RetentionClass, ...] = Field(
-        (RetentionClass.SKILL, RetentionClass.WRITE_RECEIPT),
-        description="Classes kept verbatim outside any summary, never cleared or compressed.",
-    )
-    fresh: dict[RetentionClass, Action] = Field(
-        default_factory=lambda: {
-            RetentionClass.STATIC: Action.COMPRESS,
-            RetentionClass.DYNAMIC_STATE: Action.KEEP,
-            RetentionClass.ERROR_PARTIAL: Action.KEEP,
-        },
-        description="Write time, for a new result over `t_obs`: keep, compress (LLM) or clear (offload + handle).",
-    )
-    old: dict[RetentionClass, Action] = Field(
-        default_factory=lambda: {
-            RetentionClass.STATIC: Action.COMPRESS,
-            RetentionClass.DYNAMIC_STATE: Action.COMPRESS,
-            RetentionClass.ERROR_PARTIAL: Action.COMPRESS,
-        },
-        description="Once older than `keep_last_k` steps and over `t_hist`: keep, compress into the summary, "
-        "or clear to a recall placeholder.",
-    )
-    t_hist: int = Field(2048, gt=0, description="Summarize once unsummarized history exceeds this many tokens.")
-    t_obs: int = Field(1024, gt=0, description="Compress or offload a fresh tool result above this many tokens.")
-    keep_last_k: int = Field(2, ge=1, description="Most recent agent steps always kept raw.")
-    summary_max_tokens: int = Field(512, gt=0, description="Completion cap for a history summary.")
-    observation_max_tokens: int = Field(384, gt=0, description="Completion cap for a compressed observation.")
-    budget_tokens: int | None = Field(None, gt=0, description="Hard pre-send budget for the history, if any.")
-
-    @field_validator("fresh")
-    @classmethod
-    def _fresh_keeps_latest_state(cls, actions: dict[RetentionClass, Action]) -> dict[RetentionClass, Action]:
-        for retention, action in actions.items():
-            if action is Action.CLEAR and CONTRACT[retention].latest_kept:
-                raise ValueError(f"{retention.value}: a fresh read is the latest one and cannot be offloaded")
-        return actions
-
-    @field_validator("fresh", "old")
-    @classmethod
-    def _actions_within_contract(cls, actions: dict[RetentionClass, Action]) -> dict[RetentionClass, Action]:
-        for retention, action in actions.items():
-            if action not in CONTRACT[retention].allowed:
-                allowed = ", ".join(sorted(a.value for a in CONTRACT[retention].allowed))
-                raise ValueError(f"{retention.value}: action {action.value!r} breaks the contract (allowed: {allowed})")
-        return actions
-
-    def fresh_action(self, retention: RetentionClass | None) -> Action:
-        return self._action(self.fresh, retention)
-
-    def old_action(self, retention: RetentionClass | None) -> Action:
-        return self._action(self.old, retention)
-
-    def _action(self, table: dict[RetentionClass, Action], retention: RetentionClass | None) -> Action:
-        retention = retention or RetentionClass.UNKNOWN
-        if retention in self.pinned:
-            return Action.KEEP
-        return table.get(retention, Action.KEEP)
-
-    @property
-    def clears(self) -> bool:
-        return Action.CLEAR in (*self.fresh.values(), *self.old.values())
-
-    def unpinned_required(self) -> list[RetentionClass]:
-        """Classes the contract requires pinned that this policy leaves unpinned."""
-        return [c for c, rule in CONTRACT.items() if rule.must_pin and c not in self.pinned]
 
 
 class Guideline(BaseModel):
@@ -138,6 +67,10 @@ class Guideline(BaseModel):
             sort_keys=True,
         )
         return hashlib.sha256(payload.encode()).hexdigest()[:12]
+
+    @property
+    def texts(self) -> CompressorTexts:
+        return CompressorTexts(self.history, self.observation, self.version)
 
     def to_markdown(self) -> str:
         front = {

@@ -62,15 +62,24 @@ class Replace:
 
 @dataclass(frozen=True)
 class Summarize:
-    """Drop `entry_ids` and show `summary` right after the task; a later summary supersedes it."""
+    """Drop `entry_ids` and show `summary` right after the task; a later summary supersedes it.
+
+    `index` names the recall handles of the results the summary condensed (the originals stay
+    retrievable); it is shown after the summary but is not the compressor's text.
+    """
 
     entry_ids: tuple[int, ...]
     summary: str
     tokens: int = -1
+    index: str = ""
 
     def __post_init__(self) -> None:
         if self.tokens < 0:
-            object.__setattr__(self, "tokens", count_tokens(self.summary))
+            object.__setattr__(self, "tokens", count_tokens(self.shown))
+
+    @property
+    def shown(self) -> str:
+        return f"{self.summary}\n{self.index}" if self.index else self.summary
 
 
 @dataclass(frozen=True)
@@ -143,7 +152,7 @@ def replay(entries: Sequence[Entry], edits: Sequence[Edit]) -> list[Entry]:
         view.append(entry)
         if entry.kind is EntryKind.TASK and summary is not None:
             view.append(
-                Entry(id=-1, kind=EntryKind.SUMMARY, content=summary.summary, step=-1, turn=0, tokens=summary.tokens)
+                Entry(id=-1, kind=EntryKind.SUMMARY, content=summary.shown, step=-1, turn=0, tokens=summary.tokens)
             )
     return view
 

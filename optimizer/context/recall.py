@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from optimizer.context.history import Entry
@@ -53,19 +54,30 @@ class RecallStore:
         return handle in self._items
 
 
-def placeholder(entry: Entry, handle: str, *, reason: str = "cleared", preview: str = "") -> str:
-    """Placeholder naming tool, arguments, call id and handle; must-keep lines survive verbatim."""
+def recall_note(entry: Entry, handle: str, reason: str, *, verb: str = "restore with") -> str:
+    """One line naming tool, arguments, call id, size and handle: what an agent needs to decide to recall."""
     call = entry.call
     tool = call.name if call else "?"
     args = json.dumps(dict(call.arguments), ensure_ascii=False, sort_keys=True) if call else "{}"
     call_id = call.id if call else "?"
-    lines = [
-        f"[{reason}: result of {tool}({args}) call_id={call_id}, {entry.tokens} tokens; "
-        f'restore with recall(handle="{handle}")]'
-    ]
+    return (f"[{reason}: result of {tool}({args}) call_id={call_id}, {entry.tokens} tokens; "
+            f'{verb} recall(handle="{handle}")]')
+
+
+def placeholder(entry: Entry, handle: str, *, reason: str = "cleared", preview: str = "") -> str:
+    """Placeholder naming tool, arguments, call id and handle; must-keep lines survive verbatim."""
+    lines = [recall_note(entry, handle, reason)]
     if preview:
         lines.append(preview)
     for line in entry.must_keep:
         if line not in preview:
             lines.append(line)
     return "\n".join(lines)
+
+
+def restore_must_keep(text: str, entries: Sequence[Entry]) -> str:
+    """`text` with every runtime-vouched line of `entries` that it lost appended, whatever cut it."""
+    missing = [line for e in entries for line in e.must_keep if line not in text]
+    if not missing:
+        return text
+    return text.rstrip() + "\n" + "\n".join(dict.fromkeys(missing))

@@ -52,7 +52,8 @@ class ProposeGuideline(dspy.Signature):
     new_history_instruction: str = dspy.OutputField(desc="The full rewritten history instruction.")
     new_observation_instruction: str = dspy.OutputField(desc="The full rewritten tool-result instruction.")
     policy_changes: str = dspy.OutputField(
-        desc='JSON object with policy fields to change, e.g. {"t_obs": 1500, "old": {"static": "clear"}}; {} if none.'
+        desc='JSON object with policy fields to replace (pinned, write, history, budget_tokens), each with its '
+        'full new value; {} if none.'
     )
 
 
@@ -169,11 +170,7 @@ def _apply(current: Guideline, history: str, observation: str, policy_changes: s
     policy = current.policy
     if changes:
         merged = policy.model_dump(mode="json")
-        for key, value in changes.items():
-            if key in ("fresh", "old") and isinstance(value, dict):
-                merged[key] = {**merged[key], **value}
-            elif key in merged:
-                merged[key] = value
+        merged.update({key: value for key, value in changes.items() if key in merged})
         policy = RetentionPolicy.model_validate(merged)
     return Guideline(
         name=f"{current.name.split('+')[0]}+{tag}", description=current.description, policy=policy,

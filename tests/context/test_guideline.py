@@ -1,4 +1,5 @@
-"""`guideline`: a guideline file's policy drives the contract plus both LLM compressors."""
+"""`guideline`: a guideline file's policy (pinned classes, write moves, history moves) drives the contract,
+the code-only moves and both LLM compressors."""
 
 from __future__ import annotations
 
@@ -24,18 +25,28 @@ from tests.context.conftest import (
 )
 
 SEED = read_guideline(SEED_GUIDELINE)
+STATIC = ["static"]
+OLD = ["static", "dynamic_state", "error_partial"]
 
 
-def guideline(**policy: Any) -> GuidelineStrategy:
-    """The seed guideline with some policy fields changed (validated like a file would be)."""
-    changed = RetentionPolicy.model_validate({**SEED.policy.model_dump(), **policy})
+def guideline(*, write: list[dict] = (), history: list[dict] = (), **policy: Any) -> GuidelineStrategy:
+    """The seed's texts under another policy (validated like a file would be)."""
+    changed = RetentionPolicy.model_validate({"write": list(write), "history": list(history), **policy})
     return GuidelineStrategy(guideline=SEED.model_copy(update={"policy": changed, "name": "test"}))
+
+
+def compress(over: int, **extra: Any) -> dict:
+    return {"move": "compress", "classes": STATIC, "over": over, **extra}
+
+
+def summarize(over: int, **extra: Any) -> dict:
+    return {"move": "summarize", "classes": OLD, "over": over, "keep_last": 2, **extra}
 
 
 def test_config_round_trips_for_a_path_and_for_an_inline_guideline():
     by_path = GuidelineStrategy()
     assert parse_strategy(by_path.model_dump()) == by_path == parse_strategy("guideline")
-    inline = guideline(t_obs=500, old={"static": "clear"})
+    inline = guideline(write=[{"move": "offload", "over": 500}], history=[{"move": "clear", "classes": STATIC}])
     again = parse_strategy(inline.model_dump())
     assert again == inline and again.version() == inline.version() != by_path.version()
     assert Guideline.from_markdown(inline.spec.to_markdown()) == inline.spec
@@ -47,14 +58,22 @@ def inline(history: str = "h", **policy: Any) -> dict[str, Any]:
 
 @pytest.mark.parametrize("config", [
     {"type": "guideline", "guidline": "x.md"},
-    inline(t_hist=0),
-    inline(old={"skill": "clear"}),  # the contract never lets a skill be cleared
-    inline(fresh={"unknown": "compress"}),  # nor unclassified content be compressed
+    inline(history=[{"move": "summarize", "over": 0}]),
+    inline(history=[{"move": "clear", "classes": ["skill"]}]),  # the contract never lets a skill be cleared
+    inline(write=[{"move": "compress", "classes": ["unknown"]}]),  # nor unclassified content be compressed
+    inline(write=[{"move": "extract", "classes": ["write_receipt"]}]),  # nor a receipt be cut
+    inline(write=[{"move": "squeeze"}]),
     inline(history=""),
 ])
 def test_invalid_config_is_rejected(config):
     with pytest.raises(ValidationError):
         parse_strategy(config)
+
+
+def test_a_format_1_policy_is_refused_with_a_pointer_to_the_new_format():
+    text = SEED.to_markdown().replace("policy:\n", "policy:\n  t_hist: 900\n", 1)
+    with pytest.raises(ConfigError, match=r"format-1 policy keys \(t_hist\).*lists of moves"):
+        Guideline.from_markdown(text)
 
 
 def test_a_missing_guideline_file_is_rejected():
@@ -70,7 +89,7 @@ def test_the_seed_pins_skills_and_receipts():
 
 def test_expected_size(compressor_for):
     compressor, server = compressor_for()
-    result = run(guideline(t_obs=500, t_hist=800), compressor=compressor)
+    result = run(guideline(write=[compress(500, recoverable=False)], history=[summarize(800)]), compressor=compressor)
     records = result.episode.records
     # Write time: the catalogue, the web page and the shipping doc (static, over 500 tokens) are
     # compressed (to the lossy compressor's 3 tokens). The history never passes 800 tokens of
@@ -83,9 +102,21 @@ def test_expected_size(compressor_for):
     assert result.final_tokens() == 1370  # none: 4,097
 
 
+def test_a_recoverable_compression_names_the_handle_of_the_original(compressor_for):
+    compressor, _ = compressor_for()
+    strategy = guideline(write=[compress(500)])
+    assert strategy.offers_recall
+    result = run(strategy, compressor=compressor)
+    written = result.episode.text(next(e["text"] for e in result.episode.entries if e["id"] == 4))
+    assert written.startswith('[compressed: result of read_file({"path": "docs/catalog.md"}) call_id=ref_2, 1097')
+    assert 'recall(handle="h1")' in written and written.endswith("key facts only")
+    assert result.episode.records[0]["handles"] == ["h1"]
+    assert_contract(result)
+
+
 def test_invariants_with_the_seed_policy(compressor_for):
     compressor, server = compressor_for()
-    result = run(guideline(t_obs=300, t_hist=300), compressor=compressor)
+    result = run(guideline(write=[compress(300)], history=[summarize(300)]), compressor=compressor)
     assert_contract(result)
     assert result.episode.metrics["compressor_calls"] >= 3
     assert result.visible_at_end(SKILL) and result.visible_at_end(RECEIPT) and result.visible_at_end(PROBE)
@@ -95,10 +126,24 @@ def test_invariants_with_the_seed_policy(compressor_for):
     assert set(PROTECTED) - {"REV-0002"} <= {p for p in PROTECTED if result.visible_at_end(p)}
 
 
+def test_the_summary_is_an_index_of_the_originals(compressor_for):
+    """What the summary condensed stays retrievable: the summary names each result's handle and call."""
+    compressor, _ = compressor_for()
+    result = run(guideline(history=[summarize(300)]), compressor=compressor)
+    record = next(r for r in result.episode.records if r["action"] == "summarize")
+    assert record["handles"]
+    summary = result.final_texts(3)[1]
+    assert summary.startswith("PROGRESS: earlier steps done.")
+    assert '- recall(handle="h1"): read_file({"path": "docs/catalog.md"}) call_id=ref_2, 1097 tokens' in summary
+    without = run(guideline(history=[summarize(300, index=False)]), compressor=compressor)
+    assert "recall(handle=" not in without.final_texts(3)[1]
+    assert not guideline(history=[summarize(300, index=False)]).offers_recall
+
+
 def test_pinning_is_what_keeps_the_skill(compressor_for):
     """The same policy with skills unpinned sends the skill into a summary that (here) drops it."""
     compressor, server = compressor_for()
-    unpinned = guideline(t_hist=300, pinned=["write_receipt"], old={"skill": "compress"})
+    unpinned = guideline(pinned=["write_receipt"], history=[summarize(300, classes=["skill", *OLD])])
     assert unpinned.spec.policy.unpinned_required() == [RetentionClass.SKILL]
     result = run(unpinned, compressor=compressor)
     assert not result.visible_at_end("RULE-MID-02")
@@ -106,45 +151,62 @@ def test_pinning_is_what_keeps_the_skill(compressor_for):
     assert result.visible_at_end(RECEIPT)
 
 
-def test_fresh_clear_offloads_with_a_preview_and_a_recall_handle(compressor_for):
+def test_offload_keeps_a_preview_and_a_recall_handle(compressor_for):
     compressor, server = compressor_for()
-    strategy = guideline(t_obs=500, fresh={"static": "clear"})
-    assert strategy.offers_recall
+    strategy = guideline(write=[{"move": "offload", "classes": STATIC, "over": 500, "head_tokens": 120,
+                                 "tail_tokens": 0}])
+    assert strategy.offers_recall and not strategy.uses_compressor
     result = run(strategy, compressor=compressor)
     written = result.episode.text(next(e["text"] for e in result.episode.entries if e["id"] == 4))
     assert written.startswith('[offloaded: result of read_file({"path": "docs/catalog.md"}) call_id=ref_2,')
     assert 'recall(handle="h1")' in written and "catalog note 0:" in written
-    assert "FACT-STATIC-77" not in written
-    assert server.requests == []  # clearing needs no model
+    assert "FACT-STATIC-77" not in written and "[... preview cut ...]" not in written
+    assert server.requests == []  # offloading needs no model
     assert_contract(result)
 
 
-def test_old_clear_replaces_old_static_results_with_recall_placeholders(compressor_for):
-    compressor, _ = compressor_for()
-    strategy = guideline(t_obs=5000, t_hist=1000, old={"static": "clear", "dynamic_state": "compress"})
+def test_write_moves_chain_in_order(compressor_for):
+    """An extraction that leaves the result over the offload threshold is offloaded in turn."""
+    compressor, server = compressor_for()
+    extract = {"move": "extract", "classes": STATIC, "over": 500, "select": {"head": 40, "mention_task": False,
+                                                                            "mention_calls": False}}
+    strategy = guideline(write=[extract, {"move": "offload", "classes": STATIC, "over": 500}])
+    result = run(strategy, compressor=compressor)
+    catalogue = [r for r in result.episode.records if r["entry_ids"] == [4]]
+    assert [r["action"] for r in catalogue] == ["extract", "offload"]
+    assert catalogue[0]["tokens_after"] > 500 and catalogue[1]["tokens_before"] == catalogue[0]["tokens_after"]
+    assert catalogue[0]["handles"] == catalogue[1]["handles"] == ["h1"]  # one original, one handle
+    assert server.requests == []
+    assert_contract(result)
+
+
+def test_old_results_are_cleared_to_recall_placeholders(compressor_for):
+    compressor, server = compressor_for()
+    strategy = guideline(history=[{"move": "clear", "classes": STATIC, "trigger_tokens": 2000, "keep_last": 2}])
     result = run(strategy, compressor=compressor)
     first = result.episode.records[0]
-    assert (first["step"], first["action"], first["entry_ids"], first["handles"]) == (4, "clear", [4], ["h1"])
+    assert (first["action"], first["entry_ids"][0], first["handles"][0]) == ("clear", 4, "h1")
     assert not result.visible_at_end("FACT-STATIC-77")
     assert result.visible_at_end('restore with recall(handle="h1")')
+    assert {c for r in result.episode.records for c in r["dropped_by_class"]} == {"static"}
+    assert server.requests == []
     assert_contract(result)
 
 
-def test_a_cleared_result_no_longer_counts_toward_t_hist(compressor_for):
-    """Once the catalogue is a placeholder, the small groups after it must not trigger summaries."""
+def test_a_summary_after_a_clear_counts_what_the_clear_left(compressor_for):
+    """Cleared results are placeholders now: their written size must not trigger a summary."""
     compressor, server = compressor_for()
-    strategy = guideline(t_obs=5000, t_hist=1000, old={"static": "clear", "dynamic_state": "compress"})
-    result = run(strategy, compressor=compressor)
-    records = result.episode.records
-    assert all(r["entry_ids"] and r["tokens_after"] < r["tokens_before"] for r in records), records
-    # Pending content after step 4: page, error, stock reads, web page (559) and calls, below 1,000.
+    clear = {"move": "clear", "classes": STATIC, "trigger_tokens": 1000, "keep_last": 0}
+    result = run(guideline(history=[clear, summarize(1500)]), compressor=compressor)
+    assert [r["action"] for r in result.episode.records if r["action"] == "summarize"] == []
     assert len(server.requests) == 0
-    assert [r["step"] for r in records] == [4]
+    cleared = run(guideline(history=[summarize(1500)]), compressor=compressor)
+    assert any(r["action"] == "summarize" for r in cleared.episode.records)  # without the clear, it summarizes
 
 
 def test_the_budget_cuts_static_first_and_never_skills_or_receipts(compressor_for):
     compressor, _ = compressor_for()
-    result = run(guideline(t_obs=5000, budget_tokens=1500), compressor=compressor)
+    result = run(guideline(budget_tokens=1500), compressor=compressor)
     budget = [r for r in result.episode.records if r["stage"] == "budget"]
     assert budget and budget[0]["step"] == 3 and budget[0]["entry_ids"] == [4]  # the catalogue (static) first
     assert budget[0]["dropped_by_class"] == {"static": 1097 - 37}
@@ -160,7 +222,8 @@ def test_the_budget_cuts_static_first_and_never_skills_or_receipts(compressor_fo
 def test_the_compressor_is_told_its_length_limit(compressor_for):
     """Unprompted, a small model writes until its cap cuts it off; the prompt states the cap as words."""
     compressor, server = compressor_for()
-    run(guideline(t_obs=300, t_hist=300, summary_max_tokens=200, observation_max_tokens=100), compressor=compressor)
+    run(guideline(write=[compress(300, max_tokens=100)], history=[summarize(300, max_tokens=200)]),
+        compressor=compressor)
     prompts = compressor_prompts(server)
     summaries = [p for p in prompts if "Write the new summary now" in p]
     observations = [p for p in prompts if "Write the compressed tool result now" in p]

@@ -47,7 +47,8 @@ def episode_lines(job: Path) -> dict[str, list[dict[str, Any]]]:
 def eager_guideline(tmp: Path) -> Path:
     """The seed guideline with low thresholds: most tool results and histories go through the compressor."""
     text = (ROOT / "guidelines" / "seed" / "seed.md").read_text()
-    text = text.replace("t_hist: 2048", "t_hist: 500").replace("t_obs: 1024", "t_obs: 120")
+    text = text.replace("over: 2048", "over: 500").replace("over: 1024", "over: 120")
+    assert "over: 500" in text and "over: 120" in text
     path = tmp / "eager.md"
     path.write_text(text)
     return path

@@ -231,7 +231,7 @@ SEED = (ROOT / "guidelines" / "seed" / "seed.md").read_text()
 
 
 def test_guideline_with_broken_front_matter(fails, tmp_path, scripted_url):
-    broken = _guideline(tmp_path, SEED.replace("  t_obs: 1024", "  t_obs: [1024"))
+    broken = _guideline(tmp_path, SEED.replace("over: 1024,", "over: [1024,"))
     path = write_job(tmp_path, scripted_url, guideline=broken)
     fails("optimize", str(path), says=(str(broken), "broken front matter", "line"))
     assert not (tmp_path / "job").exists()
@@ -244,9 +244,10 @@ def test_guideline_without_front_matter(fails, tmp_path, scripted_url):
 
 
 def test_guideline_that_breaks_the_retention_contract(fails, tmp_path, scripted_url):
-    broken = _guideline(tmp_path, SEED.replace("    error_partial: compress\n", "    skill: clear\n"))
+    broken = _guideline(tmp_path, SEED.replace("  history:\n", "  history:\n    - {move: clear, classes: [skill]}\n"))
     path = write_job(tmp_path, scripted_url, guideline=broken)
-    fails("optimize", str(path), says=(str(broken), "policy.old", "skill: action 'clear' breaks the contract"))
+    fails("optimize", str(path), says=(str(broken), "policy.history.0.clear.classes",
+                                        "skill: move 'clear' breaks the retention contract"))
 
 
 def test_guideline_file_missing(fails, tmp_path, scripted_url):

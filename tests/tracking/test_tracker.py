@@ -12,6 +12,7 @@ import pytest
 from mlflow import MlflowClient
 
 from optimizer.context.guideline import Guideline, RetentionPolicy
+from optimizer.context.moves import SummarizeOld
 from optimizer.errors import ConfigError
 from optimizer.tracking import ParetoPoint
 from optimizer.tracking.mlflow_tracker import MlflowTracker
@@ -232,7 +233,7 @@ def test_traces_can_be_switched_off(store, client, tmp_path):
 def test_registered_guidelines_round_trip_and_best_alias(store, client, tmp_path):
     tracker = open_tracker(store, tmp_path, "registry")
     seed = make_guideline()
-    policy = RetentionPolicy(t_hist=999, keep_last_k=3)
+    policy = RetentionPolicy(history=(SummarizeOld(over=999, keep_last=3),))
     chosen = Guideline(name="round-2", description="fewer tokens", policy=policy,
                        history="Summarize {{x}} tersely.", observation="Quote ids.",
                        provenance={"round": 2, "origin": "llm-co"})

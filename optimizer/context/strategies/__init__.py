@@ -5,7 +5,7 @@ Adding a strategy: one module with one `ContextStrategy` subclass, one entry in 
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, get_args
 
 from pydantic import Field, TypeAdapter
 
@@ -18,16 +18,19 @@ from optimizer.context.strategies.llm_observation import LlmObservation
 from optimizer.context.strategies.mask_last_n import MaskLastN
 from optimizer.context.strategies.none import NoCompression
 from optimizer.context.strategies.offload_preview import OffloadPreview
+from optimizer.context.strategies.oracle import Oracle
 
 StrategyConfig = Annotated[
-    NoCompression | Fifo | MaskLastN | ClearToolUses | OffloadPreview | LlmHistory | LlmObservation | GuidelineStrategy,
+    NoCompression | Fifo | MaskLastN | ClearToolUses | OffloadPreview | LlmHistory | LlmObservation
+    | GuidelineStrategy | Oracle,
     Field(discriminator="type"),
 ]
 
-STRATEGY_NAMES = (
-    "none", "fifo", "mask_last_n", "clear_tool_uses", "offload_preview", "llm_history", "llm_observation", "guideline",
-)
-DETERMINISTIC = ("none", "fifo", "mask_last_n", "clear_tool_uses", "offload_preview")
+STRATEGY_CLASSES: tuple[type[ContextStrategy], ...] = get_args(get_args(StrategyConfig)[0])
+STRATEGY_NAMES = tuple(cls.model_fields["type"].default for cls in STRATEGY_CLASSES)
+# Fixed strategies that need no model: every baseline a learned guideline must beat for free.
+DETERMINISTIC = tuple(n for cls, n in zip(STRATEGY_CLASSES, STRATEGY_NAMES, strict=True) if cls.kind == "baseline")
+LLM_BASELINES = tuple(n for cls, n in zip(STRATEGY_CLASSES, STRATEGY_NAMES, strict=True) if cls.kind == "llm_baseline")
 
 _ADAPTER: TypeAdapter[ContextStrategy] = TypeAdapter(StrategyConfig)
 
@@ -41,6 +44,8 @@ def parse_strategy(data: dict | str) -> ContextStrategy:
 
 __all__ = [
     "DETERMINISTIC",
+    "LLM_BASELINES",
+    "STRATEGY_CLASSES",
     "STRATEGY_NAMES",
     "ClearToolUses",
     "Condensation",
@@ -52,6 +57,7 @@ __all__ = [
     "MaskLastN",
     "NoCompression",
     "OffloadPreview",
+    "Oracle",
     "StrategyConfig",
     "StrategyContext",
     "Written",

@@ -1,10 +1,9 @@
-"""`clear_tool_uses`: Anthropic-style context editing.
+"""`clear_tool_uses`: Anthropic-style context editing, as one `clear` move.
 
-Once the context passes `trigger_tokens`, the oldest tool results are replaced by placeholders,
-keeping the last `keep_last` tool results. If the clearing would free fewer than `clear_at_least`
-tokens it does not happen at all: a cache break must pay for itself. Cleared content is recoverable
-through `recall(handle)`. Classification decides what may go, never the content: a result that
-calls itself a skill is still cleared if its tool is registered `static`.
+Once the context passes `trigger_tokens`, the oldest tool results are replaced by recall placeholders,
+keeping the last `keep_last` tool results, unless that would free fewer than `clear_at_least` tokens.
+Classification decides what may go, never the content: a result that calls itself a skill is still
+cleared if its tool is registered `static`.
 """
 
 from __future__ import annotations
@@ -13,16 +12,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from optimizer.context.history import EntryKind, History, Replace, view_tokens
-from optimizer.context.recall import placeholder
-from optimizer.context.strategies.base import (
-    Condensation,
-    ContextStrategy,
-    StrategyContext,
-    clearable,
-    latest_reads,
-    replay_record,
-)
+from optimizer.context.moves import Clear
+from optimizer.context.policy import RetentionPolicy
+from optimizer.context.strategies.base import ContextStrategy
 
 
 class ClearToolUses(ContextStrategy):
@@ -34,37 +26,7 @@ class ClearToolUses(ContextStrategy):
     clear_at_least: int = Field(0, ge=0, description="Skip clearing that would free fewer tokens than this.")
     exclude_tools: tuple[str, ...] = Field((), description="Tools whose results are never cleared.")
 
-    @property
-    def offers_recall(self) -> bool:
-        return True
-
-    def condense(self, history: History, ctx: StrategyContext) -> Condensation | None:
-        view = history.replay()
-        if view_tokens(view) <= self.trigger_tokens:
-            return None
-        latest = latest_reads(history.entries)
-        results = [e for e in view if e.kind is EntryKind.RESULT]
-        protected = {e.id for e in results[max(0, len(results) - self.keep_last) :]}
-        shown = {e.id: e for e in view}
-        edits: list[Replace] = []
-        handles: list[str] = []
-        freed = 0
-        for entry in results:
-            original = history.entry(entry.id)
-            if entry.id in protected or shown[entry.id].content != original.content:
-                continue  # recent, or already cleared
-            if original.call is not None and original.call.name in self.exclude_tools:
-                continue
-            if not clearable(original, latest_ids=latest):
-                continue
-            candidate = Replace(entry.id, placeholder(original, ctx.store.peek(original)))
-            if candidate.tokens >= original.tokens:
-                continue  # a placeholder longer than the result saves nothing
-            handle = ctx.store.put(original)
-            freed += original.tokens - candidate.tokens
-            edits.append(candidate)
-            handles.append(handle)
-        if not edits or freed < self.clear_at_least:
-            return None
-        record = replay_record(self.type, "clear", history, edits, ctx, handles=tuple(handles))
-        return Condensation(tuple(edits), (record,))
+    def policy(self) -> RetentionPolicy:
+        clear = Clear(trigger_tokens=self.trigger_tokens, keep_last=self.keep_last,
+                      clear_at_least=self.clear_at_least, exclude_tools=self.exclude_tools)
+        return RetentionPolicy(pinned=(), history=(clear,))

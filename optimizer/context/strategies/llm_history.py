@@ -1,24 +1,22 @@
-"""`llm_history`: ACON history compression.
+"""`llm_history`: ACON history compression, as one `summarize` move.
 
-When the previous summary plus the not-yet-summarized steps exceed `t_hist` tokens, an LLM folds
-them into a new summary under the guideline's history instruction; the summary is shown right after
-the task and the last `keep_last` steps stay raw. ACON pins nothing; `pinned` lets a run keep
-chosen classes verbatim outside the summary. Steps with a result the contract forbids compressing
-(unclassified content) never enter the summary either.
+When the previous summary plus the not-yet-summarized steps exceed `t_hist` tokens, an LLM folds them
+into a new summary under the guideline's history instruction; the summary is shown right after the task
+and the last `keep_last` steps stay raw. ACON pins nothing and keeps no copy of what it summarized;
+`pinned` lets a run keep chosen classes verbatim outside the summary. Steps with a result the contract
+forbids compressing (unclassified content) never enter the summary.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from optimizer.context.contract import Action, may
 from optimizer.context.guideline import SEED_GUIDELINE, GuidelinePath, guideline_at
-from optimizer.context.history import Entry, History
-from optimizer.context.strategies._llm import current_summary, summarize, unsummarized_groups
-from optimizer.context.strategies.base import Condensation, ContextStrategy, StrategyContext
-from optimizer.tokens import count_tokens
+from optimizer.context.moves import CompressorTexts, SummarizeOld
+from optimizer.context.policy import RetentionPolicy
+from optimizer.context.strategies.base import ContextStrategy
 from optimizer.world.retention import RetentionClass
 
 
@@ -26,6 +24,7 @@ class LlmHistory(ContextStrategy):
     """Summarize old history with an LLM once it passes a threshold."""
 
     type: Literal["llm_history"] = "llm_history"
+    kind: ClassVar[Literal["llm_baseline"]] = "llm_baseline"
     guideline: GuidelinePath = Field(
         str(SEED_GUIDELINE), description="Guideline file whose history instruction is used."
     )
@@ -34,24 +33,9 @@ class LlmHistory(ContextStrategy):
     max_tokens: int = Field(512, gt=0, description="Completion cap for the summary.")
     pinned: tuple[RetentionClass, ...] = Field((), description="Classes kept verbatim, outside the summary.")
 
-    @property
-    def uses_compressor(self) -> bool:
-        return True
+    def policy(self) -> RetentionPolicy:
+        summarize = SummarizeOld(over=self.t_hist, keep_last=self.keep_last, max_tokens=self.max_tokens, index=False)
+        return RetentionPolicy(pinned=self.pinned, history=(summarize,))
 
-    def condense(self, history: History, ctx: StrategyContext) -> Condensation | None:
-        groups = unsummarized_groups(history, self.keep_last)
-        groups = [g for g in groups if not any(self._kept(e) for e in g)]
-        entries = [e for g in groups for e in g]
-        previous = current_summary(history) or ""
-        if not entries or count_tokens(previous) + sum(e.tokens for e in entries) <= self.t_hist:
-            return None
-        text = guideline_at(self.guideline)
-        return summarize(
-            history, ctx, entries, guideline=text.history, max_tokens=self.max_tokens,
-            strategy=self.type, version=text.version,
-        )
-
-    def _kept(self, entry: Entry) -> bool:
-        if not entry.is_result:
-            return False
-        return entry.retention in self.pinned or not may(entry.retention, Action.COMPRESS)
+    def texts(self) -> CompressorTexts:
+        return guideline_at(self.guideline).texts

@@ -1,42 +1,36 @@
-"""`llm_observation`: ACON observation compression.
+"""`llm_observation`: ACON observation compression, as one `compress` move.
 
 A fresh tool result over `t_obs` tokens is rewritten by an LLM under the guideline's observation
-instruction before it enters the history. Classes the contract protects at write time (skills,
-receipts, unclassified) are never sent to the compressor.
+instruction before it enters the history; ACON keeps no copy of the original. Classes the contract
+protects at write time (skills, receipts, unclassified) are never sent to the compressor.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from optimizer.context.contract import contract_for
 from optimizer.context.guideline import SEED_GUIDELINE, GuidelinePath, guideline_at
-from optimizer.context.history import Entry, History
-from optimizer.context.strategies._llm import compress_observation
-from optimizer.context.strategies.base import ContextStrategy, StrategyContext, Written
+from optimizer.context.moves import Compress, CompressorTexts
+from optimizer.context.policy import RetentionPolicy
+from optimizer.context.strategies.base import ContextStrategy
 
 
 class LlmObservation(ContextStrategy):
     """Compress large tool results with an LLM at write time."""
 
     type: Literal["llm_observation"] = "llm_observation"
+    kind: ClassVar[Literal["llm_baseline"]] = "llm_baseline"
     guideline: GuidelinePath = Field(
         str(SEED_GUIDELINE), description="Guideline file whose observation instruction is used."
     )
     t_obs: int = Field(1024, gt=0, description="Results above this many tokens are compressed.")
     max_tokens: int = Field(384, gt=0, description="Completion cap for a compressed result.")
 
-    @property
-    def uses_compressor(self) -> bool:
-        return True
+    def policy(self) -> RetentionPolicy:
+        compress = Compress(over=self.t_obs, max_tokens=self.max_tokens, recoverable=False)
+        return RetentionPolicy(pinned=(), write=(compress,))
 
-    def write(self, raw: Entry, history: History, ctx: StrategyContext) -> Written:
-        if raw.tokens <= self.t_obs or not contract_for(raw.retention).write_time_cut:
-            return Written(raw.content)
-        text = guideline_at(self.guideline)
-        return compress_observation(
-            raw, history, ctx, guideline=text.observation, max_tokens=self.max_tokens,
-            strategy=self.type, version=text.version,
-        )
+    def texts(self) -> CompressorTexts:
+        return guideline_at(self.guideline).texts

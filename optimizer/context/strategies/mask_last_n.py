@@ -1,9 +1,7 @@
 """`mask_last_n`: observations older than the last n steps become a one-line placeholder.
 
-SWE-agent's observation masking (The Complexity Trap's cheapest strategy). `polling` re-masks only
-every `polling` steps, so between polls the sent prefix is stable and the prompt cache survives.
-The first observation is kept (it usually frames the task). The contract still holds: pinned and
-unclassified results and the latest state read are never masked; must-keep lines survive.
+SWE-agent's observation masking (The Complexity Trap's cheapest strategy), as one `mask` move.
+`polling` re-masks only every `polling` steps so the sent prefix stays stable between polls.
 """
 
 from __future__ import annotations
@@ -12,18 +10,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from optimizer.context.history import Edit, EntryKind, History, Replace
-from optimizer.context.recall import placeholder
-from optimizer.context.strategies.base import (
-    Condensation,
-    ContextStrategy,
-    StrategyContext,
-    already_edited,
-    clearable,
-    latest_reads,
-    replay_record,
-    step_groups,
-)
+from optimizer.context.moves import Mask
+from optimizer.context.policy import RetentionPolicy
+from optimizer.context.strategies.base import ContextStrategy
 
 
 class MaskLastN(ContextStrategy):
@@ -35,36 +24,6 @@ class MaskLastN(ContextStrategy):
     keep_first: bool = Field(True, description="Never mask the first observation of the episode.")
     recoverable: bool = Field(False, description="Store masked content and offer `recall` (SWE-agent: no).")
 
-    @property
-    def offers_recall(self) -> bool:
-        return self.recoverable
-
-    def condense(self, history: History, ctx: StrategyContext) -> Condensation | None:
-        if ctx.step % self.polling != 0:
-            return None
-        done = already_edited(history)
-        latest = latest_reads(history.entries)
-        groups = step_groups(history.entries)
-        first_result = next((e.id for e in history.entries if e.kind is EntryKind.RESULT), None)
-        edits: list[Edit] = []
-        handles: list[str] = []
-        for group in groups[: max(0, len(groups) - self.n)]:
-            for entry in group:
-                if entry.id in done or not clearable(entry, latest_ids=latest):
-                    continue
-                if self.keep_first and entry.id == first_result:
-                    continue
-                if self.recoverable:
-                    edit = Replace(entry.id, placeholder(entry, ctx.store.peek(entry), reason="masked"))
-                else:
-                    lines = entry.content.count("\n") + 1
-                    edit = Replace(entry.id, "\n".join([f"[Old tool output omitted: {lines} lines]", *entry.must_keep]))
-                if edit.tokens >= entry.tokens:
-                    continue  # masking a result shorter than its placeholder saves nothing
-                if self.recoverable:
-                    handles.append(ctx.store.put(entry))
-                edits.append(edit)
-        if not edits:
-            return None
-        record = replay_record(self.type, "mask", history, edits, ctx, handles=tuple(handles))
-        return Condensation(tuple(edits), (record,))
+    def policy(self) -> RetentionPolicy:
+        mask = Mask(keep_last=self.n, polling=self.polling, keep_first=self.keep_first, recoverable=self.recoverable)
+        return RetentionPolicy(pinned=(), history=(mask,))

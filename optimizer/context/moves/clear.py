@@ -1,0 +1,70 @@
+"""`clear`: past a token trigger, the oldest tool results become recall placeholders (context editing).
+
+What `clear_tool_uses` does (Anthropic's context editing), as a move: once the replayed context passes
+`trigger_tokens`, results older than the last `keep_last` are cleared, unless that would free fewer
+than `clear_at_least` tokens (a cache break must pay for itself). Cleared content is recoverable through
+`recall(handle)`. Classification decides what may go, never the content.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from optimizer.context.history import EntryKind, History, Replace, view_tokens
+from optimizer.context.moves.base import (
+    CompressorTexts,
+    Condensation,
+    HistoryMove,
+    StrategyContext,
+    clearable,
+    latest_reads,
+    replay_record,
+)
+from optimizer.context.recall import placeholder
+from optimizer.world.retention import RetentionClass
+
+
+class Clear(HistoryMove):
+    """Clear old tool results past a token trigger."""
+
+    move: Literal["clear"] = "clear"
+    trigger_tokens: int = Field(4000, ge=0, description="Clear once the replayed history exceeds this.")
+    keep_last: int = Field(3, ge=0, description="Most recent tool results never cleared.")
+    clear_at_least: int = Field(0, ge=0, description="Skip clearing that would free fewer tokens than this.")
+    exclude_tools: tuple[str, ...] = Field((), description="Tools whose results are never cleared.")
+
+    def condense(
+        self, history: History, ctx: StrategyContext, texts: CompressorTexts | None, pinned: tuple[RetentionClass, ...]
+    ) -> Condensation | None:
+        view = history.replay()
+        if view_tokens(view) <= self.trigger_tokens:
+            return None
+        latest = latest_reads(history.entries)
+        results = [e for e in view if e.kind is EntryKind.RESULT]
+        protected = {e.id for e in results[max(0, len(results) - self.keep_last) :]}
+        shown = {e.id: e for e in view}
+        edits: list[Replace] = []
+        handles: list[str] = []
+        freed = 0
+        for entry in results:
+            original = history.entry(entry.id)
+            if entry.id in protected or shown[entry.id].content != original.content:
+                continue  # recent, or already cleared
+            if original.call is not None and original.call.name in self.exclude_tools:
+                continue
+            if not clearable(original, latest_ids=latest) or not self.applies_to(original.retention, pinned):
+                continue
+            candidate = Replace(entry.id, placeholder(original, ctx.store.peek(original)))
+            if candidate.tokens >= original.tokens:
+                continue  # a placeholder longer than the result saves nothing
+            handle = ctx.store.put(original)
+            freed += original.tokens - candidate.tokens
+            edits.append(candidate)
+            handles.append(handle)
+        if not edits or freed < self.clear_at_least:
+            return None
+        record = replay_record("clear", history, edits, ctx, handles=tuple(handles),
+                               guideline_version=texts.version if texts else None)
+        return Condensation(tuple(edits), (record,))

@@ -1,0 +1,59 @@
+"""`compress`: an LLM rewrites a large fresh result under the guideline's observation instruction (ACON).
+
+With `recoverable` the original goes to the recall store and the compressed text names its handle:
+"offload first, summarize second, keep the original". ACON's own observation compression keeps no copy.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from optimizer.context.contract import Action
+from optimizer.context.history import Entry, History
+from optimizer.context.moves.base import CompressorTexts, StrategyContext, WriteMove, Written, write_record
+from optimizer.context.recall import recall_note, restore_must_keep
+from optimizer.errors import ConfigError
+from optimizer.tokens import count_tokens
+
+
+class Compress(WriteMove):
+    """LLM observation compression above `over` tokens."""
+
+    move: Literal["compress"] = "compress"
+    action: ClassVar[Action] = Action.COMPRESS
+    uses_compressor: ClassVar[bool] = True
+    over: int = Field(1024, ge=0, description="Results longer than this many tokens are compressed.")
+    max_tokens: int = Field(384, gt=0, description="Completion cap for a compressed result.")
+    recoverable: bool = Field(True, description="Keep the original behind a recall handle named in the text.")
+
+    @property
+    def offers_recall(self) -> bool:
+        return self.recoverable
+
+    def write(
+        self, raw: Entry, current: str, history: History, ctx: StrategyContext, texts: CompressorTexts | None
+    ) -> Written | None:
+        if ctx.compressor is None or texts is None:
+            raise ConfigError(f"strategy {ctx.strategy!r} needs a compressor endpoint")
+        tool = raw.call.name if raw.call else "?"
+        out = ctx.compressor.compress_observation(
+            guideline=texts.observation, task=ctx.task, tool=tool, observation=current, max_tokens=self.max_tokens
+        )
+        content = restore_must_keep(out.text, [raw])
+        handles: tuple[str, ...] = ()
+        if self.recoverable:
+            handle = ctx.store.peek(raw)
+            content = f"{recall_note(raw, handle, 'compressed')}\n{content}"
+        before = count_tokens(current)
+        if count_tokens(content) >= before:
+            content = current  # a "compression" that grew the result is not applied
+        elif self.recoverable:
+            handles = (ctx.store.put(raw),)
+        record = write_record(
+            "compress", raw, before, count_tokens(content), ctx, guideline_version=texts.version, handles=handles,
+            compressor_usage=out.usage, compressor_cached=out.cached, compressor_retries=out.retries,
+            compressor_io=(out.prompt, out.text) if out.prompt else None,
+        )
+        return Written(content, (record,))

@@ -1,0 +1,77 @@
+"""`mask`: observations older than the last `keep_last` steps become a one-line placeholder.
+
+SWE-agent's observation masking (The Complexity Trap's cheapest strategy): what `mask_last_n` does, as a
+move. `polling` re-masks only every `polling` steps, so between polls the sent prefix is stable and the
+prompt cache survives. The first observation is kept (it usually frames the task). Pinned and
+unclassified results and the latest state read are never masked; must-keep lines survive.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from optimizer.context.history import Edit, EntryKind, History, Replace
+from optimizer.context.moves.base import (
+    CompressorTexts,
+    Condensation,
+    HistoryMove,
+    StrategyContext,
+    already_edited,
+    clearable,
+    latest_reads,
+    replay_record,
+    step_groups,
+)
+from optimizer.context.recall import placeholder
+from optimizer.world.retention import RetentionClass
+
+
+class Mask(HistoryMove):
+    """Observation masking over a sliding window of recent steps."""
+
+    move: Literal["mask"] = "mask"
+    keep_last: int = Field(3, ge=1, description="Most recent steps whose observations stay raw.")
+    polling: int = Field(1, ge=1, description="Re-mask only every `polling` steps to limit cache breaks.")
+    keep_first: bool = Field(True, description="Never mask the first observation of the episode.")
+    recoverable: bool = Field(False, description="Store masked content and offer `recall` (SWE-agent: no).")
+
+    @property
+    def offers_recall(self) -> bool:
+        return self.recoverable
+
+    def condense(
+        self, history: History, ctx: StrategyContext, texts: CompressorTexts | None, pinned: tuple[RetentionClass, ...]
+    ) -> Condensation | None:
+        if ctx.step % self.polling != 0:
+            return None
+        done = already_edited(history)
+        latest = latest_reads(history.entries)
+        groups = step_groups(history.entries)
+        first_result = next((e.id for e in history.entries if e.kind is EntryKind.RESULT), None)
+        edits: list[Edit] = []
+        handles: list[str] = []
+        for group in groups[: max(0, len(groups) - self.keep_last)]:
+            for entry in group:
+                if entry.id in done or not clearable(entry, latest_ids=latest):
+                    continue
+                if not self.applies_to(entry.retention, pinned):
+                    continue
+                if self.keep_first and entry.id == first_result:
+                    continue
+                if self.recoverable:
+                    edit = Replace(entry.id, placeholder(entry, ctx.store.peek(entry), reason="masked"))
+                else:
+                    lines = entry.content.count("\n") + 1
+                    edit = Replace(entry.id, "\n".join([f"[Old tool output omitted: {lines} lines]", *entry.must_keep]))
+                if edit.tokens >= entry.tokens:
+                    continue  # masking a result shorter than its placeholder saves nothing
+                if self.recoverable:
+                    handles.append(ctx.store.put(entry))
+                edits.append(edit)
+        if not edits:
+            return None
+        record = replay_record("mask", history, edits, ctx, handles=tuple(handles),
+                               guideline_version=texts.version if texts else None)
+        return Condensation(tuple(edits), (record,))

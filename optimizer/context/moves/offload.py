@@ -1,0 +1,36 @@
+"""`offload`: a large result goes to the recall store; the context keeps a head/tail preview and a handle.
+
+deepagents-style offloading at write time: what `offload_preview` does, as a move.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from optimizer.context.history import Entry, History
+from optimizer.context.moves.base import CompressorTexts, StrategyContext, WriteMove, Written, write_record
+from optimizer.context.recall import placeholder
+from optimizer.tokens import count_tokens, last_tokens, truncate_to_tokens
+
+
+class Offload(WriteMove):
+    """Offload results over `over` tokens behind a recall handle, keeping a preview."""
+
+    move: Literal["offload"] = "offload"
+    over: int = Field(800, ge=0, description="Results longer than this many tokens are offloaded.")
+    head_tokens: int = Field(200, ge=0, description="Tokens of the start kept in the preview.")
+    tail_tokens: int = Field(80, ge=0, description="Tokens of the end kept in the preview.")
+
+    def write(
+        self, raw: Entry, current: str, history: History, ctx: StrategyContext, texts: CompressorTexts | None
+    ) -> Written | None:
+        head = truncate_to_tokens(current, self.head_tokens)
+        tail = last_tokens(current, self.tail_tokens)
+        preview = f"{head}\n[... preview cut ...]\n{tail}" if tail else head
+        handle = ctx.store.put(raw)
+        content = placeholder(raw, handle, reason="offloaded", preview=preview)
+        record = write_record("offload", raw, count_tokens(current), count_tokens(content), ctx, handles=(handle,),
+                              guideline_version=texts.version if texts else None)
+        return Written(content, (record,))
