@@ -38,7 +38,6 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
 from optimizer.agent.loop import EpisodeServices, run_episode  # noqa: E402
-from optimizer.agent.reference import ReferenceAgent  # noqa: E402
 from optimizer.context.strategies import parse_strategy  # noqa: E402
 from optimizer.evaluate.jobs import summarize  # noqa: E402
 from optimizer.evaluate.runner import AgentSpec, run_tasks  # noqa: E402
@@ -142,7 +141,7 @@ def measure(case: str, size: int, strategy: str) -> dict[str, Any]:
         task = archive_task(1, size) if case == "output" else archive_task(size, 1000)
         base = _status("VmRSS")
         started = time.perf_counter()
-        episode = run_episode(task, ReferenceAgent(task.reference), strategy_,
+        episode = run_episode(task, AgentSpec("reference").build(task, None), strategy_,
                               EpisodeServices(max_total_steps=size + 10))
         wall = time.perf_counter() - started
         record = len(json.dumps(episode.to_dict()))

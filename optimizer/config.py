@@ -28,6 +28,10 @@ class RunConfig(_Strict):
     split: Literal["train", "test", "all"] = Field("test", description="Suite split to run.")
     limit: int | None = Field(None, gt=0, description="Run only the first N tasks of the split.")
     agent: Literal["llm", "reference"] = Field("llm", description="`llm` (tier 1) or `reference` (tier 0).")
+    recall: Literal["honest", "never", "peek"] = Field(
+        "honest", description="Tier 0: the reference agent recalls from what its context shows (`honest`), never, "
+        "or by peeking inside stored content (`peek`, the old behaviour, for comparison only).",
+    )
     action_format: Literal["auto", "native", "json"] = Field(
         "auto", description="`auto`: native tool calls if the agent endpoint declares them, else JSON."
     )

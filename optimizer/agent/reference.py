@@ -3,26 +3,37 @@
 It walks the reference solution, but takes a step as written only if every literal the step needs is
 visible in the request it was actually sent. Otherwise it does what an agent without that fact does:
 guesses a value, skips the gated step, stops at page one, or repeats a write it cannot see happened.
-When the missing fact sits in a cleared result whose recall placeholder *is* visible, it recalls it
-first, as a capable agent would. It costs no model tokens, so screening costs only compressor calls.
+Every literal it would *write* (an id quoted in an email body or in the final answer) counts as a need
+of that step too: an agent cannot quote what it cannot see, so it writes a wrong value instead.
+
+Recall is honest (`recall="honest"`): the agent never looks inside the recall store. It recalls a handle
+only when its context shows a placeholder (or a summary's index line) naming the call the missing fact
+came from, by call id, and each recall costs a step and puts the recalled text back into the context.
+`recall="never"` is an agent that never recalls (retrievable is not retrieved); `recall="peek"` is the
+old behaviour that looked inside stored content before recalling, kept only to compare against.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from optimizer.agent.base import Agent, AgentAction, AgentInput
 from optimizer.agent.render import request_text
 from optimizer.context.recall import RECALL_TOOL
-from optimizer.world.provenance import occurs
+from optimizer.world.provenance import alter_text, occurs
 from optimizer.world.task import Need, NeedKind, ReferenceStep
 from optimizer.world.tool import ToolCall, ToolSpec
 
+RecallMode = Literal["honest", "never", "peek"]
+
 _HANDLE = re.compile(r'recall\(handle="(h\d+)"\)')
+_CALL_ID = re.compile(r"call_id=([A-Za-z0-9_.:-]+)")
 SKIPPING_KINDS = (NeedKind.RULE, NeedKind.PAGE, NeedKind.ERROR)
+_WRITTEN_KINDS = (NeedKind.VALUE, NeedKind.RECEIPT)
 
 
 @dataclass(frozen=True)
@@ -41,15 +52,55 @@ class Deviation:
         }
 
 
+def written_needs(reference: Sequence[ReferenceStep]) -> list[tuple[Need, ...]]:
+    """Each step's needs plus the literals of the task's other VALUE and RECEIPT needs it writes out.
+
+    A reference step whose email body or answer quotes an id the task needed elsewhere needs that id
+    too; a suite that declared it only where it first mattered would let the agent quote it for free.
+    """
+    known = {n.literal: n for step in reference for n in step.needs if n.kind in _WRITTEN_KINDS}
+    out = []
+    for step in reference:
+        declared = {n.literal for n in step.needs}
+        text = _written_text(step)
+        implied = tuple(
+            Need(NeedKind.VALUE, literal, guess=alter_text(literal), source_class=need.source_class)
+            for literal, need in known.items()
+            if literal not in declared and occurs(literal, text)
+        )
+        out.append((*step.needs, *implied))
+    return out
+
+
+def _written_text(step: ReferenceStep) -> str:
+    if step.call is None:
+        return step.answer or ""
+    return "\n".join(_strings(step.call.arguments))
+
+
+def _strings(node: Any) -> list[str]:
+    if isinstance(node, Mapping):
+        return [s for item in node.values() for s in _strings(item)]
+    if isinstance(node, list | tuple):
+        return [s for item in node for s in _strings(item)]
+    return [node] if isinstance(node, str) else []
+
+
 @dataclass
 class ReferenceAgent(Agent):
     reference: Sequence[ReferenceStep]
+    # Literal -> the reference call id whose output first carried it (see `optimizer.world.sources`).
+    sources: Mapping[str, str] = field(default_factory=dict)
+    recall_mode: RecallMode = "honest"
     cursor: int = 0
     repeated: set[int] = field(default_factory=set)
     recalled: set[str] = field(default_factory=set)
     deviations: list[Deviation] = field(default_factory=list)
     made: set[str] = field(default_factory=set)
+    # Reference call id -> the id of the call this agent made for it.
+    made_for: dict[str, str] = field(default_factory=dict)
     _ids: int = 0
+    _needs: list[tuple[Need, ...]] | None = None
 
     name = "reference"
     uses_model = False
@@ -59,11 +110,13 @@ class ReferenceAgent(Agent):
         return f"Reference agent replaying a known solution. Tools: {names}."
 
     def act(self, agent_input: AgentInput) -> AgentAction:
+        if self._needs is None:
+            self._needs = written_needs(self.reference)
         text = request_text(agent_input.messages)
         while self.cursor < len(self.reference) and self.reference[self.cursor].turn == agent_input.turn:
             index = self.cursor
             step = self.reference[index]
-            missing = [n for n in step.needs if not occurs(n.literal, text)]
+            missing = [n for n in self._needs[index] if not occurs(n.literal, text)]
             recall = self._recall_for(missing, text, agent_input)
             if recall is not None:
                 return recall
@@ -83,27 +136,43 @@ class ReferenceAgent(Agent):
                 self.deviations.append(Deviation(agent_input.step, index, receipt, "repeat"))
                 return AgentAction(calls=(self._call(receipt.repeat.name, dict(receipt.repeat.arguments)),))
             self.cursor += 1
-            guesses = [n for n in missing if n.kind is NeedKind.VALUE]
+            guesses = [n for n in missing if n.kind is NeedKind.VALUE or n.kind is NeedKind.RECEIPT]
             for need in guesses:
                 self.deviations.append(Deviation(agent_input.step, index, need, "guess"))
             if step.call is None:
-                # An answer-step VALUE need's literal must appear verbatim in `step.answer`: the agent
-                # that cannot see it writes the guess in its place.
+                # An answer-step literal must appear verbatim in `step.answer`: the agent that cannot see it
+                # writes the guess in its place.
                 answer = step.answer or ""
                 for need in guesses:
-                    answer = answer.replace(need.literal, str(need.guess)) if need.argument is None else answer
+                    answer = answer.replace(need.shown_as or need.literal, _guess_text(need))
                 return AgentAction(answer=answer)
             arguments = dict(step.call.arguments)
             for need in guesses:
-                if need.argument is not None:
+                if need.argument is not None and need.kind is NeedKind.VALUE:
                     arguments[need.argument] = need.guess
-            return AgentAction(calls=(self._call(step.call.name, arguments),))
+                else:
+                    arguments = _replaced(arguments, need.shown_as or need.literal, _guess_text(need))
+            return AgentAction(calls=(self._call(step.call.name, arguments, reference_id=step.call.id),))
         # Out of reference steps for this turn: finish it.
         return AgentAction(answer="")
 
     def _recall_for(self, missing: list[Need], text: str, agent_input: AgentInput) -> AgentAction | None:
-        if not missing:
+        if not missing or self.recall_mode == "never":
             return None
+        if self.recall_mode == "peek":
+            return self._peek(missing, text, agent_input)
+        wanted = {self.made_for[s] for n in missing if (s := self.sources.get(n.literal)) in self.made_for}
+        if not wanted:
+            return None
+        for line in text.splitlines():
+            handle = _HANDLE.search(line)
+            call_id = _CALL_ID.search(line)
+            if handle and call_id and call_id.group(1) in wanted and handle.group(1) not in self.recalled:
+                self.recalled.add(handle.group(1))
+                return AgentAction(calls=(self._call(RECALL_TOOL, {"handle": handle.group(1)}),))
+        return None
+
+    def _peek(self, missing: list[Need], text: str, agent_input: AgentInput) -> AgentAction | None:
         for handle in _HANDLE.findall(text):
             if handle in self.recalled:
                 continue
@@ -113,11 +182,30 @@ class ReferenceAgent(Agent):
                 return AgentAction(calls=(self._call(RECALL_TOOL, {"handle": handle}),))
         return None
 
-    def _call(self, name: str, arguments: dict) -> ToolCall:
+    def _call(self, name: str, arguments: dict, *, reference_id: str | None = None) -> ToolCall:
         self._ids += 1
         call = ToolCall(f"ref_{self._ids}", name, arguments)
         self.made.add(call.signature())
+        if reference_id is not None:
+            self.made_for.setdefault(reference_id, call.id)
         return call
 
     def replace_reference(self, reference: Sequence[ReferenceStep]) -> ReferenceAgent:
-        return dataclasses.replace(self, reference=reference)
+        return dataclasses.replace(self, reference=reference, _needs=None)
+
+
+def _guess_text(need: Need) -> str:
+    if need.argument is None and need.guess is not None:
+        return str(need.guess)
+    return alter_text(need.literal)
+
+
+def _replaced(node: Any, literal: str, guess: str) -> Any:
+    """`node` with `literal` replaced by `guess` in every string it holds (an email body quoting an id)."""
+    if isinstance(node, str):
+        return node.replace(literal, guess)
+    if isinstance(node, Mapping):
+        return {k: _replaced(v, literal, guess) for k, v in node.items()}
+    if isinstance(node, list | tuple):
+        return type(node)(_replaced(v, literal, guess) for v in node)
+    return node

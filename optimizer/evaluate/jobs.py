@@ -70,7 +70,7 @@ def run_strategy(
     on_episode: OnEpisode | None = None,
     base: Path | None = None,
 ) -> RunResult:
-    spec = AgentSpec(agent, config.run.action_format)
+    spec = AgentSpec(agent, config.run.action_format, config.run.recall)
     roles = {k: v.describe() for k, v in endpoint_roles(config, [strategy], agent).items()}
     key = run_key(config.suite.fingerprint(), split, [t.id for t in tasks], strategy.model_dump(mode="json"),
                   spec.identity(roles), roles.get("compressor"))

@@ -14,12 +14,13 @@ from optimizer.agent.base import Agent
 from optimizer.agent.episode import Episode
 from optimizer.agent.llm import LlmAgent
 from optimizer.agent.loop import EpisodeServices, run_episode
-from optimizer.agent.reference import ReferenceAgent
+from optimizer.agent.reference import RecallMode, ReferenceAgent
 from optimizer.context.compressor import Compressor
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import ConfigError
 from optimizer.evaluate.endpoints import ModelEndpoints
 from optimizer.evaluate.store import EpisodeStore, read_meta, write_meta
+from optimizer.world.sources import need_sources
 from optimizer.world.task import Task
 
 OnEpisode = Callable[[Episode], None]
@@ -31,12 +32,15 @@ class AgentSpec:
 
     kind: str
     action_format: str = "auto"
+    # Tier 0: how the reference agent recalls (see `optimizer.agent.reference`).
+    recall: RecallMode = "honest"
 
     def build(self, task: Task, endpoints: ModelEndpoints | None) -> Agent:
         if self.kind == "reference":
             if task.reference is None:
                 raise ConfigError(f"task {task.id} has no reference solution; the reference agent cannot run it")
-            return ReferenceAgent(task.reference)
+            sources = need_sources(task) if self.recall == "honest" else {}
+            return ReferenceAgent(task.reference, sources=sources, recall_mode=self.recall)
         if endpoints is None:
             raise ConfigError("the llm agent needs an agent endpoint")
         client = endpoints.client("agent")
@@ -45,7 +49,7 @@ class AgentSpec:
 
     def identity(self, endpoints_config: dict) -> dict:
         if self.kind == "reference":
-            return {"agent": "reference"}
+            return {"agent": "reference", "recall": self.recall}
         return {"agent": "llm", "format": self.action_format, "endpoint": endpoints_config.get("agent")}
 
 

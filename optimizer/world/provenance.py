@@ -24,7 +24,9 @@ type and shape. First choice is a sibling from the same output (another value un
 key, such as another file of the listing or another booking id; else one of the same character
 shape; else the nearest other number with as many digits); otherwise the literal altered (its last
 digit bumped or its last letter changed; a number bumped in its last digit, doubled or halved). A
-caller that can run the task passes `accept` to keep only guesses that really break it.
+caller that can run the task passes `accept` to keep only guesses that really break it; such a caller may
+also lower `min_len` and keep common words (`skip_common=False`), since a vetted guess shows that the
+short value or the common word had to be copied from the output (BFCL does).
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ def find_needs(
     tool_outputs: Sequence[str],
     known_texts: Sequence[str] = (),
     min_len: int = 4,
+    skip_common: bool = True,
     output_classes: Sequence[str | None] | None = None,
     accept: Callable[[Need], bool] | None = None,
 ) -> tuple[Need, ...]:
@@ -75,7 +78,7 @@ def find_needs(
     seen: set[tuple[str, str]] = set()
     for argument, value in call.arguments.items():
         for path, leaf in _leaves(value):
-            if _trivial(leaf, min_len) or _in_any(leaf, always):
+            if _trivial(leaf, min_len, skip_common) or _in_any(leaf, always):
                 continue
             found = _first_output(leaf, tool_outputs)
             if found is None:
@@ -142,11 +145,11 @@ def _text(value: Any) -> str:
     return repr(value) if isinstance(value, float) else str(value)
 
 
-def _trivial(value: Any, min_len: int) -> bool:
+def _trivial(value: Any, min_len: int, skip_common: bool = True) -> bool:
     if value is None or isinstance(value, bool) or not isinstance(value, str | int | float):
         return True
     text = _text(value).strip()
-    return len(text) < min_len or text.lower() in COMMON_WORDS
+    return not text or len(text) < min_len or (skip_common and text.lower() in COMMON_WORDS)
 
 
 def _renderings(value: Any, *, user: bool = False) -> list[str]:
@@ -264,6 +267,11 @@ def _common_prefix(a: str, b: str) -> int:
             break
         n += 1
     return n
+
+
+def alter_text(literal: str) -> str:
+    """A wrong value of the same shape as `literal`, for an agent that must write one it cannot see."""
+    return _alterations(literal)[0]
 
 
 def _alterations(value: Any) -> list[Any]:

@@ -64,6 +64,9 @@ class Need:
     repeat: ToolCall | None = None
     # The retention class of the content the literal first appeared in, when the suite knows it.
     source_class: str | None = None
+    # The text of the step's answer or arguments this literal decides, when it is not the literal itself
+    # (a table row decides which "30 days" to quote): what an agent without the literal writes wrong.
+    shown_as: str | None = None
 
 
 @dataclass(frozen=True)

@@ -173,6 +173,10 @@ def reference_solution(case: BfclCase, turns: Sequence[UserTurn]) -> tuple[Refer
                     tool_outputs=outputs,
                     known_texts=known,
                     output_classes=classes,
+                    # Every guess is vetted by the official checker, so short values and common words the
+                    # agent must copy from output are needs too (a wrong "5" or "high" fails the task).
+                    min_len=1,
+                    skip_common=False,
                     accept=functools.partial(_fails_with, case, flat, len(outputs)),
                 )
                 steps.append(ReferenceStep(turn=turn, call=call, needs=needs))

@@ -37,8 +37,10 @@ def value(literal: str, argument: str | None, guess: Any, source: str = STATIC) 
     return Need(NeedKind.VALUE, literal, argument=argument, guess=guess, source_class=source)
 
 
-def rule(rule_id: str) -> Need:
-    return Need(NeedKind.RULE, rule_id, source_class=SKILL)
+def rule(clause: str) -> Need:
+    """A skill clause gating a step. The need is the whole clause: its id alone says nothing about what it
+    asks, so a summary that kept `RULE-RF-07` but dropped its text has lost the rule."""
+    return Need(NeedKind.RULE, clause, source_class=SKILL)
 
 
 def receipt(literal: str, repeat: ToolCall) -> Need:

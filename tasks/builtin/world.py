@@ -151,6 +151,13 @@ class Skill:
                 return self.rule_id(i)
         raise KeyError(key)
 
+    def key_clause(self, key: str) -> str:
+        """The key clause as the skill file prints it: its id and its whole text."""
+        for i, rule in enumerate(self.rules):
+            if rule.key == key:
+                return f"{self.rule_id(i)}: {rule.text}"
+        raise KeyError(key)
+
 
 @dataclass
 class WriteRecord:

@@ -76,8 +76,9 @@ class ReplayEnvironment(Environment):
                 if step.turn != turn or step.call is not None:
                     continue
                 for need in step.needs:
-                    if need.kind is NeedKind.VALUE and not occurs(need.literal, answer):
-                        reasons.append(f"turn {turn} answer lacks {need.literal!r}")
+                    shown = need.shown_as or need.literal
+                    if need.kind is NeedKind.VALUE and not occurs(shown, answer):
+                        reasons.append(f"turn {turn} answer lacks {shown!r}")
         if reasons and self._outside:
             first = _short(self._outside[0])
             reasons.append(f"{len(self._outside)} call(s) outside the recording, first: {first}")

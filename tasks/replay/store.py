@@ -181,7 +181,7 @@ def need_dict(need: Need) -> dict[str, Any]:
     return {
         "kind": need.kind.value, "literal": need.literal, "argument": need.argument, "guess": need.guess,
         "repeat": call_dict(need.repeat) if need.repeat is not None else None,
-        "source_class": need.source_class,
+        "source_class": need.source_class, "shown_as": need.shown_as,
     }
 
 
@@ -189,7 +189,7 @@ def _need(data: Mapping[str, Any]) -> Need:
     return Need(
         kind=NeedKind(data["kind"]), literal=str(data["literal"]), argument=data.get("argument"),
         guess=data.get("guess"), repeat=_call(data["repeat"]) if data.get("repeat") else None,
-        source_class=data.get("source_class"),
+        source_class=data.get("source_class"), shown_as=data.get("shown_as"),
     )
 
 

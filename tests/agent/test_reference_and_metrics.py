@@ -68,3 +68,35 @@ def test_counted_input_tokens_match_the_request_at_every_step():
         for step in episode.steps:
             messages = [{"role": m["role"], "content": episode.text(m["text"])} for m in step.request]
             assert step.input_tokens == count_message_tokens(messages[1:])
+
+
+def test_literals_the_agent_writes_out_are_needs_of_that_step():
+    """An email body or an answer that quotes an id the task needed earlier needs it in view too."""
+    from optimizer.agent.reference import written_needs
+
+    task = load_suite("builtin").task("refund-00")
+    needs = written_needs(task.reference)
+    email, answer = needs[4], needs[5]
+    assert {n.literal for n in task.reference[4].needs} == {
+        task.reference[4].needs[0].literal, "RFD-DC2A3"}  # the suite declared the rule and the receipt
+    assert "EUR 145.04" in {n.literal for n in email}  # implied: the body quotes the amount
+    assert {"LN-903308", "EUR 145.04", "RFD-DC2A3"} <= {n.literal for n in answer}
+
+
+def test_an_answer_quoting_a_lost_literal_quotes_a_wrong_one():
+    import dataclasses
+
+    from optimizer.agent.base import AgentInput
+
+    task = load_suite("builtin").task("refund-00")
+
+    @dataclasses.dataclass
+    class Blind(ReferenceAgent):
+        def act(self, agent_input: AgentInput):
+            messages = [{**m, "content": (m.get("content") or "").replace("LN-903308", "[gone]")}
+                        for m in agent_input.messages]
+            return super().act(dataclasses.replace(agent_input, messages=messages))
+
+    episode = run_episode(task, Blind(task.reference), parse_strategy("none"), EpisodeServices())
+    assert "LN-903308" not in episode.answers[0] and "LN-903309" in episode.answers[0]
+    assert {d["reference_index"] for d in episode.deviations if d["literal"] == "LN-903308"} >= {2, 3, 5}

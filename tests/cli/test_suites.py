@@ -109,7 +109,7 @@ def test_export_writes_the_suite_and_its_splits_to_parquet(run_cli, tmp_path):
     assert steps[index]["call"] == {"id": step.call.id, "name": step.call.name, "arguments": step.call.arguments}
     assert steps[index]["needs"][0] == {
         "kind": need.kind.value, "literal": need.literal, "argument": need.argument, "guess": need.guess,
-        "source_class": need.source_class, "repeat": None,
+        "source_class": need.source_class, "repeat": None, "shown_as": need.shown_as,
     }
     assert json.loads(row["meta"])["family"] == "catalog_quote"
     assert len(json.loads(row["recording"])) == sum(s["call"] is not None for s in steps)

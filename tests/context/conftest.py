@@ -9,6 +9,7 @@ with its result can be checked message by message.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections import defaultdict, deque
 from collections.abc import Callable, Mapping, Sequence
@@ -37,6 +38,7 @@ from optimizer.world import (
     ToolSpec,
     UserTurn,
 )
+from optimizer.world.sources import need_sources
 
 TASK = "Order 12 units of widget W-778 following the ordering skill, then report the order id."
 
@@ -162,7 +164,10 @@ class Workbench(Environment):
 def make_task(
     script: Sequence[Scripted] = STANDARD, *, answer: str = "ORD-5521", answer_needs: tuple[Need, ...] = (),
 ) -> Task:
-    reference = tuple(ReferenceStep(0, item.call, needs=item.needs) for item in script)
+    reference = tuple(
+        ReferenceStep(0, dataclasses.replace(item.call, id=f"ref-{i}"), needs=item.needs)
+        for i, item in enumerate(script)
+    )
     reference += (ReferenceStep(0, answer=answer, needs=answer_needs),)
     return Task(
         "workbench", "tests", (UserTurn(TASK),), lambda: Workbench(script), reference=reference,
@@ -205,7 +210,7 @@ def run(
     **task_options: Any,
 ) -> Run:
     task = make_task(script, **task_options)
-    agent = RecordingReference(task.reference)
+    agent = RecordingReference(task.reference, sources=need_sources(task))
     episode = run_episode(task, agent, strategy, EpisodeServices(compressor=compressor))
     assert episode.outcome != "infra_error", episode.error
     return Run(episode, agent.sent, task)

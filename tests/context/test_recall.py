@@ -91,3 +91,76 @@ def test_a_recall_shows_in_the_agent_tokens_and_cost(stub):
     assert recalled.metrics["cost"] == (
         recalled.metrics["agent_prompt_tokens"] * 1.0 + recalled.metrics["agent_completion_tokens"] * 2.0
     ) / 1e6
+
+
+# --- honest recall: decided from what the context shows, never from the store -------------------------
+
+
+def recall_run(strategy, mode: str, script=STANDARD):
+    from optimizer.world.sources import need_sources
+    from tests.context.conftest import RecordingReference, Run
+
+    task = make_task(script, answer="ORD-5521 from bin B-14", answer_needs=NEEDS_BIN)
+    agent = RecordingReference(task.reference, sources=need_sources(task), recall_mode=mode)
+    episode = run_episode(task, agent, strategy, EpisodeServices())
+    return Run(episode, agent.sent, task)
+
+
+def test_the_honest_agent_recalls_the_placeholder_of_the_call_the_fact_came_from():
+    result = recall_run(CLEAR, "honest")
+    recall = next(c for c in result.episode.tool_calls if c["name"] == "recall")
+    # h1 is the catalogue read (call ref_2), where B-14 first appeared; the agent saw its placeholder.
+    placeholder = next(t for t in result.sent[recall["step"]] if 'recall(handle="h1")' in str(t.get("content")))
+    assert "call_id=ref_2" in placeholder["content"]
+    assert result.episode.outcome == "success" and result.episode.deviations == []
+
+
+def test_an_agent_that_never_recalls_guesses_instead():
+    result = recall_run(CLEAR, "never")
+    assert result.episode.metrics["recall_calls"] == 0
+    assert [(d["literal"], d["behaviour"]) for d in result.episode.deviations] == [("B-14", "guess")]
+    assert result.episode.answers == ["ORD-5521 from bin B-00"]
+
+
+def test_the_honest_agent_does_not_recall_what_no_placeholder_points_to():
+    """B-14 came from the catalogue, which is masked without a handle; a later search that also shows
+    B-14 is cleared behind one. Peeking into the store finds B-14 there; an honest agent has no reason
+    to think that search holds it, and guesses."""
+    from optimizer.context.guideline import SEED_GUIDELINE, RetentionPolicy, read_guideline
+    from optimizer.context.strategies import GuidelineStrategy
+    from tests.context.conftest import Scripted, filler, ok
+
+    hits = "\n".join(["hit: widget W-778 in bin B-14", *filler("bins", 40)])
+    search = Scripted("search", {"query": "bins"}, ok(hits))
+    script = (*STANDARD[:2], search, *STANDARD[4:6])
+    policy = RetentionPolicy.model_validate({"history": [
+        {"move": "clear", "trigger_tokens": 0, "keep_last": 0, "exclude_tools": ["read_file"]},
+        {"move": "mask", "keep_last": 1, "keep_first": False},
+    ]})
+    strategy = GuidelineStrategy(guideline=read_guideline(SEED_GUIDELINE).model_copy(update={"policy": policy}))
+    peek = recall_run(strategy, "peek", script=script)
+    honest = recall_run(strategy, "honest", script=script)
+    assert peek.episode.metrics["recall_calls"] == 1 and peek.episode.outcome == "success"
+    assert honest.episode.metrics["recall_calls"] == 0
+    assert [(d["literal"], d["behaviour"]) for d in honest.episode.deviations] == [("B-14", "guess")]
+
+
+def test_the_summary_index_is_enough_to_recall(compressor_for):
+    from optimizer.context.guideline import SEED_GUIDELINE, RetentionPolicy, read_guideline
+    from optimizer.context.strategies import GuidelineStrategy
+
+    compressor, _ = compressor_for()
+    seed = read_guideline(SEED_GUIDELINE)
+    policy = RetentionPolicy.model_validate({"history": [{"move": "summarize", "over": 300, "keep_last": 1}]})
+    strategy = GuidelineStrategy(guideline=seed.model_copy(update={"policy": policy}))
+    from optimizer.world.sources import need_sources
+    from tests.context.conftest import RecordingReference
+
+    task = make_task(answer="ORD-5521 from bin B-14", answer_needs=NEEDS_BIN)
+    agent = RecordingReference(task.reference, sources=need_sources(task))
+    episode = run_episode(task, agent, strategy, EpisodeServices(compressor=compressor))
+    recall = next(c for c in episode.tool_calls if c["name"] == "recall")
+    sent = "\n".join(str(m.get("content")) for m in agent.sent[recall["step"]])
+    handle = recall["arguments"]["handle"]
+    assert f'- recall(handle="{handle}"): read_file({{"path": "docs/catalog.md"}}) call_id=ref_2' in sent
+    assert episode.outcome == "success" and episode.deviations == []

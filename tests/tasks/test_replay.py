@@ -134,7 +134,9 @@ def test_losing_the_literal_under_fifo_fails_the_task(example):
     result = episode(task, {"type": "fifo", "keep_last": 1})
     assert result.outcome == "failure"
     assert any("not made: set_bike_status" in r for r in result.reasons), result.reasons
-    assert [(d["literal"], d["behaviour"]) for d in result.deviations] == [("BK-40117", "guess")]
+    # The call that needs it guesses, and so does every later step that writes it out (the answer).
+    assert {(d["literal"], d["behaviour"]) for d in result.deviations} == {("BK-40117", "guess")}
+    assert result.deviations[0]["reference_index"] == min(d["reference_index"] for d in result.deviations)
 
 
 @dataclasses.dataclass

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import random
 
-from optimizer.world.task import CheckResult
+from optimizer.world.task import CheckResult, Need, NeedKind
 from tasks.builtin import text
 from tasks.builtin.checks import Verdict, mentions, mentions_number
 from tasks.builtin.env import OpsEnv
-from tasks.builtin.plan import Draft, Family, Script, Seed, receipt, value
+from tasks.builtin.plan import STATIC, Draft, Family, Script, Seed, receipt, value
 from tasks.builtin.text import POSITIONS, Ids
 from tasks.builtin.world import Article, Customer, World
 
@@ -30,6 +30,7 @@ REGION_CODES = {
     "Sweden": "SE",
 }
 TITLE = "Return windows and restocking fees by region"
+WINDOWS = (30, 45, 60, 100)
 _OTHER_TITLES = (
     "Return labels: printing and drop-off points",
     "Warranty claims for small appliances",
@@ -64,7 +65,8 @@ def build(seed: Seed) -> Draft:
         return f"{ids.new('RP', 4)}-{REGION_CODES[place]}"
 
     key_code, neighbour_code, other_code, old_code = code(region), code(neighbour), code(region), code(region)
-    days, fee = rng.choice((30, 45, 60, 100)), rng.choice((0, 5, 8, 12))
+    days, fee = rng.choice(WINDOWS), rng.choice((0, 5, 8, 12))
+    other_days = WINDOWS[(WINDOWS.index(days) + 1) % len(WINDOWS)]  # no draw: the task stays as it was
     old_days, old_fee = rng.choice((14, 21)), rng.choice((10, 15))
     rows = (
         f"| {category} | {neighbour} | {rng.choice((14, 21, 30))} days | {rng.choice((5, 10))}% | "
@@ -155,6 +157,10 @@ def build(seed: Seed) -> Draft:
         script.call("search_kb", query=query)
         script.call("get_article", value(current, "article_id", old), article_id=current)
     reply = f"{days} days to return, restocking fee {fee}%, policy code {key_code}."
+    # The checker wants the window in the answer, and only the key row says which window applies: "30 days"
+    # also stands in other rows, so the need is the key row's cells, and an agent without it guesses a window.
+    window = Need(NeedKind.VALUE, f"| {days} days | {fee}% | {key_code} |", guess=f"{other_days} days",
+                  source_class=STATIC, shown_as=f"{days} days")
     if email:
         body = (
             f"Dear {customer.name}, for {category} items in {region} you have {days} days to return, with a "
@@ -167,9 +173,9 @@ def build(seed: Seed) -> Draft:
             subject=f"Your return question about a {category}",
             body=body,
         )
-        script.answer(f"{reply} Email {message} sent.", receipt(message, sent_call))
+        script.answer(f"{reply} Email {message} sent.", receipt(message, sent_call), window)
     else:
-        script.answer(reply, value(key_code, None, neighbour_code))
+        script.answer(reply, value(key_code, None, neighbour_code), window)
     instruction = (
         f"A customer in {'the ' if region == 'Netherlands' else ''}{region} asks how many days "
         "they have to return a "

@@ -237,7 +237,7 @@ def build(seed: Seed) -> Draft:
     if needs_approval:
         script.call(
             "request_approval",
-            rule(approval_rule),
+            rule(skill.key_clause("approval")),
             line_need,
             amount_need,
             **args,
@@ -251,7 +251,7 @@ def build(seed: Seed) -> Draft:
     )
     script.call(
         "send_email",
-        rule(notify_rule),
+        rule(skill.key_clause("notify")),
         receipt(refund, refunded),
         customer_id=customer.customer_id,
         subject=f"Refund for order {order_id}",

@@ -252,7 +252,9 @@ def build(seed: Seed) -> Draft:
         script.call("get_ticket", tid, ticket_id=m.ticket_id)
         writes = 0
         if m.priority == "P1":
-            script.call("escalate_ticket", rule(escalate_rule), tid, ticket_id=m.ticket_id, team="tier2")
+            script.call(
+                "escalate_ticket", rule(skill.key_clause("escalate")), tid, ticket_id=m.ticket_id, team="tier2"
+            )
             writes += 1
         replied = script.call(
             "reply_ticket",
@@ -261,7 +263,7 @@ def build(seed: Seed) -> Draft:
             body=REPLY.format(name=m.customer.name.split()[0], subject=m.subject),
         )
         writes += 1
-        script.call("get_ticket", rule(reread_rule), tid, ticket_id=m.ticket_id)
+        script.call("get_ticket", rule(skill.key_clause("reread")), tid, ticket_id=m.ticket_id)
         script.call(
             "close_ticket",
             tid,
