@@ -318,3 +318,24 @@ def test_unknown_strategy_on_the_command_line(fails, tmp_path):
     path = config(tmp_path, BASE)
     fails("run", path, "--strategy", "zip", "--agent", "reference", says=("unknown strategy 'zip'",))
 
+
+
+# ---------------------------------------------------------------------------------------------- command lines
+
+
+def test_unknown_option(fails, tmp_path):
+    path = config(tmp_path, BASE)
+    fails("run", path, "--bogus", says=("No such option: --bogus", "acon run --help"))
+
+
+def test_unknown_command(fails):
+    fails("nosuchcmd", says=("No such command 'nosuchcmd'", "acon --help"))
+
+
+def test_missing_argument(fails):
+    fails("run", says=("Missing argument", "acon run --help"))
+
+
+def test_option_of_the_wrong_type(fails, tmp_path):
+    path = config(tmp_path, BASE)
+    fails("run", path, "--limit", "three", says=("'--limit'", "acon run --help"))
