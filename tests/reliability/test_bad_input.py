@@ -339,3 +339,27 @@ def test_missing_argument(fails):
 def test_option_of_the_wrong_type(fails, tmp_path):
     path = config(tmp_path, BASE)
     fails("run", path, "--limit", "three", says=("'--limit'", "acon run --help"))
+
+
+def test_export_of_a_json_file_that_is_no_guideline(fails, tmp_path):
+    (tmp_path / "report.json").write_text('{"rounds": []}\n')
+    fails("export", str(tmp_path / "report.json"), says=("report.json", "not a guideline"))
+
+
+def test_export_of_a_guideline_json_with_a_broken_field(fails, tmp_path):
+    (tmp_path / "g.json").write_text('{"history": "h", "observation": "o", "policy": {"t_obs": "big"}}\n')
+    fails("export", str(tmp_path / "g.json"), says=("g.json", "policy.t_obs"))
+
+
+def test_export_of_a_file_that_is_neither(fails, tmp_path):
+    (tmp_path / "notes.txt").write_text("hello\n")
+    fails("export", str(tmp_path / "notes.txt"), says=("notes.txt", "a job directory", "guideline file"))
+
+
+def test_export_of_a_path_that_does_not_exist(fails, tmp_path):
+    fails("export", str(tmp_path / "gone"), says=("gone", "does not exist", "a job directory"))
+
+
+def test_export_of_a_broken_guideline_file(fails, tmp_path):
+    (tmp_path / "g.md").write_text("no front matter here\n")
+    fails("export", str(tmp_path / "g.md"), says=("g.md", "no front matter"))
