@@ -59,6 +59,32 @@ def endpoint_roles(config: ExperimentConfig, strategies: Sequence[ContextStrateg
     return roles
 
 
+@dataclass(frozen=True)
+class RunPlan:
+    """Where a run's episodes live and what its `meta.json` says: same inputs, same directory."""
+
+    key: str
+    directory: Path
+    meta: dict[str, Any]
+
+
+def plan_run(
+    config: ExperimentConfig, tasks: Sequence[Task], strategy: ContextStrategy, *, agent: str, split: str,
+    base: Path | None = None,
+) -> RunPlan:
+    spec = AgentSpec(agent, config.run.action_format)
+    roles = {k: v.describe() for k, v in endpoint_roles(config, [strategy], agent).items()}
+    key = run_key(config.suite.fingerprint(), split, [t.id for t in tasks], strategy.model_dump(mode="json"),
+                  spec.identity(roles), roles.get("compressor"))
+    directory = (base or config.out_dir / "runs") / f"{strategy.type}-{agent}-{split}-{key}"
+    meta = {
+        "key": key, "experiment": config.name, "strategy": strategy.label(), "strategy_config":
+        strategy.model_dump(mode="json"), "agent": agent, "split": split, "tasks": [t.id for t in tasks],
+        "endpoints": roles,
+    }
+    return RunPlan(key, directory, meta)
+
+
 def run_strategy(
     config: ExperimentConfig,
     tasks: Sequence[Task],
@@ -70,21 +96,13 @@ def run_strategy(
     on_episode: OnEpisode | None = None,
     base: Path | None = None,
 ) -> RunResult:
-    spec = AgentSpec(agent, config.run.action_format)
-    roles = {k: v.describe() for k, v in endpoint_roles(config, [strategy], agent).items()}
-    key = run_key(config.suite.fingerprint(), split, [t.id for t in tasks], strategy.model_dump(mode="json"),
-                  spec.identity(roles), roles.get("compressor"))
-    directory = (base or config.out_dir / "runs") / f"{strategy.type}-{agent}-{split}-{key}"
-    meta = {
-        "key": key, "experiment": config.name, "strategy": strategy.label(), "strategy_config":
-        strategy.model_dump(mode="json"), "agent": agent, "split": split, "tasks": [t.id for t in tasks],
-        "endpoints": roles,
-    }
+    plan = plan_run(config, tasks, strategy, agent=agent, split=split, base=base)
     episodes = run_tasks(
-        tasks, strategy, spec, endpoints=endpoints, directory=directory, meta=meta,
-        concurrency=config.run.concurrency, max_total_steps=config.run.max_total_steps, on_episode=on_episode,
+        tasks, strategy, AgentSpec(agent, config.run.action_format), endpoints=endpoints, directory=plan.directory,
+        meta=plan.meta, concurrency=config.run.concurrency, max_total_steps=config.run.max_total_steps,
+        on_episode=on_episode,
     )
-    return RunResult(strategy, directory, episodes, summarize(episodes))
+    return RunResult(strategy, plan.directory, episodes, summarize(episodes))
 
 
 def summarize(episodes: Sequence[Episode]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import pytest
 
 from optimizer.search.job import OptimizationJob
 from tests.conftest import ROOT
-from tests.reliability.conftest import write_job
+from tests.reliability.conftest import hold, write_job
 
 EXAMPLE = ROOT / "experiments" / "data" / "example_trajectories.jsonl"
 
@@ -288,6 +288,35 @@ def test_damaged_state_on_resume(fails, job_copy):
     state = job / "state.json"
     state.write_text(state.read_text()[:200])
     fails("optimize", str(path), "--resume", says=(str(state), "damaged"))
+
+
+@pytest.fixture
+def held(tmp_path):
+    """`held(directory)`: another process holds the directory's lock for the rest of the test; returns its pid."""
+    holders = []
+
+    def start(directory: Path) -> int:
+        holders.append(hold(directory))
+        return holders[-1].pid
+
+    yield start
+    for process in holders:
+        process.kill()
+        process.wait()
+
+
+def test_job_directory_in_use_by_another_process(fails, job_copy, held):
+    path, job = job_copy
+    pid = held(job)
+    fails("optimize", str(path), "--resume", code=4, says=(str(job), "in use by another acon process", f"pid {pid}"))
+
+
+def test_run_directory_in_use_by_another_process(fails, tmp_path, run_cli, held):
+    path = config(tmp_path, BASE)
+    assert run_cli("run", path, "--agent", "reference", "--limit", "1")[0] == 0
+    (run_dir,) = (tmp_path / "runs" / "x" / "runs").iterdir()
+    pid = held(run_dir)
+    fails("run", path, "--agent", "reference", "--limit", "1", code=4, says=(run_dir.name, f"pid {pid}"))
 
 
 def test_damaged_job_file(fails, job_copy):
