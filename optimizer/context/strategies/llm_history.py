@@ -9,6 +9,8 @@ chosen classes verbatim outside the summary. Steps with a result the contract fo
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Literal
 
 from pydantic import Field
@@ -37,6 +39,11 @@ class LlmHistory(ContextStrategy):
     @property
     def uses_compressor(self) -> bool:
         return True
+
+    def version(self) -> str:
+        # By the guideline file's content, not its path: an edited file compresses differently.
+        data = {**self.model_dump(mode="json"), "guideline": guideline_at(self.guideline).version}
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
 
     def condense(self, history: History, ctx: StrategyContext) -> Condensation | None:
         groups = unsummarized_groups(history, self.keep_last)

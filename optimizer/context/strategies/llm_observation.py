@@ -7,6 +7,8 @@ receipts, unclassified) are never sent to the compressor.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Literal
 
 from pydantic import Field
@@ -31,6 +33,11 @@ class LlmObservation(ContextStrategy):
     @property
     def uses_compressor(self) -> bool:
         return True
+
+    def version(self) -> str:
+        # By the guideline file's content, not its path: an edited file compresses differently.
+        data = {**self.model_dump(mode="json"), "guideline": guideline_at(self.guideline).version}
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
 
     def write(self, raw: Entry, history: History, ctx: StrategyContext) -> Written:
         if raw.tokens <= self.t_obs or not contract_for(raw.retention).write_time_cut:
