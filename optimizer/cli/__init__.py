@@ -50,7 +50,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     _register()
     try:
-        app(standalone_mode=False)
+        app(standalone_mode=False, prog_name="acon")  # hints name `acon` under `python -m optimizer` too
     except AconError as exc:
         print(f"acon: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)

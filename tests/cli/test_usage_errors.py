@@ -133,7 +133,7 @@ def test_unknown_command(usage_error, group):
 def test_the_issue_examples(usage_error, tmp_path):
     config = tmp_path / "exp.toml"
     config.write_text('name = "x"\n[suite]\ntype = "smoke"\n')
-    usage_error("run", str(config), "--bogus", says=("No such option: --bogus", "acon run --help"))
+    usage_error("run", str(config), "--bogus", says=("No such option", "--bogus", "acon run --help"))
     usage_error("run", says=("Missing argument", "acon run --help"))
     usage_error("models", "start", "--model", "x", says=("--model", "acon models start --help"))
 

@@ -354,7 +354,7 @@ def test_unknown_strategy_on_the_command_line(fails, tmp_path):
 
 def test_unknown_option(fails, tmp_path):
     path = config(tmp_path, BASE)
-    fails("run", path, "--bogus", says=("No such option: --bogus", "acon run --help"))
+    fails("run", path, "--bogus", says=("No such option", "--bogus", "acon run --help"))
 
 
 def test_unknown_command(fails):
