@@ -20,3 +20,12 @@ def test_readme_quick_start_runs_the_main_job_on_the_embedded_default():
     readme = (ROOT / "README.md").read_text()
     assert ".venv/bin/acon setup && .venv/bin/acon" in readme
     assert "experiments/quickstart.toml" in readme
+
+
+def test_both_readme_commands_install_through_the_pinned_constraints():
+    readme = (ROOT / "README.md").read_text()
+    commands = [line for line in readme.splitlines() if line.startswith("python3 -m venv .venv && ")]
+    assert len(commands) == 2
+    for command in commands:
+        assert ".venv/bin/pip install -c constraints.txt -e " in command
+    assert (ROOT / "constraints.txt").exists()

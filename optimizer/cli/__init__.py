@@ -50,7 +50,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     _register()
     try:
-        app(standalone_mode=False)
+        app(standalone_mode=False, prog_name="acon")  # hints name `acon` under `python -m optimizer` too
     except AconError as exc:
         print(f"acon: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
@@ -63,10 +63,37 @@ def main() -> None:
         sys.exit(1)
     except SystemExit:
         raise
-    except Exception as exc:  # click usage errors surface here in non-standalone mode
-        import click
-
-        if isinstance(exc, click.ClickException):
+    except usage_errors() as exc:  # bad command lines surface here in non-standalone mode
+        if type(exc).__name__ == "NoArgsIsHelpError":  # `acon` or `acon models` alone: the help is the answer
             exc.show()
-            sys.exit(exc.exit_code)
-        raise
+        else:
+            print(usage_message(exc), file=sys.stderr)
+        sys.exit(getattr(exc, "exit_code", 2))
+
+
+def usage_errors() -> tuple[type[Exception], ...]:
+    """What typer raises for a bad command line, whichever click it runs on.
+
+    typer 0.29 vendors its own click (`typer._click`), whose errors derive from `typer.TyperException` and not
+    from the installed `click.ClickException`; older typer raises the real click's.
+    """
+    types: list[type[Exception]] = []
+    if hasattr(typer, "TyperException"):
+        types.append(typer.TyperException)
+    try:
+        import click
+    except ImportError:  # typer >= 0.29 does not need it
+        pass
+    else:
+        types.append(click.ClickException)
+    return tuple(types)
+
+
+def usage_message(exc: Exception) -> str:
+    """One line: click's message, and where to look for the right usage."""
+    format_message = getattr(exc, "format_message", None)
+    text = " ".join((format_message() if format_message else str(exc)).split())
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None:
+        text += f" (try '{ctx.command_path} --help')"
+    return f"acon: error: {text}"

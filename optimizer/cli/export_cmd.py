@@ -6,11 +6,14 @@ import json
 from pathlib import Path
 
 import typer
+from pydantic import ValidationError
 
 from optimizer.cli.run_cmd import out
 from optimizer.context.guideline import Guideline
 from optimizer.errors import AconError, ConfigError
 from optimizer.storage import atomic_write_json, atomic_write_text
+
+EXPECTS = "a job directory of `acon optimize`, or a guideline file (.md, or .json from `acon export --format json`)"
 
 
 def chosen_guideline(job_dir: Path) -> Guideline:
@@ -35,6 +38,38 @@ def chosen_guideline(job_dir: Path) -> Guideline:
     return guideline.model_copy(update={"provenance": provenance, "description": description})
 
 
+def guideline_file(path: Path) -> Guideline:
+    """A guideline file given instead of a job directory: Markdown with front matter, or its JSON form."""
+    if path.suffix not in (".md", ".json"):
+        raise ConfigError(f"{path} is a file but not a guideline (.md or .json); export expects {EXPECTS}")
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text; export expects {EXPECTS}") from None
+    if path.suffix == ".md":
+        return Guideline.from_markdown(text, source=str(path))
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}: invalid JSON (line {exc.lineno}): {exc.msg}") from None
+    if not isinstance(data, dict) or not {"history", "observation"} <= data.keys():
+        raise ConfigError(f"{path}: not a guideline (expected the JSON of `acon export --format json`: "
+                          "name, policy, history, observation)")
+    data.pop("version", None)  # derived from the content, never trusted from the file
+    try:
+        return Guideline.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(p) for p in error["loc"]) or "guideline"
+        raise ConfigError(f"{path}: not a valid guideline: {where}: {error['msg']}") from None
+
+
+def guideline_json(guideline: Guideline) -> dict:
+    """The JSON form: every field of the guideline plus its derived content version."""
+    data = guideline.model_dump(mode="json")
+    return {"name": data.pop("name"), "version": guideline.version, **data}
+
+
 def _scores(scores: dict | None) -> dict | None:
     if not scores:
         return None
@@ -49,17 +84,25 @@ def _read(path: Path) -> dict | None:
 
 
 def export(
-    job_dir: Path | None = typer.Argument(None, help="Job directory of `acon optimize`."),
+    job_dir: Path | None = typer.Argument(
+        None, help="Job directory of `acon optimize`, or a guideline file (.md or .json) to convert."
+    ),
     fmt: str = typer.Option("md", "--format", help="md (front matter + texts) or json."),
     out_path: Path | None = typer.Option(None, "--out", help="Where to write the guideline."),
     distill: Path | None = typer.Option(None, help="Also write compressor (input, output) pairs as a Dataset."),
     from_registry: str | None = typer.Option(None, "--from-registry", help="NAME@ALIAS or NAME/VERSION."),
     tracking_uri: str | None = typer.Option(None, help="Tracking URI for --from-registry (default: the job's)."),
 ) -> None:
-    """Write the chosen guideline (policy + both compressor texts, with provenance)."""
+    """Write the chosen guideline (policy + both compressor texts, with provenance), or convert a guideline file."""
     if fmt not in ("md", "json"):
         raise ConfigError(f"--format must be md or json, not {fmt!r}")
-    if from_registry is not None:
+    if job_dir is not None and not job_dir.exists():
+        raise ConfigError(f"{job_dir} does not exist; export expects {EXPECTS}")
+    if job_dir is not None and not job_dir.is_dir():
+        if from_registry is not None or distill is not None:
+            raise ConfigError(f"--from-registry and --distill need a job directory, not the file {job_dir}")
+        guideline = guideline_file(job_dir)
+    elif from_registry is not None:
         from optimizer.tracking import load_from_registry, resolve_uri
 
         uri = tracking_uri or (resolve_uri(job_dir) if job_dir else None)
@@ -70,13 +113,9 @@ def export(
         guideline = chosen_guideline(job_dir)
     else:
         raise ConfigError("give a job directory or --from-registry NAME@ALIAS")
-    text = guideline.to_markdown() if fmt == "md" else json.dumps(
-        {"name": guideline.name, "version": guideline.version, "policy": guideline.policy.model_dump(mode="json"),
-         "history": guideline.history, "observation": guideline.observation, "provenance": guideline.provenance},
-        indent=2,
-    )
+    text = guideline.to_markdown() if fmt == "md" else json.dumps(guideline_json(guideline), indent=2)
     if out_path is None:
-        out.print(text, markup=False, highlight=False)
+        typer.echo(text.rstrip("\n"))  # verbatim: a rich console would wrap long lines and break the JSON
     else:
         atomic_write_text(out_path, text if text.endswith("\n") else text + "\n")
         out.print(f"wrote {out_path} ({guideline.name}@{guideline.version})")

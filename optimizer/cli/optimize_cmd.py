@@ -10,6 +10,7 @@ from rich.table import Table
 
 from optimizer.cli.run_cmd import err, fmt, out, progress_bar
 from optimizer.config import load_experiment
+from optimizer.locking import exclusive
 
 
 def _log(message: str) -> None:
@@ -29,8 +30,11 @@ def optimize(
     if out_dir is not None:
         config = config.model_copy(update={"out": str(out_dir)})
     started = time.perf_counter()
-    job = OptimizationJob(config, resume=resume, log=_log, progress=progress_bar)
-    report = job.run(track=tracker_for)
+    # Held from before the job object claims the directory until its last write: a second `acon optimize` on
+    # the same --out (with or without --resume) is refused instead of interleaving its writes with this one's.
+    with exclusive(config.out_dir, hint="wait for it to finish or use another --out", log=_log):
+        job = OptimizationJob(config, resume=resume, log=_log, progress=progress_bar)
+        report = job.run(track=tracker_for)
     out.print(pareto_table(report))
     out.print(report_table(report))
     verdict = report["acceptance"]

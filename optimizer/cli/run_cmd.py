@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -13,6 +14,10 @@ from rich.table import Table
 
 from optimizer.config import ExperimentConfig, load_experiment
 from optimizer.storage import atomic_write_json
+
+if TYPE_CHECKING:
+    from optimizer.context.strategies.base import ContextStrategy
+    from optimizer.world.task import Task
 
 err = Console(stderr=True)
 out = Console(width=max(150, Console().width))
@@ -84,6 +89,20 @@ def summary_table(rows: list[tuple[str, dict[str, Any]]], title: str) -> Table:
     return table
 
 
+@contextlib.contextmanager
+def hold_runs(config: ExperimentConfig, tasks: Sequence[Task], strategies: Sequence[ContextStrategy]) -> Iterator[None]:
+    """This process's claim on the run directory of each strategy, for as long as the command runs."""
+    from optimizer.evaluate.jobs import plan_run
+    from optimizer.evaluate.runner import BUSY_HINT
+    from optimizer.locking import exclusive
+
+    with contextlib.ExitStack() as stack:
+        for strategy in strategies:
+            plan = plan_run(config, tasks, strategy, agent=config.run.agent, split=config.run.split)
+            stack.enter_context(exclusive(plan.directory, hint=BUSY_HINT))
+        yield
+
+
 def run(
     experiment: Path = typer.Argument(..., help="Experiment config (TOML)."),
     strategy: str | None = typer.Option(None, help="Strategy name (default: the config's)."),
@@ -103,7 +122,10 @@ def run(
     tasks = select_tasks(config, config.run.split, config.run.limit)
     endpoints = endpoints_for(config, [chosen], config.run.agent, _log)
     tracked = tracked_job(config, "run", strategy=chosen.label(), split=config.run.split, agent=config.run.agent)
-    with endpoints or contextlib.nullcontext(), tracked as tracking:  # an endpoint that fails writes nothing
+    # Claimed first: a run directory another process writes to is refused before an endpoint, a tracking run
+    # or a progress bar is started.
+    held = hold_runs(config, tasks, [chosen])
+    with held, endpoints or contextlib.nullcontext(), tracked as tracking:  # an endpoint that fails writes nothing
         with progress_bar(chosen.label(), len(tasks)) as advance:
             result = run_strategy(
                 config, tasks, chosen, agent=config.run.agent, endpoints=endpoints, split=config.run.split,
@@ -144,7 +166,8 @@ def compare(
     endpoints = endpoints_for(config, chosen, config.run.agent, _log)
     results = []
     tracked = tracked_job(config, "compare", split=config.run.split, agent=config.run.agent)
-    with endpoints or contextlib.nullcontext(), tracked as tracking:  # an endpoint that fails writes nothing
+    held = hold_runs(config, tasks, chosen)
+    with held, endpoints or contextlib.nullcontext(), tracked as tracking:  # an endpoint that fails writes nothing
         for strategy in chosen:
             with progress_bar(strategy.label(), len(tasks)) as advance:
                 results.append(run_strategy(

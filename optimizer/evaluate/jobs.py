@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,9 @@ from optimizer.evaluate.endpoints import ModelEndpoints
 from optimizer.evaluate.runner import AgentSpec, OnEpisode, run_key, run_tasks
 from optimizer.evaluate.stats import bootstrap_ci
 from optimizer.world.task import Task
+
+RUN_FORMAT = 3
+"""Bumped when a change makes episodes recorded before it unfit for reuse (1: keys held the strategy's config)."""
 
 
 @dataclass
@@ -59,6 +63,49 @@ def endpoint_roles(config: ExperimentConfig, strategies: Sequence[ContextStrateg
     return roles
 
 
+@dataclass(frozen=True)
+class RunPlan:
+    """Where a run's episodes live and what its `meta.json` says: same inputs, same directory."""
+
+    key: str
+    directory: Path
+    meta: dict[str, Any]
+
+
+def plan_run(
+    config: ExperimentConfig, tasks: Sequence[Task], strategy: ContextStrategy, *, agent: str, split: str,
+    base: Path | None = None,
+) -> RunPlan:
+    spec = AgentSpec(agent, config.run.action_format, config.run.recall)
+    roles = {k: v.describe() for k, v in endpoint_roles(config, [strategy], agent).items()}
+    # The strategy by content (`version()`: a guideline file's hash, not its path), so an edited file never
+    # reads back episodes recorded under its old text; and the code that recorded them.
+    code = code_version()
+    key = run_key(config.suite.fingerprint(), split, [t.id for t in tasks], strategy.type, strategy.label(),
+                  strategy.version(), spec.identity(roles), roles.get("compressor"), code)
+    directory = (base or config.out_dir / "runs") / f"{strategy.type}-{agent}-{split}-{key}"
+    meta = {
+        "key": key, "experiment": config.name, "strategy": strategy.label(), "strategy_version": strategy.version(),
+        "strategy_config": strategy.model_dump(mode="json"), "agent": agent, "split": split,
+        "tasks": [t.id for t in tasks], "endpoints": roles, "code": code,
+    }
+    return RunPlan(key, directory, meta)
+
+
+def code_version() -> dict[str, Any]:
+    """What of the code a run's key includes: the package version and `RUN_FORMAT`.
+
+    Not a hash of the source: any edit (a comment, a test helper) would orphan every stored run, and a
+    benchmark's episodes would never be reused across commits. A change that alters what an episode records
+    or how it is scored bumps `RUN_FORMAT` instead.
+    """
+    try:
+        version = importlib.metadata.version("acon")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        from optimizer import __version__ as version
+    return {"acon": version, "run_format": RUN_FORMAT}
+
+
 def run_strategy(
     config: ExperimentConfig,
     tasks: Sequence[Task],
@@ -70,21 +117,14 @@ def run_strategy(
     on_episode: OnEpisode | None = None,
     base: Path | None = None,
 ) -> RunResult:
-    spec = AgentSpec(agent, config.run.action_format, config.run.recall)
-    roles = {k: v.describe() for k, v in endpoint_roles(config, [strategy], agent).items()}
-    key = run_key(config.suite.fingerprint(), split, [t.id for t in tasks], strategy.model_dump(mode="json"),
-                  spec.identity(roles), roles.get("compressor"))
-    directory = (base or config.out_dir / "runs") / f"{strategy.type}-{agent}-{split}-{key}"
-    meta = {
-        "key": key, "experiment": config.name, "strategy": strategy.label(), "strategy_config":
-        strategy.model_dump(mode="json"), "agent": agent, "split": split, "tasks": [t.id for t in tasks],
-        "endpoints": roles,
-    }
+    plan = plan_run(config, tasks, strategy, agent=agent, split=split, base=base)
     episodes = run_tasks(
-        tasks, strategy, spec, endpoints=endpoints, directory=directory, meta=meta,
-        concurrency=config.run.concurrency, max_total_steps=config.run.max_total_steps, on_episode=on_episode,
+        tasks, strategy, AgentSpec(agent, config.run.action_format, config.run.recall), endpoints=endpoints,
+        directory=plan.directory,
+        meta=plan.meta, concurrency=config.run.concurrency, max_total_steps=config.run.max_total_steps,
+        on_episode=on_episode,
     )
-    return RunResult(strategy, directory, episodes, summarize(episodes))
+    return RunResult(strategy, plan.directory, episodes, summarize(episodes))
 
 
 def summarize(episodes: Sequence[Episode]) -> dict[str, Any]:

@@ -20,10 +20,12 @@ from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import ConfigError
 from optimizer.evaluate.endpoints import ModelEndpoints
 from optimizer.evaluate.store import EpisodeStore, read_meta, write_meta
+from optimizer.locking import exclusive
 from optimizer.world.sources import need_sources
 from optimizer.world.task import Task
 
 OnEpisode = Callable[[Episode], None]
+BUSY_HINT = "wait for it to finish; the episodes it records are reused when you rerun"
 
 
 @dataclass(frozen=True)
@@ -95,7 +97,17 @@ def run_tasks(
 
     An episode that ended in an infrastructure error is not reused: its task runs again and the new record
     supersedes it (the newest record of a task counts), so a flaky endpoint never leaves a hole in a run.
+    Only one process at a time runs in `directory` (`DirectoryBusy` for a second one).
     """
+    with exclusive(directory, hint=BUSY_HINT):
+        return _run_locked(tasks, strategy, agent, endpoints=endpoints, directory=directory, meta=meta,
+                           concurrency=concurrency, max_total_steps=max_total_steps, on_episode=on_episode)
+
+
+def _run_locked(
+    tasks: Sequence[Task], strategy: ContextStrategy, agent: AgentSpec, *, endpoints: ModelEndpoints | None,
+    directory: Path, meta: dict, concurrency: int, max_total_steps: int, on_episode: OnEpisode | None,
+) -> list[Episode]:
     store = EpisodeStore(directory)
     existing = read_meta(directory)
     if existing is not None and existing.get("key") != meta.get("key"):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -52,3 +54,20 @@ def eager_guideline(tmp: Path) -> Path:
     path = tmp / "eager.md"
     path.write_text(text)
     return path
+
+
+HOLD = """
+import sys, time
+from pathlib import Path
+from optimizer.locking import exclusive
+with exclusive(Path(sys.argv[1])):
+    print("held", flush=True)
+    time.sleep(600)
+"""
+
+
+def hold(directory: Path) -> subprocess.Popen:
+    """Another process that holds `directory`'s lock until it is killed (the caller kills it)."""
+    process = subprocess.Popen([sys.executable, "-c", HOLD, str(directory)], stdout=subprocess.PIPE, text=True)
+    assert process.stdout is not None and process.stdout.readline().strip() == "held"
+    return process

@@ -15,7 +15,7 @@ import pytest
 
 from optimizer.search.job import OptimizationJob
 from tests.conftest import ROOT
-from tests.reliability.conftest import write_job
+from tests.reliability.conftest import hold, write_job
 
 EXAMPLE = ROOT / "experiments" / "data" / "example_trajectories.jsonl"
 
@@ -291,6 +291,35 @@ def test_damaged_state_on_resume(fails, job_copy):
     fails("optimize", str(path), "--resume", says=(str(state), "damaged"))
 
 
+@pytest.fixture
+def held(tmp_path):
+    """`held(directory)`: another process holds the directory's lock for the rest of the test; returns its pid."""
+    holders = []
+
+    def start(directory: Path) -> int:
+        holders.append(hold(directory))
+        return holders[-1].pid
+
+    yield start
+    for process in holders:
+        process.kill()
+        process.wait()
+
+
+def test_job_directory_in_use_by_another_process(fails, job_copy, held):
+    path, job = job_copy
+    pid = held(job)
+    fails("optimize", str(path), "--resume", code=4, says=(str(job), "in use by another acon process", f"pid {pid}"))
+
+
+def test_run_directory_in_use_by_another_process(fails, tmp_path, run_cli, held):
+    path = config(tmp_path, BASE)
+    assert run_cli("run", path, "--agent", "reference", "--limit", "1")[0] == 0
+    (run_dir,) = (tmp_path / "runs" / "x" / "runs").iterdir()
+    pid = held(run_dir)
+    fails("run", path, "--agent", "reference", "--limit", "1", code=4, says=(run_dir.name, f"pid {pid}"))
+
+
 def test_damaged_job_file(fails, job_copy):
     path, job = job_copy
     (job / "job.json").write_text('{"key": ')
@@ -319,3 +348,48 @@ def test_unknown_strategy_on_the_command_line(fails, tmp_path):
     path = config(tmp_path, BASE)
     fails("run", path, "--strategy", "zip", "--agent", "reference", says=("unknown strategy 'zip'",))
 
+
+
+# ---------------------------------------------------------------------------------------------- command lines
+
+
+def test_unknown_option(fails, tmp_path):
+    path = config(tmp_path, BASE)
+    fails("run", path, "--bogus", says=("No such option", "--bogus", "acon run --help"))
+
+
+def test_unknown_command(fails):
+    fails("nosuchcmd", says=("No such command 'nosuchcmd'", "acon --help"))
+
+
+def test_missing_argument(fails):
+    fails("run", says=("Missing argument", "acon run --help"))
+
+
+def test_option_of_the_wrong_type(fails, tmp_path):
+    path = config(tmp_path, BASE)
+    fails("run", path, "--limit", "three", says=("'--limit'", "acon run --help"))
+
+
+def test_export_of_a_json_file_that_is_no_guideline(fails, tmp_path):
+    (tmp_path / "report.json").write_text('{"rounds": []}\n')
+    fails("export", str(tmp_path / "report.json"), says=("report.json", "not a guideline"))
+
+
+def test_export_of_a_guideline_json_with_a_broken_field(fails, tmp_path):
+    (tmp_path / "g.json").write_text('{"history": "h", "observation": "o", "policy": {"budget_tokens": "big"}}\n')
+    fails("export", str(tmp_path / "g.json"), says=("g.json", "policy.budget_tokens"))
+
+
+def test_export_of_a_file_that_is_neither(fails, tmp_path):
+    (tmp_path / "notes.txt").write_text("hello\n")
+    fails("export", str(tmp_path / "notes.txt"), says=("notes.txt", "a job directory", "guideline file"))
+
+
+def test_export_of_a_path_that_does_not_exist(fails, tmp_path):
+    fails("export", str(tmp_path / "gone"), says=("gone", "does not exist", "a job directory"))
+
+
+def test_export_of_a_broken_guideline_file(fails, tmp_path):
+    (tmp_path / "g.md").write_text("no front matter here\n")
+    fails("export", str(tmp_path / "g.md"), says=("g.md", "no front matter"))
