@@ -58,7 +58,9 @@ def written_needs(reference: Sequence[ReferenceStep]) -> list[tuple[Need, ...]]:
     A reference step whose email body or answer quotes an id the task needed elsewhere needs that id
     too; a suite that declared it only where it first mattered would let the agent quote it for free.
     """
-    known = {n.literal: n for step in reference for n in step.needs if n.kind in _WRITTEN_KINDS}
+    # Only literals an earlier step needed: a value the agent writes before any output showed it (BFCL's
+    # ground truth knows a ticker symbol) is its own, not one it copies.
+    known: dict[str, Need] = {}
     out = []
     for step in reference:
         declared = {n.literal for n in step.needs}
@@ -69,6 +71,7 @@ def written_needs(reference: Sequence[ReferenceStep]) -> list[tuple[Need, ...]]:
             if literal not in declared and occurs(literal, text)
         )
         out.append((*step.needs, *implied))
+        known.update((n.literal, n) for n in step.needs if n.kind in _WRITTEN_KINDS and n.literal not in known)
     return out
 
 

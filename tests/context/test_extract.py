@@ -197,3 +197,17 @@ def test_the_oracle_keeps_exactly_what_the_reference_needs():
     assert written == "FACT-STATIC-77: widget W-778 ships from bin B-14."
     assert result.visible_at_end("RULE-MID-02")  # pinned: whole
     assert_contract(result)
+
+
+def test_the_oracle_keeps_a_literal_that_spans_a_whole_multi_line_leaf():
+    """A file's whole content, posted elsewhere, is a need: the leaf it sits in stays whole."""
+    from optimizer.context.extraction import parse_units
+    from optimizer.context.strategies.oracle import needed_units
+
+    body = "\n".join(f"line {i}: the company’s figures" for i in range(12))
+    content = json.dumps({"file_content": body, "other": "x" * 50})
+    literal = json.dumps(body)[1:-1]  # as the tool printed it: JSON-escaped, \u2019 included
+    parsed = parse_units(content)
+    kept = needed_units(parsed, [literal])
+    assert json.loads(render(parsed, kept)) == {"file_content": body}
+    assert needed_units(parsed, ["line 3: the company\\u2019s figures"]) == [3]

@@ -8,10 +8,11 @@ every comparison is measured against: how close a guideline gets to keeping only
 
 from __future__ import annotations
 
+import json
 from typing import ClassVar, Literal
 
 from optimizer.context.contract import Action
-from optimizer.context.extraction import parse_units, render
+from optimizer.context.extraction import Parsed, Unit, parse_units, render
 from optimizer.context.history import Entry, History
 from optimizer.context.moves.base import CompressorTexts, StrategyContext, WriteMove, Written, write_record
 from optimizer.context.policy import RetentionPolicy
@@ -35,8 +36,8 @@ class KeepNeeded(WriteMove):
         self, raw: Entry, current: str, history: History, ctx: StrategyContext, texts: CompressorTexts | None
     ) -> Written | None:
         parsed = parse_units(current)
-        needed = [u.index for u in parsed.units
-                  if any(occurs(literal, u.value) or occurs(literal, u.text) for literal in ctx.reference_literals)]
+        literals = [literal for literal in ctx.reference_literals if occurs(literal, current)]
+        needed = needed_units(parsed, literals)
         if len(needed) == len(parsed.units):
             return None
         content = restore_must_keep(render(parsed, needed) if needed else "", [raw])
@@ -45,6 +46,30 @@ class KeepNeeded(WriteMove):
         if after >= before:
             return None
         return Written(content, (write_record("keep_needed", raw, before, after, ctx),))
+
+
+def needed_units(parsed: Parsed, literals: list[str]) -> list[int]:
+    """Units holding a literal, as the tool printed it (JSON-escaped) or as the leaf reads. A literal that
+    spans several lines of a split string leaf (a whole file posted as a tweet) keeps the whole leaf."""
+    if not literals:
+        return []
+    leaves: dict[tuple, list[Unit]] = {}
+    for unit in parsed.units:
+        leaves.setdefault((unit.path, unit.line is not None), []).append(unit)
+    keep: set[int] = set()
+    for (_, split), units in leaves.items():
+        whole = "\n".join(u.value for u in units) if split else units[0].value
+        forms = (whole, json.dumps(whole, ensure_ascii=parsed.ascii_only)[1:-1], *(u.text for u in units))
+        if not any(occurs(literal, form) for literal in literals for form in forms):
+            continue
+        if split and not any(occurs(literal, u.value) or occurs(literal, u.text) for literal in literals
+                             for u in units):
+            keep.update(u.index for u in units)  # only the leaf as a whole holds it
+        else:
+            keep.update(u.index for u in units if any(
+                occurs(literal, form) for literal in literals
+                for form in (u.value, u.text, json.dumps(u.value, ensure_ascii=parsed.ascii_only)[1:-1])))
+    return sorted(keep)
 
 
 class Oracle(ContextStrategy):
