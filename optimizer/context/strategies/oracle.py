@@ -57,18 +57,19 @@ def needed_units(parsed: Parsed, literals: list[str]) -> list[int]:
     for unit in parsed.units:
         leaves.setdefault((unit.path, unit.line is not None), []).append(unit)
     keep: set[int] = set()
+
+    def holds(texts: tuple[str, ...]) -> bool:
+        return any(occurs(literal, text) for literal in literals for text in texts)
+
+    def forms(value: str) -> tuple[str, ...]:
+        return value, json.dumps(value, ensure_ascii=parsed.ascii_only)[1:-1]
+
     for (_, split), units in leaves.items():
-        whole = "\n".join(u.value for u in units) if split else units[0].value
-        forms = (whole, json.dumps(whole, ensure_ascii=parsed.ascii_only)[1:-1], *(u.text for u in units))
-        if not any(occurs(literal, form) for literal in literals for form in forms):
-            continue
-        if split and not any(occurs(literal, u.value) or occurs(literal, u.text) for literal in literals
-                             for u in units):
+        one_by_one = [u.index for u in units if holds((*forms(u.value), u.text))]
+        if one_by_one:
+            keep.update(one_by_one)
+        elif split and holds(forms("\n".join(u.value for u in units))):
             keep.update(u.index for u in units)  # only the leaf as a whole holds it
-        else:
-            keep.update(u.index for u in units if any(
-                occurs(literal, form) for literal in literals
-                for form in (u.value, u.text, json.dumps(u.value, ensure_ascii=parsed.ascii_only)[1:-1])))
     return sorted(keep)
 
 
