@@ -8,13 +8,15 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from optimizer.context.strategies import NoCompression, StrategyConfig
+from optimizer.context.moves import HistoryMoveConfig, WriteMoveConfig
+from optimizer.context.strategies import DETERMINISTIC, NoCompression, StrategyConfig
 from optimizer.errors import ConfigError
 from optimizer.llm.endpoint import EndpointConfig
+from optimizer.search.proposers import DEFAULT_PROPOSERS, ProposerConfig
 from tasks import SuiteConfig
 
 
@@ -65,25 +67,51 @@ class AcceptanceConfig(_Strict):
 
 
 class OptimizeConfig(_Strict):
-    """The optimization loop: rounds, candidates, budgets and the selection objective."""
+    """The optimization loop: warm start, rounds, proposers, budgets, selection and the report."""
 
-    search: Literal["acon", "gepa"] = "acon"
-    rounds: int = Field(2, ge=1, le=20, description="Upper bound on rounds (UT then CO step per round).")
-    candidates: int = Field(
-        3, ge=0, le=10, description="LLM-proposed candidates per step (ACON: K=5; 0: deterministic only)."
+    search: Literal["acon", "gepa"] = Field("acon", description="`acon` (rounds of proposers) or `gepa` (texts).")
+    rounds: int = Field(3, ge=1, le=20, description="Upper bound on rounds (UT then CO step per round).")
+    proposers: tuple[ProposerConfig, ...] = Field(
+        DEFAULT_PROPOSERS, description="Proposers the rounds run (deterministic and LLM; `[]` of LLM ones: ablation)."
     )
-    diagnose: int = Field(3, ge=0, description="Pairs diagnosed by the optimizer LLM per round.")
+    llm_proposers: bool = Field(
+        True, description="Run the proposers that call the optimizer LLM (false: deterministic only, the ablation).",
+    )
+    parents: int = Field(2, ge=1, le=10, description="Best candidates each round proposes from.")
+    warm_start: tuple[str, ...] = Field(
+        DETERMINISTIC, description="Baselines translated into guidelines and screened with the seed before round 1.",
+    )
+    provoke: bool = Field(True, description="When no parent loses a task, screen one with its triggers lowered.")
+    near_misses: bool = Field(
+        True, description="Also learn from tasks a candidate solved only by recalling what it had cut.",
+    )
     train_limit: int | None = Field(None, gt=0, description="Train tasks used (None: the whole split).")
+    val_fraction: float = Field(
+        0.34, ge=0.0, lt=1.0, description="Share of the train tasks held out to choose the guideline on (GEPA's "
+        "valset); candidates are mined on the rest. 0: choose on the train tasks (reported as such).",
+    )
     test_limit: int | None = Field(None, gt=0, description="Test tasks in the final report.")
+    llm_screen_limit: int = Field(
+        4, ge=1, description="Train tasks an LLM-compressing candidate is screened on before the whole split.",
+    )
+    max_compressor_calls: int | None = Field(None, gt=0, description="Budget of compressor calls for screens.")
+    max_candidates: int = Field(60, ge=1, description="Candidates the job screens at most.")
+    select_top: int = Field(4, ge=1, description="Best train candidates (beyond the front) evaluated on validation.")
     screen_agent: Literal["reference", "llm"] = Field("reference", description="Tier used to screen candidates.")
-    confirm_top: int = Field(1, ge=0, description="Best screened candidates confirmed with the llm agent.")
+    confirm_top: int = Field(1, ge=0, description="Best validated candidates confirmed with the llm agent.")
     confirm_limit: int = Field(4, ge=0, description="Train tasks per tier-1 confirmation.")
     max_agent_episodes: int = Field(40, ge=0, description="Budget of tier-1 (llm agent) episodes for the job.")
-    objective: Literal["success", "penalized"] = Field("penalized", description="How candidates are ranked.")
-    lam: float = Field(0.3, ge=0, description="λ in success − λ · peak/peak(none) (ACON eq. 7).")
+    objective: Literal["constrained", "penalized", "success"] = Field(
+        "constrained", description="`constrained`: lowest peak among candidates within the success tolerance of "
+        "`none`; `penalized`: ACON's success − λ · peak/peak(none); `success`: success, then peak.",
+    )
+    lam: float = Field(0.3, ge=0, description="λ of the penalized objective.")
+    max_success_drop: float | None = Field(
+        None, ge=0, le=1, description="Success tolerance of the constrained objective (None: the acceptance bar).",
+    )
     final_strategies: tuple[str, ...] = Field(
-        ("none", "fifo", "mask_last_n", "clear_tool_uses", "offload_preview"),
-        description="Baselines in the final test-split report (the seed guideline is always added).",
+        (*DETERMINISTIC, "oracle"),
+        description="Baselines in the final test-split report, beside the seed and the chosen guideline.",
     )
     gepa_metric_calls: int = Field(60, gt=0, description='`search = "gepa"`: tier-0 episodes GEPA may run.')
     final_llm_limit: int = Field(0, ge=0, description="Test tasks also run with the llm agent in the report.")
@@ -143,7 +171,7 @@ def _validate(data: dict[str, Any], *, source: str) -> ExperimentConfig:
 def describe_error(exc: ValidationError) -> str:
     """The first validation error as `key.path: what is wrong`."""
     error = exc.errors()[0]
-    loc = [str(p) for p in error["loc"] if not (isinstance(p, str) and p in _UNION_TAGS)]
+    loc = [str(p) for i, p in enumerate(error["loc"]) if not (i > 0 and isinstance(p, str) and p in _UNION_TAGS)]
     where = ".".join(loc) or "<root>"
     kind = error["type"]
     if kind == "extra_forbidden":
@@ -155,7 +183,14 @@ def describe_error(exc: ValidationError) -> str:
     return f"'{where}': {error['msg']} (got {error.get('input')!r})"[:300]
 
 
-_UNION_TAGS = {
-    "none", "fifo", "mask_last_n", "clear_tool_uses", "offload_preview", "llm_history", "llm_observation",
-    "guideline", "smoke", "builtin", "bfcl", "replay", "function-after", "str", "Guideline",
-}
+def _tags(union: Any, field: str = "type") -> set[str]:
+    return {cls.model_fields[field].default for cls in get_args(get_args(union)[0])}
+
+
+# Discriminated unions put the chosen tag into an error's location (`strategy.fifo.keep_last`); a user
+# wrote `strategy.keep_last`. Every tag comes from its union, so a new strategy, suite, move or proposer
+# is covered without an edit here.
+_UNION_TAGS = (
+    _tags(StrategyConfig) | _tags(SuiteConfig) | _tags(ProposerConfig) | _tags(WriteMoveConfig, "move")
+    | _tags(HistoryMoveConfig, "move") | {"function-after", "str", "Guideline"}
+)

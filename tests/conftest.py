@@ -69,8 +69,8 @@ def scripted_url():
 def job_config(tmp: Path, url: str, **optimize) -> ExperimentConfig:
     """A small tier-0 optimize job on the builtin suite, every role on the scripted server at `url`."""
     endpoint = f'base_url = "{url}"\nmodel = "scripted"\nbackoff_s = 0.0\n'
-    settings = {"rounds": 2, "candidates": 1, "diagnose": 1, "train_limit": 4, "test_limit": 4,
-                "confirm_top": 0, "final_strategies": ["none", "fifo"], **optimize}
+    settings = {"rounds": 2, "train_limit": 6, "test_limit": 4, "confirm_top": 0,
+                "final_strategies": ["none", "fifo", "oracle"], **optimize}
     lines = [f"{k} = {v!r}".replace("'", '"') for k, v in settings.items()]
     text = "\n".join([
         'name = "scripted-job"', f'out = "{tmp / "job"}"', "[suite]", 'type = "builtin"', "[run]",

@@ -43,7 +43,7 @@ class Deviation:
     step: int
     reference_index: int
     need: Need
-    behaviour: str  # guess | skip | repeat
+    behaviour: str  # guess | skip | repeat | recall (a near miss: the step went as written after a recall)
 
     def to_dict(self) -> dict:
         return {
@@ -172,8 +172,14 @@ class ReferenceAgent(Agent):
             call_id = _CALL_ID.search(line)
             if handle and call_id and call_id.group(1) in wanted and handle.group(1) not in self.recalled:
                 self.recalled.add(handle.group(1))
-                return AgentAction(calls=(self._call(RECALL_TOOL, {"handle": handle.group(1)}),))
+                return self._recall(handle.group(1), missing, agent_input.step)
         return None
+
+    def _recall(self, handle: str, missing: list[Need], step: int) -> AgentAction:
+        # On the record as a near miss: the context had lost what the step needed, and a recall paid for it.
+        for need in missing:
+            self.deviations.append(Deviation(step, self.cursor, need, "recall"))
+        return AgentAction(calls=(self._call(RECALL_TOOL, {"handle": handle}),))
 
     def _peek(self, missing: list[Need], text: str, agent_input: AgentInput) -> AgentAction | None:
         for handle in _HANDLE.findall(text):
@@ -182,7 +188,7 @@ class ReferenceAgent(Agent):
             content = agent_input.recall(handle)
             if content is not None and any(occurs(n.literal, content) for n in missing):
                 self.recalled.add(handle)
-                return AgentAction(calls=(self._call(RECALL_TOOL, {"handle": handle}),))
+                return self._recall(handle, missing, agent_input.step)
         return None
 
     def _call(self, name: str, arguments: dict, *, reference_id: str | None = None) -> ToolCall:

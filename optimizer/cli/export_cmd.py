@@ -17,25 +17,32 @@ EXPECTS = "a job directory of `acon optimize`, or a guideline file (.md, or .jso
 
 
 def chosen_guideline(job_dir: Path) -> Guideline:
-    try:
-        state = json.loads((job_dir / "state.json").read_text())
-    except FileNotFoundError:
-        raise AconError(f"{job_dir}: no state.json; is this an `acon optimize` job directory?") from None
-    data = state["candidates"][state["current"]]
-    guideline = Guideline.from_markdown(data["guideline"], source=str(job_dir / "state.json"))
+    from optimizer.search.lineage import parts
+    from optimizer.search.state import JobDir
+
+    state = JobDir(job_dir).load_state()
+    if state is None:
+        raise AconError(f"{job_dir}: no state.json; is this an `acon optimize` job directory?")
+    version = state.chosen or state.seed
+    if version is None or version not in state.candidates:
+        raise AconError(f"{job_dir}: the job has not chosen a guideline yet; run `acon optimize --resume`")
+    candidate = state.candidates[version]
     report = _read(job_dir / "report.json")
     job = _read(job_dir / "job.json") or {}
     provenance = {
         "job": str(job_dir), "experiment": job.get("name"), "config_key": job.get("key"),
-        "origin": data["origin"], "round": data["round"], "parent": data["parent"],
-        "train_screen": _scores(data.get("screen")), "train_confirm": _scores(data.get("confirm")),
+        "origin": candidate.origin, "round": candidate.round, "parent": candidate.parent,
+        "screens": {name: _scores(s.headline()) for name, s in candidate.screens.items()},
+        "parts": [f"{p.origin}{' (LLM)' if p.llm else ''}: {p.change}" for p in parts(state.candidates, version)],
     }
     if report:
-        provenance["test"] = {k: report["chosen"][k] for k in ("success", "success_ci", "peak_tokens_mean", "tasks")}
+        chosen = report["chosen"]
+        keys = ("success", "success_ci", "peak_tokens_mean", "tasks")
+        provenance["test"] = {k: chosen[k] for k in keys if k in chosen}
     # Candidates inherit the seed's description; an exported file should say what it is.
-    description = (f"Learned by acon optimize ({provenance['experiment']}): {data['origin']} candidate of round "
-                   f"{data['round']}, derived from {guideline.name.split('+')[0]}.")
-    return guideline.model_copy(update={"provenance": provenance, "description": description})
+    description = (f"Learned by acon optimize ({provenance['experiment']}): {candidate.origin} candidate of round "
+                   f"{candidate.round}, derived from {candidate.guideline.name.split('+')[0]}.")
+    return candidate.guideline.model_copy(update={"provenance": provenance, "description": description})
 
 
 def guideline_file(path: Path) -> Guideline:

@@ -25,12 +25,12 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from optimizer.context.moves import CompressorTexts
+from optimizer.context.moves import CompressorTexts, HistoryMoveConfig, WriteMoveConfig
 from optimizer.context.policy import RetentionPolicy
 from optimizer.errors import ConfigError
 
@@ -39,6 +39,10 @@ OBSERVATION_HEADING = "## Observation compressor"
 _FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---\n?(.*)\Z", re.DOTALL)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+_MOVE_TAGS = frozenset(
+    cls.model_fields["move"].default for union in (WriteMoveConfig, HistoryMoveConfig)
+    for cls in get_args(get_args(union)[0])
+)
 SEED_GUIDELINE = PROJECT_ROOT / "guidelines" / "seed" / "seed.md"
 
 
@@ -107,7 +111,7 @@ class Guideline(BaseModel):
             return cls(**front, history=history, observation=observation)
         except ValidationError as exc:
             error = exc.errors()[0]
-            where = ".".join(str(p) for p in error["loc"])
+            where = ".".join(str(p) for p in error["loc"] if p not in _MOVE_TAGS)  # `history.0.classes`
             raise ConfigError(f"{source}: {where}: {error['msg']}") from None
 
 

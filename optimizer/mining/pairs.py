@@ -11,16 +11,23 @@ from collections.abc import Sequence
 from optimizer.agent.episode import Episode
 
 
-def find_pairs(full: Sequence[Episode], compressed: Sequence[Episode]) -> list[tuple[Episode, Episode]]:
+def find_pairs(full: Sequence[Episode], compressed: Sequence[Episode], *, near_misses: bool = False
+               ) -> list[tuple[Episode, Episode]]:
+    """Full succeeded, compressed failed. With `near_misses`, also compressed successes that needed a recall:
+    the context had lost what a step needed, and only the recall (its step and tokens) saved the task."""
     by_task = {e.task_id: e for e in full}
     pairs = []
     for episode in compressed:
         baseline = by_task.get(episode.task_id)
-        if baseline is None:
+        if baseline is None or baseline.outcome != "success":
             continue
-        if baseline.outcome == "success" and episode.outcome == "failure":
+        if episode.outcome == "failure" or (near_misses and episode.success and is_near_miss(episode)):
             pairs.append((baseline, episode))
     return pairs
+
+
+def is_near_miss(episode: Episode) -> bool:
+    return any(d.get("behaviour") == "recall" for d in episode.deviations)
 
 
 def compressed_successes(full: Sequence[Episode], compressed: Sequence[Episode]) -> list[Episode]:

@@ -1,42 +1,55 @@
-"""A candidate guideline and what is known about it."""
+"""A candidate guideline, what is known about it, and a proposer's output."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from optimizer.context.guideline import Guideline
+from optimizer.search.scores import Scores
+
+# Where a candidate was screened. `train`: the tasks pairs are mined from; `subset`: the part of them an
+# LLM-compressing candidate is screened on first; `val`: selection; `confirm`: tier 1 on train tasks.
+TASK_SETS = ("train", "subset", "val", "confirm")
 
 
 @dataclass
 class Candidate:
     guideline: Guideline
-    origin: str  # seed | patch | tighten | llm-ut | llm-co | gepa
+    origin: str  # seed | baseline:<name> | a proposer's type | gepa
     round: int
     parent: str | None = None  # parent guideline version
     rationale: str = ""
-    rejected: str | None = None  # validator verdict, when rejected before screening
-    # Tier-0 screening and tier-1 confirmation on the train split.
-    screen: dict[str, Any] | None = None
-    confirm: dict[str, Any] | None = None
+    llm: bool = False  # written by an LLM proposer
+    rejected: str | None = None  # why it may not be chosen (validator, budget, tier-1 confirmation)
+    screens: dict[str, Scores] = field(default_factory=dict)
 
     @property
     def version(self) -> str:
         return self.guideline.version
 
+    @property
+    def uses_compressor(self) -> bool:
+        return self.guideline.policy.uses_compressor
+
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["guideline"] = self.guideline.to_markdown()
-        return data
+        return {
+            "guideline": self.guideline.to_markdown(), "origin": self.origin, "round": self.round,
+            "parent": self.parent, "rationale": self.rationale, "llm": self.llm, "rejected": self.rejected,
+            "screens": {name: scores.to_dict() for name, scores in self.screens.items()},
+        }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Candidate:
-        fields = dict(data)
-        fields["guideline"] = Guideline.from_markdown(data["guideline"], source="state")
-        return cls(**fields)
+    def from_dict(cls, data: Mapping[str, Any]) -> Candidate:
+        return cls(
+            Guideline.from_markdown(data["guideline"], source="state"), data["origin"], int(data["round"]),
+            data.get("parent"), data.get("rationale", ""), bool(data.get("llm", False)), data.get("rejected"),
+            {name: Scores.from_dict(s) for name, s in (data.get("screens") or {}).items()},
+        )
 
 
-@dataclass
+@dataclass(frozen=True)
 class Proposal:
     """What a proposer returned: a guideline, or the reason it could not produce one."""
 
@@ -45,4 +58,15 @@ class Proposal:
     rationale: str = ""
     error: str | None = None
     optimizer_tokens: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
+    llm: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"origin": self.origin, "rationale": self.rationale, "error": self.error, "llm": self.llm,
+                "optimizer_tokens": self.optimizer_tokens,
+                "guideline": self.guideline.to_markdown() if self.guideline is not None else None}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Proposal:
+        guideline = Guideline.from_markdown(data["guideline"], source="proposal") if data.get("guideline") else None
+        return cls(data["origin"], guideline, data.get("rationale", ""), data.get("error"),
+                   int(data.get("optimizer_tokens", 0)), bool(data.get("llm", False)))

@@ -1,4 +1,8 @@
-"""ACON's distillation data: the compressor's (prompt, reply) pairs from successful episodes."""
+"""ACON's distillation data: the compressor's (prompt, reply) pairs from successful episodes.
+
+Only train and validation episodes are used: the test split is what a distilled compressor is measured
+on, so a pair from it would leak the test into the training data.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from datasets import Dataset, Features, Value
 from optimizer.context.compressor import SYSTEM
 from optimizer.storage import JsonlLog
 
+TRAINING_SPLITS = ("train", "val")
 FEATURES = Features({
     "task_id": Value("string"), "split": Value("string"), "kind": Value("string"),
     "guideline_version": Value("string"), "system": Value("string"), "prompt": Value("string"),
@@ -22,6 +27,8 @@ def distillation_dataset(job_dir: Path, version: str) -> Dataset:
     seen: set[tuple[str, str]] = set()
     for log in sorted((job_dir / "runs").glob("guideline-*/episodes.jsonl")):
         meta = json.loads((log.parent / "meta.json").read_text())
+        if meta.get("split") not in TRAINING_SPLITS:
+            continue
         for episode in JsonlLog(log).read():
             if episode["outcome"] != "success":
                 continue

@@ -1,205 +1,251 @@
-"""The final report: the chosen guideline against `none`, the seed and the baselines on the test split."""
+"""The final report: a pure function of what the job measured.
+
+Every row is one strategy on the same test tasks: the chosen guideline, the seed, full context, every
+baseline and the oracle (the floor). Comparisons against `none` and against the best baseline are
+paired over tasks, with bootstrap intervals on the differences. The report also says which parts of the
+chosen guideline came from the LLM, what the deterministic proposers alone reached, how much success
+rests on recalls, and what tier 0 does not track.
+"""
 
 from __future__ import annotations
 
-import json
-from collections import Counter
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-from optimizer.context.strategies import GuidelineStrategy, parse_strategy
-from optimizer.evaluate.jobs import RunResult
-from optimizer.evaluate.store import EpisodeStore, latest_per_task
+from optimizer.config import AcceptanceConfig
+from optimizer.evaluate.stats import paired_bootstrap_diff
+from optimizer.search.lineage import Part
+from optimizer.search.scores import Scores
 
-if TYPE_CHECKING:
-    from optimizer.search.job import OptimizationJob
-
-ROW_KEYS = ("tasks", "success", "success_ci", "peak_tokens_mean", "peak_tokens_max", "dependency_mean",
-            "total_tokens", "compressor_tokens", "cost_per_success", "cost_per_success_uncached", "blocking",
-            "duplicate_writes", "recall_calls", "cache_breaks", "infra_errors")
-
-
-def row(name: str, tier: str, result: RunResult) -> dict[str, Any]:
-    s = result.summary
-    out = {"strategy": name, "tier": tier, **{k: s[k] for k in ROW_KEYS if k != "tasks"}, "tasks": s["scored"]}
-    out["directory"] = str(result.directory)
-    return out
+# What the reference agent (tier 0) does not model; every report repeats it next to tier-0 figures.
+TIER0_LIMITS = (
+    "whether a model notices a fact that is present but buried (position and length effects)",
+    "whether a model reads a summary correctly, or acts on a paraphrase of a rule",
+    "whether a model would recall a cleared result: the reference agent recalls whenever a placeholder "
+    "names the call the missing fact came from (the `never recalls` column is the other extreme)",
+    "values the task's reference does not mark as needed (literals the agent can take from the user's "
+    "words or from a tool's schema are never needs)",
+    "tool calls outside the reference solution (exploration, retries a model would make)",
+)
 
 
-def build_report(job: OptimizationJob) -> dict[str, Any]:
-    chosen = job.chosen()
-    seed = job.seed()
-    tier0 = job.options.screen_agent
-    job.log(f"final: test split ({len(job.test)} tasks), chosen {chosen.guideline.name}@{chosen.version}")
-    runs: dict[str, RunResult] = {}
-    runs["chosen"] = job.evaluate(GuidelineStrategy(guideline=chosen.guideline), job.test, "test", tier0)
-    runs["seed"] = job.evaluate(GuidelineStrategy(guideline=seed.guideline), job.test, "test", tier0)
-    for name in dict.fromkeys(("none", *job.options.final_strategies)):
-        runs[name] = job.evaluate(parse_strategy(name), job.test, "test", tier0)
-    tier1: dict[str, RunResult] = {}
-    if job.options.final_llm_limit > 0:
-        subset = job.test[: job.options.final_llm_limit]
-        tier1["chosen"] = job.evaluate(GuidelineStrategy(guideline=chosen.guideline), subset, "test", "llm")
-        tier1["seed"] = job.evaluate(GuidelineStrategy(guideline=seed.guideline), subset, "test", "llm")
-        tier1["none"] = job.evaluate(parse_strategy("none"), subset, "test", "llm")
+@dataclass(frozen=True)
+class Row:
+    name: str
+    kind: str  # learned | seed | control | baseline | oracle | deterministic
+    tier: str  # reference | llm
+    scores: Scores
+    version: str | None = None
 
-    chosen_row = row("chosen", tier0, runs["chosen"])
-    chosen_row["guideline"] = str(job.dir.path / "guidelines" / f"{chosen.version}.md")
-    chosen_row["version"] = chosen.version
-    baselines = [{**row(name, tier0, result), "both_solved": both_solved(runs["chosen"], result)}
-                 for name, result in runs.items() if name != "chosen"]
-    baselines += [row(f"{name}", "llm", result) for name, result in tier1.items() if name != "chosen"]
-    report = {
-        "experiment": job.config.name,
-        "suite": job.config.suite.type,
-        "chosen": chosen_row,
-        "chosen_tier1": row("chosen", "llm", tier1["chosen"]) if "chosen" in tier1 else None,
-        "baselines": baselines,
-        "rounds": [
-            {"round": r["round"], "candidates": len(r["candidates"]), "pairs": r["pairs"], "pareto": r["pareto"],
-             "chosen": r["chosen"], "rejected": r["rejected"], "improved": r["improved"]}
-            for r in job.state.rounds
-        ],
-        "stopped": job.state.stopped,
-        "budget": job.budget().to_dict(),
-        "infrastructure": infrastructure(job),
-        "acceptance": acceptance(job, runs, tier1),
-        "pareto": [p.to_dict() for p in job.front()],
-        "points": [p.to_dict() for p in job.points()],
+
+@dataclass(frozen=True)
+class ReportInputs:
+    experiment: str
+    suite: str
+    tasks: Mapping[str, int]  # train / val / test sizes
+    chosen: Mapping[str, Any]  # version, name, origin, path
+    rows: Sequence[Row]
+    acceptance: AcceptanceConfig
+    tolerance: float
+    rounds: Sequence[Mapping[str, Any]] = ()
+    stopped: str = ""
+    points: Sequence[Mapping[str, Any]] = ()
+    front: Sequence[Mapping[str, Any]] = ()
+    shortlist: Sequence[Mapping[str, Any]] = ()
+    parts: Sequence[Part] = ()
+    deterministic: Mapping[str, Any] | None = None
+    budget: Mapping[str, Any] = field(default_factory=dict)
+    infrastructure: Mapping[str, Any] = field(default_factory=dict)
+
+
+def build_report(inputs: ReportInputs) -> dict[str, Any]:
+    rows = {(r.name, r.tier): r for r in inputs.rows}
+    tier0 = [r for r in inputs.rows if r.tier == "reference"]
+    chosen = rows.get(("chosen", "reference"))
+    none = rows.get(("none", "reference"))
+    best = best_baseline(tier0, none, inputs.tolerance) if none else None
+    table = [_row(r, chosen, none) for r in inputs.rows]
+    report: dict[str, Any] = {
+        "experiment": inputs.experiment, "suite": inputs.suite, "tasks": dict(inputs.tasks),
+        "chosen": {**dict(inputs.chosen), **(_row(chosen, None, none) if chosen else {})},
+        "rows": table,
+        "best_baseline": best.name if best else None,
+        "paired": {
+            name: paired(chosen.scores, other.scores)
+            for name, other in (("none", none), ("best_baseline", best)) if chosen and other is not None
+        },
+        "llm_parts": [p.to_dict() for p in inputs.parts if p.llm],
+        "parts": [p.to_dict() for p in inputs.parts],
+        "deterministic": dict(inputs.deterministic) if inputs.deterministic else None,
+        "shortlist": [dict(s) for s in inputs.shortlist],
+        "rounds": [dict(r) for r in inputs.rounds], "stopped": inputs.stopped,
+        "pareto": [dict(p) for p in inputs.front], "points": [dict(p) for p in inputs.points],
+        "budget": dict(inputs.budget), "infrastructure": dict(inputs.infrastructure),
+        "tier0_limits": list(TIER0_LIMITS),
     }
-    job.dir.write_json("report.json", report)
-    job.dir.write_text("report.md", report_markdown(report))
-    if job.tracker is not None:
-        job.tracker.on_report(job, report)
+    report["acceptance"] = acceptance(inputs, rows, best)
     return report
 
 
-def both_solved(chosen: RunResult, other: RunResult) -> dict[str, Any]:
+def best_baseline(rows: Sequence[Row], none: Row, tolerance: float) -> Row | None:
+    """The fixed baseline with the lowest mean peak among those keeping success within the tolerance."""
+    keeping = [r for r in rows if r.kind == "baseline" and r.scores.success >= none.scores.success - tolerance - 1e-9]
+    return min(keeping, key=lambda r: r.scores.peak_mean) if keeping else None
+
+
+def paired(a: Scores, b: Scores) -> dict[str, Any]:
+    """Mean differences a − b over the tasks both have, with 95 % bootstrap intervals."""
+    theirs = b.by_task()
+    common = [t for t in a.tasks if t.task_id in theirs]
+    if not common:
+        return {"tasks": 0}
+    peak = paired_bootstrap_diff([t.peak_tokens for t in common], [theirs[t.task_id].peak_tokens for t in common])
+    success = paired_bootstrap_diff([float(t.success) for t in common],
+                                    [float(theirs[t.task_id].success) for t in common])
+    other_peak = sum(theirs[t.task_id].peak_tokens for t in common) / len(common)
+    return {"tasks": len(common), "peak_diff": peak[0], "peak_diff_ci": [peak[1], peak[2]],
+            "peak_ratio": (1 + peak[0] / other_peak) if other_peak else None,
+            "success_diff": success[0], "success_diff_ci": [success[1], success[2]]}
+
+
+def _row(row: Row, chosen: Row | None, none: Row | None) -> dict[str, Any]:
+    out = {"strategy": row.name, "kind": row.kind, "tier": row.tier, "version": row.version, **row.scores.headline()}
+    out["summary"] = {k: row.scores.summary.get(k) for k in ("dependency_mean", "total_tokens", "cache_breaks",
+                                                               "duplicate_writes", "infra_errors")}
+    if none is not None and none.scores.peak_mean:
+        out["peak_vs_none"] = row.scores.peak_mean / none.scores.peak_mean
+    if chosen is not None and row is not chosen:
+        out["both_solved"] = both_solved(chosen.scores, row.scores)
+    return out
+
+
+def both_solved(chosen: Scores, other: Scores) -> dict[str, Any]:
     """Mean peak tokens of both strategies over the tasks both of them solved.
 
-    A failed episode often ends early, before its largest context, so a strategy that breaks tasks
-    can show a lower mean peak than one that solves them; on the tasks both solved, the peaks compare
-    like for like.
+    A failed episode often ends early, before its largest context, so a strategy that breaks tasks can
+    show a lower mean peak than one that solves them; on the tasks both solved, peaks compare like for like.
     """
-    solved = {e.task_id: e.metrics["peak_tokens"] for e in chosen.episodes if e.success}
-    pairs = [(solved[e.task_id], e.metrics["peak_tokens"]) for e in other.episodes
-             if e.success and e.task_id in solved]
+    solved = {t.task_id: t.peak_tokens for t in chosen.tasks if t.success}
+    pairs = [(solved[t.task_id], t.peak_tokens) for t in other.tasks if t.success and t.task_id in solved]
     if not pairs:
         return {"tasks": 0, "chosen_peak_mean": None, "peak_mean": None}
     return {"tasks": len(pairs), "chosen_peak_mean": sum(c for c, _ in pairs) / len(pairs),
             "peak_mean": sum(o for _, o in pairs) / len(pairs)}
 
 
-def both_solved_cell(row: dict[str, Any]) -> str:
-    paired = row.get("both_solved")
-    if not paired:
-        return "–"
-    if not paired["tasks"]:
-        return "no task"
-    return f"{paired['chosen_peak_mean']:,.0f} vs {paired['peak_mean']:,.0f} ({paired['tasks']})"
-
-
-def infrastructure(job: OptimizationJob) -> dict[str, Any]:
-    """Model faults over the whole job, from every episode record in its run directories.
-
-    Retried calls are counted over all records, superseded ones included (those calls were made). An
-    episode whose calls failed after their retries is an infrastructure error: excluded from every score
-    and from pair mining, and run again when its run directory is evaluated again (`redone_episodes`);
-    `excluded_episodes` are the ones still standing in the final records.
-    """
-    retried = retries = malformed = excluded = redone = 0
-    kinds: Counter[str] = Counter()
-    for run in job.run_dirs():
-        records = EpisodeStore(run).records()
-        latest = latest_per_task(records)
-        redone += len(records) - len(latest)
-        excluded += sum(1 for r in latest if r["outcome"] == "infra_error")
-        for record in records:
-            metrics = record.get("metrics") or {}
-            retried += metrics.get("retried_calls", 0)
-            retries += metrics.get("retries", 0)
-            malformed += sum(1 for s in record.get("steps", []) if s["action"].get("malformed"))
-            if record["outcome"] == "infra_error":
-                kinds[str(record.get("error") or "unknown").split(":", 1)[0]] += 1
-    failed = 0
-    for path in sorted(job.dir.path.glob("rounds/*/*.json")):
-        if path.name in ("diagnoses.json", "ut_proposals.json", "co_proposals.json"):
-            failed += sum(1 for item in _json_list(path) if isinstance(item, dict) and item.get("error"))
-    return {
-        "retried_calls": retried, "retries": retries, "excluded_episodes": excluded, "redone_episodes": redone,
-        "errors_by_kind": dict(sorted(kinds.items())), "malformed_agent_replies": malformed,
-        "failed_optimizer_calls": failed,
-    }
-
-
-def _json_list(path) -> list[Any]:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return []
-    return data if isinstance(data, list) else []
-
-
-def acceptance(job: OptimizationJob, runs: dict[str, RunResult], tier1: dict[str, RunResult]) -> dict[str, Any]:
-    bars = job.config.acceptance
+def acceptance(inputs: ReportInputs, rows: Mapping[tuple[str, str], Row], best: Row | None) -> dict[str, Any]:
+    bars = inputs.acceptance
     out: dict[str, Any] = {"declared": bars.model_dump(), "tiers": {}}
-    for tier, results in (("tier0", runs), ("tier1", tier1)):
-        if "chosen" not in results:
+    for tier in ("reference", "llm"):
+        chosen, none = rows.get(("chosen", tier)), rows.get(("none", tier))
+        if chosen is None or none is None:
             continue
-        none, chosen = results["none"].summary, results["chosen"].summary
-        drop = none["success"] - chosen["success"]
-        reduction = 1 - chosen["peak_tokens_mean"] / none["peak_tokens_mean"] if none["peak_tokens_mean"] else 0.0
+        drop = none.scores.success - chosen.scores.success
+        reduction = 1 - chosen.scores.peak_mean / none.scores.peak_mean if none.scores.peak_mean else 0.0
         checks = {
-            "success_drop": {"value": drop, "bar": bars.max_success_drop, "pass": drop <= bars.max_success_drop},
+            "success_drop": {"value": drop, "bar": bars.max_success_drop, "pass": drop <= bars.max_success_drop + 1e-9},
             "peak_reduction": {"value": reduction, "bar": bars.min_peak_reduction,
                                "pass": reduction >= bars.min_peak_reduction},
-            "blocking": {"value": chosen["blocking"], "bar": bars.max_blocking,
-                         "pass": chosen["blocking"] <= bars.max_blocking},
+            "blocking": {"value": chosen.scores.blocking, "bar": bars.max_blocking,
+                         "pass": chosen.scores.blocking <= bars.max_blocking},
         }
-        out["tiers"][tier] = {"suite": job.config.suite.type, "checks": checks,
-                              "pass": all(c["pass"] for c in checks.values())}
+        if tier == "reference" and best is not None:
+            checks["at_or_below_best_baseline"] = {
+                "value": chosen.scores.peak_mean, "bar": best.scores.peak_mean,
+                "pass": chosen.scores.peak_mean <= best.scores.peak_mean + 1e-9, "baseline": best.name}
+        name = "tier0" if tier == "reference" else "tier1"
+        out["tiers"][name] = {"suite": inputs.suite, "checks": checks, "pass": all(c["pass"] for c in checks.values())}
     out["pass"] = all(t["pass"] for t in out["tiers"].values())
     return out
 
 
-def report_markdown(report: dict[str, Any]) -> str:
+def report_markdown(report: Mapping[str, Any]) -> str:
+    sizes = report["tasks"]
     lines = [f"# acon optimize: {report['experiment']}", "",
-             f"Suite `{report['suite']}`, test split. Chosen guideline: `{report['chosen']['guideline']}`.", "",
-             "| strategy | tier | tasks | success | 95% CI | peak mean | peak max | dependency | tokens | compressor "
-             "| blocking | peak, both solved (chosen vs this) |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    rows = [report["chosen"], *([report["chosen_tier1"]] if report["chosen_tier1"] else []), *report["baselines"]]
-    for r in rows:
+             f"Suite `{report['suite']}`: {sizes.get('train', 0)} train tasks (candidates mined), "
+             f"{sizes.get('val', 0)} validation (chosen on), {sizes.get('test', 0)} test (reported below). "
+             f"Chosen guideline: `{report['chosen'].get('path')}` ({report['chosen'].get('name')}, "
+             f"{report['chosen'].get('origin')}).", "",
+             "| strategy | tier | tasks | success | 95% CI | never recalls | recalls | peak mean | peak 95% CI | "
+             "× none | peak max | compressor | blocking | peak, both solved (chosen vs this) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in report["rows"]:
         low, high = r["success_ci"]
+        plow, phigh = r["peak_tokens_ci"]
+        ratio = f"{r['peak_vs_none']:.2f}" if r.get("peak_vs_none") is not None else "–"
         lines.append(
             f"| {r['strategy']} | {r['tier']} | {r['tasks']} | {r['success']:.2f} | [{low:.2f}, {high:.2f}] | "
-            f"{r['peak_tokens_mean']:.0f} | {r['peak_tokens_max']} | {r['dependency_mean']:.0f} | "
-            f"{r['total_tokens']} | "
-            f"{r['compressor_tokens']} | {r['blocking']} | {both_solved_cell(r)} |"
+            f"{r['success_without_recall']:.2f} | {r['recall_calls']} | {r['peak_tokens_mean']:,.0f} | "
+            f"[{plow:,.0f}, {phigh:,.0f}] | {ratio} | {r['peak_tokens_max']:,} | {r['compressor_tokens']:,} | "
+            f"{r['blocking']} | {both_solved_cell(r)} |"
         )
-    lines += ["", "## Rounds", "", "| round | pairs | candidates | improved | chosen |", "|---|---|---|---|---|"]
+    lines += ["", "*never recalls*: share of tasks solved without a single recall (what an agent that never "
+              "recalls would at least solve). The oracle keeps exactly what the reference needs: the floor.", ""]
+    for name, p in report["paired"].items():
+        if not p.get("tasks"):
+            continue
+        other = report["best_baseline"] if name == "best_baseline" else "none"
+        low, high = p["peak_diff_ci"]
+        slow, shigh = p["success_diff_ci"]
+        lines.append(f"- chosen vs `{other}` (paired, {p['tasks']} tasks): peak {p['peak_diff']:+,.0f} tokens "
+                     f"[{low:+,.0f}, {high:+,.0f}], success {p['success_diff']:+.2f} [{slow:+.2f}, {shigh:+.2f}]")
+    lines += ["", "## Where the chosen guideline came from", ""]
+    for part in report["parts"]:
+        who = f"{part['origin']} (LLM)" if part["llm"] else part["origin"]
+        lines.append(f"- round {part['round']}, {who}: {part['change']}")
+    llm = report["llm_parts"]
+    lines.append("")
+    lines.append(f"Parts written by the LLM: {len(llm)}." if llm else "No part of the chosen guideline was written "
+                 "by the LLM.")
+    det = report.get("deterministic")
+    if det:
+        lines.append(f"Without LLM-written parts, the best candidate of this job was `{det['name']}@{det['version']}`"
+                     + (f" (test: success {det['success']:.2f}, peak {det['peak_tokens_mean']:,.0f})"
+                        if det.get("success") is not None else "") + ".")
+    if report["shortlist"]:
+        lines += ["", "## Selection on the validation split", "", "| candidate | origin | success | peak mean |",
+                  "|---|---|---|---|"]
+        for s in report["shortlist"]:
+            lines.append(f"| {s['name']}@{s['version']} | {s['origin']} | {s['success']:.2f} | "
+                         f"{s['peak_tokens_mean']:,.0f} |")
+    lines += ["", "## Rounds", "", "| round | pairs | screened | improved | best |", "|---|---|---|---|---|"]
     for r in report["rounds"]:
-        lines.append(f"| {r['round']} | {r['pairs']} | {r['candidates']} | {r['improved']} | {r['chosen']} |")
+        lines.append(f"| {r['round']} | {r['pairs']} | {len(r['screened'])} | {r['improved']} | {r['best']} |")
     lines += ["", f"Stopped: {report['stopped']}.", "", "## Pareto front (train, screening tier)", "",
               "| label | success | peak mean |", "|---|---|---|"]
     for p in report["pareto"]:
-        lines.append(f"| {p['label']} | {p['success']:.2f} | {p['peak_tokens']:.0f} |")
+        lines.append(f"| {p['label']} | {p['success']:.2f} | {p['peak_tokens']:,.0f} |")
     b = report["budget"]
-    lines += ["", "## Budget", "", f"- agent (tier-1) episodes: {b['agent_episodes']}",
-              f"- compressor calls (uncached): {b['compressor_calls']}", f"- optimizer tokens: {b['optimizer_tokens']}"]
-    infra = report.get("infrastructure")
-    if infra is not None:
+    lines += ["", "## Budget", "", f"- candidates screened: {b.get('candidates', 0)}",
+              f"- agent (tier-1) episodes: {b.get('agent_episodes', 0)}",
+              f"- compressor calls (uncached): {b.get('compressor_calls', 0)}",
+              f"- optimizer tokens: {b.get('optimizer_tokens', 0)}"]
+    infra = report.get("infrastructure") or {}
+    if infra:
         lines += ["", "## Infrastructure", "",
                   f"- model calls retried: {infra['retried_calls']} ({infra['retries']} extra attempts)",
                   f"- episodes excluded as infrastructure errors: {infra['excluded_episodes']} "
                   f"(plus {infra['redone_episodes']} that were run again)",
                   f"- malformed agent replies (the agent was asked again): {infra['malformed_agent_replies']}",
-                  f"- optimizer calls that failed (recorded as failed diagnoses or proposals): "
-                  f"{infra['failed_optimizer_calls']}"]
-        if infra["errors_by_kind"]:
+                  f"- optimizer calls that failed (recorded as failed proposals): {infra['failed_optimizer_calls']}"]
+        if infra.get("errors_by_kind"):
             lines.append("- infrastructure errors by kind: "
                          + ", ".join(f"{k} {n}" for k, n in infra["errors_by_kind"].items()))
     lines += ["", "## Acceptance (declared before the run)", ""]
     for tier, verdict in report["acceptance"]["tiers"].items():
         lines.append(f"- {tier} ({verdict['suite']}): {'PASS' if verdict['pass'] else 'FAIL'}")
         for name, check in verdict["checks"].items():
-            lines.append(f"  - {name}: {check['value']:.3f} (bar {check['bar']}) {'pass' if check['pass'] else 'fail'}")
+            lines.append(f"  - {name}: {check['value']:,.3f} (bar {check['bar']:,}) "
+                         f"{'pass' if check['pass'] else 'fail'}")
+    lines += ["", "## What tier 0 does not track", ""] + [f"- {item}" for item in report["tier0_limits"]]
     return "\n".join(lines) + "\n"
+
+
+def both_solved_cell(row: Mapping[str, Any]) -> str:
+    paired_row = row.get("both_solved")
+    if not paired_row:
+        return "–"
+    if not paired_row["tasks"]:
+        return "no task"
+    return f"{paired_row['chosen_peak_mean']:,.0f} vs {paired_row['peak_mean']:,.0f} ({paired_row['tasks']})"

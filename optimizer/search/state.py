@@ -1,15 +1,86 @@
-"""The job directory: config fingerprint, checkpointed state, per-round artifacts. All writes atomic."""
+"""The job's state and its directory: config fingerprint, checkpointed state, per-round artifacts.
+
+`JobState` is typed and carries its own codec (`to_dict` / `from_dict`, with a format number): a job
+directory written by another format is refused in one line rather than half-read. All writes are atomic.
+"""
 
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from optimizer.config import ExperimentConfig
 from optimizer.errors import ConfigError
 from optimizer.evaluate.runner import run_key
+from optimizer.search.candidate import Candidate
 from optimizer.storage import atomic_write_json, atomic_write_text
+
+STATE_FORMAT = 2
+
+
+@dataclass
+class RoundSummary:
+    round: int
+    pairs: int
+    parents: list[str]
+    screened: list[str]  # versions screened this round
+    rejected: list[dict[str, str]]
+    best: str
+    improved: bool
+    provoked: str | None = None  # a candidate with lowered triggers screened to find failures
+    front: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class JobState:
+    seed: str | None = None
+    candidates: dict[str, Candidate] = field(default_factory=dict)
+    rounds: list[RoundSummary] = field(default_factory=list)
+    # Train tasks an LLM-compressing candidate is screened on first (fixed once, after the warm start).
+    subset: list[str] = field(default_factory=list)
+    # Selection on the validation split: every shortlisted version's val scores live in its candidate.
+    shortlist: list[str] = field(default_factory=list)
+    chosen: str | None = None
+    optimizer_tokens: int = 0
+    # Optimizer tokens of each checkpointed step: a step redone after a crash replaces its count.
+    step_tokens: dict[str, int] = field(default_factory=dict)
+    stopped: str | None = None
+    search_done: bool = False
+
+    @property
+    def round(self) -> int:
+        return max((r.round for r in self.rounds), default=0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": STATE_FORMAT, "seed": self.seed,
+            "candidates": {v: c.to_dict() for v, c in self.candidates.items()},
+            "rounds": [asdict(r) for r in self.rounds], "subset": self.subset, "shortlist": self.shortlist,
+            "chosen": self.chosen,
+            "optimizer_tokens": self.optimizer_tokens, "step_tokens": self.step_tokens, "stopped": self.stopped,
+            "search_done": self.search_done,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, source: str = "state.json") -> JobState:
+        if data.get("format") != STATE_FORMAT:
+            raise ConfigError(
+                f"{source} was written by another acon (state format {data.get('format', 1)}, this one reads "
+                f"{STATE_FORMAT}); start the job again with another --out"
+            )
+        try:
+            return cls(
+                seed=data["seed"], candidates={v: Candidate.from_dict(c) for v, c in data["candidates"].items()},
+                rounds=[RoundSummary(**r) for r in data["rounds"]], subset=list(data["subset"]),
+                shortlist=list(data["shortlist"]),
+                chosen=data["chosen"], optimizer_tokens=int(data["optimizer_tokens"]),
+                step_tokens=dict(data["step_tokens"]), stopped=data["stopped"], search_done=bool(data["search_done"]),
+            )
+        except (KeyError, TypeError) as exc:
+            raise ConfigError(f"{source} is damaged ({type(exc).__name__}: {exc}); restore it or move the job aside") \
+                from None
 
 
 def config_key(config: ExperimentConfig) -> str:
@@ -22,7 +93,7 @@ class JobDir:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def claim(self, config: ExperimentConfig, *, resume: bool) -> dict[str, Any] | None:
+    def claim(self, config: ExperimentConfig, *, resume: bool) -> JobState | None:
         """Create the job or check that a resumed one is the same job. Returns saved state, if any.
 
         A job whose `state.json` was never written (its endpoints did not answer, say) never started: the
@@ -60,21 +131,21 @@ class JobDir:
         except OSError as exc:
             raise ConfigError(f"output directory {self.path} is not writable ({exc.strerror})") from None
 
-    def load_state(self) -> dict[str, Any] | None:
+    def load_state(self) -> JobState | None:
         path = self.path / "state.json"
         try:
-            state = json.loads(path.read_text())
+            data = json.loads(path.read_text())
         except FileNotFoundError:
             return None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             # Written atomically, so only damage from outside gets here; guessing would misreport the budget.
             raise ConfigError(f"{path} is damaged ({type(exc).__name__}); restore it or move the job aside") from None
-        if not isinstance(state, dict):
+        if not isinstance(data, dict):
             raise ConfigError(f"{path} is damaged (not a JSON object); restore it or move the job aside")
-        return state
+        return JobState.from_dict(data, source=str(path))
 
-    def save_state(self, state: dict[str, Any]) -> None:
-        atomic_write_json(self.path / "state.json", state)
+    def save_state(self, state: JobState) -> None:
+        atomic_write_json(self.path / "state.json", state.to_dict())
 
     def round_dir(self, round_index: int) -> Path:
         path = self.path / "rounds" / f"{round_index:02d}"

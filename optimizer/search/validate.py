@@ -2,11 +2,13 @@
 
 Rejects a candidate that breaks the retention contract (leaves `skill` or `write_receipt` unpinned),
 exceeds the length cap, or carries text copied from tool output (an injected instruction the
-optimizer LLM repeated is exactly that).
+optimizer LLM repeated is exactly that), in its instructions or anywhere in its policy (an extraction
+rule is text too).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable
 
@@ -38,6 +40,10 @@ class ToolOutputIndex:
         return sorted(" ".join(s) for s in shared)[:3]
 
 
+def _text(guideline: Guideline) -> str:
+    return "\n".join([guideline.history, guideline.observation, json.dumps(guideline.policy.model_dump(mode="json"))])
+
+
 def validate(candidate: Guideline, parent: Guideline, outputs: ToolOutputIndex, *, max_chars: int) -> str | None:
     """None if the candidate may be screened, else the one-line reason it may not."""
     unpinned = candidate.policy.unpinned_required()
@@ -48,8 +54,7 @@ def validate(candidate: Guideline, parent: Guideline, outputs: ToolOutputIndex, 
         return f"too long: {size} characters of guideline text (cap {max_chars})"
     if not candidate.history.strip() or not candidate.observation.strip():
         return "empty compressor instruction"
-    copied = outputs.copied(candidate.history + "\n" + candidate.observation,
-                            allowed=parent.history + "\n" + parent.observation)
+    copied = outputs.copied(_text(candidate), allowed=_text(parent))
     if copied:
         return f"carries text copied from tool output: {copied[0]!r}"
     return None

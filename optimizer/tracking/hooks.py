@@ -97,14 +97,13 @@ class OptimizeTracking(JobTracking):
             tags={"acon.guideline": candidate.version, "origin": candidate.origin,
                   "round": str(candidate.round)},
         ):
-            screen = numeric(candidate.screen or {}, SCORE_METRICS, "screen_")
+            train = candidate.screens.get("train")
+            screen = numeric(train.headline() if train else {}, SCORE_METRICS, "screen_")
             self.tracker.log_metrics(screen, step=candidate.round)
             self.tracker.log_guideline(guideline, candidate.round)
             parent = job.state.candidates.get(candidate.parent or "")
             if parent is not None:
-                from optimizer.context.guideline import Guideline
-
-                old = Guideline.from_markdown(parent["guideline"], source="state")
+                old = parent.guideline
                 self.tracker.log_guideline_diff(old, guideline, name=f"vs-parent-{old.version}")
             if candidate.rationale:
                 self.tracker.log_text(candidate.rationale, "rationale.md")
@@ -115,8 +114,9 @@ class OptimizeTracking(JobTracking):
         from optimizer.mining.report import diff_html, diff_markdown
 
         with self._round(index):
-            for diff in diffs:
-                self.tracker.log_pair_diff(diff.task_id, diff_html(diff), diff_markdown(diff), round=index)
+            for diff in diffs:  # several candidates may lose the same task: one file per (task, candidate)
+                name = f"{diff.task_id}-{diff.strategy.rsplit('@', 1)[-1]}"
+                self.tracker.log_pair_diff(name, diff_html(diff), diff_markdown(diff), round=index)
             self.tracker.log_table([_pair_row(d) for d in diffs], "tables/pairs.json")
             missing = sum(len(d.missing) for d in diffs)
             self.tracker.log_metrics({"pairs": len(diffs), "missing_facts": missing}, step=index)
@@ -138,10 +138,9 @@ class OptimizeTracking(JobTracking):
         self.tracker.log_guideline(chosen.guideline)
         self.tracker.log_guideline_diff(seed.guideline, chosen.guideline, name="seed-to-chosen")
         self.tracker.log_pareto(_points(report.get("points", [])), _front(report.get("pareto", [])))
-        test = [("chosen", report["chosen"], False)] + [(b["strategy"], b, True) for b in report["baselines"]]
         self.tracker.log_pareto(
-            [ParetoPoint(f"{name} ({row['tier']})", row["success"], row["peak_tokens_mean"], baseline=base)
-             for name, row, base in test],
+            [ParetoPoint(f"{row['strategy']} ({row['tier']})", row["success"], row["peak_tokens_mean"],
+                         baseline=row["kind"] != "learned") for row in report["rows"]],
             name="test", title="test split: chosen guideline vs baselines",
         )
         markdown = job.dir.path / "report.md"
@@ -157,13 +156,10 @@ class OptimizeTracking(JobTracking):
         if result.strategy.type != "guideline":
             return []
         version = result.strategy.version()
-        data = job.state.candidates.get(version)
-        if data is None:
+        candidate = job.state.candidates.get(version)
+        if candidate is None:
             return []
-        round_index = int(data["round"])
-        from optimizer.search.candidate import Candidate
-
-        candidate = Candidate.from_dict(data)
+        round_index = candidate.round
         return [(f"round/{round_index:02d}", _round_name(round_index)),
                 (f"candidate/{version}", _candidate_name(candidate))]
 
@@ -173,19 +169,19 @@ class OptimizeTracking(JobTracking):
     def _sync_rounds(self, job: OptimizationJob) -> None:
         """Metrics (step = round) and a Pareto plot for every round the job has finished."""
         for summary in job.state.rounds:
-            index = int(summary["round"])
+            index = summary.round
             if index in self._rounds_logged:
                 continue
-            chosen = job.state.candidates.get(summary["chosen"], {}).get("screen") or {}
+            best = job.state.candidates.get(summary.best)
+            screen = best.screens.get("train") if best is not None else None
             self.tracker.log_metrics({
-                **numeric(chosen, SCORE_METRICS),
-                "pairs": summary.get("pairs"), "candidates": len(summary.get("candidates", [])),
-                "rejected": len(summary.get("rejected", [])), "pareto_size": len(summary.get("pareto", [])),
-                "improved": bool(summary.get("improved")),
+                **numeric(screen.headline() if screen else {}, SCORE_METRICS),
+                "pairs": summary.pairs, "candidates": len(summary.screened), "rejected": len(summary.rejected),
+                "pareto_size": len(summary.front), "improved": bool(summary.improved),
             }, step=index)
             points = [p.to_dict() for p in job.points() if p.kind == "baseline" or p.round <= index]
             with self._round(index):
-                self.tracker.log_pareto(_points(points), _front(summary.get("pareto", [])), round=index)
+                self.tracker.log_pareto(_points(points), _front(summary.front), round=index)
             self._rounds_logged.add(index)
 
 

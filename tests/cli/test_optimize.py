@@ -10,10 +10,10 @@ def test_optimize_then_diff_and_export_through_the_cli(run_cli, tmp_path, script
     path = tmp_path / "job.toml"
     code, out, err = run_cli("optimize", str(path))
     assert code == 0, err
-    assert "Pareto front" in out and "Test split" in out
+    assert "Candidates on the train split" in out and "Test split" in out and "oracle" in out
     job = config.out_dir
     report = json.loads((job / "report.json").read_text())
-    assert report["rounds"] and report["chosen"]["guideline"].endswith(".md")
+    assert report["rounds"] and report["chosen"]["path"].endswith(".md")
 
     code, out, err = run_cli("diff", str(job), "--json", str(tmp_path / "diff.json"))
     assert code == 0, err
@@ -36,7 +36,7 @@ def test_optimize_then_diff_and_export_through_the_cli(run_cli, tmp_path, script
 
 
 def test_optimize_refuses_to_overwrite_a_job_without_resume(run_cli, tmp_path, scripted_url):
-    job_config(tmp_path, scripted_url, train_limit=2, test_limit=1, rounds=1, candidates=0, diagnose=0)
+    job_config(tmp_path, scripted_url, train_limit=3, test_limit=1, rounds=1, llm_proposers=False)
     assert run_cli("optimize", str(tmp_path / "job.toml"))[0] == 0
     code, _, err = run_cli("optimize", str(tmp_path / "job.toml"))
     assert code == 2 and "--resume" in err
@@ -44,22 +44,22 @@ def test_optimize_refuses_to_overwrite_a_job_without_resume(run_cli, tmp_path, s
 
 
 def test_report_adds_llm_agent_rows_on_the_first_test_tasks(run_cli, tmp_path, scripted_url):
-    config = job_config(tmp_path, scripted_url, train_limit=2, test_limit=2, rounds=1, candidates=0, diagnose=0,
+    config = job_config(tmp_path, scripted_url, train_limit=3, test_limit=2, rounds=1, llm_proposers=False,
                         final_llm_limit=1)
     code, out, err = run_cli("optimize", str(tmp_path / "job.toml"))
     assert code == 0, err
     report = json.loads((config.out_dir / "report.json").read_text())
-    tier1 = report["chosen_tier1"]
-    assert tier1["tier"] == "llm" and tier1["tasks"] == 1
+    tier1 = next(r for r in report["rows"] if r["strategy"] == "chosen" and r["tier"] == "llm")
+    assert tier1["tasks"] == 1
     assert tier1["peak_tokens_mean"] > 0  # the scripted server reports usage, as llama-server does
-    llm_rows = {r["strategy"] for r in report["baselines"] if r["tier"] == "llm"}
-    assert llm_rows == {"seed", "none"}
+    llm_rows = {r["strategy"] for r in report["rows"] if r["tier"] == "llm"}
+    assert llm_rows == {"chosen", "seed", "none"}
     assert set(report["acceptance"]["tiers"]) == {"tier0", "tier1"}
     assert out.count(" llm ") >= 3  # chosen, seed and none printed with the llm tier
 
 
 def test_pareto_table_shows_the_tier1_confirmation_beside_the_screen(run_cli, tmp_path, scripted_url):
-    config = job_config(tmp_path, scripted_url, train_limit=2, test_limit=1, rounds=1, candidates=0, diagnose=0,
+    config = job_config(tmp_path, scripted_url, train_limit=3, test_limit=1, rounds=1, llm_proposers=False,
                         confirm_top=1, confirm_limit=1, max_agent_episodes=4)
     code, out, err = run_cli("optimize", str(tmp_path / "job.toml"))
     assert code == 0, err

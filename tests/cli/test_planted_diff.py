@@ -29,8 +29,9 @@ def test_acon_diff_names_the_lost_rule_its_class_checkpoint_and_step(run_cli, tm
     assert "RULE-MID-02" in out and "skill" in out
     assert any("RULE-MID-02" in b for b in pair["blocking"])
 
-    state = json.loads((tmp_path / "job" / "state.json").read_text())
-    patches = [c for c in state["candidates"].values() if c["origin"] == "patch"]
-    assert patches and all("pin skill" in c["rationale"] for c in patches)
-    chosen = state["candidates"][state["current"]]
-    assert chosen["screen"]["success"] == 1.0
+    from optimizer.search.state import JobDir
+
+    state = JobDir(tmp_path / "job").load_state()
+    patches = [c for c in state.candidates.values() if c.origin == "patch"]
+    assert patches and all("pin skill" in c.rationale for c in patches)
+    assert state.candidates[state.chosen].screens["train"].success == 1.0

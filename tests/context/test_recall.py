@@ -21,7 +21,8 @@ NEEDS_BIN = (Need(NeedKind.VALUE, "B-14", guess="B-00"),)
 def test_the_reference_agent_recalls_a_cleared_result_and_gets_the_original_back():
     result = run(CLEAR, answer="ORD-5521 from bin B-14", answer_needs=NEEDS_BIN)
     episode = result.episode
-    assert episode.deviations == [] and episode.answers == ["ORD-5521 from bin B-14"]
+    assert [d["behaviour"] for d in episode.deviations] == ["recall"]  # a near miss, on the record
+    assert episode.answers == ["ORD-5521 from bin B-14"]
 
     recall = next(c for c in episode.tool_calls if c["name"] == "recall")
     assert recall["arguments"] == {"handle": "h1"} and recall["step"] == 10
@@ -112,7 +113,8 @@ def test_the_honest_agent_recalls_the_placeholder_of_the_call_the_fact_came_from
     # h1 is the catalogue read (call ref_2), where B-14 first appeared; the agent saw its placeholder.
     placeholder = next(t for t in result.sent[recall["step"]] if 'recall(handle="h1")' in str(t.get("content")))
     assert "call_id=ref_2" in placeholder["content"]
-    assert result.episode.outcome == "success" and result.episode.deviations == []
+    assert result.episode.outcome == "success"
+    assert [(d["literal"], d["behaviour"]) for d in result.episode.deviations] == [("B-14", "recall")]
 
 
 def test_an_agent_that_never_recalls_guesses_instead():
@@ -163,4 +165,4 @@ def test_the_summary_index_is_enough_to_recall(compressor_for):
     sent = "\n".join(str(m.get("content")) for m in agent.sent[recall["step"]])
     handle = recall["arguments"]["handle"]
     assert f'- recall(handle="{handle}"): read_file({{"path": "docs/catalog.md"}}) call_id=ref_2' in sent
-    assert episode.outcome == "success" and episode.deviations == []
+    assert episode.outcome == "success" and {d["behaviour"] for d in episode.deviations} == {"recall"}

@@ -20,7 +20,7 @@ def write_job(
 
     The job directory is `<tmp>/job`. Traces are off: they are tested in tests/tracking and cost seconds.
     """
-    settings = {"rounds": 1, "candidates": 1, "diagnose": 1, "train_limit": 3, "test_limit": 2, "confirm_top": 0,
+    settings = {"rounds": 1, "train_limit": 4, "test_limit": 2, "confirm_top": 0,
                 "final_strategies": ["none"], **optimize}
     role = {"base_url": url, "model": "scripted", "backoff_s": 0.0, **(endpoint or {})}
     lines = [f"name = {json.dumps(name)}", f"out = {json.dumps(str(tmp / 'job'))}",

@@ -61,7 +61,7 @@ BASE = 'name = "x"\n[suite]\ntype = "smoke"\n'
 def finished_job(tmp_path_factory, scripted_url) -> Path:
     """A small finished optimize job (scripted models), copied into a test's directory by `job_copy`."""
     tmp = tmp_path_factory.mktemp("done")
-    path = write_job(tmp, scripted_url, train_limit=2, test_limit=1, candidates=0, diagnose=0)
+    path = write_job(tmp, scripted_url, train_limit=3, test_limit=1, llm_proposers=False)
     from optimizer.config import load_experiment
 
     OptimizationJob(load_experiment(path), log=lambda m: None).run()
@@ -246,7 +246,7 @@ def test_guideline_without_front_matter(fails, tmp_path, scripted_url):
 def test_guideline_that_breaks_the_retention_contract(fails, tmp_path, scripted_url):
     broken = _guideline(tmp_path, SEED.replace("  history:\n", "  history:\n    - {move: clear, classes: [skill]}\n"))
     path = write_job(tmp_path, scripted_url, guideline=broken)
-    fails("optimize", str(path), says=(str(broken), "policy.history.0.clear.classes",
+    fails("optimize", str(path), says=(str(broken), "policy.history.0.classes",
                                         "skill: move 'clear' breaks the retention contract"))
 
 

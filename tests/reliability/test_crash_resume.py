@@ -100,8 +100,7 @@ def _damage(job: Path) -> list[str]:
         lines = logs[-1].read_text().splitlines(keepends=True)
         logs[-1].write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])
         done.append(f"tore the last line of {logs[-1].parent.name}/episodes.jsonl")
-    checkpoints = [*job.glob("rounds/*/*_proposals.json"), *job.glob("rounds/*/diagnoses.json"),
-                   *job.glob("runs/*/meta.json")]
+    checkpoints = [*job.glob("rounds/*/proposals/*.json"), *job.glob("runs/*/meta.json")]
     if checkpoints:
         newest = max(checkpoints, key=lambda p: p.stat().st_mtime_ns)
         newest.write_text(newest.read_text()[: len(newest.read_text()) // 2])
@@ -132,19 +131,21 @@ def _records(log: Path) -> list[dict[str, Any]]:
 
 def _outcome(job: Path) -> dict[str, Any]:
     """Everything the two runs must agree on."""
+    from optimizer.search.state import JobDir
+
     report = json.loads((job / "report.json").read_text())
-    state = json.loads((job / "state.json").read_text())
+    state = JobDir(job).load_state()
     runs = episode_lines(job)
     return {
-        "candidates": sorted(state["candidates"]),
-        "screened": sorted(v for v, c in state["candidates"].items() if c["screen"] is not None),
-        "rejected": sorted(v for v, c in state["candidates"].items() if c["rejected"] is not None),
-        "rounds": [(r["round"], r["pairs"], r["candidates"], r["chosen"], r["improved"]) for r in report["rounds"]],
+        "candidates": sorted(state.candidates),
+        "screened": sorted(v for v, c in state.candidates.items() if c.screens),
+        "rejected": sorted(v for v, c in state.candidates.items() if c.rejected is not None),
+        "rounds": [(r["round"], r["pairs"], r["screened"], r["best"], r["improved"]) for r in report["rounds"]],
         "chosen": report["chosen"]["version"],
         "budget": report["budget"],
         "infrastructure": report["infrastructure"],
         "stopped": report["stopped"],
-        "test": [(r["strategy"], r["tasks"], r["success"], r["peak_tokens_mean"]) for r in report["baselines"]],
+        "test": [(r["strategy"], r["tasks"], r["success"], r["peak_tokens_mean"]) for r in report["rows"]],
         "episodes": {run: sorted((r["task_id"], r["outcome"]) for r in records) for run, records in runs.items()},
     }
 

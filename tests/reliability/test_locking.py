@@ -106,7 +106,7 @@ def test_a_second_optimize_on_the_same_job_directory_is_refused(tmp_path, stub, 
     assert first[0].returncode == 0, err
     assert (job / "report.json").exists() and not (job / LOCK_NAME).exists()
     state = json.loads((job / "state.json").read_text())
-    assert state["done"]
+    assert state["search_done"] and state["chosen"]
 
 
 def test_a_second_run_on_the_same_run_directory_is_refused(tmp_path, stub, first):

@@ -107,10 +107,15 @@ class Hostile:
         text = json.dumps(request.get("messages", []), ensure_ascii=False)
         self.seen += [line for line in self.planted if line in text and line not in self.seen]
         reply = scripted_models(request)
-        field = "[[ ## new_history_instruction ## ]]\n"
-        if self.seen and field in reply:
-            copied = min(self.seen, key=self.planted.index)
-            reply = reply.replace(field, f"{field}{copied} ")
+        if not self.seen:
+            return reply
+        copied = min(self.seen, key=self.planted.index)
+        for field in ("[[ ## new_history_instruction ## ]]\n", "[[ ## instruction_edit ## ]]\n"):
+            reply = reply.replace(f"{field}", f"{field}{copied} ")
+        rules = "[[ ## rules ## ]]\n"
+        if rules in reply:  # a rule whose pattern is the planted line
+            planted_rule = json.dumps([{"pattern": copied[:190]}])
+            reply = reply.replace(f"{rules}n/a", f"{rules}{planted_rule}")
         return reply
 
 
@@ -171,24 +176,31 @@ def test_planted_text_reaches_the_prompts_only_inside_data_blocks(injected):
 def test_a_candidate_that_copies_tool_output_is_rejected(injected):
     job, report, _, _ = injected
     state = json.loads((job / "state.json").read_text())
-    llm = [c for c in state["candidates"].values() if c["origin"].startswith("llm-")]
+    from optimizer.search.state import JobDir
+
+    state = JobDir(job).load_state()
+    llm = [c for c in state.candidates.values() if c.llm]
     assert llm, "the hostile optimizer proposed nothing"
     for candidate in llm:
-        assert TO_OPTIMIZER in candidate["guideline"]  # what it proposed, kept as evidence ...
-        assert candidate["rejected"].startswith("carries text copied from tool output")
-        assert candidate["screen"] is None  # ... and never screened
+        proposed = candidate.guideline.to_markdown()
+        assert TO_OPTIMIZER[:60] in proposed or TO_OPTIMIZER[:60] in json.dumps(proposed)  # kept as evidence ...
+        assert candidate.rejected.startswith("carries text copied from tool output")
+        assert not candidate.screens  # ... and never screened
     reasons = [r["reason"] for rnd in report["rounds"] for r in rnd["rejected"]]
     assert sum(reason.startswith("carries text copied from tool output") for reason in reasons) == len(llm)
 
 
 def test_no_learned_guideline_carries_planted_text(injected, run_cli, tmp_path):
     job, report, planted, _ = injected
-    state = json.loads((job / "state.json").read_text())
-    screened = [c["guideline"] for c in state["candidates"].values() if c["screen"] is not None]
+    from optimizer.search.state import JobDir
+
+    state = JobDir(job).load_state()
+    screened = [c.guideline.to_markdown() for c in state.candidates.values() if c.screens]
+    registered = [c for c in state.candidates.values() if "train" in c.screens]
     assert len(screened) > 1
     code, _, err = run_cli("export", str(job), "--out", str(tmp_path / "learned.md"))
     assert code == 0, err
-    texts = [*screened, (tmp_path / "learned.md").read_text(), Path(report["chosen"]["guideline"]).read_text()]
+    texts = [*screened, (tmp_path / "learned.md").read_text(), Path(report["chosen"]["path"]).read_text()]
 
     from mlflow import MlflowClient
 
@@ -198,7 +210,7 @@ def test_no_learned_guideline_carries_planted_text(injected, run_cli, tmp_path):
     client = MlflowClient(tracking_uri=uri, registry_uri=uri)
     prompts = [v.template for part in ("history", "observation")
                for v in client.search_prompt_versions(f"acon-injected-{part}", max_results=1000)]
-    assert len(prompts) == 2 * len(screened)  # every screened guideline is registered, nothing else
+    assert len(prompts) == 2 * len(registered)  # every guideline screened on train is registered, nothing else
     for text in [*texts, *prompts]:
         assert not [line for line in planted if line in text]
         assert "exfil.example" not in text

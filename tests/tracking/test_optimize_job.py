@@ -25,7 +25,7 @@ def job_config(tmp: Path, url: str) -> ExperimentConfig:
     text = "\n".join([
         'name = "scripted-job"', f'out = "{tmp / "job"}"', "[suite]", 'type = "builtin"', "[run]",
         'agent = "reference"', "[tracking]", 'experiment = "scripted"', "[optimize]", "rounds = 2",
-        "candidates = 1", "diagnose = 1", "train_limit = 4", "test_limit = 4", "confirm_top = 0",
+        "train_limit = 6", "test_limit = 4", "confirm_top = 0",
         'final_strategies = ["none", "fifo"]',
         "[endpoints.agent]", endpoint, "[endpoints.compressor]", endpoint, "[endpoints.optimizer]", endpoint,
     ])
@@ -131,9 +131,10 @@ def test_chosen_guideline_is_registered_with_alias_best(finished):
     chosen = load_from_registry("acon-scripted@best", resolve_uri(config.out_dir))
     assert chosen.version == report["chosen"]["version"]
     versions = client.search_prompt_versions("acon-scripted-history")
-    screened = [c for c in json.loads((config.out_dir / "state.json").read_text())["candidates"].values()
-                if c["screen"] is not None]
-    assert len(versions) == len({c["guideline"] for c in screened})
+    from optimizer.search.state import JobDir
+
+    screened = [c for c in JobDir(config.out_dir).load_state().candidates.values() if "train" in c.screens]
+    assert len(versions) == len({c.version for c in screened})
 
 
 def test_resumed_job_adds_no_runs_or_traces(finished):

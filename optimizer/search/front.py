@@ -1,21 +1,23 @@
-"""Scores, the objective, and the Pareto front of (success ↑, peak tokens ↓)."""
+"""Ranking and the Pareto front of (success ↑, peak tokens ↓), on the same tasks."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Literal
+
+Objective = Literal["constrained", "penalized", "success"]
 
 
 @dataclass(frozen=True)
 class Point:
     label: str
     version: str
-    kind: str  # baseline | candidate
+    kind: str  # baseline | candidate | oracle
     success: float
     peak_tokens: float
     round: int = 0
     # The tier-1 confirmation (llm agent, train confirmation tasks): peaks as the server counted them.
-    # Shown beside the screen; the front itself stays on tier 0, where every candidate has a score.
     confirm_success: float | None = None
     confirm_peak_tokens: float | None = None
 
@@ -32,17 +34,27 @@ def dominates(a: Point, b: Point) -> bool:
 def pareto_front(points: Sequence[Point]) -> list[Point]:
     front = [p for p in points if not any(dominates(q, p) for q in points if q is not p)]
     unique: dict[tuple[float, float], Point] = {}
-    for point in sorted(front, key=lambda p: (p.peak_tokens, -p.success, p.round)):
+    for point in sorted(front, key=lambda p: (p.peak_tokens, -p.success, p.kind != "baseline", p.round)):
         unique.setdefault((point.success, point.peak_tokens), point)
     return sorted(unique.values(), key=lambda p: p.peak_tokens)
 
 
-def objective(success: float, peak: float, peak_none: float, *, mode: str, lam: float) -> float:
-    """ACON eq. 7 with cost = peak tokens relative to full context; `success` ranks by success first."""
-    relative = peak / peak_none if peak_none > 0 else 0.0
-    if mode == "success":
-        return success - 1e-6 * relative
-    return success - lam * relative
+def rank_key(success: float, peak: float, *, none_success: float, none_peak: float, objective: Objective,
+             lam: float, tolerance: float) -> tuple[float, ...]:
+    """Sort key, larger is better.
+
+    `constrained`: a candidate whose success is within `tolerance` of full context's beats any that is not;
+    among those, the lower peak wins (the question a user asks: how few tokens keep success?); among the
+    rest, higher success. `penalized`: ACON eq. 7, success − λ · peak / peak(none). `success`: success
+    first, then peak.
+    """
+    relative = peak / none_peak if none_peak > 0 else 0.0
+    if objective == "constrained":
+        feasible = success >= none_success - tolerance - 1e-9
+        return (1.0, -relative, success) if feasible else (0.0, success, -relative)
+    if objective == "success":
+        return (success, -relative)
+    return (success - lam * relative, success)
 
 
 def improves_front(old: Sequence[Point], new: Sequence[Point]) -> bool:

@@ -1,0 +1,71 @@
+"""What a job's recorded episodes cost, and which model faults they met: read back from its run directories."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from optimizer.evaluate.store import EpisodeStore, latest_per_task
+
+
+def run_dirs(job_dir: Path) -> list[Path]:
+    return sorted(p.parent for p in (job_dir / "runs").glob("*/episodes.jsonl"))
+
+
+def budget(job_dir: Path, *, optimizer_tokens: int, candidates: int) -> dict[str, int]:
+    """The newest record of each task in each run directory: tier-1 episodes and uncached compressor calls."""
+    agent_episodes = compressor_calls = 0
+    for run in run_dirs(job_dir):
+        latest = EpisodeStore(run).latest()
+        if "-llm-" in run.name:
+            agent_episodes += len(latest)
+        compressor_calls += sum(1 for e in latest for r in e.get("records", [])
+                                if r.get("compressor_usage") and not r.get("compressor_cached"))
+    return {"candidates": candidates, "agent_episodes": agent_episodes, "compressor_calls": compressor_calls,
+            "optimizer_tokens": optimizer_tokens}
+
+
+def agent_episodes(job_dir: Path) -> int:
+    return sum(len(EpisodeStore(run).latest()) for run in run_dirs(job_dir) if "-llm-" in run.name)
+
+
+def infrastructure(job_dir: Path) -> dict[str, Any]:
+    """Model faults over the whole job, from every episode record in its run directories.
+
+    Retried calls are counted over all records, superseded ones included (those calls were made). An
+    episode whose calls failed after their retries is an infrastructure error: excluded from every score
+    and from pair mining, and run again when its run directory is evaluated again (`redone_episodes`);
+    `excluded_episodes` are the ones still standing in the final records.
+    """
+    retried = retries = malformed = excluded = redone = 0
+    kinds: Counter[str] = Counter()
+    for run in run_dirs(job_dir):
+        records = EpisodeStore(run).records()
+        latest = latest_per_task(records)
+        redone += len(records) - len(latest)
+        excluded += sum(1 for r in latest if r["outcome"] == "infra_error")
+        for record in records:
+            metrics = record.get("metrics") or {}
+            retried += metrics.get("retried_calls", 0)
+            retries += metrics.get("retries", 0)
+            malformed += sum(1 for s in record.get("steps", []) if s["action"].get("malformed"))
+            if record["outcome"] == "infra_error":
+                kinds[str(record.get("error") or "unknown").split(":", 1)[0]] += 1
+    failed = 0
+    for path in sorted(job_dir.glob("rounds/*/proposals/*.json")):
+        failed += sum(1 for item in _json_list(path) if isinstance(item, dict) and item.get("error"))
+    return {
+        "retried_calls": retried, "retries": retries, "excluded_episodes": excluded, "redone_episodes": redone,
+        "errors_by_kind": dict(sorted(kinds.items())), "malformed_agent_replies": malformed,
+        "failed_optimizer_calls": failed,
+    }
+
+
+def _json_list(path: Path) -> list[Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return []
+    return data if isinstance(data, list) else []

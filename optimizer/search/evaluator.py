@@ -1,0 +1,55 @@
+"""The evaluator: (strategy, tasks, split, tier) in, scores out.
+
+Every evaluation is a run directory keyed by what was run (strategy content, tasks, agent, endpoints,
+code), so asking again for the same evaluation reads it back instead of running it, and a killed job
+resumes mid-run. Searches, selection and the report all score through this one object.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from optimizer.agent.episode import Episode
+from optimizer.config import ExperimentConfig
+from optimizer.context.strategies.base import ContextStrategy
+from optimizer.evaluate.endpoints import ModelEndpoints
+from optimizer.evaluate.jobs import RunResult, run_strategy
+from optimizer.search.scores import Scores
+from optimizer.world.task import Task
+
+OnEpisode = Callable[[Episode], None]
+Progress = Callable[[str, int], contextlib.AbstractContextManager[OnEpisode]]
+OnRun = Callable[[RunResult, str, str], None]
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    result: RunResult
+    scores: Scores
+
+    @property
+    def episodes(self) -> list[Episode]:
+        return self.result.episodes
+
+
+class Evaluator:
+    def __init__(self, config: ExperimentConfig, endpoints: ModelEndpoints | None, base: Path, *,
+                 progress: Progress | None = None, on_run: OnRun | None = None) -> None:
+        self.config = config
+        self.endpoints = endpoints
+        self.base = base
+        self.progress = progress
+        self.on_run = on_run
+
+    def evaluate(self, strategy: ContextStrategy, tasks: Sequence[Task], split: str, agent: str) -> Evaluation:
+        label = f"{strategy.label()} [{agent}, {split}, {len(tasks)} tasks]"
+        progress = self.progress(label, len(tasks)) if self.progress else contextlib.nullcontext(None)
+        with progress as advance:
+            result = run_strategy(self.config, tasks, strategy, agent=agent, endpoints=self.endpoints, split=split,
+                                  on_episode=advance, base=self.base)
+        if self.on_run is not None:
+            self.on_run(result, agent, split)
+        return Evaluation(result, Scores.of(result.episodes, result.summary, str(result.directory)))

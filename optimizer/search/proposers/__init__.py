@@ -1,0 +1,43 @@
+"""Proposers: every way the search makes new candidates, one module each, one union keyed by `type`.
+
+Deterministic: `patch` (undo the diffs' losses class by class), `extract_rules` (rules from the lines
+that held the lost facts), `graft` (compose moves from other candidates), `tighten` (cut more, one knob
+at a time). With the optimizer LLM: `llm_rewrite` (rules and a targeted edit from the diff's examples),
+`llm_shorten` (shorter compressor instructions). Adding one: a module with a `Proposer` subclass and an
+entry in the union below.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, get_args
+
+from pydantic import Field
+
+from optimizer.search.proposers.base import Pair, ProposalInput, Proposer
+from optimizer.search.proposers.extract_rules import ExtractRules
+from optimizer.search.proposers.graft import Graft
+from optimizer.search.proposers.llm_rewrite import LlmRewrite
+from optimizer.search.proposers.llm_shorten import LlmShorten
+from optimizer.search.proposers.patch import Patch
+from optimizer.search.proposers.tighten import Tighten
+
+ProposerConfig = Annotated[
+    Patch | ExtractRules | Graft | Tighten | LlmRewrite | LlmShorten, Field(discriminator="type")
+]
+PROPOSER_CLASSES: tuple[type[Proposer], ...] = get_args(get_args(ProposerConfig)[0])
+DEFAULT_PROPOSERS: tuple[Proposer, ...] = tuple(cls() for cls in PROPOSER_CLASSES)
+
+__all__ = [
+    "DEFAULT_PROPOSERS",
+    "PROPOSER_CLASSES",
+    "ExtractRules",
+    "Graft",
+    "LlmRewrite",
+    "LlmShorten",
+    "Pair",
+    "Patch",
+    "ProposalInput",
+    "Proposer",
+    "ProposerConfig",
+    "Tighten",
+]

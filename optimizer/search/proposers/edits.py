@@ -1,0 +1,51 @@
+"""Edits on a policy's move lists, shared by the deterministic proposers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from optimizer.context.moves import Move
+from optimizer.world.retention import RetentionClass
+
+# Where a move type sits in a write or history list: cheap exact moves first, the LLM last.
+WRITE_ORDER = ("extract", "offload", "compress")
+HISTORY_ORDER = ("extract_old", "clear", "mask", "drop", "summarize")
+
+
+def classes_of(move: Move) -> tuple[RetentionClass, ...]:
+    """The classes a move touches: its own list, or every class the contract lets it touch."""
+    if move.classes is not None:
+        return move.classes
+    return tuple(c for c in RetentionClass if move.applies_to(c, ()))
+
+
+def without(moves: Sequence[Any], retention: RetentionClass, match: Callable[[Any], bool]) -> tuple[Any, ...]:
+    """`moves` with `retention` taken out of each matching move (a move left with no class goes)."""
+    out = []
+    for move in moves:
+        if match(move) and retention in classes_of(move):
+            rest = tuple(c for c in classes_of(move) if c is not retention)
+            if not rest:
+                continue
+            move = move.model_copy(update={"classes": rest})
+        out.append(move)
+    return tuple(out)
+
+
+def inserted(moves: Sequence[Any], move: Any, order: Sequence[str]) -> tuple[Any, ...]:
+    """`moves` with `move` placed before the first move that comes later in `order`."""
+    rank = order.index(move.move) if move.move in order else len(order)
+    for i, existing in enumerate(moves):
+        if (order.index(existing.move) if existing.move in order else len(order)) > rank:
+            return (*moves[:i], move, *moves[i:])
+    return (*moves, move)
+
+
+def replaced(moves: Sequence[Any], old: Any, new: Any) -> tuple[Any, ...]:
+    return tuple(new if m is old else m for m in moves)
+
+
+def scaled(value: int, factor: float, floor: int) -> int:
+    """`value` × `factor`, not below `floor` (a value already at or under the floor stays)."""
+    return max(floor, int(value * factor)) if value > floor else value

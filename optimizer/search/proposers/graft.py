@@ -1,0 +1,61 @@
+"""`graft`: compose moves. A parent gains a move it lacks, taken from another good candidate of the
+search (a baseline's offload, a rule-learned extraction) or from the default of each move. No model.
+
+This is how the search walks the action space from the baselines it was warm-started with: the best
+fixed strategy plus an extraction, an extraction plus a clear of old results, and so on. Grafts run also
+when nothing failed, so the search explores even on suites where the parent loses no task.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from optimizer.context.extraction import Selection
+from optimizer.context.moves import Clear, Extract, ExtractOld, Mask, Offload
+from optimizer.context.policy import RetentionPolicy
+from optimizer.search.candidate import Proposal
+from optimizer.search.proposers.base import ProposalInput, Proposer, derived, unique
+from optimizer.search.proposers.edits import HISTORY_ORDER, WRITE_ORDER, inserted
+
+DEFAULT_WRITE: tuple[Any, ...] = (
+    Extract(over=300, select=Selection()), Offload(over=400, head_tokens=120, tail_tokens=40),
+)
+DEFAULT_HISTORY: tuple[Any, ...] = (
+    Clear(trigger_tokens=0, keep_last=2), ExtractOld(), Mask(keep_last=2, recoverable=True),
+)
+
+
+class Graft(Proposer):
+    """Children of the parent with one move it lacks."""
+
+    type: Literal["graft"] = "graft"
+    max_children: int = Field(4, ge=1, le=20, description="Grafts proposed per parent.")
+
+    def propose(self, inputs: ProposalInput) -> list[Proposal]:
+        parent = inputs.parent.guideline
+        policy = parent.policy
+        has_write = {m.move for m in policy.write}
+        has_history = {m.move for m in policy.history}
+        library_write = [m for other in inputs.others for m in other.guideline.policy.write] + list(DEFAULT_WRITE)
+        library_history = [m for other in inputs.others for m in other.guideline.policy.history] + list(DEFAULT_HISTORY)
+        out: list[Proposal] = []
+        for move in library_write:
+            if move.move in has_write or move.uses_compressor:
+                continue
+            has_write.add(move.move)
+            new = policy.model_copy(update={"write": inserted(policy.write, move, WRITE_ORDER)})
+            out.append(self._child(parent, new, move, "write"))
+        for move in library_history:
+            if move.move in has_history or move.uses_compressor:
+                continue
+            has_history.add(move.move)
+            new = policy.model_copy(update={"history": inserted(policy.history, move, HISTORY_ORDER)})
+            out.append(self._child(parent, new, move, "history"))
+        return unique(out, parent)[: self.max_children]
+
+    def _child(self, parent, policy: RetentionPolicy, move, stage: str) -> Proposal:
+        settings = ", ".join(f"{k}={v}" for k, v in move.model_dump(exclude={"move", "classes", "select"}).items())
+        return Proposal(self.type, derived(parent, RetentionPolicy.model_validate(policy.model_dump()), f"{move.move}"),
+                        rationale=f"add {stage} move {move.move} ({settings})")

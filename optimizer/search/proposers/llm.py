@@ -1,0 +1,104 @@
+"""The optimizer LLM: typed DSPy programs, and the session that runs them and counts their tokens.
+
+The work given to the model is what a small coder model does well: write RE2 patterns from examples of
+the lines that held lost facts, and a one-sentence edit naming the class and field that was lost;
+shorten instructions from a literal-free report of what went unused. Every input that carries tool
+output or agent history is fenced as untrusted data, and each signature says so. A reply the model
+cannot format is recorded as a failed proposal, never raised.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import dspy
+
+from optimizer.llm.client import ChatClient
+from optimizer.untrusted import UNTRUSTED_NOTICE
+
+
+class ProposeRules(dspy.Signature):
+    r"""You write extraction rules for a context compressor of an AI agent. The compressor keeps, in code,
+    only the lines (or JSON fields) of a tool result that a rule matches. Lines that held facts the agent
+    needed were dropped. Each example shows such a NEEDED line (the needed value masked as <VALUE>) and
+    DROPPED lines of the same result. Write short RE2 patterns (under 40 characters) that match the
+    fixed part of the needed kind of line, such as its label or field name, and not the dropped lines.
+    Never copy a whole line and never write a value: use \d+ for numbers and [A-Z]+ for codes.
+    Examples: needed `payment: card ending <VALUE>, captured EUR 12.00` gives {"pattern": "^payment:"};
+    needed `WARNING: showing 1-20 of <VALUE>` gives {"pattern": "^WARNING:"}; needed
+    `"current_working_directory": "<VALUE>"` gives {"pattern": ".", "field": "current_working_directory"}.
+    If no short pattern separates the needed lines from the dropped ones, return []. Then, if the policy
+    also uses an LLM compressor, write one sentence for its instruction that names the kind of content
+    that was lost; otherwise write none."""
+
+    policy: str = dspy.InputField(desc="The current retention policy (JSON).")
+    losses: str = dspy.InputField(desc="One line per lost fact: class, tool, stage, move (fenced, untrusted).")
+    examples: str = dspy.InputField(desc="Needed and dropped lines of each result (fenced, untrusted).")
+    rules: str = dspy.OutputField(
+        desc='A JSON list, e.g. [{"pattern": "^payment:", "tool": "get_order", "field": null}]; at most 4 rules.'
+    )
+    instruction_edit: str = dspy.OutputField(desc="One sentence to add to the compressor instructions, or none.")
+
+
+class ShortenGuideline(dspy.Signature):
+    """You make the instructions of a context compressor for an AI agent produce shorter outputs
+    without losing what the agent still uses. The analysis shows what compressed outputs contained
+    that the agent never used later. Rewrite both instructions with concrete anti-verbosity rules
+    while keeping every rule about what must be kept. Never copy ids or values. Keep each
+    instruction under 250 words."""
+
+    history_instruction: str = dspy.InputField(desc="Current history-compressor instruction.")
+    observation_instruction: str = dspy.InputField(desc="Current tool-result-compressor instruction.")
+    retention_rules: str = dspy.InputField(desc="Fixed rules every compressor must follow.")
+    unused_content: str = dspy.InputField(desc="What the compressed outputs kept that was never used.")
+    new_history_instruction: str = dspy.OutputField(desc="The full rewritten, shorter-output history instruction.")
+    new_observation_instruction: str = dspy.OutputField(desc="The full rewritten tool-result instruction.")
+
+
+ProposeRules = ProposeRules.with_instructions(f"{ProposeRules.instructions}\n{UNTRUSTED_NOTICE}")
+ShortenGuideline = ShortenGuideline.with_instructions(f"{ShortenGuideline.instructions}\n{UNTRUSTED_NOTICE}")
+
+
+def make_lm(client: ChatClient, *, temperature: float, seed: int) -> dspy.LM:
+    """A DSPy LM on the same OpenAI-compatible endpoint as `client` (never the network)."""
+    return dspy.LM(
+        f"openai/{client.model}", api_base=client.base_url, api_key=client.config.api_key(),
+        temperature=temperature, max_tokens=client.config.max_tokens, cache=False,
+        num_retries=client.config.max_retries, seed=seed,
+    )
+
+
+class OptimizerLM:
+    """Runs the programs against the optimizer endpoint and accounts for their tokens."""
+
+    def __init__(self, client: ChatClient, *, seed: int) -> None:
+        self.client = client
+        self.seed = seed
+        self.tokens = 0
+        self.calls = 0
+
+    def run(self, signature: type[dspy.Signature], *, temperature: float, seed: int, **inputs: Any) -> dspy.Prediction:
+        lm = make_lm(self.client, temperature=temperature, seed=seed)
+        try:
+            with dspy.context(lm=lm, adapter=dspy.ChatAdapter()):
+                return dspy.Predict(signature)(**inputs)
+        finally:
+            for entry in lm.history:
+                self.calls += 1
+                usage = entry.get("usage") or {}
+                self.tokens += int(usage.get("total_tokens") or 0)
+
+
+def parse_json_list(text: Any) -> list[Any]:
+    """The first JSON list in a model's reply (fences and prose around it tolerated)."""
+    if isinstance(text, list):
+        return text
+    raw = str(text)
+    start, end = raw.find("["), raw.rfind("]")
+    if start < 0 or end <= start:
+        raise ValueError(f"no JSON list in the reply: {raw[:80]!r}")
+    data = json.loads(raw[start : end + 1])
+    if not isinstance(data, list):
+        raise ValueError("the reply is not a JSON list")
+    return data

@@ -1,0 +1,113 @@
+"""What a screen of one strategy on some tasks measured, per task and in aggregate.
+
+Per-task figures are kept so that any two strategies compare on the same tasks (paired), and so that
+a recall-free success (what an agent that never recalls would have solved) can be read off them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from optimizer.agent.episode import Episode
+from optimizer.evaluate.stats import bootstrap_ci
+
+
+@dataclass(frozen=True)
+class TaskScore:
+    task_id: str
+    success: bool
+    peak_tokens: int
+    recalls: int = 0
+    compressor_calls: int = 0
+
+
+@dataclass(frozen=True)
+class Scores:
+    """One strategy on one task list (infrastructure errors are never scored)."""
+
+    tasks: tuple[TaskScore, ...]
+    compressor_tokens: int = 0
+    blocking: int = 0
+    cost_per_success: float | None = None
+    directory: str = ""
+    # Extra summary figures of the run (dependency, total tokens, cache breaks, ...), as the run reported.
+    summary: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, episodes: Sequence[Episode], summary: Mapping[str, Any], directory: str = "") -> Scores:
+        tasks = tuple(
+            TaskScore(e.task_id, e.success, int(e.metrics["peak_tokens"]), int(e.metrics["recall_calls"]),
+                      int(e.metrics["compressor_calls"]))
+            for e in episodes if e.outcome != "infra_error"
+        )
+        return cls(tasks, int(summary.get("compressor_tokens", 0)), int(summary.get("blocking", 0)),
+                   summary.get("cost_per_success"), directory, dict(summary))
+
+    @property
+    def n(self) -> int:
+        return len(self.tasks)
+
+    @property
+    def success(self) -> float:
+        return sum(t.success for t in self.tasks) / self.n if self.n else 0.0
+
+    @property
+    def success_ci(self) -> tuple[float, float]:
+        return bootstrap_ci([float(t.success) for t in self.tasks])
+
+    @property
+    def peak_mean(self) -> float:
+        return sum(t.peak_tokens for t in self.tasks) / self.n if self.n else 0.0
+
+    @property
+    def peak_ci(self) -> tuple[float, float]:
+        return bootstrap_ci([float(t.peak_tokens) for t in self.tasks])
+
+    @property
+    def peak_max(self) -> int:
+        return max((t.peak_tokens for t in self.tasks), default=0)
+
+    @property
+    def recalls(self) -> int:
+        return sum(t.recalls for t in self.tasks)
+
+    @property
+    def success_without_recall(self) -> float:
+        """Tasks solved without a single recall: a lower bound on what an agent that never recalls solves."""
+        return sum(t.success and t.recalls == 0 for t in self.tasks) / self.n if self.n else 0.0
+
+    @property
+    def compressor_calls(self) -> int:
+        return sum(t.compressor_calls for t in self.tasks)
+
+    def on(self, task_ids: Sequence[str]) -> Scores:
+        """The same scores restricted to `task_ids` (for a like-for-like comparison)."""
+        wanted = set(task_ids)
+        return Scores(tuple(t for t in self.tasks if t.task_id in wanted), directory=self.directory)
+
+    def by_task(self) -> dict[str, TaskScore]:
+        return {t.task_id: t for t in self.tasks}
+
+    def headline(self) -> dict[str, Any]:
+        """The figures reports and trackers show."""
+        return {
+            "tasks": self.n, "success": self.success, "success_ci": list(self.success_ci),
+            "peak_tokens_mean": self.peak_mean, "peak_tokens_ci": list(self.peak_ci),
+            "peak_tokens_max": self.peak_max, "recall_calls": self.recalls,
+            "success_without_recall": self.success_without_recall, "compressor_tokens": self.compressor_tokens,
+            "compressor_calls": self.compressor_calls, "blocking": self.blocking,
+            "cost_per_success": self.cost_per_success,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"tasks": [asdict(t) for t in self.tasks], "compressor_tokens": self.compressor_tokens,
+                "blocking": self.blocking, "cost_per_success": self.cost_per_success, "directory": self.directory,
+                "summary": dict(self.summary)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Scores:
+        return cls(tuple(TaskScore(**t) for t in data["tasks"]), data.get("compressor_tokens", 0),
+                   data.get("blocking", 0), data.get("cost_per_success"), data.get("directory", ""),
+                   data.get("summary", {}))

@@ -1,0 +1,185 @@
+"""What every search works with: the screen of a candidate, its pairs, its rank, and the job's state.
+
+Screening is tiered by cost. A candidate that needs no model (policy moves and extraction only) is
+screened on the whole train split, which takes seconds at tier 0. A candidate with an LLM move is
+screened first on a small fixed subset of train tasks (where the best model-free candidate fails or
+peaks highest), and promoted to the whole split only if it beats that candidate there and the
+compressor budget allows. Every screen goes through the evaluator, so a resumed job reads it back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from optimizer.agent.episode import Episode
+from optimizer.config import ExperimentConfig
+from optimizer.context.strategies import GuidelineStrategy
+from optimizer.mining.pairs import compressed_successes, find_pairs
+from optimizer.mining.provenance import diff_pair
+from optimizer.search.candidate import Candidate
+from optimizer.search.evaluator import Evaluation, Evaluator
+from optimizer.search.front import Point, pareto_front, rank_key
+from optimizer.search.proposers.base import Pair
+from optimizer.search.proposers.llm import OptimizerLM
+from optimizer.search.scores import Scores
+from optimizer.search.state import JobDir, JobState
+from optimizer.search.validate import ToolOutputIndex
+from optimizer.world.task import Task
+
+Log = Callable[[str], None]
+
+
+@dataclass
+class SearchContext:
+    config: ExperimentConfig
+    evaluator: Evaluator
+    state: JobState
+    dir: JobDir
+    train: list[Task]
+    none_train: Evaluation
+    subset: list[str]  # the train tasks LLM-compressing candidates are screened on first
+    outputs: ToolOutputIndex
+    log: Log
+    save: Callable[[], None]
+    llm: OptimizerLM | None = None
+    on_candidate: Callable[[Candidate, Evaluation], None] | None = None
+    on_diffs: Callable[[int, Sequence[Pair]], None] | None = None
+    # Full context at tier 1 on the confirmation tasks, once a candidate has been confirmed there.
+    none_confirm: Scores | None = None
+    _evaluations: dict[tuple[str, str], Evaluation] = field(default_factory=dict)
+    _pairs: dict[str, list[Pair]] = field(default_factory=dict)
+
+    @property
+    def options(self):
+        return self.config.optimize
+
+    @property
+    def tolerance(self) -> float:
+        drop = self.options.max_success_drop
+        return self.config.acceptance.max_success_drop if drop is None else drop
+
+    # ----------------------------------------------------------------------------------- screening
+
+    def remember(self, candidate: Candidate) -> Candidate:
+        known = self.state.candidates.get(candidate.version)
+        if known is not None:
+            return known
+        self.state.candidates[candidate.version] = candidate
+        self.dir.write_text(f"guidelines/{candidate.version}.md", candidate.guideline.to_markdown())
+        self.save()
+        return candidate
+
+    def screen(self, candidate: Candidate) -> Candidate:
+        """Screen on the train split (or first on the subset, for an LLM-compressing candidate)."""
+        candidate = self.remember(candidate)
+        if candidate.rejected:
+            return candidate
+        if candidate.uses_compressor and self.subset and len(self.subset) < len(self.train):
+            subset = self._screen_on(candidate, "subset", [t for t in self.train if t.id in self.subset])
+            if "train" not in candidate.screens:
+                if not self._beats_best_on_subset(candidate, subset):
+                    return candidate
+                if self.over_budget(len(self.train) - len(self.subset)):
+                    candidate.rejected = "compressor budget spent before its full screen (subset only)"
+                    self.save()
+                    return candidate
+        self._screen_on(candidate, "train", self.train)
+        return candidate
+
+    def _screen_on(self, candidate: Candidate, name: str, tasks: Sequence[Task]) -> Scores:
+        evaluation = self.evaluate(candidate, name, tasks, "train", self.options.screen_agent)
+        if name not in candidate.screens:
+            candidate.screens[name] = evaluation.scores
+            self.save()
+            if self.on_candidate is not None and name == "train":
+                self.on_candidate(candidate, evaluation)
+        return candidate.screens[name]
+
+    def evaluate(self, candidate: Candidate, name: str, tasks: Sequence[Task], split: str, agent: str) -> Evaluation:
+        key = (candidate.version, name)
+        if key not in self._evaluations:
+            strategy = GuidelineStrategy(guideline=candidate.guideline)
+            self._evaluations[key] = self.evaluator.evaluate(strategy, tasks, split, agent)
+        return self._evaluations[key]
+
+    def _beats_best_on_subset(self, candidate: Candidate, subset: Scores) -> bool:
+        best = self.best(model_free=True)
+        if best is None or "train" not in best.screens:
+            return True
+        theirs = best.screens["train"].on([t.task_id for t in subset.tasks])
+        none = self.none_train.scores.on([t.task_id for t in subset.tasks])
+        mine = self.key(subset, none)
+        if mine >= self.key(theirs, none):
+            return True
+        self.log(f"{candidate.guideline.name}@{candidate.version}: not better than {best.guideline.name} on the "
+                 f"{len(subset.tasks)}-task subset; stays subset-only")
+        return False
+
+    def over_budget(self, more_tasks: int = 0) -> bool:
+        """Whether screening `more_tasks` more LLM episodes would exceed the compressor-call budget."""
+        limit = self.options.max_compressor_calls
+        if limit is None:
+            return False
+        spent = sum(s.compressor_calls for c in self.state.candidates.values() for s in c.screens.values())
+        per_task = max((s.compressor_calls / s.n for c in self.state.candidates.values()
+                        for s in c.screens.values() if s.n and s.compressor_calls), default=1.0)
+        return spent + per_task * more_tasks > limit
+
+    # -------------------------------------------------------------------------------------- ranking
+
+    def key(self, scores: Scores, none: Scores) -> tuple[float, ...]:
+        return rank_key(scores.success, scores.peak_mean, none_success=none.success, none_peak=none.peak_mean,
+                        objective=self.options.objective, lam=self.options.lam, tolerance=self.tolerance)
+
+    def ranked(self, *, model_free: bool = False, before_round: int | None = None) -> list[Candidate]:
+        """Candidates fully screened on train and not rejected, best first (ties: fewer compressor calls).
+
+        `before_round`: only candidates proposed before that round (what a round started from, also when it
+        is resumed after some of its own candidates were screened)."""
+        none = self.none_train.scores
+        pool = [c for c in self.state.candidates.values()
+                if "train" in c.screens and not c.rejected and not (model_free and c.uses_compressor)
+                and (before_round is None or c.round < before_round)]
+        return sorted(pool, key=lambda c: (self.key(c.screens["train"], none), -c.screens["train"].compressor_calls,
+                                           -c.round, c.version), reverse=True)
+
+    def best(self, *, model_free: bool = False) -> Candidate | None:
+        ranked = self.ranked(model_free=model_free)
+        return ranked[0] if ranked else None
+
+    def points(self, screen: str = "train", *, before_round: int | None = None) -> list[Point]:
+        none = self.none_train.scores
+        confirmed = self.none_confirm
+        points = [Point("none", "none", "baseline", none.success, none.peak_mean, 0,
+                        confirmed.success if confirmed else None, confirmed.peak_mean if confirmed else None)]
+        for c in self.state.candidates.values():
+            if screen in c.screens and not c.rejected and (before_round is None or c.round < before_round):
+                s = c.screens[screen]
+                confirm = c.screens.get("confirm")
+                kind = "baseline" if c.origin.startswith("baseline:") else "candidate"
+                points.append(Point(f"{c.origin}:{c.guideline.name}", c.version, kind, s.success, s.peak_mean, c.round,
+                                    confirm.success if confirm else None, confirm.peak_mean if confirm else None))
+        return points
+
+    def front(self, *, before_round: int | None = None) -> list[Point]:
+        return pareto_front(self.points(before_round=before_round))
+
+    # ---------------------------------------------------------------------------------------- pairs
+
+    def pairs(self, candidate: Candidate) -> list[Pair]:
+        """Tasks full context solved and this candidate did not, with their provenance diffs."""
+        if candidate.version in self._pairs:
+            return self._pairs[candidate.version]
+        evaluation = self.evaluate(candidate, "train", self.train, "train", self.options.screen_agent)
+        tasks = {t.id: t for t in self.train}
+        found = find_pairs(self.none_train.episodes, evaluation.episodes, near_misses=self.options.near_misses)
+        self._pairs[candidate.version] = [
+            Pair(full, compressed, diff_pair(full, compressed, tasks.get(full.task_id)), tasks.get(full.task_id))
+            for full, compressed in found
+        ]
+        return self._pairs[candidate.version]
+
+    def successes(self, candidate: Candidate) -> list[Episode]:
+        evaluation = self.evaluate(candidate, "train", self.train, "train", self.options.screen_agent)
+        return compressed_successes(self.none_train.episodes, evaluation.episodes)

@@ -1,0 +1,186 @@
+"""Every proposer on a real pair: the workbench task whose answer needs the bin printed in the catalogue
+(`FACT-STATIC-77: widget W-778 ships from bin B-14.`), lost by a lossy parent policy."""
+
+from __future__ import annotations
+
+import dataclasses
+from types import SimpleNamespace
+
+import pytest
+
+from optimizer.agent.loop import EpisodeServices, run_episode
+from optimizer.context.extraction import ExtractRule
+from optimizer.context.guideline import SEED_GUIDELINE, RetentionPolicy, read_guideline
+from optimizer.context.moves import Clear, Extract, Offload
+from optimizer.context.strategies import GuidelineStrategy, parse_strategy
+from optimizer.mining.pairs import find_pairs
+from optimizer.mining.provenance import diff_pair
+from optimizer.search.candidate import Candidate
+from optimizer.search.proposers import ExtractRules, Graft, LlmRewrite, LlmShorten, Patch, Tighten
+from optimizer.search.proposers.base import Pair, ProposalInput
+from optimizer.search.proposers.extract_rules import derive_rule, shape_pattern
+from optimizer.search.validate import ToolOutputIndex, validate
+from optimizer.world import CheckResult, Need, NeedKind
+from optimizer.world.sources import need_sources
+from tests.context.conftest import CATALOG, STANDARD, RecordingReference, Workbench, make_task, run
+
+SEED = read_guideline(SEED_GUIDELINE)
+NEEDS_BIN = (Need(NeedKind.VALUE, "B-14", guess="B-00", source_class="static"),)
+
+
+def candidate(**policy) -> Candidate:
+    guideline = SEED.model_copy(update={"policy": RetentionPolicy.model_validate(policy), "name": "parent"})
+    return Candidate(guideline, "seed", 0)
+
+
+# Keeps only the first line of a large static result, so the bin's line is lost. The agent never recalls
+# (the extract names a handle, which an honest agent would use), so the loss is a failure, not a near miss.
+LOSSY = {"write": [{"move": "extract", "classes": ["static"], "over": 300,
+                    "select": {"head": 1, "mention_task": False, "mention_calls": False}}]}
+
+
+@pytest.fixture(scope="module")
+def lossy_pairs():
+    parent = candidate(**LOSSY)
+    return parent, pairs_of_never(parent)
+
+
+class CheckedWorkbench(Workbench):
+    def check(self, answers):
+        ok = "B-14" in (answers[0] or "")
+        return CheckResult(ok, () if ok else ("the answer does not name bin B-14",))
+
+
+def pairs_of_never(parent: Candidate) -> list[Pair]:
+    task = dataclasses.replace(make_task(answer="ORD-5521 from bin B-14", answer_needs=NEEDS_BIN),
+                               make_env=lambda: CheckedWorkbench(STANDARD))
+
+    def episode(strategy):
+        agent = RecordingReference(task.reference, sources=need_sources(task), recall_mode="never")
+        return run_episode(task, agent, strategy, EpisodeServices())
+
+    full, lossy = episode(parse_strategy("none")), episode(GuidelineStrategy(guideline=parent.guideline))
+    found = find_pairs([full], [lossy])
+    assert found, "the parent must lose the bin"
+    return [Pair(f, c, diff_pair(f, c, task), task) for f, c in found]
+
+
+def test_the_pair_names_the_lost_bin_and_its_source(lossy_pairs):
+    _, pairs = lossy_pairs
+    fact = next(f for f in pairs[0].diff.missing if f.literal == "B-14")
+    assert (fact.retention, fact.checkpoint, fact.record["action"]) == ("static", 2, "extract")
+    raw, tool = pairs[0].source_text(fact.source_entry)
+    assert raw == CATALOG and tool == "read_file"
+
+
+def test_patch_keeps_more_of_the_class_the_extraction_lost(lossy_pairs):
+    parent, pairs = lossy_pairs
+    (proposal,) = Patch().propose(ProposalInput(parent, pairs))
+    select = proposal.guideline.policy.write[0].select
+    assert (select.head, select.min_words) == (3, 2)
+    assert "keep more of fresh static results" in proposal.rationale
+
+
+def test_extract_rules_learns_a_rule_for_the_kind_of_line_that_held_the_fact(lossy_pairs):
+    parent, pairs = lossy_pairs
+    (proposal,) = ExtractRules().propose(ProposalInput(parent, pairs))
+    (rule,) = proposal.guideline.policy.write[0].select.rules
+    assert rule.tool == "read_file" and "B-14" not in rule.pattern
+    result = run(GuidelineStrategy(guideline=proposal.guideline), answer="ORD-5521 from bin B-14",
+                 answer_needs=NEEDS_BIN)
+    assert result.visible_at_end("FACT-STATIC-77: widget W-778 ships from bin B-14.")
+    assert not result.visible_at_end("catalog note 40:")  # the rule is selective
+    assert validate(proposal.guideline, parent.guideline, ToolOutputIndex([CATALOG]), max_chars=10_000) is None
+
+
+def test_derive_rule_prefers_a_label_and_refuses_broad_rules():
+    listing = "\n".join(["order ORD-1 status: delivered", "payment: card ending 8457, captured EUR 12.00",
+                         *(f"LN-{i:06d} | item {i} | EUR {i}.00" for i in range(30))])
+    assert derive_rule(listing, "8457", "get_order", max_share=0.34).pattern == r"^\s*payment\s*[:=|]"
+    assert derive_rule(listing, "LN-000007", "get_order", max_share=0.34) is None  # every row has that shape
+    assert shape_pattern("RFD-DC2A3") == r"\b[A-Z]+\-[A-Z]+\d+[A-Z]+\d+\b"
+
+
+def test_extract_rules_adds_an_extraction_where_the_parent_had_none():
+    parent = candidate(write=[{"move": "offload", "classes": ["static"], "over": 300, "head_tokens": 20,
+                               "tail_tokens": 0}])
+    pairs = pairs_of_never(parent)
+    (proposal,) = ExtractRules().propose(ProposalInput(parent, pairs))
+    first, second = proposal.guideline.policy.write
+    assert isinstance(first, Extract) and first.select.rules and isinstance(second, Offload)
+
+
+def test_graft_adds_moves_the_parent_lacks_from_other_candidates_first():
+    parent = candidate(write=[{"move": "offload", "over": 800}])
+    other = candidate(history=[{"move": "clear", "trigger_tokens": 1500, "keep_last": 1}])
+    proposals = Graft().propose(ProposalInput(parent, (), others=[other]))
+    added = [(p.guideline.policy.write, p.guideline.policy.history) for p in proposals]
+    assert (parent.guideline.policy.write, (Clear(trigger_tokens=1500, keep_last=1),)) in added  # the other's
+    assert any(isinstance(w[0], Extract) for w, _ in added)  # the default extraction, in front of the offload
+    assert all(not any(m.uses_compressor for m in (*w, *h)) for w, h in added)
+
+
+def test_tighten_offers_one_variant_per_knob():
+    parent = candidate(write=[{"move": "extract", "over": 1000, "select": {"min_words": 3, "head": 2}},
+                              {"move": "compress", "classes": ["static"], "over": 1000, "max_tokens": 160}],
+                       history=[{"move": "summarize", "over": 2000, "keep_last": 2, "max_tokens": 250}])
+    variants = {p.guideline.name.rsplit("+", 1)[1]: p.guideline.policy for p in Tighten().propose(
+        ProposalInput(parent, ()))}
+    assert set(variants) == {"lower", "short", "fewer", "strict"}
+    assert (variants["lower"].write[0].over, variants["lower"].history[0].over) == (600, 1200)
+    assert (variants["short"].write[1].max_tokens, variants["short"].history[0].max_tokens) == (96, 150)
+    assert variants["fewer"].history[0].keep_last == 1
+    assert (variants["strict"].write[0].select.min_words, variants["strict"].write[0].select.head) == (4, 1)
+    floor = candidate(write=[{"move": "compress", "over": 128, "max_tokens": 64}],
+                      history=[{"move": "summarize", "over": 128, "keep_last": 1, "max_tokens": 96}])
+    assert Tighten().propose(ProposalInput(floor, ())) == []
+
+
+class FakeLM:
+    """The optimizer session as the LLM proposers see it, with a scripted reply."""
+
+    def __init__(self, **fields) -> None:
+        self.fields = fields
+        self.tokens = 0
+        self.prompts: list[dict] = []
+
+    def run(self, signature, *, temperature, seed, **inputs):
+        self.prompts.append(inputs)
+        self.tokens += 100
+        return SimpleNamespace(**self.fields)
+
+
+def test_llm_rewrite_applies_valid_rules_and_refuses_ones_that_name_a_value(lossy_pairs):
+    parent, pairs = lossy_pairs
+    lm = FakeLM(rules='[{"pattern": "^FACT-[A-Z]+-\\\\d+:", "tool": "read_file"}, {"pattern": "B-14"}, '
+                      '{"pattern": "(a)\\\\1"}]', instruction_edit="none")
+    (proposal,) = LlmRewrite().propose(ProposalInput(parent, pairs, llm=lm))
+    assert proposal.llm and proposal.optimizer_tokens == 100
+    learned = ExtractRule(pattern=r"^FACT-[A-Z]+-\d+:", tool="read_file")
+    assert proposal.guideline.policy.write[0].select.rules == (learned,)
+    assert "names a value from the examples" in proposal.rationale
+    examples = lm.prompts[0]["examples"]
+    assert "NEEDED: FACT-STATIC-77: widget W-778 ships from bin <VALUE>." in examples and "B-14" not in examples
+    assert examples.startswith("<data") or "<data" in examples  # fenced as untrusted
+
+
+def test_llm_rewrite_records_a_reply_it_cannot_use_as_a_failed_proposal(lossy_pairs):
+    parent, pairs = lossy_pairs
+    (proposal,) = LlmRewrite().propose(ProposalInput(parent, pairs, llm=FakeLM(rules="n/a", instruction_edit="")))
+    assert proposal.guideline is None and "no JSON list" in proposal.error
+
+
+def test_llm_shorten_only_for_policies_with_an_llm_move(lossy_pairs):
+    parent, pairs = lossy_pairs
+    lm = FakeLM(new_history_instruction="Short.", new_observation_instruction="Shorter.")
+    assert LlmShorten().propose(ProposalInput(parent, (), successes=[pairs[0].full], llm=lm)) == []
+    seedish = Candidate(SEED, "seed", 0)
+    (proposal,) = LlmShorten().propose(ProposalInput(seedish, (), successes=[pairs[0].full], llm=lm))
+    assert (proposal.guideline.history, proposal.guideline.observation) == ("Short.", "Shorter.")
+
+
+def test_every_proposer_is_in_the_union_and_the_defaults():
+    from optimizer.search.proposers import DEFAULT_PROPOSERS, PROPOSER_CLASSES
+
+    assert {p.type for p in DEFAULT_PROPOSERS} == {c.model_fields["type"].default for c in PROPOSER_CLASSES}
+    assert {c.step for c in PROPOSER_CLASSES} == {"ut", "co"}

@@ -1,0 +1,81 @@
+"""The report is a pure function of what the job measured: rows on the same tasks, paired comparisons,
+the best baseline, acceptance, and the parts of the chosen guideline with where they came from."""
+
+from __future__ import annotations
+
+from optimizer.config import AcceptanceConfig
+from optimizer.search.lineage import Part
+from optimizer.search.report import (
+    ReportInputs,
+    Row,
+    best_baseline,
+    both_solved,
+    both_solved_cell,
+    build_report,
+    paired,
+    report_markdown,
+)
+from optimizer.search.scores import Scores, TaskScore
+
+
+def scores(*tasks: tuple[str, bool, int], recalls: int = 0) -> Scores:
+    return Scores(tuple(TaskScore(t, ok, peak, recalls) for t, ok, peak in tasks))
+
+
+def test_failures_that_ended_early_do_not_lower_the_comparison():
+    chosen = scores(("a", True, 1800), ("b", True, 2000), ("c", True, 2400))
+    seed = scores(("a", False, 500), ("b", True, 2600), ("c", True, 3000))
+    result = both_solved(chosen, seed)
+    assert result == {"tasks": 2, "chosen_peak_mean": 2200, "peak_mean": 2800}
+    assert both_solved_cell({"both_solved": result}) == "2,200 vs 2,800 (2)"
+
+
+def test_no_common_success_is_said_not_averaged():
+    result = both_solved(scores(("a", True, 900)), scores(("a", False, 400), ("b", True, 700)))
+    assert result["tasks"] == 0 and result["peak_mean"] is None
+    assert both_solved_cell({"both_solved": result}) == "no task"
+    assert both_solved_cell({"strategy": "chosen"}) == "–"
+
+
+def test_paired_differences_are_over_common_tasks_with_intervals():
+    a = scores(("t1", True, 100), ("t2", True, 200), ("t3", True, 300))
+    b = scores(("t1", True, 400), ("t2", False, 600), ("t4", True, 1))
+    p = paired(a, b)
+    assert p["tasks"] == 2 and p["peak_diff"] == -350 and p["success_diff"] == 0.5
+    low, high = p["peak_diff_ci"]
+    assert low <= -350 <= high and p["peak_ratio"] == 1 - 350 / 500
+
+
+def rows() -> list[Row]:
+    none = Row("none", "control", "reference", scores(("a", True, 1000), ("b", True, 2000)))
+    keeps = Row("offload_preview", "baseline", "reference", scores(("a", True, 400), ("b", True, 900), recalls=1))
+    breaks = Row("fifo", "baseline", "reference", scores(("a", False, 100), ("b", True, 200)))
+    chosen = Row("chosen", "learned", "reference", scores(("a", True, 300), ("b", True, 500)), "v1")
+    oracle = Row("oracle", "oracle", "reference", scores(("a", True, 200), ("b", True, 300)))
+    return [chosen, none, keeps, breaks, oracle]
+
+
+def test_the_best_baseline_is_the_cheapest_that_keeps_success():
+    table = rows()
+    assert best_baseline(table, table[1], tolerance=0.05).name == "offload_preview"  # fifo is cheaper but breaks
+    assert best_baseline(table, table[1], tolerance=0.5).name == "fifo"
+
+
+def test_the_report_compares_against_none_and_the_best_baseline_and_names_the_llm_parts():
+    parts = [Part("root: offload_preview", "baseline:offload_preview", False, 0, "r"),
+             Part("write extract: rules /^payment:/", "llm_rewrite", True, 1, "v1")]
+    inputs = ReportInputs("exp", "builtin", {"train": 2, "val": 1, "test": 2},
+                          {"version": "v1", "name": "x", "origin": "llm_rewrite", "path": "g.md"}, rows(),
+                          AcceptanceConfig(min_peak_reduction=0.5), tolerance=0.05, parts=parts)
+    report = build_report(inputs)
+    assert report["best_baseline"] == "offload_preview"
+    assert report["paired"]["best_baseline"]["peak_diff"] == -250
+    assert [p["change"] for p in report["llm_parts"]] == ["write extract: rules /^payment:/"]
+    checks = report["acceptance"]["tiers"]["tier0"]["checks"]
+    assert checks["at_or_below_best_baseline"]["pass"] and checks["peak_reduction"]["value"] == 1 - 400 / 1500
+    assert report["acceptance"]["pass"]
+    text = report_markdown(report)
+    assert "| oracle | reference | 2 | 1.00 |" in text and "llm_rewrite (LLM): write extract" in text
+    assert "What tier 0 does not track" in text
+    by_name = {r["strategy"]: r for r in report["rows"]}
+    assert by_name["offload_preview"]["success_without_recall"] == 0.0 and by_name["chosen"]["peak_vs_none"] < 0.6
