@@ -78,6 +78,9 @@ class OptimizeConfig(_Strict):
         True, description="Run the proposers that call the optimizer LLM (false: deterministic only, the ablation).",
     )
     parents: int = Field(2, ge=1, le=10, description="Best candidates each round proposes from.")
+    llm_parents: int = Field(
+        1, ge=0, le=10, description="Of those, how many (the best with pairs) the LLM proposers see per round.",
+    )
     warm_start: tuple[str, ...] = Field(
         DETERMINISTIC, description="Baselines translated into guidelines and screened with the seed before round 1.",
     )

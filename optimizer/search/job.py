@@ -150,9 +150,9 @@ class OptimizationJob:
                 candidate.screens["val"] = evaluation.scores
                 validated.append(candidate)
             self.state.shortlist = [c.version for c in validated]
-            order = sorted(validated, key=lambda c: (ctx.key(c.screens["val"], none_val),
-                                                     ctx.key(c.screens["train"], ctx.none_train.scores)),
-                           reverse=True)
+            # Chosen on validation; a candidate that broke a train task it was screened on is never preferred to
+            # one that kept both (the filter can only make the choice more conservative, never fit it to val).
+            order = sorted(validated, key=lambda c: self._selection_key(ctx, c, none_val), reverse=True)
         else:
             self.state.shortlist = [c.version for c in shortlist]
             order = shortlist
@@ -161,6 +161,12 @@ class OptimizationJob:
         self._save()
         picked = self.chosen()
         self.log(f"chosen: {picked.guideline.name}@{picked.version} ({picked.origin}, round {picked.round})")
+
+    @staticmethod
+    def _selection_key(ctx: SearchContext, candidate: Candidate, none_val) -> tuple:
+        train = candidate.screens["train"]
+        return (ctx.feasible(train, ctx.none_train.scores), ctx.key(candidate.screens["val"], none_val),
+                ctx.key(train, ctx.none_train.scores))
 
     def _confirmed(self, ctx: SearchContext, evaluator: Evaluator, order: Sequence[Candidate]) -> Candidate | None:
         """The first of `order` that tier 1 does not reject (when tier 1 is on and its budget allows)."""
@@ -260,8 +266,7 @@ class OptimizationJob:
         validated = [c for v in self.state.shortlist if "val" in (c := self.state.candidates[v]).screens and free(c)]
         if validated:
             none_val = evaluator.evaluate(parse_strategy("none"), self.val, "val", self.options.screen_agent).scores
-            return max(validated, key=lambda c: (ctx.key(c.screens["val"], none_val),
-                                                 ctx.key(c.screens["train"], ctx.none_train.scores)))
+            return max(validated, key=lambda c: self._selection_key(ctx, c, none_val))
         return next((c for c in ctx.ranked() if free(c)), None)
 
     # ------------------------------------------------------------------------------------- helpers

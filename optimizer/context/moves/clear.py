@@ -34,6 +34,7 @@ class Clear(HistoryMove):
     keep_last: int = Field(3, ge=0, description="Most recent tool results never cleared.")
     clear_at_least: int = Field(0, ge=0, description="Skip clearing that would free fewer tokens than this.")
     exclude_tools: tuple[str, ...] = Field((), description="Tools whose results are never cleared.")
+    over: int = Field(0, ge=0, description="Only results longer than this many tokens (context editing: 0).")
 
     def condense(
         self, history: History, ctx: StrategyContext, texts: CompressorTexts | None, pinned: tuple[RetentionClass, ...]
@@ -50,8 +51,8 @@ class Clear(HistoryMove):
         freed = 0
         for entry in results:
             original = history.entry(entry.id)
-            if entry.id in protected or shown[entry.id].content != original.content:
-                continue  # recent, or already cleared
+            if entry.id in protected or shown[entry.id].content != original.content or original.tokens <= self.over:
+                continue  # recent, already cleared, or too small to be worth a cache break
             if original.call is not None and original.call.name in self.exclude_tools:
                 continue
             if not clearable(original, latest_ids=latest) or not self.applies_to(original.retention, pinned):

@@ -36,6 +36,7 @@ class Mask(HistoryMove):
     polling: int = Field(1, ge=1, description="Re-mask only every `polling` steps to limit cache breaks.")
     keep_first: bool = Field(True, description="Never mask the first observation of the episode.")
     recoverable: bool = Field(False, description="Store masked content and offer `recall` (SWE-agent: no).")
+    over: int = Field(0, ge=0, description="Only results longer than this many tokens (SWE-agent: 0, all).")
 
     @property
     def offers_recall(self) -> bool:
@@ -54,7 +55,7 @@ class Mask(HistoryMove):
         handles: list[str] = []
         for group in groups[: max(0, len(groups) - self.keep_last)]:
             for entry in group:
-                if entry.id in done or not clearable(entry, latest_ids=latest):
+                if entry.id in done or entry.tokens <= self.over or not clearable(entry, latest_ids=latest):
                     continue
                 if not self.applies_to(entry.retention, pinned):
                     continue

@@ -23,8 +23,14 @@ DEFAULT_WRITE: tuple[Any, ...] = (
     Extract(over=300, select=Selection()), Offload(over=400, head_tokens=120, tail_tokens=40),
 )
 DEFAULT_HISTORY: tuple[Any, ...] = (
-    Clear(trigger_tokens=0, keep_last=2), ExtractOld(), Mask(keep_last=2, recoverable=True),
+    Clear(trigger_tokens=0, keep_last=2, over=200), ExtractOld(), Mask(keep_last=2, recoverable=True, over=200),
 )
+
+
+def _floored(move: Any) -> Any:
+    if hasattr(move, "over") and move.move in ("mask", "clear") and move.over < 200:
+        return move.model_copy(update={"over": 200})
+    return move
 
 
 class Graft(Proposer):
@@ -39,7 +45,10 @@ class Graft(Proposer):
         has_write = {m.move for m in policy.write}
         has_history = {m.move for m in policy.history}
         library_write = [m for other in inputs.others for m in other.guideline.policy.write] + list(DEFAULT_WRITE)
-        library_history = [m for other in inputs.others for m in other.guideline.policy.history] + list(DEFAULT_HISTORY)
+        # Another candidate's history move comes with a size floor: masking or clearing a 20-token result saves
+        # little and, for an unrecoverable mask, throws away the handle an extraction left there.
+        library_history = [_floored(m) for other in inputs.others for m in other.guideline.policy.history]
+        library_history += list(DEFAULT_HISTORY)
         out: list[Proposal] = []
         for move in library_write:
             if move.move in has_write or move.uses_compressor:

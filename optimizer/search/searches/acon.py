@@ -68,11 +68,16 @@ class AconSearch:
 
         screened: list[Candidate] = []
         others = [c for c in ranked if c.version not in {p.version for p in parents}][:4]
+        # The optimizer LLM is the slowest proposer: only the best few parents that lost something get it.
+        llm_parents = {p.version for p in parents if pairs.get(p.version)}
+        llm_parents = {v for v in [p.version for p in parents if p.version in llm_parents][: ctx.options.llm_parents]}
         for parent in parents:
-            inputs = ProposalInput(parent, pairs.get(parent.version, []), (), others, index, ctx.config.seed, ctx.llm)
+            inputs = ProposalInput(parent, pairs.get(parent.version, []), (), others, index, ctx.config.seed,
+                                   ctx.llm if parent.version in llm_parents else None)
             screened += self._apply(ctx, index, parent, inputs, step="ut")
-        for parent in self._co_parents(ctx, index):
-            inputs = ProposalInput(parent, (), ctx.successes(parent), others, index, ctx.config.seed, ctx.llm)
+        for rank, parent in enumerate(self._co_parents(ctx, index)):
+            llm = ctx.llm if rank < ctx.options.llm_parents else None
+            inputs = ProposalInput(parent, (), ctx.successes(parent), others, index, ctx.config.seed, llm)
             screened += self._apply(ctx, index, parent, inputs, step="co")
         best = ctx.best()
         front_after = ctx.front()
@@ -135,7 +140,7 @@ class AconSearch:
                ) -> list[Candidate]:
         out = []
         for proposer in ctx.options.proposers:
-            if proposer.step != step or (proposer.uses_llm and (ctx.llm is None or not ctx.options.llm_proposers)):
+            if proposer.step != step or (proposer.uses_llm and (inputs.llm is None or not ctx.options.llm_proposers)):
                 continue
             proposals = self._proposals(ctx, index, parent, proposer, inputs)
             for proposal in proposals:

@@ -128,6 +128,10 @@ class SearchContext:
 
     # -------------------------------------------------------------------------------------- ranking
 
+    def feasible(self, scores: Scores, none: Scores) -> bool:
+        """Success within the tolerance of full context's on the same tasks."""
+        return scores.success >= none.success - self.tolerance - 1e-9
+
     def key(self, scores: Scores, none: Scores) -> tuple[float, ...]:
         return rank_key(scores.success, scores.peak_mean, none_success=none.success, none_peak=none.peak_mean,
                         objective=self.options.objective, lam=self.options.lam, tolerance=self.tolerance)

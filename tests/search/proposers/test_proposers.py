@@ -115,7 +115,7 @@ def test_graft_adds_moves_the_parent_lacks_from_other_candidates_first():
     other = candidate(history=[{"move": "clear", "trigger_tokens": 1500, "keep_last": 1}])
     proposals = Graft().propose(ProposalInput(parent, (), others=[other]))
     added = [(p.guideline.policy.write, p.guideline.policy.history) for p in proposals]
-    assert (parent.guideline.policy.write, (Clear(trigger_tokens=1500, keep_last=1),)) in added  # the other's
+    assert (parent.guideline.policy.write, (Clear(trigger_tokens=1500, keep_last=1, over=200),)) in added  # floored
     assert any(isinstance(w[0], Extract) for w, _ in added)  # the default extraction, in front of the offload
     assert all(not any(m.uses_compressor for m in (*w, *h)) for w, h in added)
 
