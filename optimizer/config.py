@@ -97,7 +97,15 @@ class OptimizeConfig(_Strict):
     llm_screen_limit: int = Field(
         4, ge=1, description="Train tasks an LLM-compressing candidate is screened on before the whole split.",
     )
+    llm_subset_max_tokens: int = Field(
+        4000, gt=0, description="Subset tasks' full-context peak at most this: a compressor call on a 20k-token "
+        "output takes minutes on a CPU, so LLM candidates are screened first where a call is affordable.",
+    )
     max_compressor_calls: int | None = Field(None, gt=0, description="Budget of compressor calls for screens.")
+    seed_test_limit: int | None = Field(
+        None, gt=0, description="Test tasks the seed (an LLM strategy) is reported on, picked like the subset "
+        "(None: every test task).",
+    )
     max_candidates: int = Field(60, ge=1, description="Candidates the job screens at most.")
     select_top: int = Field(4, ge=1, description="Best train candidates (beyond the front) evaluated on validation.")
     screen_agent: Literal["reference", "llm"] = Field("reference", description="Tier used to screen candidates.")

@@ -114,11 +114,19 @@ def run(
     json_path: Path | None = typer.Option(None, "--json", help="Write summary and episodes as JSON."),
 ) -> None:
     """Run episodes of one strategy and print the run table."""
-    from optimizer.evaluate.jobs import endpoints_for, episode_row, run_strategy, select_tasks, strategy_named
+    from optimizer.evaluate.jobs import (
+        check_tier,
+        endpoints_for,
+        episode_row,
+        run_strategy,
+        select_tasks,
+        strategy_named,
+    )
     from optimizer.tracking import tracked_job
 
     config = load_with_overrides(experiment, split=split, limit=limit, agent=agent, base_url=base_url, model=model)
     chosen = strategy_named(config, strategy)
+    check_tier(chosen, config.run.agent)
     tasks = select_tasks(config, config.run.split, config.run.limit)
     endpoints = endpoints_for(config, [chosen], config.run.agent, _log)
     tracked = tracked_job(config, "run", strategy=chosen.label(), split=config.run.split, agent=config.run.agent)
@@ -157,11 +165,13 @@ def compare(
     json_path: Path | None = typer.Option(None, "--json", help="Write the table as JSON."),
 ) -> None:
     """Run several strategies on the same tasks and print one comparison table."""
-    from optimizer.evaluate.jobs import endpoints_for, run_strategy, select_tasks, strategy_named
+    from optimizer.evaluate.jobs import check_tier, endpoints_for, run_strategy, select_tasks, strategy_named
     from optimizer.tracking import tracked_job
 
     config = load_with_overrides(experiment, split=split, limit=limit, agent=agent, base_url=base_url, model=model)
     chosen = [strategy_named(config, name.strip()) for name in strategies.split(",") if name.strip()]
+    for strategy_ in chosen:
+        check_tier(strategy_, config.run.agent)
     tasks = select_tasks(config, config.run.split, config.run.limit)
     endpoints = endpoints_for(config, chosen, config.run.agent, _log)
     results = []

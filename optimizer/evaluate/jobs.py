@@ -54,6 +54,12 @@ def strategy_named(config: ExperimentConfig, name: str | None) -> ContextStrateg
         raise ConfigError(f"unknown strategy {name!r}") from exc
 
 
+def check_tier(strategy: ContextStrategy, agent: str) -> None:
+    """The oracle reads the task's reference solution, which only the tier-0 reference agent has."""
+    if strategy.kind == "oracle" and agent != "reference":
+        raise ConfigError("the oracle reads each task's reference solution: it runs at tier 0 only (--agent reference)")
+
+
 def endpoint_roles(config: ExperimentConfig, strategies: Sequence[ContextStrategy], agent: str) -> dict:
     roles = {}
     if agent == "llm":
@@ -117,6 +123,7 @@ def run_strategy(
     on_episode: OnEpisode | None = None,
     base: Path | None = None,
 ) -> RunResult:
+    check_tier(strategy, agent)
     plan = plan_run(config, tasks, strategy, agent=agent, split=split, base=base)
     episodes = run_tasks(
         tasks, strategy, AgentSpec(agent, config.run.action_format, config.run.recall), endpoints=endpoints,

@@ -31,6 +31,7 @@ from optimizer.search.front import Point
 from optimizer.search.lineage import llm_free, parts
 from optimizer.search.proposers.llm import OptimizerLM
 from optimizer.search.report import ReportInputs, Row, build_report, report_markdown
+from optimizer.search.scores import Scores
 from optimizer.search.searches import SEARCHES, SearchContext
 from optimizer.search.state import JobDir, JobState
 from optimizer.search.validate import ToolOutputIndex
@@ -201,10 +202,15 @@ class OptimizationJob:
         def row(name: str, kind: str, strategy, tasks: Sequence[Task], agent: str, version=None) -> Row:
             return Row(name, kind, agent, evaluator.evaluate(strategy, tasks, "test", agent).scores, version)
 
+        none_row = row("none", "control", parse_strategy("none"), self.test, tier0)
+        seed_tasks = self.test
+        if self.options.seed_test_limit is not None:
+            affordable = affordable_tasks(none_row.scores, self.options.llm_subset_max_tokens)
+            seed_tasks = [t for t in self.test if t.id in affordable][: self.options.seed_test_limit]
         rows = [row("chosen", "learned", GuidelineStrategy(guideline=chosen.guideline), self.test, tier0,
                     chosen.version),
-                row("seed", "seed", GuidelineStrategy(guideline=seed.guideline), self.test, tier0, seed.version),
-                row("none", "control", parse_strategy("none"), self.test, tier0)]
+                row("seed", "seed", GuidelineStrategy(guideline=seed.guideline), seed_tasks, tier0, seed.version),
+                none_row]
         for name in dict.fromkeys(self.options.final_strategies):
             if name not in ("none", "seed", "guideline"):
                 strategy = strategy_named(self.config, name)
@@ -304,11 +310,17 @@ class OptimizationJob:
 
 
 def llm_subset(ctx: SearchContext, limit: int) -> list[str]:
-    """Train tasks where the cheaper moves lose facts or peak highest: where an LLM move could matter."""
+    """Train tasks where the cheaper moves lose facts or peak highest, among those whose full context is
+    small enough for a compressor call to be affordable: where an LLM move could matter, at a bearable cost."""
+    affordable = affordable_tasks(ctx.none_train.scores, ctx.options.llm_subset_max_tokens)
     best = ctx.best(model_free=True)
     if best is None or "train" not in best.screens:
-        return [t.id for t in ctx.train[:limit]]
-    scores = best.screens["train"].tasks
+        return [t.id for t in ctx.train if t.id in affordable][:limit]
+    scores = [t for t in best.screens["train"].tasks if t.task_id in affordable]
     ordered = sorted(scores, key=lambda t: (t.success, -t.peak_tokens))
     return [t.task_id for t in ordered[:limit]]
+
+
+def affordable_tasks(none: Scores, max_tokens: int) -> set[str]:
+    return {t.task_id for t in none.tasks if t.peak_tokens <= max_tokens}
 

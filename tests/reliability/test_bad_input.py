@@ -129,6 +129,11 @@ def test_unknown_strategy_type(fails, tmp_path):
     fails("run", path, says=(path, "'strategy'", "fifo_plus"))
 
 
+def test_the_oracle_with_a_real_agent(fails, tmp_path):
+    path = config(tmp_path, BASE)
+    fails("run", path, "--strategy", "oracle", "--agent", "llm", says=("oracle", "tier 0 only"))
+
+
 def test_endpoint_url_without_scheme(fails, tmp_path):
     path = config(tmp_path, BASE + '[endpoints.agent]\nbase_url = "localhost:8000/v1"\n')
     fails("run", path, says=(path, "'endpoints.agent.base_url'", "http"))
