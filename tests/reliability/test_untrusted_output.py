@@ -23,6 +23,7 @@ from optimizer.agent.reference import ReferenceAgent
 from optimizer.config import load_experiment
 from optimizer.context.strategies import parse_strategy
 from optimizer.search.job import OptimizationJob
+from optimizer.search.proposers.llm_rewrite import MAX_PATTERN_CHARS
 from optimizer.testing.scripted import scripted_models
 from optimizer.testing.stub_server import StubServer, expects_action
 from optimizer.world.task import Task
@@ -113,8 +114,8 @@ class Hostile:
         for field in ("[[ ## new_history_instruction ## ]]\n", "[[ ## instruction_edit ## ]]\n"):
             reply = reply.replace(f"{field}", f"{field}{copied} ")
         rules = "[[ ## rules ## ]]\n"
-        if rules in reply:  # a rule whose pattern is the planted line
-            planted_rule = json.dumps([{"pattern": copied[:190]}])
+        if rules in reply:  # a rule whose pattern is the planted line, as long as a rule's pattern may be
+            planted_rule = json.dumps([{"pattern": copied[:MAX_PATTERN_CHARS]}])
             reply = reply.replace(f"{rules}n/a", f"{rules}{planted_rule}")
         return reply
 
