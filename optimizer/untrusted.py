@@ -22,3 +22,11 @@ _TAG = re.compile(r"<\s*(/?)\s*data\b", re.IGNORECASE)
 def fence(text: str, label: str) -> str:
     body = _TAG.sub(lambda m: f"&lt;{m.group(1)}data", text)  # a forged </data> cannot end the block early
     return f'<data source="{label}">\n{body}\n</data>'
+
+
+_FENCED = re.compile(r'<data source="[^"]*">\n.*?\n</data>', re.DOTALL)
+
+
+def unfenced(text: str) -> str:
+    """`text` without its fenced blocks: what a reader takes as the text's own words."""
+    return _FENCED.sub("", text)

@@ -53,13 +53,16 @@ def infrastructure(job_dir: Path) -> dict[str, Any]:
             malformed += sum(1 for s in record.get("steps", []) if s["action"].get("malformed"))
             if record["outcome"] == "infra_error":
                 kinds[str(record.get("error") or "unknown").split(":", 1)[0]] += 1
-    failed = 0
+    failed = refused = 0
     for path in sorted(job_dir.glob("rounds/*/proposals/*.json")):
-        failed += sum(1 for item in _json_list(path) if isinstance(item, dict) and item.get("error"))
+        for item in _json_list(path):
+            if isinstance(item, dict) and item.get("error"):
+                failed += bool(item.get("call_failed"))
+                refused += not item.get("call_failed")
     return {
         "retried_calls": retried, "retries": retries, "excluded_episodes": excluded, "redone_episodes": redone,
         "errors_by_kind": dict(sorted(kinds.items())), "malformed_agent_replies": malformed,
-        "failed_optimizer_calls": failed,
+        "failed_optimizer_calls": failed, "refused_proposals": refused,
     }
 
 

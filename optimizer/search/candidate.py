@@ -59,14 +59,18 @@ class Proposal:
     error: str | None = None
     optimizer_tokens: int = 0
     llm: bool = False
+    # The model call itself failed (an endpoint error or an unparseable reply), as opposed to a reply whose
+    # proposal was refused: only the first is a fault the infrastructure counts report.
+    call_failed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"origin": self.origin, "rationale": self.rationale, "error": self.error, "llm": self.llm,
-                "optimizer_tokens": self.optimizer_tokens,
+                "optimizer_tokens": self.optimizer_tokens, "call_failed": self.call_failed,
                 "guideline": self.guideline.to_markdown() if self.guideline is not None else None}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Proposal:
         guideline = Guideline.from_markdown(data["guideline"], source="proposal") if data.get("guideline") else None
         return cls(data["origin"], guideline, data.get("rationale", ""), data.get("error"),
-                   int(data.get("optimizer_tokens", 0)), bool(data.get("llm", False)))
+                   int(data.get("optimizer_tokens", 0)), bool(data.get("llm", False)),
+                   bool(data.get("call_failed", False)))

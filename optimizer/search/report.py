@@ -228,7 +228,8 @@ def report_markdown(report: Mapping[str, Any]) -> str:
                   f"- episodes excluded as infrastructure errors: {infra['excluded_episodes']} "
                   f"(plus {infra['redone_episodes']} that were run again)",
                   f"- malformed agent replies (the agent was asked again): {infra['malformed_agent_replies']}",
-                  f"- optimizer calls that failed (recorded as failed proposals): {infra['failed_optimizer_calls']}"]
+                  f"- optimizer calls that failed (recorded as failed proposals): {infra['failed_optimizer_calls']}",
+                  f"- optimizer replies whose proposal was refused: {infra.get('refused_proposals', 0)}"]
         if infra.get("errors_by_kind"):
             lines.append("- infrastructure errors by kind: "
                          + ", ".join(f"{k} {n}" for k, n in infra["errors_by_kind"].items()))

@@ -28,7 +28,7 @@ from optimizer.testing.scripted import scripted_models
 from optimizer.testing.stub_server import FAULTS, FaultPlan, StubServer, expects_action
 from tests.reliability.conftest import eager_guideline, episode_lines, write_job
 
-SEEDS = (4, 9, 32)
+SEEDS = (7, 12, 8)
 RETRYABLE = ("http_429", "http_500", "timeout", "truncated_json")
 ATTEMPTS = 2  # max_retries = 1
 

@@ -128,7 +128,7 @@ def injected(tmp_path_factory, migrated_db):
     tmp = tmp_path_factory.mktemp("injected")
     pick = tasks.builtin.pick_injections
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(tasks.builtin, "pick_injections", lambda rng: (*pick(rng), TO_OPTIMIZER))
+        patch.setattr(tasks.builtin, "pick_injections", lambda rng, pool: (*pick(rng, pool), TO_OPTIMIZER))
         for name in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI"):
             patch.delenv(name, raising=False)
         patch.setenv("ACON_HOME", str(tmp / "home"))

@@ -13,9 +13,11 @@ from pydantic import Field
 from optimizer.context.contract import Action
 from optimizer.context.history import Entry, History
 from optimizer.context.moves.base import CompressorTexts, StrategyContext, WriteMove, Written, write_record
+from optimizer.context.quarantine import quarantine
 from optimizer.context.recall import recall_note, restore_must_keep
 from optimizer.errors import ConfigError
 from optimizer.tokens import count_tokens
+from optimizer.world.retention import RetentionClass
 
 
 class Compress(WriteMove):
@@ -41,7 +43,9 @@ class Compress(WriteMove):
         out = ctx.compressor.compress_observation(
             guideline=texts.observation, task=ctx.task, tool=tool, observation=current, max_tokens=self.max_tokens
         )
-        content = restore_must_keep(out.text, [raw])
+        # A skill is instructions by registration; anything else that reads like one is planted data.
+        source = current if raw.retention is not RetentionClass.SKILL else ""
+        content = restore_must_keep(quarantine(out.text, source=source, task=ctx.task).text, [raw])
         handles: tuple[str, ...] = ()
         if self.recoverable:
             handle = ctx.store.peek(raw)

@@ -28,6 +28,7 @@ from optimizer.context.moves.base import (
     replay_record,
     step_groups,
 )
+from optimizer.context.quarantine import quarantine
 from optimizer.context.recall import RecallStore, restore_must_keep
 from optimizer.context.transcript import render_transcript
 from optimizer.errors import ConfigError
@@ -67,8 +68,14 @@ class SummarizeOld(HistoryMove):
             history=render_transcript(shown.get(e.id, e) for e in entries), max_tokens=self.max_tokens,
         )
         covered = tuple(sorted({*(previous.entry_ids if previous else ()), *(e.id for e in entries)}))
+        # A summary is read as the agent's own notes: an instruction copied from tool output must not
+        # become one of its steps. Skills are instructions by registration and are not searched.
+        source = "\n".join([previous.summary if previous else "",
+                             *(shown.get(e.id, e).content for e in entries
+                               if e.is_result and e.retention is not RetentionClass.SKILL)])
+        summary = quarantine(out.text, source=source, task=ctx.task).text
         # The previous summary went into this one, so its entries' must-keep lines must come out of it too.
-        summary = restore_must_keep(out.text, [history.entry(i) for i in covered])
+        summary = restore_must_keep(summary, [history.entry(i) for i in covered])
         results = [history.entry(i) for i in covered if history.entry(i).is_result]
         index, handles = summary_index(results, ctx.store) if self.index else ("", ())
         edits = (Summarize(covered, summary, index=index),)

@@ -49,5 +49,5 @@ class LlmShorten(Proposer):
                                     optimizer_tokens=inputs.llm.tokens - before))
             except Exception as exc:  # a reply the model could not format: a failed proposal, on the record
                 out.append(Proposal(self.type, None, error=f"{type(exc).__name__}: {str(exc)[:200]}", llm=True,
-                                    optimizer_tokens=inputs.llm.tokens - before))
+                                    call_failed=True, optimizer_tokens=inputs.llm.tokens - before))
         return out
