@@ -139,11 +139,18 @@ def _run_locked(
             if on_episode is not None:
                 on_episode(episode)
     else:
-        with ThreadPoolExecutor(max_workers=concurrency) as pool:
+        pool = ThreadPoolExecutor(max_workers=concurrency)
+        try:
             futures = {pool.submit(one, task): task for task in todo}
             for future in as_completed(futures):
                 episode = future.result()
                 results[episode.task_id] = episode
                 if on_episode is not None:
                     on_episode(episode)
+        except BaseException:
+            # Ctrl-C, SIGTERM or a failed episode: episodes not started yet are dropped (a resumed run does
+            # them), the ones in flight finish and are stored. A `with` block would run every queued one.
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown()
     return [results[t.id] for t in tasks]
