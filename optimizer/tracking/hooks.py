@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from optimizer.config import ExperimentConfig
 from optimizer.evaluate.jobs import RunResult, episode_row
 from optimizer.tracking.base import Tracker
+from optimizer.tracking.front_page import description
 from optimizer.tracking.params import TIERS, experiment_params, experiment_tags, flatten
 from optimizer.tracking.pareto import ParetoPoint
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from optimizer.mining.provenance import PairDiff
     from optimizer.search.candidate import Candidate
     from optimizer.search.job import OptimizationJob
+    from optimizer.search.proposers.base import Pair
 
 RUN_METRICS = (
     "success", "peak_tokens_mean", "peak_tokens_max", "dependency_mean", "steps_mean", "agent_tokens",
@@ -110,13 +112,16 @@ class OptimizeTracking(JobTracking):
             self.tracker.register_guideline(guideline)
         self._sync_rounds(job)
 
-    def on_diffs(self, job: OptimizationJob, index: int, diffs: Sequence[PairDiff]) -> None:
+    def on_diffs(self, job: OptimizationJob, index: int, pairs: Sequence[Pair]) -> None:
         from optimizer.mining.report import diff_html, diff_markdown
 
+        diffs = [p.diff for p in pairs]
         with self._round(index):
-            for diff in diffs:  # several candidates may lose the same task: one file per (task, candidate)
+            for pair in pairs:  # several candidates may lose the same task: one file per (task, candidate)
+                diff = pair.diff
                 name = f"{diff.task_id}-{diff.strategy.rsplit('@', 1)[-1]}"
-                self.tracker.log_pair_diff(name, diff_html(diff), diff_markdown(diff), round=index)
+                path = self.tracker.log_pair_diff(name, diff_html(diff), diff_markdown(diff), round=index)
+                self.tracker.mark_pair(diff, pair.full, pair.compressed, path)
             self.tracker.log_table([_pair_row(d) for d in diffs], "tables/pairs.json")
             missing = sum(len(d.missing) for d in diffs)
             self.tracker.log_metrics({"pairs": len(diffs), "missing_facts": missing}, step=index)
@@ -146,6 +151,14 @@ class OptimizeTracking(JobTracking):
         markdown = job.dir.path / "report.md"
         self.tracker.log_report(markdown.read_text() if markdown.exists() else "", dict(report))
         self.tracker.set_best(chosen.guideline)
+        ref = self.tracker.run_ref()
+        if ref:
+            self.tracker.set_description(description(report, self.tracker.pair_links(),
+                                                     experiment_id=ref["experiment_id"], run_id=ref["run_id"]))
+
+    def run_ref(self) -> dict[str, str]:
+        """Where the job run lives, for the report to name it."""
+        return self.tracker.run_ref()
 
     # --------------------------------------------------------------------------------------------
 
@@ -177,6 +190,8 @@ class OptimizeTracking(JobTracking):
             self.tracker.log_metrics({
                 **numeric(screen.headline() if screen else {}, SCORE_METRICS),
                 "pairs": summary.pairs, "candidates": len(summary.screened), "rejected": len(summary.rejected),
+                # The latest value is what the runs list shows: per round alone it read 0 after a clean round.
+                "pairs_total": sum(r.pairs for r in job.state.rounds if r.round <= index),
                 "pareto_size": len(summary.front), "improved": bool(summary.improved),
             }, step=index)
             points = [p.to_dict() for p in job.points() if p.kind == "baseline" or p.round <= index]
