@@ -30,6 +30,7 @@ class PairLink:
     full_trace: str | None
     diff_run: str | None
     diff_path: str | None
+    near_miss: bool = False  # the compressed run succeeded, only through a recall
 
 
 def artifact_url(experiment_id: str, run_id: str, path: str) -> str:
@@ -43,8 +44,10 @@ def trace_url(experiment_id: str, trace_id: str) -> str:
 def description(report: Mapping[str, object], pairs: Sequence[PairLink], *, experiment_id: str,
                 run_id: str) -> str:
     chosen = report.get("chosen") or {}
-    lines = [f"# {report.get('experiment')}: chosen `{chosen.get('name')}@{chosen.get('version')}` "
-             f"({chosen.get('origin')}, round {chosen.get('round')})", "", *headline(report), ""]
+    # No heading: the run page folds the description after a few lines, and a heading would fill them.
+    lines = [f"**{report.get('experiment')}: chosen** `{chosen.get('name')}@{chosen.get('version')}` "
+             f"({chosen.get('origin')}, round {chosen.get('round')})  ",
+             *[f"{line}  " for line in headline(report)], ""]
     lines += _bars(report)
     lines += ["", f"Full report: [report.md]({artifact_url(experiment_id, run_id, 'report.md')}) · "
               f"[seed → chosen diff]({artifact_url(experiment_id, run_id, 'diffs/seed-to-chosen.html')}) · "
@@ -52,9 +55,12 @@ def description(report: Mapping[str, object], pairs: Sequence[PairLink], *, expe
     text = "\n".join(lines)
     if not pairs:
         return text + "\nNo failure pair: no candidate lost a task that full context solved.\n"
+    # Real failures first: they are what a reviewer came for; near misses only cost a recall.
+    pairs = sorted(pairs, key=lambda p: p.near_miss)
     header = ["## Failures to review", "",
-              "Full context solved these train tasks and the candidate's compressed context did not.", "",
-              "| pair | missing | lost at | diff | traces |", "|---|---|---|---|---|"]
+              "Full context solved these tasks; under the strategy named, the compressed context failed them "
+              "(*failed*) or solved them only through a recall (*near miss*).", "",
+              "| pair | outcome | missing | lost at | diff | traces |", "|---|---|---|---|---|---|"]
     text += "\n" + "\n".join(header)
     shown = 0
     for link in pairs:
@@ -87,7 +93,9 @@ def _row(link: PairLink, experiment_id: str) -> str:
     traces = f"[compressed]({trace_url(experiment_id, link.compressed_trace)})"
     if link.full_trace:
         traces += f" · [full]({trace_url(experiment_id, link.full_trace)})"
-    return f"| {_cell(link.pair)} | {_cell(link.missing)} | {_cell(link.checkpoint)} | {diff} | {traces} |"
+    outcome = "near miss" if link.near_miss else "failed"
+    return (f"| {_cell(link.pair)} | {outcome} | {_cell(link.missing)} | {_cell(link.checkpoint)} | {diff} | "
+            f"{traces} |")
 
 
 def _cell(text: str) -> str:

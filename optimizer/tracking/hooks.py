@@ -17,6 +17,7 @@ import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from optimizer.agent.episode import Episode
 from optimizer.config import ExperimentConfig
 from optimizer.evaluate.jobs import RunResult, episode_row
 from optimizer.tracking.base import Tracker
@@ -83,12 +84,36 @@ class OptimizeTracking(JobTracking):
     def __init__(self, tracker: Tracker, config: ExperimentConfig) -> None:
         super().__init__(tracker, config)
         self._rounds_logged: set[int] = set()
+        # Full-context episodes by (split, agent): `none` runs first on every split, so each later failure
+        # is paired with its full-context run as soon as it is recorded, mined or not.
+        self._full: dict[tuple[str, str], dict[str, Episode]] = {}
 
     def on_run(self, job: OptimizationJob, result: RunResult, *, agent: str, split: str) -> None:
         with contextlib.ExitStack() as stack:
             for key, name in self._parents(job, result, split):
                 stack.enter_context(self.tracker.child_run(key, name))
+            fresh = f"eval/{result.directory.name}" not in self._recorded
             self.record_run(result, agent=agent, split=split)
+            if fresh:
+                self._pair_failures(job, result, agent=agent, split=split)
+
+    def _pair_failures(self, job: OptimizationJob, result: RunResult, *, agent: str, split: str) -> None:
+        """Every failure whose full-context run succeeded: its diff in this run, both traces tagged."""
+        from optimizer.mining.pairs import find_pairs
+        from optimizer.mining.provenance import diff_pair
+        from optimizer.mining.report import diff_html, diff_markdown
+
+        if result.strategy.type == "none":
+            self._full.setdefault((split, agent), {}).update({e.task_id: e for e in result.episodes})
+            return
+        full = self._full.get((split, agent))
+        if not full:
+            return
+        tasks = {t.id: t for t in (*job.train, *job.val, *job.test)}
+        for baseline, episode in find_pairs(list(full.values()), result.episodes):
+            diff = diff_pair(baseline, episode, tasks.get(episode.task_id))
+            path = self.tracker.log_pair_diff(episode.task_id, diff_html(diff), diff_markdown(diff))
+            self.tracker.mark_pair(diff, baseline, episode, path)
 
     def on_candidate(self, job: OptimizationJob, candidate: Candidate, result: RunResult) -> None:
         guideline = candidate.guideline

@@ -44,6 +44,7 @@ from optimizer.tracking.traces import (
     DIFF_RUN_TAG,
     DIFF_TAG,
     EPISODE_TAG,
+    KIND_TAG,
     MISSING_TAG,
     OTHER_TAG,
     PAIR_TAG,
@@ -192,6 +193,7 @@ class MlflowTracker(Tracker):
                     pair=tags.get(PAIR_TAG, ""), missing=tags.get(MISSING_TAG, ""),
                     checkpoint=tags.get(CHECKPOINT_TAG, ""), compressed_trace=trace.info.trace_id,
                     full_trace=tags.get(OTHER_TAG), diff_run=tags.get(DIFF_RUN_TAG), diff_path=tags.get(DIFF_TAG),
+                    near_miss=tags.get(KIND_TAG) == "near_miss",
                 ))
             token = page.token
             if not token:
@@ -373,7 +375,8 @@ class MlflowTracker(Tracker):
         if compressed_id is not None and self._already_marked(compressed_id, diff):
             return  # a resumed job mines the same pair again
         ref = (self._run(None), diff_path) if diff_path else None
-        mark_pair(self.tracing, diff, full_trace=full_id, compressed_trace=compressed_id, diff_ref=ref)
+        mark_pair(self.tracing, diff, full_trace=full_id, compressed_trace=compressed_id, diff_ref=ref,
+                  near_miss=compressed.outcome == "success")
 
     def trace_id(self, episode: Episode) -> str | None:
         """The trace of an episode: traced by this process, or found in the store by its key."""

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 EPISODE_TAG = "acon.episode"
 PAIR_TAG = "acon.pair"  # "<task> · <strategy>" of the pair an episode belongs to
 ROLE_TAG = "acon.pair.role"  # full | compressed
+KIND_TAG = "acon.pair.kind"  # failure | near_miss (the compressed run succeeded only through a recall)
 MISSING_TAG = "acon.pair.missing"  # the literals the compressed context lacked, comma-separated
 CHECKPOINT_TAG = "acon.pair.checkpoint"  # where they were lost (the checkpoint names)
 DIFF_TAG = "acon.pair.diff"  # artifact path of the pair's side-by-side diff (HTML) ...
@@ -95,12 +96,12 @@ def pair_tags(diff: PairDiff, *, diff_ref: tuple[str, str] | None) -> dict[str, 
 
 
 def mark_pair(client: TracingClient, diff: PairDiff, *, full_trace: str | None, compressed_trace: str | None,
-              diff_ref: tuple[str, str] | None) -> None:
+              diff_ref: tuple[str, str] | None, near_miss: bool = False) -> None:
     """Tag both traces of a pair and give the compressed one a `missing_facts` feedback.
 
     The traces must already be in the store (flush first): tags and assessments are written to it.
     """
-    tags = pair_tags(diff, diff_ref=diff_ref)
+    tags = {**pair_tags(diff, diff_ref=diff_ref), KIND_TAG: "near_miss" if near_miss else "failure"}
     for trace, role, other in ((full_trace, "full", compressed_trace), (compressed_trace, "compressed", full_trace)):
         if trace is None:
             continue
