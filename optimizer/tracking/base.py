@@ -36,8 +36,12 @@ class Tracker:
 
     @contextlib.contextmanager
     def child_run(self, key: str, name: str | None = None, *, params: Mapping[str, Any] | None = None,
-                  tags: Mapping[str, str] | None = None) -> Iterator[str | None]:
-        """A nested run, found again by `key` under the same parent (a resumed round is not duplicated)."""
+                  tags: Mapping[str, str] | None = None, times_ms: tuple[int, int] | None = None
+                  ) -> Iterator[str | None]:
+        """A nested run, found again by `key` under the same parent (a resumed round is not duplicated).
+
+        `times_ms` (start, end; epoch ms) for work that ran before it is logged, so the run shows how long the
+        work took rather than how long logging it took."""
         yield None
 
     def active_run_id(self) -> str | None:
@@ -109,13 +113,19 @@ class Tracker:
         """
         return None
 
-    def register_guideline(self, guideline: Guideline, *, alias: str | None = None) -> Any:
-        """Register a kept guideline version (history and observation prompts), once per hash."""
+    def register_guideline(self, guideline: Guideline, *, alias: str | None = None,
+                           tags: Mapping[str, str] | None = None, message: str | None = None) -> Any:
+        """Register a kept guideline version (history and observation prompts), once per hash; `tags` and the
+        commit `message` apply to a new version."""
         return None
 
-    def set_best(self, guideline: Guideline) -> Any:
-        """Alias `best` on the two prompts of this guideline version."""
+    def set_best(self, guideline: Guideline, *, prompt_tags: Mapping[str, str] | None = None) -> Any:
+        """Alias `best` on the two prompts of this guideline version; `prompt_tags` on both prompts and, so
+        the version a user opens first says the same, on the chosen version too."""
         return None
+
+    def tag_guideline(self, guideline: Guideline, tags: Mapping[str, str]) -> None:
+        """Tags on the registered versions of a guideline (e.g. `acon.status = rejected`)."""
 
     def flush(self) -> None:
         """Wait for asynchronously exported traces."""

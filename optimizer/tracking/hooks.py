@@ -36,13 +36,23 @@ RUN_METRICS = (
     "compressor_tokens", "compressor_calls", "total_tokens", "cost", "cost_per_success", "scored",
     "infra_errors", "blocking", "recall_calls", "duplicate_writes", "cache_breaks", "wall_s",
 )
+# The reference agent (tier 0) calls no model: these would read 0 for "not measured", not for "none spent".
+AGENT_ONLY = ("agent_tokens",)
 SCORE_METRICS = ("success", "peak_tokens_mean", "peak_tokens_max", "dependency_mean", "total_tokens",
                  "compressor_tokens", "cost_per_success", "blocking")
 
 
 def numeric(data: Mapping[str, Any], keys: Sequence[str], prefix: str = "") -> dict[str, float]:
-    """The numeric values among `keys` (bools as 0/1); None and non-numbers are left out."""
-    return {f"{prefix}{k}": float(data[k]) for k in keys if isinstance(data.get(k), int | float)}
+    """The numeric values among `keys` (bools as 0/1), rounded as the runs list should show them; None and
+    non-numbers are left out."""
+    return {f"{prefix}{k}": rounded(k, float(data[k])) for k in keys if isinstance(data.get(k), int | float)}
+
+
+def rounded(key: str, value: float) -> float:
+    """Token counts to whole tokens (a mean peak of 1715.33333 reads as 1715), rates and costs to 4 places."""
+    if "tokens" in key or key.startswith("dependency"):
+        return float(round(value))
+    return round(value, 4)
 
 
 class JobTracking:
@@ -69,8 +79,9 @@ class JobTracking:
         if strategy.type == "guideline":
             params["strategy"] = {"type": "guideline", "version": strategy.version()}
         name = f"{strategy.label()} · {agent} · {split}"
-        with self.tracker.child_run(key, name, params=flatten(params), tags=tags):
-            self.tracker.log_metrics(numeric(result.summary, RUN_METRICS))
+        measured = RUN_METRICS if agent != "reference" else tuple(m for m in RUN_METRICS if m not in AGENT_ONLY)
+        with self.tracker.child_run(key, name, params=flatten(params), tags=tags, times_ms=_times(result)):
+            self.tracker.log_metrics(numeric(result.summary, measured))
             self.tracker.log_table([episode_row(e) for e in result.episodes], "tables/episodes.json")
             trace_tags = {"acon.split": split, "acon.tier": TIERS.get(agent, agent)}
             for episode in result.episodes:
@@ -134,7 +145,8 @@ class OptimizeTracking(JobTracking):
                 self.tracker.log_guideline_diff(old, guideline, name=f"vs-parent-{old.version}")
             if candidate.rationale:
                 self.tracker.log_text(candidate.rationale, "rationale.md")
-            self.tracker.register_guideline(guideline)
+            self.tracker.register_guideline(guideline, tags=_version_tags(candidate, screen),
+                                            message=_commit_message(candidate))
         self._sync_rounds(job)
 
     def on_diffs(self, job: OptimizationJob, index: int, pairs: Sequence[Pair]) -> None:
@@ -175,7 +187,17 @@ class OptimizeTracking(JobTracking):
         )
         markdown = job.dir.path / "report.md"
         self.tracker.log_report(markdown.read_text() if markdown.exists() else "", dict(report))
-        self.tracker.set_best(chosen.guideline)
+        for candidate in job.candidates():
+            if candidate.rejected and candidate.screens and candidate.version != chosen.version:
+                self.tracker.tag_guideline(candidate.guideline, {"acon.status": "rejected",
+                                                                 "acon.rejected": candidate.rejected})
+        cut = report.get("cut") or {}
+        self.tracker.set_best(chosen.guideline, prompt_tags={
+            "acon.status": "chosen", "acon.chosen": chosen.version, "acon.chosen_candidate": _candidate_name(chosen),
+            "acon.experiment": self.config.name,
+            **({"acon.test_peak_vs_none": f"{cut['vs_none']:+.1%}"} if cut.get("vs_none") is not None else {}),
+            **({"acon.test_success": f"{cut['success']:.2f}"} if "success" in cut else {}),
+        })
         ref = self.tracker.run_ref()
         if ref:
             self.tracker.set_description(description(report, self.tracker.pair_links(),
@@ -205,7 +227,16 @@ class OptimizeTracking(JobTracking):
         return self.tracker.child_run(f"round/{index:02d}", _round_name(index), tags={"round": str(index)})
 
     def _sync_rounds(self, job: OptimizationJob) -> None:
-        """Metrics (step = round) and a Pareto plot for every round the job has finished."""
+        """Metrics (step = round) and a Pareto plot for every round the job has finished; step 0 is the seed."""
+        seed = job.state.candidates.get(job.state.seed or "")
+        split = next((k for k in ("train", "subset") if seed is not None and k in seed.screens), None)
+        if 0 not in self._rounds_logged and seed is not None and split is not None:
+            # A seed that lost to a model-free baseline on the LLM subset is screened on that subset only.
+            scores = seed.screens[split]
+            self.tracker.log_metrics(numeric(scores.headline(), SCORE_METRICS), step=0)
+            self.tracker.set_tags({"acon.step0": f"seed {seed.version}, screened on {split} "
+                                                 f"({len(scores.tasks)} tasks)"})
+            self._rounds_logged.add(0)
         for summary in job.state.rounds:
             index = summary.round
             if index in self._rounds_logged:
@@ -223,6 +254,34 @@ class OptimizeTracking(JobTracking):
             with self._round(index):
                 self.tracker.log_pareto(_points(points), _front(summary.front), round=index)
             self._rounds_logged.add(index)
+
+
+def _version_tags(candidate: Candidate, screen: Mapping[str, float]) -> dict[str, str]:
+    """What a registered version says about the candidate it came from: name, origin, round, parent, scores."""
+    tags = {"acon.candidate": _candidate_name(candidate), "acon.origin": candidate.origin,
+            "acon.round": str(candidate.round), "acon.status": "rejected" if candidate.rejected else "screened"}
+    if candidate.parent:
+        tags["acon.parent"] = candidate.parent
+    if candidate.rejected:
+        tags["acon.rejected"] = candidate.rejected
+    tags.update({f"acon.{k}": f"{v:g}" for k, v in screen.items()})
+    return tags
+
+
+def _commit_message(candidate: Candidate) -> str:
+    """The version list and compare view show the commit message: the policy goes there, since the texts
+    of most candidates are the same and only the policy changed."""
+    policy = candidate.guideline.policy.model_dump_json(exclude_defaults=True)
+    return f"{_candidate_name(candidate)} (round {candidate.round}); policy {policy}"
+
+
+def _times(result: RunResult) -> tuple[int, int] | None:
+    """(start, end) in epoch ms of an evaluation: its last episode's write, less the episodes' wall time."""
+    episodes = result.directory / "episodes.jsonl"
+    if not episodes.exists():
+        return None
+    end = episodes.stat().st_mtime
+    return int((end - float(result.summary.get("wall_s") or 0.0)) * 1000), int(end * 1000)
 
 
 def _round_name(index: int) -> str:
@@ -282,5 +341,5 @@ def tracker_for(job: OptimizationJob) -> Iterator[OptimizeTracking | None]:
         yield None
         return
     tags = experiment_tags(config, strategy="guideline", split="train", agent=config.optimize.screen_agent)
-    with tracker.job_run("optimize", params=experiment_params(config), tags=tags):
+    with tracker.job_run("optimize", params=experiment_params(config, optimize=True), tags=tags):
         yield OptimizeTracking(tracker, config)

@@ -151,16 +151,17 @@ class MlflowTracker(Tracker):
 
     @contextlib.contextmanager
     def child_run(self, key: str, name: str | None = None, *, params: Mapping[str, Any] | None = None,
-                  tags: Mapping[str, str] | None = None) -> Iterator[str | None]:
+                  tags: Mapping[str, str] | None = None, times_ms: tuple[int, int] | None = None
+                  ) -> Iterator[str | None]:
         parent = self._run(None)
         with self._lock:
             children = self._children_of(parent)
             run_id = children.get(key)
             if run_id is None:
                 tags = {MLFLOW_PARENT_RUN_ID: parent, KEY_TAG: key, **(tags or {})}
-                run_id = self._create(name or key, tags)
+                run_id = self._create(name or key, tags, start_ms=times_ms[0] if times_ms else None)
                 children[key] = run_id
-        with self._entered(run_id, params, fluent=False):
+        with self._entered(run_id, params, fluent=False, end_ms=times_ms[1] if times_ms else None):
             yield run_id
 
     def active_run_id(self) -> str | None:
@@ -200,7 +201,8 @@ class MlflowTracker(Tracker):
                 return links
 
     @contextlib.contextmanager
-    def _entered(self, run_id: str, params: Mapping[str, Any] | None, *, fluent: bool) -> Iterator[None]:
+    def _entered(self, run_id: str, params: Mapping[str, Any] | None, *, fluent: bool,
+                 end_ms: int | None = None) -> Iterator[None]:
         """Push the run for this thread; on exit set its status, writing only when it changes.
 
         Only the job run becomes MLflow's fluent active run: re-entering a child (a round, a candidate)
@@ -227,13 +229,13 @@ class MlflowTracker(Tracker):
             active = mlflow.active_run()
             if fluent and active is not None and active.info.run_id == run_id:
                 mlflow.end_run(status)
-            elif self._status.get(run_id) != status:
-                self.client.set_terminated(run_id, status)
+            elif self._status.get(run_id) != status or end_ms is not None:
+                self.client.set_terminated(run_id, status, end_time=end_ms)
             self._status[run_id] = status
 
-    def _create(self, name: str, tags: Mapping[str, Any]) -> str:
+    def _create(self, name: str, tags: Mapping[str, Any], start_ms: int | None = None) -> str:
         tags = {k: str(v) for k, v in tags.items()}
-        run = self.client.create_run(self.experiment_id, run_name=name, tags=tags)
+        run = self.client.create_run(self.experiment_id, run_name=name, tags=tags, start_time=start_ms)
         with self._lock:
             self._fresh.add(run.info.run_id)
             self._status[run.info.run_id] = RunStatus.to_string(RunStatus.RUNNING)
@@ -466,17 +468,29 @@ class MlflowTracker(Tracker):
 
     # Prompt registry --------------------------------------------------------------------------------
 
-    def register_guideline(self, guideline: Guideline, *, alias: str | None = None) -> RegisteredGuideline:
+    def register_guideline(self, guideline: Guideline, *, alias: str | None = None,
+                           tags: Mapping[str, str] | None = None, message: str | None = None
+                           ) -> RegisteredGuideline:
         with self._lock:
-            registered = self.registry.register(guideline, alias=alias)
+            registered = self.registry.register(guideline, alias=alias, tags=dict(tags or {}), message=message)
             run_id = self.active_run_id()
             if run_id is not None:
                 for uri in (registered.history, registered.observation):
                     self.client.link_prompt_version_to_run(run_id, uri)
         return registered
 
-    def set_best(self, guideline: Guideline) -> RegisteredGuideline:
+    def tag_guideline(self, guideline: Guideline, tags: Mapping[str, str]) -> None:
+        with self._lock:
+            self.registry.tag_version(guideline, {k: str(v) for k, v in tags.items()})
+
+    def set_best(self, guideline: Guideline, *, prompt_tags: Mapping[str, str] | None = None
+                 ) -> RegisteredGuideline:
         registered = self.register_guideline(guideline, alias=BEST)
+        if prompt_tags:
+            tags = {k: str(v) for k, v in prompt_tags.items()}
+            with self._lock:
+                self.registry.tag_prompts(tags)
+                self.registry.tag_version(guideline, tags)
         if self._job_run_id is not None:
             self.set_tags({"acon.best_guideline": guideline.version, "acon.best_prompt": registered.history},
                           run_id=self._job_run_id)

@@ -61,8 +61,12 @@ class GuidelineRegistry:
             return None
         return self._registered(version, found[HISTORY], found[OBSERVATION])
 
-    def register(self, guideline: Guideline, *, alias: str | None = None) -> RegisteredGuideline:
-        """Register `guideline` unless its hash already is (a crash between the two halves is repaired)."""
+    def register(self, guideline: Guideline, *, alias: str | None = None, tags: dict[str, str] | None = None,
+                 message: str | None = None) -> RegisteredGuideline:
+        """Register `guideline` unless its hash already is (a crash between the two halves is repaired).
+
+        `tags` (candidate, origin, scores) and `message` go on a new version only: a version is registered once.
+        """
         version = guideline.version
         numbers = {}
         for part, name in self.names.items():
@@ -70,7 +74,8 @@ class GuidelineRegistry:
             if number is None:
                 text = guideline.history if part == HISTORY else guideline.observation
                 created = self.client.register_prompt(
-                    name, text, commit_message=f"{guideline.name} {version}", tags=_tags(guideline, part)
+                    name, text, commit_message=message or f"{guideline.name} {version}",
+                    tags={**_tags(guideline, part), **(tags or {})},
                 )
                 number = int(created.version)
                 self._versions(name)[version] = number
@@ -82,6 +87,22 @@ class GuidelineRegistry:
         if alias is not None:
             self._alias(numbers, alias)
         return registered
+
+    def tag_version(self, guideline: Guideline, tags: dict[str, str]) -> None:
+        """Tags on both prompt versions of a registered guideline (its status once the job decided)."""
+        found = self.find(guideline.version)
+        if found is None:
+            raise KeyError(f"guideline {guideline.version} is not registered")
+        for part, uri in ((HISTORY, found.history), (OBSERVATION, found.observation)):
+            number = uri.rsplit("/", 1)[1]
+            for key, value in tags.items():
+                self.client.set_prompt_version_tag(self.names[part], number, key, value[:MAX_TAG_CHARS])
+
+    def tag_prompts(self, tags: dict[str, str]) -> None:
+        """Prompt-level tags on both prompts."""
+        for name in self.names.values():
+            for key, value in tags.items():
+                self.client.set_prompt_tag(name, key, value[:MAX_TAG_CHARS])
 
     def set_alias(self, guideline: Guideline, alias: str = BEST) -> RegisteredGuideline:
         """Point `alias` of both prompts at this guideline version (registering it if needed)."""
