@@ -25,7 +25,8 @@ from optimizer.testing.browser import BrowserError, Chromium, find_chromium
 # The description's pair rows: (pair, outcome, missing, lost at, diff link, trace links).
 FIRST_FAILED_ROW = """
 (() => {
-  const row = [...document.querySelectorAll('tr')].find(r => r.cells.length === 6 && r.cells[1].innerText.trim() === 'failed');
+  const row = [...document.querySelectorAll('tr')]
+    .find(r => r.cells.length === 6 && r.cells[1].innerText.trim() === 'failed');
   if (!row) return null;
   const link = text => [...row.querySelectorAll('a')].find(a => a.textContent.trim() === text)?.href || null;
   return {pair: row.cells[0].innerText.trim(), missing: row.cells[2].innerText.trim(),

@@ -32,13 +32,13 @@ from optimizer.agent.episode import Episode
 from optimizer.context.guideline import Guideline
 from optimizer.tracking.base import Tracker
 from optimizer.tracking.diffs import guideline_diff
+from optimizer.tracking.front_page import PairLink
 from optimizer.tracking.params import flatten
 from optimizer.tracking.pareto import ParetoPoint, pareto_front, plot_png
 from optimizer.tracking.registry import BEST, GuidelineRegistry, RegisteredGuideline
 from optimizer.tracking.state import JobState, remember_run
 from optimizer.tracking.store import Store
 from optimizer.tracking.tables import to_columns
-from optimizer.tracking.front_page import PairLink
 from optimizer.tracking.traces import (
     CHECKPOINT_TAG,
     DIFF_RUN_TAG,
