@@ -31,6 +31,8 @@ TAG_PROVENANCE = "acon.provenance"
 TAG_TWIN = "acon.twin"  # "<name>/<version>" of the other component's prompt
 MAX_TAG_CHARS = 8000
 BEST = "best"
+# Tags that rebuild the guideline itself; every other `acon.` tag of a version describes its candidate.
+_GUIDELINE_TAGS = {TAG_VERSION, TAG_COMPONENT, TAG_NAME, TAG_DESCRIPTION, TAG_POLICY, TAG_PROVENANCE, TAG_TWIN}
 
 
 @dataclass(frozen=True)
@@ -161,8 +163,11 @@ def parse_ref(ref: str) -> tuple[str, str | None, str | None]:
     raise ConfigError(f"registry reference {ref!r}: expected NAME@ALIAS or NAME/VERSION")
 
 
-def load_from_registry(ref: str, tracking_uri: str | None = None) -> Guideline:
-    """Rebuild a guideline from either of its prompts; NAME may also be the prefix (`acon-exp@best`)."""
+def load_from_registry(ref: str, tracking_uri: str | None = None, *, provenance: bool = False) -> Guideline:
+    """Rebuild a guideline from either of its prompts; NAME may also be the prefix (`acon-exp@best`).
+
+    `provenance=True` (what an export wants) adds where it was read and what the job recorded of the version.
+    """
     if tracking_uri and tracking_uri.startswith("sqlite:///"):
         database = Path(tracking_uri.removeprefix("sqlite:///"))
         if not database.exists():  # MLflow would create an empty store there
@@ -192,7 +197,29 @@ def load_from_registry(ref: str, tracking_uri: str | None = None) -> Guideline:
     if guideline.version != tags[TAG_VERSION]:
         raise ConfigError(f"{ref}: rebuilt guideline hashes to {guideline.version}, "
                           f"the registry says {tags[TAG_VERSION]}")
-    return guideline
+    if not provenance:
+        return guideline
+    return with_registry_provenance(guideline, ref, parts[HISTORY], parts[OBSERVATION], tracking_uri)
+
+
+def with_registry_provenance(guideline: Guideline, ref: str, history: PromptVersion, observation: PromptVersion,
+                             tracking_uri: str | None) -> Guideline:
+    """The guideline as exported from the registry: where it was read, what the job said of that version.
+
+    Candidates inherit the seed's description, so a description of its own is written from the version's tags.
+    """
+    tags = history.tags
+    candidate = {k.removeprefix("acon."): v for k, v in tags.items()
+                 if k.startswith("acon.") and k not in _GUIDELINE_TAGS}
+    provenance = {**guideline.provenance, "registry": {
+        "ref": ref, "tracking_uri": tracking_uri, "history": f"{history.name}/{history.version}",
+        "observation": f"{observation.name}/{observation.version}", **candidate}}
+    if "candidate" in candidate:
+        description = (f"Registered by acon: {candidate['candidate']} (round {candidate.get('round', '?')}, "
+                       f"{candidate.get('status', 'screened')}), read from {history.name}/{history.version}.")
+    else:
+        description = guideline.description or f"Read from the prompt registry: {history.name}/{history.version}."
+    return guideline.model_copy(update={"provenance": provenance, "description": description})
 
 
 def _get(client: MlflowClient, name: str, version: str | None, alias: str | None, ref: str) -> PromptVersion:

@@ -214,6 +214,12 @@ def test_the_chosen_prompt_version_carries_the_alias_and_prompt_tags(finished):
         assert "policy {" in version.commit_message
     statuses = {v.tags.get("acon.status") for v in client.search_prompt_versions("acon-scripted-history")}
     assert statuses <= {"screened", "rejected", "chosen"}
+    exported = load_from_registry("acon-scripted@best", resolve_uri(finished.config.out_dir), provenance=True)
+    registry = exported.provenance["registry"]
+    assert registry["ref"] == "acon-scripted@best" and registry["status"] == "chosen"
+    assert registry["origin"] == report["chosen"]["origin"] and registry["history"].startswith("acon-scripted-history/")
+    assert exported.description.startswith(f"Registered by acon: {registry['candidate']}")
+    assert exported.version == chosen
 
 
 def test_parent_run_is_the_front_page(finished):
