@@ -17,6 +17,7 @@ from urllib.parse import quote
 from optimizer.search.report import headline
 
 MAX_CHARS = 8000  # MLflow's limit on a tag value; the description is the `mlflow.note.content` tag
+RESERVED = 200
 
 
 @dataclass(frozen=True)
@@ -65,9 +66,7 @@ def description(report: Mapping[str, object], pairs: Sequence[PairLink], *, expe
     shown = 0
     for link in pairs:
         row = "\n" + _row(link, experiment_id)
-        rest = len(pairs) - shown - 1
-        tail = f"\n\n{rest} more pair(s): filter the traces on tag `acon.pair.role = compressed`." if rest else ""
-        if len(text) + len(row) + len(tail) + 200 > MAX_CHARS:
+        if len(text) + len(row) + RESERVED > MAX_CHARS:  # room left for the line counting the rest
             break
         text += row
         shown += 1
