@@ -54,6 +54,9 @@ class Tracker:
     def set_description(self, markdown: str, *, run_id: str | None = None) -> None:
         """The run's description (what the run page shows first)."""
 
+    def share_view(self, key: str, state: Mapping[str, Any]) -> None:
+        """A runs-list view (columns, expanded runs) the UI opens at `#/experiments/ID/runs?viewStateShareKey=KEY`."""
+
     def pair_links(self) -> list[Any]:
         """Every failure pair marked on a trace in this experiment (`front_page.PairLink`s)."""
         return []

@@ -34,6 +34,17 @@ class PairLink:
     near_miss: bool = False  # the compressed run succeeded, only through a recall
 
 
+VIEW_KEY = "acon-review"
+# The runs list a reviewer needs: the few metrics that matter (the UI shows none by default).
+VIEW_COLUMNS = ("success", "peak_tokens_mean", "pairs_total", "test_success", "test_peak_tokens_mean",
+                "compressor_tokens", "blocking")
+
+
+def review_view(run_id: str) -> dict[str, object]:
+    """The shared view state: those columns, the job's run expanded."""
+    return {"selectedColumns": [f"metrics.`{name}`" for name in VIEW_COLUMNS], "runsExpanded": {run_id: True}}
+
+
 def artifact_url(experiment_id: str, run_id: str, path: str) -> str:
     return f"#/experiments/{experiment_id}/runs/{run_id}/artifactPath/{quote(path)}"
 
@@ -51,6 +62,7 @@ def description(report: Mapping[str, object], pairs: Sequence[PairLink], *, expe
              *[f"{line}  " for line in headline(report)], ""]
     lines += _bars(report)
     lines += ["", f"Full report: [report.md]({artifact_url(experiment_id, run_id, 'report.md')}) · "
+              f"[all runs, the metrics that matter](#/experiments/{experiment_id}/runs?viewStateShareKey={VIEW_KEY}) · "
               f"[seed → chosen diff]({artifact_url(experiment_id, run_id, 'diffs/seed-to-chosen.html')}) · "
               f"[test split plot]({artifact_url(experiment_id, run_id, 'pareto/test.png')})", ""]
     text = "\n".join(lines)

@@ -21,7 +21,7 @@ from optimizer.agent.episode import Episode
 from optimizer.config import ExperimentConfig
 from optimizer.evaluate.jobs import RunResult, episode_row
 from optimizer.tracking.base import Tracker
-from optimizer.tracking.front_page import description
+from optimizer.tracking.front_page import VIEW_KEY, description, review_view
 from optimizer.tracking.params import TIERS, experiment_params, experiment_tags, flatten
 from optimizer.tracking.pareto import ParetoPoint
 
@@ -200,6 +200,7 @@ class OptimizeTracking(JobTracking):
         })
         ref = self.tracker.run_ref()
         if ref:
+            self.tracker.share_view(VIEW_KEY, review_view(ref["run_id"]))
             self.tracker.set_description(description(report, self.tracker.pair_links(),
                                                      experiment_id=ref["experiment_id"], run_id=ref["run_id"]))
 

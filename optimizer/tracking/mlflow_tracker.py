@@ -178,6 +178,10 @@ class MlflowTracker(Tracker):
             raise ValueError(f"a run description holds at most {MAX_TAG_CHARS} characters, got {len(markdown)}")
         self.client.set_tag(self._run(run_id), MLFLOW_RUN_NOTE, markdown)
 
+    def share_view(self, key: str, state: Mapping[str, Any]) -> None:
+        # The UI's "share view" keeps a view in this experiment tag; a link with the key opens it.
+        self.client.set_experiment_tag(self.experiment_id, f"mlflow.sharedViewState.{key}", json.dumps(state))
+
     def pair_links(self) -> list[PairLink]:
         if not self.traces:
             return []

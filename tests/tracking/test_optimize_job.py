@@ -230,6 +230,8 @@ def test_parent_run_is_the_front_page(finished):
     assert "**Cut:**" in text and "**Wall time:**" in text and "Failures to review" in text
     assert f"/runs/{state.runs['optimize']}/artifactPath/report.md" in text
     assert "| failed |" in text and "#/experiments/" in text and "/traces/tr-" in text
+    view = json.loads(client.get_experiment(state.experiment_id).tags["mlflow.sharedViewState.acon-review"])
+    assert "metrics.`peak_tokens_mean`" in view["selectedColumns"] and "viewStateShareKey=acon-review" in text
     # Params and tags tell the same story: an optimize job runs no single `strategy` on one `run.split`.
     assert not any(k.startswith(("strategy.", "run.")) for k in parent.data.params)
     assert parent.data.tags["split"] == "train" and parent.data.tags["strategy"] == "guideline"
