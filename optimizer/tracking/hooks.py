@@ -2,13 +2,17 @@
 
 Run layout of an `acon optimize` job (every child found again by its key, so a resumed job adds to it):
 
-    optimize                      params: config; metrics per round (step = round); report, final Pareto
+    optimize                      params: config; metrics per round (step = round, 0 the seed); report, final
+    │                             Pareto; description: the report's headline and every pair, linked
     ├── eval/<run dir>            baselines on the train split (episode table, a trace per episode)
     ├── round/00 … round/NN       pair diffs (HTML + Markdown), pair table, Pareto plot of the round
     │   └── candidate/<version>   guideline .md, diff vs its parent, screen scores; registered prompt
     │       └── eval/<run dir>    its screening and tier-1 confirmation runs
     └── final                     the test-split evaluations of the report
         └── eval/<run dir>
+
+An evaluation run lasts as long as its episodes did, and holds the diff of each of its failures that full
+context solved on the same split (`pairs/<task>.html`); both traces of such a pair are tagged with it.
 """
 
 from __future__ import annotations
