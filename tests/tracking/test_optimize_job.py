@@ -145,12 +145,14 @@ def test_resumed_job_adds_no_runs_or_traces(finished):
     config, client, state = finished.config, finished.client, finished.state
     runs_before = len(client.search_runs([state.experiment_id], max_results=1000))
     traces_before = len(client.search_traces(locations=[state.experiment_id], max_results=1000))
+    assessments_before = sum(len(t.info.assessments) for t in _traces(client, state.experiment_id))
     job = OptimizationJob(config, resume=True, log=lambda m: None)
     with tracker_for(job) as tracking:
         job.tracker = tracking
         job.run()
     assert len(client.search_runs([state.experiment_id], max_results=1000)) == runs_before
     assert len(client.search_traces(locations=[state.experiment_id], max_results=1000)) == traces_before
+    assert sum(len(t.info.assessments) for t in _traces(client, state.experiment_id)) == assessments_before
     assert client.get_run(state.runs["optimize"]).data.tags["acon.resumes"] == "1"
 
 
