@@ -115,7 +115,7 @@ def export(
         uri = tracking_uri or (resolve_uri(job_dir) if job_dir else None)
         if uri is None:
             raise ConfigError("--from-registry needs a job directory or --tracking-uri")
-        guideline = load_from_registry(from_registry, uri)
+        guideline = load_from_registry(from_registry, uri, provenance=True)
     elif job_dir is not None:
         guideline = chosen_guideline(job_dir)
     else:

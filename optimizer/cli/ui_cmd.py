@@ -61,6 +61,8 @@ def server_command(target: UiTarget, port: int) -> list[str]:
         "--backend-store-uri", target.uri, "--registry-store-uri", target.uri,
         "--artifacts-destination", str(target.artifacts),
         "--host", HOST, "--port", str(port), "--workers", "1",
+        # The UI polls: an access log line per request buried the server's own messages (1,625 lines in 17 min).
+        "--uvicorn-opts", "--no-access-log",
     ]
 
 
@@ -76,6 +78,16 @@ def server_env() -> dict[str, str]:
     # The server's job runner (GenAI evaluation jobs) is not needed to review a job and imports litellm.
     env.setdefault("MLFLOW_SERVER_ENABLE_JOB_EXECUTION", "false")
     return env
+
+
+def port_in_use(port: int) -> bool:
+    """Whether something already listens on `port` (a bind fails)."""
+    with socket.socket() as probe:
+        try:
+            probe.bind((HOST, port))
+        except OSError:
+            return True
+        return False
 
 
 def free_port(preferred: int) -> int:
@@ -102,8 +114,13 @@ def wait_healthy(url: str, process: subprocess.Popen, timeout_s: float = START_T
 
 
 def stop(process: subprocess.Popen) -> None:
-    """SIGINT to the server's process group (it ignores SIGTERM), then harder if it lingers."""
-    for sig, wait_s in ((signal.SIGINT, STOP_TIMEOUT_S), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+    """SIGTERM to the server's process group, then SIGKILL if it lingers.
+
+    SIGTERM, not SIGINT: uvicorn re-raises a SIGINT after its shutdown and the cancelled lifespan task
+    prints two `CancelledError` tracebacks; on SIGTERM both the `mlflow server` parent and its uvicorn
+    worker stop quietly.
+    """
+    for sig, wait_s in ((signal.SIGTERM, STOP_TIMEOUT_S), (signal.SIGKILL, 5.0)):
         if process.poll() is not None:
             return
         with contextlib.suppress(ProcessLookupError):
@@ -118,13 +135,16 @@ def ui(
 ) -> None:
     """Serve the MLflow UI for a job's tracking store on 127.0.0.1 until Ctrl-C."""
     target = find_target(job_dir)
+    if port is not None and port_in_use(port):
+        # Checked before starting: another server there would answer /health and pass for ours.
+        raise AconError(f"port {port} on {HOST} is already in use; pick another --port or leave it out")
     chosen = port if port is not None else free_port(DEFAULT_PORT)
     url = f"http://{HOST}:{chosen}"
     typer.echo(f"acon: starting the MLflow UI for {target.uri} ...", err=True)
     # Own process group: the server and its uvicorn worker are stopped together. Its log goes to stderr,
     # so stdout carries only the URL.
     process = subprocess.Popen(server_command(target, chosen), env=server_env(), stdout=sys.stderr,
-                               start_new_session=True, preexec_fn=_default_sigint)
+                               start_new_session=True)
     # Explicit handlers: a shell's background job inherits SIGINT ignored; SIGTERM also stops cleanly.
     previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
@@ -145,11 +165,6 @@ def ui(
 
 def _raise_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
-
-
-def _default_sigint() -> None:
-    """In the server: Ctrl-C (forwarded by `stop`) works even if this process was started ignoring it."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def register(app: typer.Typer) -> None:

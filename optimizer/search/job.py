@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -70,12 +71,15 @@ class OptimizationJob:
         self.tracker: Any = None
         self.ctx: SearchContext | None = None
         self.none_val = None
+        self._wall_base = self.state.wall_s
+        self._started: float | None = None
 
     # ------------------------------------------------------------------------------------- running
 
     def run(self, track: Callable[[OptimizationJob], contextlib.AbstractContextManager[Any]] | None = None
             ) -> dict[str, Any]:
         """Run (or resume) the job. `track(job)`: the tracking context, opened once every endpoint answers."""
+        self._started, self._wall_base = time.monotonic(), self.state.wall_s
         roles = {"compressor": self.config.endpoints.compressor}
         uses_llm = self.options.llm_proposers and any(p.uses_llm for p in self.options.proposers)
         if self.options.search == "gepa" or uses_llm:
@@ -240,7 +244,8 @@ class OptimizationJob:
             chosen={"version": chosen.version, "name": chosen.guideline.name, "origin": chosen.origin,
                     "round": chosen.round, "path": str(self.dir.path / "guidelines" / f"{chosen.version}.md")},
             rows=rows, acceptance=self.config.acceptance, tolerance=ctx.tolerance,
-            rounds=[r.__dict__ for r in self.state.rounds], stopped=self.state.stopped or "",
+            rounds=[{**r.__dict__, "origins": self._origins(r.screened)} for r in self.state.rounds],
+            stopped=self.state.stopped or "",
             points=[p.to_dict() for p in self.points()], front=[p.to_dict() for p in self.front()],
             shortlist=self._none_val_row(evaluator) + [{"version": v, "name": self.state.candidates[v].guideline.name,
                         "origin": self.state.candidates[v].origin,
@@ -251,6 +256,8 @@ class OptimizationJob:
             budget=accounting.budget(self.dir.path, optimizer_tokens=self.state.optimizer_tokens,
                                      candidates=sum(1 for c in self.state.candidates.values() if c.screens)),
             infrastructure=accounting.infrastructure(self.dir.path),
+            wall_s=self._wall_now(),
+            mlflow=self.tracker.run_ref() if self.tracker is not None else {},
         )
         report = build_report(inputs)
         self.dir.write_json("report.json", report)
@@ -258,6 +265,18 @@ class OptimizationJob:
         if self.tracker is not None:
             self.tracker.on_report(self, report)
         return report
+
+    def _origins(self, versions: Sequence[str]) -> dict[str, int]:
+        """How many of `versions` each proposer wrote, so a report never says "4 tightening" for 3 + 1 LLM."""
+        counts: dict[str, int] = {}
+        for version in versions:
+            candidate = self.state.candidates.get(version)
+            origin = candidate.origin if candidate is not None else "unknown"
+            counts[origin] = counts.get(origin, 0) + 1
+        return counts
+
+    def _wall_now(self) -> float:
+        return self._wall_base + (time.monotonic() - self._started if self._started is not None else 0.0)
 
     def _none_val_row(self, evaluator: Evaluator) -> list[dict[str, Any]]:
         if not self.val:
@@ -279,6 +298,8 @@ class OptimizationJob:
     # ------------------------------------------------------------------------------------- helpers
 
     def _save(self) -> None:
+        if self._started is not None:
+            self.state.wall_s = self._wall_base + time.monotonic() - self._started
         self.dir.save_state(self.state)
 
     def _on_run(self, result, agent: str, split: str) -> None:
@@ -289,7 +310,7 @@ class OptimizationJob:
         self.tracker.on_candidate(self, candidate, evaluation.result)
 
     def _on_diffs(self, index: int, pairs) -> None:
-        self.tracker.on_diffs(self, index, [p.diff for p in pairs])
+        self.tracker.on_diffs(self, index, list(pairs))
 
     def _tier1_enabled(self) -> bool:
         return self.options.confirm_top > 0 and self.options.confirm_limit > 0 and self.options.max_agent_episodes > 0

@@ -57,6 +57,8 @@ class ReportInputs:
     deterministic: Mapping[str, Any] | None = None
     budget: Mapping[str, Any] = field(default_factory=dict)
     infrastructure: Mapping[str, Any] = field(default_factory=dict)
+    wall_s: float | None = None  # the job's own running time, over every resume
+    mlflow: Mapping[str, str] = field(default_factory=dict)  # tracking_uri, experiment_id, run_id, url
 
 
 def build_report(inputs: ReportInputs) -> dict[str, Any]:
@@ -83,9 +85,62 @@ def build_report(inputs: ReportInputs) -> dict[str, Any]:
         "pareto": [dict(p) for p in inputs.front], "points": [dict(p) for p in inputs.points],
         "budget": dict(inputs.budget), "infrastructure": dict(inputs.infrastructure),
         "tier0_limits": list(TIER0_LIMITS),
+        "wall_s": inputs.wall_s, "mlflow": dict(inputs.mlflow),
     }
     report["acceptance"] = acceptance(inputs, rows, best)
+    report["cut"] = cut(report)
     return report
+
+
+def cut(report: Mapping[str, Any]) -> dict[str, Any]:
+    """The headline: the chosen guideline's tier-0 mean peak and success against `none` and the best baseline."""
+    rows = {(r["strategy"], r["tier"]): r for r in report["rows"]}
+    chosen, none = rows.get(("chosen", "reference")), rows.get(("none", "reference"))
+    if chosen is None or none is None:
+        return {}
+    out: dict[str, Any] = {"peak": chosen["peak_tokens_mean"], "success": chosen["success"],
+                           "none_peak": none["peak_tokens_mean"], "none_success": none["success"],
+                           "vs_none": _change(chosen["peak_tokens_mean"], none["peak_tokens_mean"])}
+    best = rows.get((report["best_baseline"], "reference")) if report.get("best_baseline") else None
+    if best is not None:
+        out.update(best_baseline=best["strategy"], best_peak=best["peak_tokens_mean"], best_success=best["success"],
+                   vs_best=_change(chosen["peak_tokens_mean"], best["peak_tokens_mean"]))
+    return out
+
+
+def _change(value: float, reference: float) -> float | None:
+    return value / reference - 1 if reference else None
+
+
+def duration(seconds: float) -> str:
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes} min {rest} s" if minutes else f"{rest} s"
+
+
+def headline(report: Mapping[str, Any]) -> list[str]:
+    """The lines a reviewer reads first: the cut, the acceptance verdict, the wall time, where the run is."""
+    lines = []
+    c = report.get("cut") or {}
+    if c:
+        text = (f"**Cut:** mean peak {c['peak']:,.0f} tokens vs {c['none_peak']:,.0f} under `none`"
+                + (f" ({c['vs_none']:+.1%})" if c.get("vs_none") is not None else "")
+                + f", success {c['success']:.2f} vs {c['none_success']:.2f}")
+        if c.get("best_baseline"):
+            text += (f"; vs the best baseline `{c['best_baseline']}` {c['best_peak']:,.0f}"
+                     + (f" ({c['vs_best']:+.1%})" if c.get("vs_best") is not None else "")
+                     + f", success {c['best_success']:.2f}")
+        lines.append(text + " (tier 0, test split).")
+    verdicts = report.get("acceptance", {}).get("tiers", {})
+    if verdicts:
+        lines.append("**Acceptance:** " + ", ".join(
+            f"{tier} {'PASS' if v['pass'] else 'FAIL'}" for tier, v in verdicts.items()) + ".")
+    if report.get("wall_s") is not None:
+        lines.append(f"**Wall time:** {duration(report['wall_s'])}.")
+    run = report.get("mlflow") or {}
+    if run.get("run_id"):
+        lines.append(f"**MLflow run:** `{run['run_id']}` in experiment {run.get('experiment_id')} "
+                     f"({run.get('tracking_uri')}).")
+    return lines
 
 
 def best_baseline(rows: Sequence[Row], none: Row, tolerance: float) -> Row | None:
@@ -167,6 +222,7 @@ def report_markdown(report: Mapping[str, Any]) -> str:
              f"{sizes.get('val', 0)} validation (chosen on), {sizes.get('test', 0)} test (reported below). "
              f"Chosen guideline: `{report['chosen'].get('path')}` ({report['chosen'].get('name')}, "
              f"{report['chosen'].get('origin')}).", "",
+             *[f"{line}  " for line in headline(report)], "",
              "| strategy | tier | tasks | success | 95% CI | never recalls | recalls | peak mean | peak 95% CI | "
              "× none | peak max | compressor | blocking | peak, both solved (chosen vs this) |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
@@ -209,9 +265,12 @@ def report_markdown(report: Mapping[str, Any]) -> str:
         for s in report["shortlist"]:
             lines.append(f"| {s['name']}@{s['version']} | {s['origin']} | {s['success']:.2f} | "
                          f"{s['peak_tokens_mean']:,.0f} |")
-    lines += ["", "## Rounds", "", "| round | pairs | screened | improved | best |", "|---|---|---|---|---|"]
+    lines += ["", "## Rounds", "", "| round | pairs | screened | by proposer | improved | best |",
+              "|---|---|---|---|---|---|"]
     for r in report["rounds"]:
-        lines.append(f"| {r['round']} | {r['pairs']} | {len(r['screened'])} | {r['improved']} | {r['best']} |")
+        origins = ", ".join(f"{n} {o}" for o, n in (r.get("origins") or {}).items()) or "–"
+        lines.append(f"| {r['round']} | {r['pairs']} | {len(r['screened'])} | {origins} | {r['improved']} | "
+                     f"{r['best']} |")
     lines += ["", f"Stopped: {report['stopped']}.", "", "## Pareto front (train, screening tier)", "",
               "| label | success | peak mean |", "|---|---|---|"]
     for p in report["pareto"]:

@@ -48,6 +48,8 @@ class JobState:
     step_tokens: dict[str, int] = field(default_factory=dict)
     stopped: str | None = None
     search_done: bool = False
+    # Seconds the job has run, over every resume (the time between a kill and its resume is not counted).
+    wall_s: float = 0.0
 
     @property
     def round(self) -> int:
@@ -60,7 +62,7 @@ class JobState:
             "rounds": [asdict(r) for r in self.rounds], "subset": self.subset, "shortlist": self.shortlist,
             "chosen": self.chosen,
             "optimizer_tokens": self.optimizer_tokens, "step_tokens": self.step_tokens, "stopped": self.stopped,
-            "search_done": self.search_done,
+            "search_done": self.search_done, "wall_s": round(self.wall_s, 3),
         }
 
     @classmethod
@@ -77,6 +79,7 @@ class JobState:
                 shortlist=list(data["shortlist"]),
                 chosen=data["chosen"], optimizer_tokens=int(data["optimizer_tokens"]),
                 step_tokens=dict(data["step_tokens"]), stopped=data["stopped"], search_done=bool(data["search_done"]),
+                wall_s=float(data.get("wall_s", 0.0)),  # absent in states written before it was measured
             )
         except (KeyError, TypeError) as exc:
             raise ConfigError(f"{source} is damaged ({type(exc).__name__}: {exc}); restore it or move the job aside") \

@@ -42,11 +42,11 @@ def tracker_from_config(config: ExperimentConfig) -> Tracker:
     return open_tracker(config.tracking, config.out_dir, config.tracking.experiment or config.name)
 
 
-def load_from_registry(ref: str, tracking_uri: str | None = None) -> Guideline:
+def load_from_registry(ref: str, tracking_uri: str | None = None, *, provenance: bool = False) -> Guideline:
     """A registered guideline (`NAME@ALIAS`, `NAME/VERSION`); see `optimizer.tracking.registry`."""
     from optimizer.tracking.registry import load_from_registry as load
 
-    return load(ref, tracking_uri)
+    return load(ref, tracking_uri, provenance=provenance)
 
 
 

@@ -9,11 +9,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optimizer.agent.episode import Episode
 from optimizer.context.guideline import Guideline
 from optimizer.tracking.pareto import ParetoPoint
+
+if TYPE_CHECKING:
+    from optimizer.mining.provenance import PairDiff
 
 
 class Tracker:
@@ -33,12 +36,30 @@ class Tracker:
 
     @contextlib.contextmanager
     def child_run(self, key: str, name: str | None = None, *, params: Mapping[str, Any] | None = None,
-                  tags: Mapping[str, str] | None = None) -> Iterator[str | None]:
-        """A nested run, found again by `key` under the same parent (a resumed round is not duplicated)."""
+                  tags: Mapping[str, str] | None = None, times_ms: tuple[int, int] | None = None
+                  ) -> Iterator[str | None]:
+        """A nested run, found again by `key` under the same parent (a resumed round is not duplicated).
+
+        `times_ms` (start, end; epoch ms) for work that ran before it is logged, so the run shows how long the
+        work took rather than how long logging it took."""
         yield None
 
     def active_run_id(self) -> str | None:
         return None
+
+    def run_ref(self) -> dict[str, str]:
+        """Where the job run lives (`tracking_uri`, `experiment_id`, `run_id`); empty when tracking is off."""
+        return {}
+
+    def set_description(self, markdown: str, *, run_id: str | None = None) -> None:
+        """The run's description (what the run page shows first)."""
+
+    def share_view(self, key: str, state: Mapping[str, Any]) -> None:
+        """A runs-list view (columns, expanded runs) the UI opens at `#/experiments/ID/runs?viewStateShareKey=KEY`."""
+
+    def pair_links(self) -> list[Any]:
+        """Every failure pair marked on a trace in this experiment (`front_page.PairLink`s)."""
+        return []
 
     def log_params(self, params: Mapping[str, Any], *, run_id: str | None = None) -> None:
         """Params (values become strings); nested mappings are flattened as `a.b`."""
@@ -64,8 +85,14 @@ class Tracker:
         """Side-by-side HTML diff of two guideline versions under `diffs/`; returns the artifact path."""
         return None
 
-    def log_pair_diff(self, task_id: str, html: str, markdown: str, round: int | None = None) -> None:
-        """A failure pair's side-by-side diff (HTML) and summary (Markdown) under `pairs/[rNN/]`."""
+    def log_pair_diff(self, task_id: str, html: str, markdown: str, round: int | None = None) -> str | None:
+        """A failure pair's side-by-side diff (HTML) and summary (Markdown) under `pairs/[rNN/]`; returns the
+        HTML's artifact path."""
+        return None
+
+    def mark_pair(self, diff: PairDiff, full: Episode, compressed: Episode, diff_path: str | None) -> None:
+        """Tag both traces of a pair (missing literals, checkpoint, the diff in the active run, the other
+        trace) and give the compressed one a `missing_facts` feedback."""
 
     def log_table(self, rows: Sequence[Mapping[str, Any]], artifact_file: str) -> None:
         """Rows as an MLflow table (`.json`), browsable and loadable with `mlflow.load_table`."""
@@ -89,13 +116,19 @@ class Tracker:
         """
         return None
 
-    def register_guideline(self, guideline: Guideline, *, alias: str | None = None) -> Any:
-        """Register a kept guideline version (history and observation prompts), once per hash."""
+    def register_guideline(self, guideline: Guideline, *, alias: str | None = None,
+                           tags: Mapping[str, str] | None = None, message: str | None = None) -> Any:
+        """Register a kept guideline version (history and observation prompts), once per hash; `tags` and the
+        commit `message` apply to a new version."""
         return None
 
-    def set_best(self, guideline: Guideline) -> Any:
-        """Alias `best` on the two prompts of this guideline version."""
+    def set_best(self, guideline: Guideline, *, prompt_tags: Mapping[str, str] | None = None) -> Any:
+        """Alias `best` on the two prompts of this guideline version; `prompt_tags` on both prompts and, so
+        the version a user opens first says the same, on the chosen version too."""
         return None
+
+    def tag_guideline(self, guideline: Guideline, tags: Mapping[str, str]) -> None:
+        """Tags on the registered versions of a guideline (e.g. `acon.status = rejected`)."""
 
     def flush(self) -> None:
         """Wait for asynchronously exported traces."""

@@ -2,13 +2,17 @@
 
 Run layout of an `acon optimize` job (every child found again by its key, so a resumed job adds to it):
 
-    optimize                      params: config; metrics per round (step = round); report, final Pareto
+    optimize                      params: config; metrics per round (step = round, 0 the seed); report, final
+    │                             Pareto; description: the report's headline and every pair, linked
     ├── eval/<run dir>            baselines on the train split (episode table, a trace per episode)
     ├── round/00 … round/NN       pair diffs (HTML + Markdown), pair table, Pareto plot of the round
     │   └── candidate/<version>   guideline .md, diff vs its parent, screen scores; registered prompt
     │       └── eval/<run dir>    its screening and tier-1 confirmation runs
     └── final                     the test-split evaluations of the report
         └── eval/<run dir>
+
+An evaluation run lasts as long as its episodes did, and holds the diff of each of its failures that full
+context solved on the same split (`pairs/<task>.html`); both traces of such a pair are tagged with it.
 """
 
 from __future__ import annotations
@@ -17,9 +21,11 @@ import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from optimizer.agent.episode import Episode
 from optimizer.config import ExperimentConfig
 from optimizer.evaluate.jobs import RunResult, episode_row
 from optimizer.tracking.base import Tracker
+from optimizer.tracking.front_page import VIEW_KEY, description, review_view
 from optimizer.tracking.params import TIERS, experiment_params, experiment_tags, flatten
 from optimizer.tracking.pareto import ParetoPoint
 
@@ -27,19 +33,30 @@ if TYPE_CHECKING:
     from optimizer.mining.provenance import PairDiff
     from optimizer.search.candidate import Candidate
     from optimizer.search.job import OptimizationJob
+    from optimizer.search.proposers.base import Pair
 
 RUN_METRICS = (
     "success", "peak_tokens_mean", "peak_tokens_max", "dependency_mean", "steps_mean", "agent_tokens",
     "compressor_tokens", "compressor_calls", "total_tokens", "cost", "cost_per_success", "scored",
     "infra_errors", "blocking", "recall_calls", "duplicate_writes", "cache_breaks", "wall_s",
 )
+# The reference agent (tier 0) calls no model: these would read 0 for "not measured", not for "none spent".
+AGENT_ONLY = ("agent_tokens",)
 SCORE_METRICS = ("success", "peak_tokens_mean", "peak_tokens_max", "dependency_mean", "total_tokens",
                  "compressor_tokens", "cost_per_success", "blocking")
 
 
 def numeric(data: Mapping[str, Any], keys: Sequence[str], prefix: str = "") -> dict[str, float]:
-    """The numeric values among `keys` (bools as 0/1); None and non-numbers are left out."""
-    return {f"{prefix}{k}": float(data[k]) for k in keys if isinstance(data.get(k), int | float)}
+    """The numeric values among `keys` (bools as 0/1), rounded as the runs list should show them; None and
+    non-numbers are left out."""
+    return {f"{prefix}{k}": rounded(k, float(data[k])) for k in keys if isinstance(data.get(k), int | float)}
+
+
+def rounded(key: str, value: float) -> float:
+    """Token counts to whole tokens (a mean peak of 1715.33333 reads as 1715), rates and costs to 4 places."""
+    if "tokens" in key or key.startswith("dependency"):
+        return float(round(value))
+    return round(value, 4)
 
 
 class JobTracking:
@@ -66,8 +83,9 @@ class JobTracking:
         if strategy.type == "guideline":
             params["strategy"] = {"type": "guideline", "version": strategy.version()}
         name = f"{strategy.label()} · {agent} · {split}"
-        with self.tracker.child_run(key, name, params=flatten(params), tags=tags):
-            self.tracker.log_metrics(numeric(result.summary, RUN_METRICS))
+        measured = RUN_METRICS if agent != "reference" else tuple(m for m in RUN_METRICS if m not in AGENT_ONLY)
+        with self.tracker.child_run(key, name, params=flatten(params), tags=tags, times_ms=_times(result)):
+            self.tracker.log_metrics(numeric(result.summary, measured))
             self.tracker.log_table([episode_row(e) for e in result.episodes], "tables/episodes.json")
             trace_tags = {"acon.split": split, "acon.tier": TIERS.get(agent, agent)}
             for episode in result.episodes:
@@ -81,12 +99,36 @@ class OptimizeTracking(JobTracking):
     def __init__(self, tracker: Tracker, config: ExperimentConfig) -> None:
         super().__init__(tracker, config)
         self._rounds_logged: set[int] = set()
+        # Full-context episodes by (split, agent): `none` runs first on every split, so each later failure
+        # is paired with its full-context run as soon as it is recorded, mined or not.
+        self._full: dict[tuple[str, str], dict[str, Episode]] = {}
 
     def on_run(self, job: OptimizationJob, result: RunResult, *, agent: str, split: str) -> None:
         with contextlib.ExitStack() as stack:
             for key, name in self._parents(job, result, split):
                 stack.enter_context(self.tracker.child_run(key, name))
+            fresh = f"eval/{result.directory.name}" not in self._recorded
             self.record_run(result, agent=agent, split=split)
+            if fresh:
+                self._pair_failures(job, result, agent=agent, split=split)
+
+    def _pair_failures(self, job: OptimizationJob, result: RunResult, *, agent: str, split: str) -> None:
+        """Every failure whose full-context run succeeded: its diff in this run, both traces tagged."""
+        from optimizer.mining.pairs import find_pairs
+        from optimizer.mining.provenance import diff_pair
+        from optimizer.mining.report import diff_html, diff_markdown
+
+        if result.strategy.type == "none":
+            self._full.setdefault((split, agent), {}).update({e.task_id: e for e in result.episodes})
+            return
+        full = self._full.get((split, agent))
+        if not full:
+            return
+        tasks = {t.id: t for t in (*job.train, *job.val, *job.test)}
+        for baseline, episode in find_pairs(list(full.values()), result.episodes):
+            diff = diff_pair(baseline, episode, tasks.get(episode.task_id))
+            path = self.tracker.log_pair_diff(episode.task_id, diff_html(diff), diff_markdown(diff))
+            self.tracker.mark_pair(diff, baseline, episode, path)
 
     def on_candidate(self, job: OptimizationJob, candidate: Candidate, result: RunResult) -> None:
         guideline = candidate.guideline
@@ -107,16 +149,20 @@ class OptimizeTracking(JobTracking):
                 self.tracker.log_guideline_diff(old, guideline, name=f"vs-parent-{old.version}")
             if candidate.rationale:
                 self.tracker.log_text(candidate.rationale, "rationale.md")
-            self.tracker.register_guideline(guideline)
+            self.tracker.register_guideline(guideline, tags=_version_tags(candidate, screen),
+                                            message=_commit_message(candidate))
         self._sync_rounds(job)
 
-    def on_diffs(self, job: OptimizationJob, index: int, diffs: Sequence[PairDiff]) -> None:
+    def on_diffs(self, job: OptimizationJob, index: int, pairs: Sequence[Pair]) -> None:
         from optimizer.mining.report import diff_html, diff_markdown
 
+        diffs = [p.diff for p in pairs]
         with self._round(index):
-            for diff in diffs:  # several candidates may lose the same task: one file per (task, candidate)
+            for pair in pairs:  # several candidates may lose the same task: one file per (task, candidate)
+                diff = pair.diff
                 name = f"{diff.task_id}-{diff.strategy.rsplit('@', 1)[-1]}"
-                self.tracker.log_pair_diff(name, diff_html(diff), diff_markdown(diff), round=index)
+                path = self.tracker.log_pair_diff(name, diff_html(diff), diff_markdown(diff), round=index)
+                self.tracker.mark_pair(diff, pair.full, pair.compressed, path)
             self.tracker.log_table([_pair_row(d) for d in diffs], "tables/pairs.json")
             missing = sum(len(d.missing) for d in diffs)
             self.tracker.log_metrics({"pairs": len(diffs), "missing_facts": missing}, step=index)
@@ -145,7 +191,26 @@ class OptimizeTracking(JobTracking):
         )
         markdown = job.dir.path / "report.md"
         self.tracker.log_report(markdown.read_text() if markdown.exists() else "", dict(report))
-        self.tracker.set_best(chosen.guideline)
+        for candidate in job.candidates():
+            if candidate.rejected and candidate.screens and candidate.version != chosen.version:
+                self.tracker.tag_guideline(candidate.guideline, {"acon.status": "rejected",
+                                                                 "acon.rejected": candidate.rejected})
+        cut = report.get("cut") or {}
+        self.tracker.set_best(chosen.guideline, prompt_tags={
+            "acon.status": "chosen", "acon.chosen": chosen.version, "acon.chosen_candidate": _candidate_name(chosen),
+            "acon.experiment": self.config.name,
+            **({"acon.test_peak_vs_none": f"{cut['vs_none']:+.1%}"} if cut.get("vs_none") is not None else {}),
+            **({"acon.test_success": f"{cut['success']:.2f}"} if "success" in cut else {}),
+        })
+        ref = self.tracker.run_ref()
+        if ref:
+            self.tracker.share_view(VIEW_KEY, review_view(ref["run_id"]))
+            self.tracker.set_description(description(report, self.tracker.pair_links(),
+                                                     experiment_id=ref["experiment_id"], run_id=ref["run_id"]))
+
+    def run_ref(self) -> dict[str, str]:
+        """Where the job run lives, for the report to name it."""
+        return self.tracker.run_ref()
 
     # --------------------------------------------------------------------------------------------
 
@@ -167,7 +232,16 @@ class OptimizeTracking(JobTracking):
         return self.tracker.child_run(f"round/{index:02d}", _round_name(index), tags={"round": str(index)})
 
     def _sync_rounds(self, job: OptimizationJob) -> None:
-        """Metrics (step = round) and a Pareto plot for every round the job has finished."""
+        """Metrics (step = round) and a Pareto plot for every round the job has finished; step 0 is the seed."""
+        seed = job.state.candidates.get(job.state.seed or "")
+        split = next((k for k in ("train", "subset") if seed is not None and k in seed.screens), None)
+        if 0 not in self._rounds_logged and seed is not None and split is not None:
+            # A seed that lost to a model-free baseline on the LLM subset is screened on that subset only.
+            scores = seed.screens[split]
+            self.tracker.log_metrics(numeric(scores.headline(), SCORE_METRICS), step=0)
+            self.tracker.set_tags({"acon.step0": f"seed {seed.version}, screened on {split} "
+                                                 f"({len(scores.tasks)} tasks)"})
+            self._rounds_logged.add(0)
         for summary in job.state.rounds:
             index = summary.round
             if index in self._rounds_logged:
@@ -177,12 +251,42 @@ class OptimizeTracking(JobTracking):
             self.tracker.log_metrics({
                 **numeric(screen.headline() if screen else {}, SCORE_METRICS),
                 "pairs": summary.pairs, "candidates": len(summary.screened), "rejected": len(summary.rejected),
+                # The latest value is what the runs list shows: per round alone it read 0 after a clean round.
+                "pairs_total": sum(r.pairs for r in job.state.rounds if r.round <= index),
                 "pareto_size": len(summary.front), "improved": bool(summary.improved),
             }, step=index)
             points = [p.to_dict() for p in job.points() if p.kind == "baseline" or p.round <= index]
             with self._round(index):
                 self.tracker.log_pareto(_points(points), _front(summary.front), round=index)
             self._rounds_logged.add(index)
+
+
+def _version_tags(candidate: Candidate, screen: Mapping[str, float]) -> dict[str, str]:
+    """What a registered version says about the candidate it came from: name, origin, round, parent, scores."""
+    tags = {"acon.candidate": _candidate_name(candidate), "acon.origin": candidate.origin,
+            "acon.round": str(candidate.round), "acon.status": "rejected" if candidate.rejected else "screened"}
+    if candidate.parent:
+        tags["acon.parent"] = candidate.parent
+    if candidate.rejected:
+        tags["acon.rejected"] = candidate.rejected
+    tags.update({f"acon.{k}": f"{v:g}" for k, v in screen.items()})
+    return tags
+
+
+def _commit_message(candidate: Candidate) -> str:
+    """The version list and compare view show the commit message: the policy goes there, since the texts
+    of most candidates are the same and only the policy changed."""
+    policy = candidate.guideline.policy.model_dump_json(exclude_defaults=True)
+    return f"{_candidate_name(candidate)} (round {candidate.round}); policy {policy}"
+
+
+def _times(result: RunResult) -> tuple[int, int] | None:
+    """(start, end) in epoch ms of an evaluation: its last episode's write, less the episodes' wall time."""
+    episodes = result.directory / "episodes.jsonl"
+    if not episodes.exists():
+        return None
+    end = episodes.stat().st_mtime
+    return int((end - float(result.summary.get("wall_s") or 0.0)) * 1000), int(end * 1000)
 
 
 def _round_name(index: int) -> str:
@@ -242,5 +346,5 @@ def tracker_for(job: OptimizationJob) -> Iterator[OptimizeTracking | None]:
         yield None
         return
     tags = experiment_tags(config, strategy="guideline", split="train", agent=config.optimize.screen_agent)
-    with tracker.job_run("optimize", params=experiment_params(config), tags=tags):
+    with tracker.job_run("optimize", params=experiment_params(config, optimize=True), tags=tags):
         yield OptimizeTracking(tracker, config)

@@ -20,24 +20,43 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mlflow
 from mlflow import MlflowClient
 from mlflow.entities import LifecycleStage, Metric, Param, RunStatus, RunTag
-from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
+from mlflow.tracing.client import TracingClient
+from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NOTE
 
 from optimizer.agent.episode import Episode
 from optimizer.context.guideline import Guideline
 from optimizer.tracking.base import Tracker
 from optimizer.tracking.diffs import guideline_diff
+from optimizer.tracking.front_page import PairLink
 from optimizer.tracking.params import flatten
 from optimizer.tracking.pareto import ParetoPoint, pareto_front, plot_png
 from optimizer.tracking.registry import BEST, GuidelineRegistry, RegisteredGuideline
 from optimizer.tracking.state import JobState, remember_run
 from optimizer.tracking.store import Store
 from optimizer.tracking.tables import to_columns
-from optimizer.tracking.traces import EPISODE_TAG, episode_key, log_episode_trace
+from optimizer.tracking.traces import (
+    CHECKPOINT_TAG,
+    DIFF_RUN_TAG,
+    DIFF_TAG,
+    EPISODE_TAG,
+    KIND_TAG,
+    MISSING_TAG,
+    OTHER_TAG,
+    PAIR_TAG,
+    ROLE_TAG,
+    episode_key,
+    log_episode_trace,
+    mark_pair,
+    pair_tags,
+)
+
+if TYPE_CHECKING:
+    from optimizer.mining.provenance import PairDiff
 
 log = logging.getLogger(__name__)
 
@@ -91,6 +110,7 @@ class MlflowTracker(Tracker):
         mlflow.set_tracking_uri(store.uri)
         mlflow.set_registry_uri(store.uri)
         self.client = MlflowClient(tracking_uri=store.uri, registry_uri=store.uri)
+        self.tracing = TracingClient(tracking_uri=store.uri)  # trace tags and assessments
         self.experiment_id = ensure_experiment(self.client, experiment, store.artifact_location)
         mlflow.set_experiment(experiment_id=self.experiment_id)
         self.registry = GuidelineRegistry(self.client, prompt_prefix or default_prefix(experiment))
@@ -103,6 +123,8 @@ class MlflowTracker(Tracker):
         self._children: dict[str, dict[str, str]] = {}
         self._traced: dict[str, set[str]] = {}
         self._status: dict[str, str] = {}  # the status this process last gave each run
+        self._trace_ids: dict[str, str] = {}  # episode key -> trace id
+        self._marked: set[tuple[str | None, str | None]] = set()
 
     # Runs -------------------------------------------------------------------------------------------
 
@@ -129,24 +151,62 @@ class MlflowTracker(Tracker):
 
     @contextlib.contextmanager
     def child_run(self, key: str, name: str | None = None, *, params: Mapping[str, Any] | None = None,
-                  tags: Mapping[str, str] | None = None) -> Iterator[str | None]:
+                  tags: Mapping[str, str] | None = None, times_ms: tuple[int, int] | None = None
+                  ) -> Iterator[str | None]:
         parent = self._run(None)
         with self._lock:
             children = self._children_of(parent)
             run_id = children.get(key)
             if run_id is None:
                 tags = {MLFLOW_PARENT_RUN_ID: parent, KEY_TAG: key, **(tags or {})}
-                run_id = self._create(name or key, tags)
+                run_id = self._create(name or key, tags, start_ms=times_ms[0] if times_ms else None)
                 children[key] = run_id
-        with self._entered(run_id, params, fluent=False):
+        with self._entered(run_id, params, fluent=False, end_ms=times_ms[1] if times_ms else None):
             yield run_id
 
     def active_run_id(self) -> str | None:
         stack = self._stack()
         return stack[-1] if stack else self._job_run_id
 
+    def run_ref(self) -> dict[str, str]:
+        if self._job_run_id is None:
+            return {}
+        return {"tracking_uri": self.store.uri, "experiment_id": self.experiment_id, "run_id": self._job_run_id}
+
+    def set_description(self, markdown: str, *, run_id: str | None = None) -> None:
+        if len(markdown) > MAX_TAG_CHARS:
+            raise ValueError(f"a run description holds at most {MAX_TAG_CHARS} characters, got {len(markdown)}")
+        self.client.set_tag(self._run(run_id), MLFLOW_RUN_NOTE, markdown)
+
+    def share_view(self, key: str, state: Mapping[str, Any]) -> None:
+        # The UI's "share view" keeps a view in this experiment tag; a link with the key opens it.
+        self.client.set_experiment_tag(self.experiment_id, f"mlflow.sharedViewState.{key}", json.dumps(state))
+
+    def pair_links(self) -> list[PairLink]:
+        if not self.traces:
+            return []
+        self.flush()
+        links, token = [], None
+        while True:
+            page = self.tracing.search_traces(
+                locations=[self.experiment_id], include_spans=False, max_results=500, page_token=token,
+                filter_string=f"tags.`{ROLE_TAG}` = 'compressed'", order_by=["timestamp_ms ASC"],
+            )
+            for trace in page:
+                tags = trace.info.tags
+                links.append(PairLink(
+                    pair=tags.get(PAIR_TAG, ""), missing=tags.get(MISSING_TAG, ""),
+                    checkpoint=tags.get(CHECKPOINT_TAG, ""), compressed_trace=trace.info.trace_id,
+                    full_trace=tags.get(OTHER_TAG), diff_run=tags.get(DIFF_RUN_TAG), diff_path=tags.get(DIFF_TAG),
+                    near_miss=tags.get(KIND_TAG) == "near_miss",
+                ))
+            token = page.token
+            if not token:
+                return links
+
     @contextlib.contextmanager
-    def _entered(self, run_id: str, params: Mapping[str, Any] | None, *, fluent: bool) -> Iterator[None]:
+    def _entered(self, run_id: str, params: Mapping[str, Any] | None, *, fluent: bool,
+                 end_ms: int | None = None) -> Iterator[None]:
         """Push the run for this thread; on exit set its status, writing only when it changes.
 
         Only the job run becomes MLflow's fluent active run: re-entering a child (a round, a candidate)
@@ -173,13 +233,13 @@ class MlflowTracker(Tracker):
             active = mlflow.active_run()
             if fluent and active is not None and active.info.run_id == run_id:
                 mlflow.end_run(status)
-            elif self._status.get(run_id) != status:
-                self.client.set_terminated(run_id, status)
+            elif self._status.get(run_id) != status or end_ms is not None:
+                self.client.set_terminated(run_id, status, end_time=end_ms)
             self._status[run_id] = status
 
-    def _create(self, name: str, tags: Mapping[str, Any]) -> str:
+    def _create(self, name: str, tags: Mapping[str, Any], start_ms: int | None = None) -> str:
         tags = {k: str(v) for k, v in tags.items()}
-        run = self.client.create_run(self.experiment_id, run_name=name, tags=tags)
+        run = self.client.create_run(self.experiment_id, run_name=name, tags=tags, start_time=start_ms)
         with self._lock:
             self._fresh.add(run.info.run_id)
             self._status[run.info.run_id] = RunStatus.to_string(RunStatus.RUNNING)
@@ -302,10 +362,47 @@ class MlflowTracker(Tracker):
         self.log_text(guideline_diff(old, new), path)
         return path
 
-    def log_pair_diff(self, task_id: str, html: str, markdown: str, round: int | None = None) -> None:
+    def log_pair_diff(self, task_id: str, html: str, markdown: str, round: int | None = None) -> str | None:
         folder = "pairs" if round is None else f"pairs/r{round:02d}"
         self.log_text(html, f"{folder}/{_safe_name(task_id)}.html")
         self.log_text(markdown, f"{folder}/{_safe_name(task_id)}.md")
+        return f"{folder}/{_safe_name(task_id)}.html"
+
+    def mark_pair(self, diff: PairDiff, full: Episode, compressed: Episode, diff_path: str | None) -> None:
+        if not self.traces:
+            return
+        self.flush()  # tags and assessments are written to the store, where the traces must already be
+        full_id, compressed_id = self.trace_id(full), self.trace_id(compressed)
+        key = (full_id, compressed_id)
+        with self._lock:
+            if key in self._marked:
+                return
+            self._marked.add(key)
+        if compressed_id is not None and self._already_marked(compressed_id, diff):
+            return  # a resumed job mines the same pair again
+        ref = (self._run(None), diff_path) if diff_path else None
+        mark_pair(self.tracing, diff, full_trace=full_id, compressed_trace=compressed_id, diff_ref=ref,
+                  near_miss=compressed.outcome == "success")
+
+    def trace_id(self, episode: Episode) -> str | None:
+        """The trace of an episode: traced by this process, or found in the store by its key."""
+        key = episode_key(episode)
+        with self._lock:
+            known = self._trace_ids.get(key)
+        if known is not None:
+            return known
+        quoted = key.replace("'", "\\'")
+        found = self.client.search_traces(locations=[self.experiment_id], include_spans=False, max_results=1,
+                                          filter_string=f"tags.`{EPISODE_TAG}` = '{quoted}'")
+        if not found:
+            return None
+        with self._lock:
+            self._trace_ids[key] = found[0].info.trace_id
+        return found[0].info.trace_id
+
+    def _already_marked(self, trace_id: str, diff: PairDiff) -> bool:
+        info = self.tracing.get_trace_info(trace_id)
+        return info.tags.get(PAIR_TAG) == pair_tags(diff, diff_ref=None)[PAIR_TAG]
 
     def log_table(self, rows: Sequence[Mapping[str, Any]], artifact_file: str) -> None:
         if not artifact_file.endswith(".json"):
@@ -346,8 +443,11 @@ class MlflowTracker(Tracker):
                     return None
                 traced.add(key)
         started = time.time() - episode.wall_s if started_at is None else started_at
-        return log_episode_trace(episode, started_at=started, experiment_id=self.experiment_id, run_id=run_id,
-                                 tags=tags)
+        trace_id = log_episode_trace(episode, started_at=started, experiment_id=self.experiment_id,
+                                     run_id=run_id, tags=tags)
+        with self._lock:
+            self._trace_ids[episode_key(episode)] = trace_id
+        return trace_id
 
     def _traced_in(self, run_id: str) -> set[str]:
         if run_id not in self._traced:
@@ -372,17 +472,29 @@ class MlflowTracker(Tracker):
 
     # Prompt registry --------------------------------------------------------------------------------
 
-    def register_guideline(self, guideline: Guideline, *, alias: str | None = None) -> RegisteredGuideline:
+    def register_guideline(self, guideline: Guideline, *, alias: str | None = None,
+                           tags: Mapping[str, str] | None = None, message: str | None = None
+                           ) -> RegisteredGuideline:
         with self._lock:
-            registered = self.registry.register(guideline, alias=alias)
+            registered = self.registry.register(guideline, alias=alias, tags=dict(tags or {}), message=message)
             run_id = self.active_run_id()
             if run_id is not None:
                 for uri in (registered.history, registered.observation):
                     self.client.link_prompt_version_to_run(run_id, uri)
         return registered
 
-    def set_best(self, guideline: Guideline) -> RegisteredGuideline:
+    def tag_guideline(self, guideline: Guideline, tags: Mapping[str, str]) -> None:
+        with self._lock:
+            self.registry.tag_version(guideline, {k: str(v) for k, v in tags.items()})
+
+    def set_best(self, guideline: Guideline, *, prompt_tags: Mapping[str, str] | None = None
+                 ) -> RegisteredGuideline:
         registered = self.register_guideline(guideline, alias=BEST)
+        if prompt_tags:
+            tags = {k: str(v) for k, v in prompt_tags.items()}
+            with self._lock:
+                self.registry.tag_prompts(tags)
+                self.registry.tag_version(guideline, tags)
         if self._job_run_id is not None:
             self.set_tags({"acon.best_guideline": guideline.version, "acon.best_prompt": registered.history},
                           run_id=self._job_run_id)

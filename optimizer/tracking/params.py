@@ -46,15 +46,19 @@ def endpoint_params(endpoint: EndpointConfig) -> dict[str, Any]:
     }
 
 
-def experiment_params(config: ExperimentConfig) -> dict[str, str]:
-    """The params of a job run: seed, suite, run settings, strategy, models, optimizer budgets, bars."""
+def experiment_params(config: ExperimentConfig, *, optimize: bool = False) -> dict[str, str]:
+    """The params of a job run: seed, suite, run settings, strategy, models, optimizer budgets, bars.
+
+    An `acon optimize` job runs neither the config's `[run]` split nor its `strategy` (it learns a guideline
+    from the seed, on train, and reports on test): those params would contradict its tags, so they are left out.
+    """
     endpoints = config.endpoints
     return flatten({
         "experiment": config.name,
         "seed": config.seed,
         "suite": config.suite.model_dump(mode="json"),
-        "run": config.run.model_dump(mode="json"),
-        "strategy": config.strategy.model_dump(mode="json"),
+        **({} if optimize else {"run": config.run.model_dump(mode="json"),
+                                "strategy": config.strategy.model_dump(mode="json")}),
         "guideline": config.guideline,
         "endpoints": {
             "agent": endpoint_params(endpoints.agent),

@@ -31,6 +31,8 @@ TAG_PROVENANCE = "acon.provenance"
 TAG_TWIN = "acon.twin"  # "<name>/<version>" of the other component's prompt
 MAX_TAG_CHARS = 8000
 BEST = "best"
+# Tags that rebuild the guideline itself; every other `acon.` tag of a version describes its candidate.
+_GUIDELINE_TAGS = {TAG_VERSION, TAG_COMPONENT, TAG_NAME, TAG_DESCRIPTION, TAG_POLICY, TAG_PROVENANCE, TAG_TWIN}
 
 
 @dataclass(frozen=True)
@@ -61,8 +63,12 @@ class GuidelineRegistry:
             return None
         return self._registered(version, found[HISTORY], found[OBSERVATION])
 
-    def register(self, guideline: Guideline, *, alias: str | None = None) -> RegisteredGuideline:
-        """Register `guideline` unless its hash already is (a crash between the two halves is repaired)."""
+    def register(self, guideline: Guideline, *, alias: str | None = None, tags: dict[str, str] | None = None,
+                 message: str | None = None) -> RegisteredGuideline:
+        """Register `guideline` unless its hash already is (a crash between the two halves is repaired).
+
+        `tags` (candidate, origin, scores) and `message` go on a new version only: a version is registered once.
+        """
         version = guideline.version
         numbers = {}
         for part, name in self.names.items():
@@ -70,7 +76,8 @@ class GuidelineRegistry:
             if number is None:
                 text = guideline.history if part == HISTORY else guideline.observation
                 created = self.client.register_prompt(
-                    name, text, commit_message=f"{guideline.name} {version}", tags=_tags(guideline, part)
+                    name, text, commit_message=message or f"{guideline.name} {version}",
+                    tags={**_tags(guideline, part), **(tags or {})},
                 )
                 number = int(created.version)
                 self._versions(name)[version] = number
@@ -82,6 +89,22 @@ class GuidelineRegistry:
         if alias is not None:
             self._alias(numbers, alias)
         return registered
+
+    def tag_version(self, guideline: Guideline, tags: dict[str, str]) -> None:
+        """Tags on both prompt versions of a registered guideline (its status once the job decided)."""
+        found = self.find(guideline.version)
+        if found is None:
+            raise KeyError(f"guideline {guideline.version} is not registered")
+        for part, uri in ((HISTORY, found.history), (OBSERVATION, found.observation)):
+            number = uri.rsplit("/", 1)[1]
+            for key, value in tags.items():
+                self.client.set_prompt_version_tag(self.names[part], number, key, value[:MAX_TAG_CHARS])
+
+    def tag_prompts(self, tags: dict[str, str]) -> None:
+        """Prompt-level tags on both prompts."""
+        for name in self.names.values():
+            for key, value in tags.items():
+                self.client.set_prompt_tag(name, key, value[:MAX_TAG_CHARS])
 
     def set_alias(self, guideline: Guideline, alias: str = BEST) -> RegisteredGuideline:
         """Point `alias` of both prompts at this guideline version (registering it if needed)."""
@@ -140,8 +163,11 @@ def parse_ref(ref: str) -> tuple[str, str | None, str | None]:
     raise ConfigError(f"registry reference {ref!r}: expected NAME@ALIAS or NAME/VERSION")
 
 
-def load_from_registry(ref: str, tracking_uri: str | None = None) -> Guideline:
-    """Rebuild a guideline from either of its prompts; NAME may also be the prefix (`acon-exp@best`)."""
+def load_from_registry(ref: str, tracking_uri: str | None = None, *, provenance: bool = False) -> Guideline:
+    """Rebuild a guideline from either of its prompts; NAME may also be the prefix (`acon-exp@best`).
+
+    `provenance=True` (what an export wants) adds where it was read and what the job recorded of the version.
+    """
     if tracking_uri and tracking_uri.startswith("sqlite:///"):
         database = Path(tracking_uri.removeprefix("sqlite:///"))
         if not database.exists():  # MLflow would create an empty store there
@@ -171,7 +197,29 @@ def load_from_registry(ref: str, tracking_uri: str | None = None) -> Guideline:
     if guideline.version != tags[TAG_VERSION]:
         raise ConfigError(f"{ref}: rebuilt guideline hashes to {guideline.version}, "
                           f"the registry says {tags[TAG_VERSION]}")
-    return guideline
+    if not provenance:
+        return guideline
+    return with_registry_provenance(guideline, ref, parts[HISTORY], parts[OBSERVATION], tracking_uri)
+
+
+def with_registry_provenance(guideline: Guideline, ref: str, history: PromptVersion, observation: PromptVersion,
+                             tracking_uri: str | None) -> Guideline:
+    """The guideline as exported from the registry: where it was read, what the job said of that version.
+
+    Candidates inherit the seed's description, so a description of its own is written from the version's tags.
+    """
+    tags = history.tags
+    candidate = {k.removeprefix("acon."): v for k, v in tags.items()
+                 if k.startswith("acon.") and k not in _GUIDELINE_TAGS}
+    provenance = {**guideline.provenance, "registry": {
+        "ref": ref, "tracking_uri": tracking_uri, "history": f"{history.name}/{history.version}",
+        "observation": f"{observation.name}/{observation.version}", **candidate}}
+    if "candidate" in candidate:
+        description = (f"Registered by acon: {candidate['candidate']} (round {candidate.get('round', '?')}, "
+                       f"{candidate.get('status', 'screened')}), read from {history.name}/{history.version}.")
+    else:
+        description = guideline.description or f"Read from the prompt registry: {history.name}/{history.version}."
+    return guideline.model_copy(update={"provenance": provenance, "description": description})
 
 
 def _get(client: MlflowClient, name: str, version: str | None, alias: str | None, ref: str) -> PromptVersion:

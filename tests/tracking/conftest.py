@@ -48,6 +48,8 @@ def make_episode(task_id: str = "t-1", *, strategy: str = "guideline", outcome: 
         "res0w": "[offloaded: handle h1]",
         "act1": '{"tool": "recall"}',
         "res1": "order ORD-1: 3 items, total 42.00",
+        "cprompt": 'Guideline: keep ids.\n<data source="history">\norder ORD-1: 3 items\n</data>',
+        "creply": "# History Summary\nORD-1 has 3 items.",
     }
     episode = Episode(task_id=task_id, suite="smoke", strategy=strategy, strategy_version="abc123",
                       agent="llm", outcome=outcome, answers=["refunded"], wall_s=4.0)
@@ -85,7 +87,8 @@ def make_episode(task_id: str = "t-1", *, strategy: str = "guideline", outcome: 
          "compressor_usage": None},
         {**base, "stage": "replay", "step": 1, "action": "summarize", "entry_ids": [1, 2],
          "tokens_before": 40, "tokens_after": 15, "dropped_by_class": {"static": 25},
-         "compressor_usage": {"prompt_tokens": 300, "completion_tokens": 30, "cached_tokens": 0}},
+         "compressor_usage": {"prompt_tokens": 300, "completion_tokens": 30, "cached_tokens": 0},
+         "compressor_io": [h["cprompt"], h["creply"]]},
         {**base, "stage": "budget", "step": 1, "action": "truncate", "entry_ids": [1], "tokens_before": 15,
          "tokens_after": 10, "dropped_by_class": {"static": 5}, "compressor_usage": None},
     ]

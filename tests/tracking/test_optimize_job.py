@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 from types import SimpleNamespace
@@ -86,7 +87,10 @@ def test_metric_history_has_one_point_per_round(finished):
     report, client, state = finished.report, finished.client, finished.state
     parent = state.runs["optimize"]
     rounds = [r["round"] for r in report["rounds"]]
-    for key in ("success", "peak_tokens_mean", "pairs", "pareto_size"):
+    for key in ("success", "peak_tokens_mean"):  # step 0: the seed, where every chart starts
+        steps = [m.step for m in client.get_metric_history(parent, key)]
+        assert steps == [0, *rounds], key
+    for key in ("pairs", "pareto_size"):
         steps = [m.step for m in client.get_metric_history(parent, key)]
         assert steps == rounds, key
     assert [m.step for m in client.get_metric_history(parent, "test_success")] == [rounds[-1]]
@@ -141,10 +145,126 @@ def test_resumed_job_adds_no_runs_or_traces(finished):
     config, client, state = finished.config, finished.client, finished.state
     runs_before = len(client.search_runs([state.experiment_id], max_results=1000))
     traces_before = len(client.search_traces(locations=[state.experiment_id], max_results=1000))
+    assessments_before = sum(len(t.info.assessments) for t in _traces(client, state.experiment_id))
     job = OptimizationJob(config, resume=True, log=lambda m: None)
     with tracker_for(job) as tracking:
         job.tracker = tracking
         job.run()
     assert len(client.search_runs([state.experiment_id], max_results=1000)) == runs_before
     assert len(client.search_traces(locations=[state.experiment_id], max_results=1000)) == traces_before
+    assert sum(len(t.info.assessments) for t in _traces(client, state.experiment_id)) == assessments_before
     assert client.get_run(state.runs["optimize"]).data.tags["acon.resumes"] == "1"
+
+
+def _traces(client: MlflowClient, experiment_id: str) -> list:
+    found, token = [], None
+    while True:
+        page = client.search_traces(locations=[experiment_id], max_results=500, page_token=token)
+        found += page
+        token = page.token
+        if not token:
+            return found
+
+
+def test_failed_traces_carry_their_pair_and_assessments_compressor_spans_their_io(finished):
+    """Read through the MLflow client, as the UI does: what a reviewer needs is on the traces themselves."""
+    client, state = finished.client, finished.state
+    traces = _traces(client, state.experiment_id)
+    assert traces and all({"success", "peak_tokens", "blocking"} <= {a.name for a in t.info.assessments}
+                          for t in traces)
+    full = {(t.info.tags["acon.task"], t.info.tags["acon.agent"], t.info.tags["acon.split"]): t for t in traces
+            if t.info.tags["acon.strategy"] == "none"}
+    failed = [t for t in traces if t.info.tags["acon.outcome"] == "failure" and t.info.tags["acon.strategy"] != "none"]
+    paired = [t for t in failed if full[(t.info.tags["acon.task"], t.info.tags["acon.agent"],
+                                        t.info.tags["acon.split"])].info.tags["acon.outcome"] == "success"]
+    assert paired, "the scripted job must produce at least one failure full context solved"
+    for trace in paired:
+        tags = trace.info.tags
+        assert tags["acon.pair.role"] == "compressed" and tags["acon.pair.kind"] == "failure"
+        assert tags["acon.pair"] == f"{tags['acon.task']} · {tags['acon.strategy']}"
+        assert tags["acon.pair.missing"] and tags["acon.pair.checkpoint"]
+        verdicts = {a.name: a for a in trace.info.assessments}
+        assert verdicts["success"].value is False
+        assert verdicts["missing_facts"].value and verdicts["missing_facts"].rationale
+        assert tags["acon.pair.missing"].startswith(verdicts["missing_facts"].value[0])
+        other = client.get_trace(tags["acon.pair.other_trace"]).info
+        assert other.tags["acon.pair.role"] == "full" and other.tags["acon.outcome"] == "success"
+        assert other.tags["acon.task"] == tags["acon.task"]
+        diff_run = client.get_run(tags["acon.pair.diff_run"])
+        root = Path(diff_run.info.artifact_uri.removeprefix("file://"))
+        assert tags["acon.task"] in (root / tags["acon.pair.diff"]).read_text()
+    assert all(t.info.tags["mlflow.traceName"].startswith(f"episode {t.info.tags['acon.task']} · ")
+               for t in traces)
+    compressors = [s for t in traces for s in t.data.spans if s.name == "compressor"]
+    assert compressors, "the seed's LLM compressor ran: its spans must be there"
+    for span in compressors:
+        assert span.inputs["prompt"] and "<data source=" in span.inputs["prompt"]
+        assert span.inputs["trust"].startswith("untrusted") and span.outputs["reply"]
+
+
+def test_the_chosen_prompt_version_carries_the_alias_and_prompt_tags(finished):
+    report, client = finished.report, finished.client
+    chosen = report["chosen"]["version"]
+    for name in ("acon-scripted-history", "acon-scripted-observation"):
+        version = client.get_prompt_version_by_alias(name, "best")
+        assert version.tags["acon.version"] == chosen and version.tags["acon.status"] == "chosen"
+        prompt_tags = client.get_prompt(name).tags
+        assert prompt_tags["acon.chosen"] == chosen
+        for key in ("acon.chosen", "acon.chosen_candidate", "acon.experiment", "acon.test_peak_vs_none"):
+            assert version.tags[key] == prompt_tags[key], key
+        assert version.tags["acon.origin"] == report["chosen"]["origin"] and "acon.candidate" in version.tags
+        assert "policy {" in version.commit_message
+    statuses = {v.tags.get("acon.status") for v in client.search_prompt_versions("acon-scripted-history")}
+    assert statuses <= {"screened", "rejected", "chosen"}
+    exported = load_from_registry("acon-scripted@best", resolve_uri(finished.config.out_dir), provenance=True)
+    registry = exported.provenance["registry"]
+    assert registry["ref"] == "acon-scripted@best" and registry["status"] == "chosen"
+    assert registry["origin"] == report["chosen"]["origin"] and registry["history"].startswith("acon-scripted-history/")
+    assert exported.description.startswith(f"Registered by acon: {registry['candidate']}")
+    assert exported.version == chosen
+
+
+def test_parent_run_is_the_front_page(finished):
+    report, client, state = finished.report, finished.client, finished.state
+    parent = client.get_run(state.runs["optimize"])
+    text = parent.data.tags["mlflow.note.content"]
+    assert f"`{report['chosen']['name']}@{report['chosen']['version']}`" in text
+    assert "**Cut:**" in text and "**Wall time:**" in text and "Failures to review" in text
+    assert f"/runs/{state.runs['optimize']}/artifactPath/report.md" in text
+    assert "| failed |" in text and "#/experiments/" in text and "/traces/tr-" in text
+    view = json.loads(client.get_experiment(state.experiment_id).tags["mlflow.sharedViewState.acon-review"])
+    assert "metrics.`peak_tokens_mean`" in view["selectedColumns"] and "viewStateShareKey=acon-review" in text
+    # Params and tags tell the same story: an optimize job runs no single `strategy` on one `run.split`.
+    assert not any(k.startswith(("strategy.", "run.")) for k in parent.data.params)
+    assert parent.data.tags["split"] == "train" and parent.data.tags["strategy"] == "guideline"
+    markdown = (finished.config.out_dir / "report.md").read_text()
+    assert f"`{state.runs['optimize']}`" in markdown and "**Cut:**" in markdown
+    pairs = [m.value for m in client.get_metric_history(parent.info.run_id, "pairs_total")]
+    assert pairs == sorted(pairs) and pairs[-1] == sum(r["pairs"] for r in report["rounds"])
+    assert all(v == round(v) for k, v in parent.data.metrics.items() if "tokens" in k)
+
+
+def test_a_browser_reaches_the_failing_pair_from_the_parent_run_by_links_only(finished, tmp_path):
+    from optimizer.testing.browser import find_chromium
+    from optimizer.testing.ui_walk import walk
+
+    if find_chromium() is None:
+        pytest.skip("headless Chromium is not installed (Debian: apt-get install chromium)")
+    out = Path(os.environ.get("ACON_UI_SCREENSHOTS", tmp_path))
+    pages = walk(finished.config.out_dir, out)
+    assert [p.name for p in pages] == ["parent run", "pair diff", "compressed trace", "full trace"]
+    for page in pages:
+        assert Path(page.screenshot).read_bytes().startswith(b"\x89PNG")
+    assert "/artifactPath/" in pages[1].url and "/traces/tr-" in pages[2].url and "/traces/tr-" in pages[3].url
+
+
+def test_evaluation_runs_last_as_long_as_their_episodes(finished):
+    config, client, state = finished.config, finished.client, finished.state
+    for key, run in runs_by_key(client, state).items():
+        if not key.startswith("eval/"):
+            continue
+        episodes = episodes_in(config.out_dir / "runs" / key.removeprefix("eval/"))
+        took = (run.info.end_time - run.info.start_time) / 1000
+        assert took == pytest.approx(sum(e.wall_s for e in episodes), abs=0.01), key
+        if run.data.tags["agent"] == "reference":
+            assert "agent_tokens" not in run.data.metrics  # not measured at tier 0, so not a flat 0

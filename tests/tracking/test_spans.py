@@ -12,6 +12,7 @@ from optimizer.tracking.spans import (
     LLM,
     MEMORY,
     TOOL,
+    UNTRUSTED,
     clip,
     episode_tree,
     token_usage,
@@ -22,7 +23,7 @@ from tests.tracking.conftest import EPISODE_USAGE, make_episode
 
 def test_tree_has_one_span_per_model_call_tool_call_and_compression():
     root = episode_tree(make_episode())
-    assert root.span_type == AGENT and root.name == "episode t-1"
+    assert root.span_type == AGENT and root.name == "episode t-1 · guideline"
     kinds = [(c.span_type, c.name) for c in root.children]
     assert kinds == [
         (CHAT_MODEL, "agent step 0"),
@@ -40,6 +41,20 @@ def test_tree_has_one_span_per_model_call_tool_call_and_compression():
     assert (summarize.attributes["acon.tokens_before"], summarize.attributes["acon.tokens_after"]) == (40, 15)
     assert summarize.attributes["acon.dropped.static"] == 25
     assert summarize.attributes["acon.dropped_classes"] == ["static"]
+
+
+def test_compressions_show_what_went_in_and_came_out_with_tool_text_marked_untrusted():
+    root = episode_tree(make_episode())
+    write, summarize = root.children[2], root.children[3]
+    assert write.inputs["tool_output"] == "order ORD-1: 3 items, total 42.00"
+    assert write.outputs["as_written"] == "[offloaded: handle h1]"
+    assert write.inputs["trust"] == UNTRUSTED
+    compressor = summarize.children[0]
+    assert compressor.inputs == {
+        "prompt": 'Guideline: keep ids.\n<data source="history">\norder ORD-1: 3 items\n</data>',
+        "trust": UNTRUSTED}
+    assert compressor.outputs == {"reply": "# History Summary\nORD-1 has 3 items."}
+    assert compressor.attributes["acon.untrusted_input"] is True
 
 
 def test_usage_sits_on_leaf_model_calls_and_sums_to_the_episode():

@@ -221,6 +221,12 @@ def test_one_trace_per_episode_with_token_usage_linked_to_its_run(store, client,
     job_traces = client.search_traces(locations=[tracker.experiment_id], run_id=parent)
     assert [t.info.tags["acon.outcome"] for t in job_traces] == ["failure"]
     assert job_traces[0].info.state.value == "ERROR" and trace.info.state.value == "OK"
+    # acon's verdicts travel with the trace as feedback (the evaluation views' columns).
+    verdicts = {a.name: a.value for a in trace.info.assessments}
+    assert verdicts == {"success": True, "peak_tokens": 160, "blocking": 0}
+    failed = {a.name: a.value for a in client.get_trace(job_traces[0].info.trace_id).info.assessments}
+    assert failed["success"] is False
+    assert trace.info.tags["mlflow.traceName"] == "episode t-0 · guideline"
 
 
 def test_traces_can_be_switched_off(store, client, tmp_path):

@@ -75,7 +75,7 @@ def test_acon_ui_serves_the_job_and_stops_on_ctrl_c(job_dir):
     port = free_port(0)  # any free port
     process = subprocess.Popen(
         [sys.executable, "-m", "optimizer", "ui", str(job_dir), "--port", str(port)], cwd=ROOT,
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
     )
     try:
         url = process.stdout.readline().strip()  # printed once the server answers /health
@@ -86,6 +86,9 @@ def test_acon_ui_serves_the_job_and_stops_on_ctrl_c(job_dir):
         assert b"<html" in _get(f"{base}/").lower()
         os.kill(process.pid, signal.SIGINT)  # only acon: it must stop the server's whole process group
         assert process.wait(60) == 0
+        log = process.stderr.read()
+        assert "Traceback" not in log and "CancelledError" not in log, log
+        assert "GET /" not in log, log  # no access log line per request
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             with socket.socket() as probe:
@@ -101,3 +104,15 @@ def test_acon_ui_serves_the_job_and_stops_on_ctrl_c(job_dir):
                 process.wait(60)
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, signal.SIGKILL)
+
+
+def test_acon_ui_on_a_busy_port_fails_in_one_line(job_dir):
+    with socket.socket() as busy:
+        busy.bind((HOST, 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = subprocess.run([sys.executable, "-m", "optimizer", "ui", str(job_dir), "--port", str(port)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and done.stdout == ""  # no URL: nothing of ours is serving
+    assert done.stderr.strip().splitlines() == [
+        f"acon: error: port {port} on 127.0.0.1 is already in use; pick another --port or leave it out"]

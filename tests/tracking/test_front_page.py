@@ -1,0 +1,37 @@
+"""The parent run's description: pure text from the report and the pairs marked on traces."""
+
+from __future__ import annotations
+
+from optimizer.tracking.front_page import MAX_CHARS, PairLink, artifact_url, description, trace_url
+
+REPORT = {
+    "experiment": "quickstart", "chosen": {"name": "seed+lower", "version": "abc", "origin": "tighten", "round": 1},
+    "rows": [], "best_baseline": None, "wall_s": 61.0, "acceptance": {"tiers": {"tier0": {
+        "pass": False, "checks": {"peak_reduction": {"value": 0.2, "bar": 0.3, "pass": False}}}}},
+}
+
+
+def link(task: str, near_miss: bool = False) -> PairLink:
+    return PairLink(f"{task} · guideline:seed@abc", "SKU-42278", "history as written", f"tr-{task}", f"tr-{task}-full",
+                    "round-run", f"pairs/r01/{task}.html", near_miss=near_miss)
+
+
+def test_failed_pairs_come_first_each_linked_to_its_diff_and_both_traces():
+    text = description(REPORT, [link("a", near_miss=True), link("b")], experiment_id="7", run_id="parent")
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "·" in line]
+    assert rows[0].startswith("| b · guideline:seed@abc | failed | SKU-42278 | history as written |")
+    assert f"[diff]({artifact_url('7', 'round-run', 'pairs/r01/b.html')})" in rows[0]
+    assert f"[compressed]({trace_url('7', 'tr-b')}) · [full]({trace_url('7', 'tr-b-full')})" in rows[0]
+    assert "| near miss |" in rows[1]
+    assert "tier0: FAIL: peak_reduction 0.200 (bar 0.3) ✘" in text and "**Wall time:** 1 min 1 s." in text
+    assert "#/experiments/7/runs/parent/artifactPath/report.md" in text
+
+
+def test_pairs_that_do_not_fit_in_one_tag_are_counted_not_cut_mid_row():
+    pairs = [link(f"task-{i:03d}") for i in range(200)]
+    text = description(REPORT, pairs, experiment_id="7", run_id="parent")
+    assert len(text) <= MAX_CHARS
+    shown = sum(1 for line in text.splitlines() if line.startswith("| task-"))
+    assert 0 < shown < 200 and f"{200 - shown} more pair(s) did not fit here" in text
+    assert description(REPORT, [], experiment_id="7", run_id="p").rstrip().endswith("no candidate lost a task "
+                                                                                   "that full context solved.")
