@@ -9,7 +9,7 @@ peeked into the recall store and one that never recalls.
 Model-free strategies run on every test task (they cost CPU only). A strategy that calls the compressor (the
 seed; a learned guideline with an LLM move) runs on the first `--llm-tasks` test tasks whose full context
 stays under 4k tokens, since one compressor call on a 20k-token output takes minutes on this machine; its
-row says so, and its paired comparison is over those tasks. Prints one table per suite, writes JSON and a
+row says so, and its paired comparison is over those tasks (`--llm-tasks 0`: no LLM rows at all). Prints one table per suite, writes JSON and a
 success-vs-peak plot.
 """
 
@@ -70,8 +70,8 @@ def suite_rows(name: str, learned: list[str], recalls: list[str], llm_tasks: int
             small = [t for t in tasks if none.by_task()[t.id].peak_tokens <= AFFORDABLE_TOKENS][:llm_tasks]
             rows: list[Row] = []
             for label, kind, strategy in strategies:
-                if recall != "honest" and kind == "seed":
-                    continue  # the LLM rows cost minutes per call: once, with the honest agent
+                if strategy.uses_compressor and (recall != "honest" or llm_tasks == 0):
+                    continue  # the LLM rows cost minutes per call: once, with the honest agent (0: never)
                 subset = small if strategy.uses_compressor else tasks
                 started = time.perf_counter()
                 scores = evaluator.evaluate(strategy, subset, "test", "reference").scores

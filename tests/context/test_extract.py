@@ -211,3 +211,6 @@ def test_the_oracle_keeps_a_literal_that_spans_a_whole_multi_line_leaf():
     kept = needed_units(parsed, [literal])
     assert json.loads(render(parsed, kept)) == {"file_content": body}
     assert needed_units(parsed, ["line 3: the company\\u2019s figures"]) == [3]
+    # A short literal one line holds (an id "1", needed by a later call) must not hide the whole-leaf one
+    # (BFCL multi_turn_base_8: the tweeted diff lost its second line, and the oracle failed the task).
+    assert json.loads(render(parsed, needed_units(parsed, ["1", literal]))) == {"file_content": body}

@@ -58,18 +58,21 @@ def needed_units(parsed: Parsed, literals: list[str]) -> list[int]:
         leaves.setdefault((unit.path, unit.line is not None), []).append(unit)
     keep: set[int] = set()
 
-    def holds(texts: tuple[str, ...]) -> bool:
-        return any(occurs(literal, text) for literal in literals for text in texts)
+    def holds(literal: str, texts: tuple[str, ...]) -> bool:
+        return any(occurs(literal, text) for text in texts)
 
     def forms(value: str) -> tuple[str, ...]:
         return value, json.dumps(value, ensure_ascii=parsed.ascii_only)[1:-1]
 
-    for (_, split), units in leaves.items():
-        one_by_one = [u.index for u in units if holds((*forms(u.value), u.text))]
-        if one_by_one:
-            keep.update(one_by_one)
-        elif split and holds(forms("\n".join(u.value for u in units))):
-            keep.update(u.index for u in units)  # only the leaf as a whole holds it
+    # Literal by literal: a short one (a tweet id "1") held by one line must not hide that another one (the
+    # whole diff being tweeted) is held only by the leaf as a whole.
+    for literal in literals:
+        for (_, split), units in leaves.items():
+            one_by_one = [u.index for u in units if holds(literal, (*forms(u.value), u.text))]
+            if one_by_one:
+                keep.update(one_by_one)
+            elif split and holds(literal, forms("\n".join(u.value for u in units))):
+                keep.update(u.index for u in units)  # only the leaf as a whole holds it
     return sorted(keep)
 
 
