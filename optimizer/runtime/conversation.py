@@ -132,20 +132,23 @@ class ContextRuntime:
         Only messages past those seen in earlier calls are ingested; the conversation must extend what
         the runtime saw (a rewritten earlier message is an error, not silently re-based).
         """
-        from optimizer.runtime.messages import fingerprint, ingest
+        from optimizer.runtime.messages import fingerprint, ingest, leading_system
 
-        fingerprints = [fingerprint(m) for m in messages]
+        system, rest = leading_system(messages)  # the system prompt is read afresh: it is not history
+        fingerprints = [fingerprint(m) for m in rest]
         seen = self._seen.fingerprints
         if fingerprints[: len(seen)] != seen:
-            first = next(i for i, (a, b) in enumerate(zip(seen, fingerprints, strict=False)) if a != b) \
-                if len(fingerprints) >= len(seen) else len(fingerprints)
-            raise ConfigError(f"message {first} differs from what this runtime already saw: a conversation can "
-                              "only grow (start a new runtime for another conversation)")
-        for index in range(len(seen), len(messages)):
-            ingest(self, messages[index], index)
+            first = next((i for i, (a, b) in enumerate(zip(seen, fingerprints, strict=False)) if a != b),
+                         len(fingerprints))
+            raise ConfigError(f"message {first + len(messages) - len(rest)} differs from what this runtime already "
+                              "saw: a conversation can only grow (start a new runtime for another conversation)")
+        offset = len(messages) - len(rest)
+        for index in range(len(seen), len(rest)):
+            ingest(self, rest[index], index + offset)
             seen.append(fingerprints[index])
-        if self._seen.system is None and not self.history.entries:
+        if not self.history.entries:
             raise ConfigError("the conversation has no user message yet")
+        self._seen.system = system
         prepared = self.prepare(self._seen.system or "", native_tools=tool_format == "native")
         if tool_format == "native":
             return self._with_assistant_texts(prepared)
@@ -308,7 +311,7 @@ class ContextRuntime:
         for message, entry in zip(messages[1:], prepared.budgeted, strict=True):
             if entry.kind is EntryKind.ACTION and entry.id in self._seen.texts:
                 message["content"] = self._seen.texts[entry.id]
-        if not self._seen.system:
+        if self._seen.system is None:
             messages = messages[1:]
         return messages
 

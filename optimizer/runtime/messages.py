@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from optimizer.context.recall import RECALL_SPEC, RECALL_TOOL
@@ -44,20 +44,25 @@ def text_of(message: Mapping[str, Any], where: str) -> str:
     raise ConfigError(f"{where}: 'content' must be a string, null or a list of text parts")
 
 
+def leading_system(messages: Sequence[Mapping[str, Any]]) -> tuple[str | None, list[Mapping[str, Any]]]:
+    """The system / developer messages before the first other message (joined), and the rest."""
+    texts = []
+    for index, message in enumerate(messages):
+        if not isinstance(message, Mapping) or message.get("role") not in ("system", "developer"):
+            return ("\n\n".join(texts) if texts else None), list(messages[index:])
+        texts.append(text_of(message, f"message {index} ({message['role']})"))
+    return ("\n\n".join(texts) if texts else None), []
+
+
 def ingest(runtime: ContextRuntime, message: Mapping[str, Any], index: int) -> None:
     """Add one message to the runtime's history (write-time moves run on tool results)."""
     if not isinstance(message, Mapping):
         raise ConfigError(f"message {index}: expected an object, not {type(message).__name__}")
     role = message.get("role")
     where = f"message {index} ({role})"
-    seen = runtime._seen
     history = runtime.history
     if role in ("system", "developer"):
-        if history.entries:
-            raise ConfigError(f"{where}: a system message after the conversation started is not supported")
-        text = text_of(message, where)
-        seen.system = text if seen.system is None else f"{seen.system}\n\n{text}"
-        return
+        raise ConfigError(f"{where}: a system message after the conversation started is not supported")
     if role != "user" and not history.entries:
         raise ConfigError(f"{where}: comes before the first user message")
     if role == "user":
