@@ -134,6 +134,7 @@ class ContextRuntime:
         """
         from optimizer.runtime.messages import fingerprint, ingest, leading_system
 
+        messages = [_plain(m) for m in messages]
         system, rest = leading_system(messages)  # the system prompt is read afresh: it is not history
         fingerprints = [fingerprint(m) for m in rest]
         seen = self._seen.fingerprints
@@ -154,20 +155,21 @@ class ContextRuntime:
             return self._with_assistant_texts(prepared)
         return prepared.messages
 
-    def answer(self, call: Mapping[str, Any]) -> str:
-        """The content of the tool message answering a `recall` call (an OpenAI `tool_calls` item)."""
+    def answer(self, call: Any) -> str | None:
+        """The content of the tool message answering a `recall` call; None for any other tool (yours to run).
+
+        `call` is an OpenAI `tool_calls` item, as a dict or the SDK's object.
+        """
+        call = _plain(call)
         function = call.get("function") or {}
         if function.get("name") != RECALL_TOOL:
-            raise ConfigError(f"answer() serves only {RECALL_TOOL!r} calls, not {function.get('name')!r}")
+            return None
         try:
             arguments = json.loads(function.get("arguments") or "{}")
         except json.JSONDecodeError:
             return "Error: recall arguments are not JSON."
         handle = arguments.get("handle") if isinstance(arguments, dict) else None
         return self.recall(str(handle or "")).content
-
-    def is_recall(self, call: Mapping[str, Any]) -> bool:
-        return (call.get("function") or {}).get("name") == RECALL_TOOL
 
     # -- the agent loop's way in: one step at a time ---------------------------------------------------
 
@@ -314,6 +316,12 @@ class ContextRuntime:
         if self._seen.system is None:
             messages = messages[1:]
         return messages
+
+
+def _plain(message: Any) -> Any:
+    # The openai SDK's message and tool-call objects, as the dicts the API sends.
+    dump = getattr(message, "model_dump", None)
+    return dump(exclude_none=True) if callable(dump) else message
 
 
 def cache_break_of(

@@ -67,7 +67,7 @@ def test_write_time_offload_keeps_a_handle_and_recall_answers_it():
     assert [t["function"]["name"] for t in tools] == ["read_doc", "recall"]
     handle = offloaded.split('recall(handle="')[1].split('"')[0]
     recall = call("r1", "recall", handle=handle)
-    assert runtime.is_recall(recall) and runtime.answer(recall) == doc(0)
+    assert runtime.answer(recall) == doc(0) and runtime.answer(call("c9", "read_doc", n=1)) is None
     assert runtime.answer(call("r2", "recall", handle="h999")).startswith("Error: no stored content")
     messages += [{"role": "assistant", "content": None, "tool_calls": [recall]},
                  {"role": "tool", "tool_call_id": "r1", "content": doc(0)}]
