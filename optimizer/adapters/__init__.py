@@ -1,0 +1,4 @@
+"""Thin layers over `optimizer.runtime` for the frameworks agents already run in.
+
+`openai_sdk` needs only the core install; `langchain_middleware` needs the `langchain` extra.
+"""
