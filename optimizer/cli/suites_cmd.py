@@ -188,6 +188,11 @@ def import_(
     needs = sum(len(step.needs) for step in steps)
     out.print(f"imported {len(suite.tasks)} runs from {file} into {target}: train {len(suite.train_ids)}, "
               f"test {len(suite.test_ids)}; {calls} recorded calls, {needs} value needs", markup=False)
+    extra = sorted({key for task in suite.tasks for key in task.meta.get("extra_keys", ())})
+    if extra:
+        carried = sum(bool(task.meta.get("extra_keys")) for task in suite.tasks)
+        out.print(f"{carried} runs carry top-level keys beyond the format ({', '.join(extra)}): kept in each "
+                  "task's meta, listed in meta['extra_keys']", markup=False)
     where = f'name = "{name}"' if out_dir is None else f'path = "{target}"'
     out.print(f'use it with:  [suite] type = "replay", {where}', markup=False)
 

@@ -27,11 +27,14 @@ def readme_example() -> str:
 
 
 def scripted_agent(compress):
+    asked = {"n": 0}  # the agent's own count: a compacted request no longer shows every earlier read
+
     def respond(request: dict) -> str | dict:
         if not request.get("tools"):  # the runtime's compressor
             return compress(request)
         messages = request["messages"]
-        reads = sum(1 for m in messages if m["role"] == "assistant" and m.get("tool_calls"))
+        reads = asked["n"]
+        asked["n"] += 1
         if reads < 3:
             return {"content": None, "tool_calls": [{"id": f"c{reads}", "type": "function", "function": {
                 "name": "read_doc", "arguments": json.dumps({"name": "refunds"})}}]}
