@@ -116,3 +116,19 @@ def as_retention_map(value: RetentionMap | Mapping[str, Any] | CallClassifier | 
     if callable(value):
         return RetentionMap(classify=value)
     raise ConfigError(f"retention must be a mapping, a RetentionMap or a classifier, not {type(value).__name__}")
+
+
+def read_retention_file(path) -> dict[str, ToolRetention]:
+    """A JSON file `{tool: class | {retention_class, side_effect}}`, as the JSONL import's `retention`."""
+    import json
+    from pathlib import Path
+
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"retention file not found: {path}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected an object mapping tool names to retention metadata")
+    return {name: _tool_retention(name, value) for name, value in data.items()}
