@@ -8,12 +8,10 @@ must rebuild every request the loop sent, byte for byte (role and text of every 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from optimizer.agent.episode import Episode
 from optimizer.agent.loop import EpisodeServices, _message_text, run_episode
 from optimizer.agent.reference import ReferenceAgent
 from optimizer.context.compressor import Compressor
@@ -21,6 +19,7 @@ from optimizer.context.strategies import GuidelineStrategy
 from optimizer.llm.client import ChatClient
 from optimizer.llm.endpoint import EndpointConfig
 from optimizer.runtime import ContextRuntime, RetentionMap
+from optimizer.runtime.episodes import conversation_before
 from optimizer.testing.scripted import scripted_models
 from optimizer.testing.stub_server import StubServer
 from optimizer.world.suite import load_suite
@@ -40,32 +39,6 @@ def compressor():
     with StubServer(scripted_models) as url:
         config = EndpointConfig(base_url=url, model="scripted", backoff_s=0.0)
         yield Compressor(ChatClient(config, base_url=url, model="scripted"))
-
-
-def conversation_before(episode: Episode, step: int) -> list[dict]:
-    """The conversation as a user's agent holds it before request `step`: OpenAI messages, raw results."""
-    messages: list[dict] = []
-    for entry in episode.entries:
-        if entry["visible_from"] > step:
-            continue
-        kind = entry["kind"]
-        if kind in ("task", "user"):
-            messages.append({"role": "user", "content": episode.text(entry["raw"])})
-        elif kind == "action" and entry["calls"]:
-            messages.append({"role": "assistant", "content": None, "tool_calls": [
-                {"id": c["id"], "type": "function",
-                 "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}} for c in entry["calls"]
-            ]})
-        elif kind == "action":
-            messages.append({"role": "assistant", "content": entry["answer"]})
-        elif kind == "result":
-            # Runtime status travels with the tool message, as the JSONL import reads it.
-            partial = entry["retention"] == "error_partial" and not entry["is_error"]
-            messages.append({"role": "tool", "tool_call_id": entry["call"]["id"], "content": episode.text(entry["raw"]),
-                             "is_error": entry["is_error"], "partial": partial, "must_keep": entry["must_keep"]})
-        else:
-            raise AssertionError(f"a tier-0 episode has no {kind} entries")
-    return messages
 
 
 def tool_specs(task: Task) -> RetentionMap:
