@@ -61,7 +61,7 @@ def export_native(
     exporter = _Anthropic() if fmt == "anthropic" else _LangChain()
     result = NativeExport(fmt, f"{guideline.name}@{guideline.version}", {})
     policy = guideline.policy
-    excluded, unknown_tools = _excluded_tools(guideline, retention)
+    excluded = _excluded_tools(guideline, retention)
     for index, move in enumerate(policy.write):
         result.verdicts.append(Verdict(f"write[{index}] {move.move}", "not_mapped", NO_WRITE_HOOK))
     for index, move in enumerate(policy.history):
@@ -83,13 +83,19 @@ def export_native(
             result.verdicts.append(Verdict(where, "lossy", "; ".join(losses)))
         else:
             result.verdicts.append(Verdict(where, "not_mapped", f"no native {move.move!r} edit"))
+    moves = {m.move for m in policy.history}
     if policy.pinned:
         names = ", ".join(c.value for c in policy.pinned)
-        if retention is not None and not unknown_tools:
-            result.verdicts.append(Verdict("pinned", "mapped", f"{names}: their tools are in exclude_tools"))
+        if "summarize" in moves:
+            result.verdicts.append(Verdict("pinned", "lossy", f"{names}: a native summary condenses them too"))
+        elif "clear" in moves:
+            result.verdicts.append(Verdict("pinned", "lossy", f"{names}: excluded from clearing by tool name, only "
+                                                             "for the tools the retention map names"))
         else:
-            result.verdicts.append(Verdict("pinned", "lossy", f"{names}: kept only from clearing, and only for tools "
-                                                             "the retention map names"))
+            result.verdicts.append(Verdict("pinned", "mapped", f"{names}: nothing exported cuts them"))
+    if "clear" in moves:
+        result.verdicts.append(Verdict("unlisted tools", "lossy", "results of tools the retention map does not name "
+                                       "are clearable natively; acon keeps unknown results"))
     if policy.budget_tokens is not None:
         result.verdicts.append(Verdict("budget_tokens", "not_mapped",
                                        f"no native pre-send budget ({policy.budget_tokens} tokens)"))
@@ -100,7 +106,6 @@ def _excluded_tools(guideline: Guideline, retention: Mapping[str, ToolRetention]
     """Per clear move: the tools whose results it must not clear (pinned, outside its classes, or barred)."""
     pinned = set(guideline.policy.pinned)
     tools = dict(retention or {})
-    unknown = [name for name, meta in tools.items() if meta.retention_class is RetentionClass.UNKNOWN]
 
     def excluded(move: Clear) -> list[str]:
         out = []
@@ -112,7 +117,7 @@ def _excluded_tools(guideline: Guideline, retention: Mapping[str, ToolRetention]
                 out.append(name)
         return out
 
-    return excluded, unknown
+    return excluded
 
 
 class _Anthropic:
