@@ -186,7 +186,8 @@ class StubServer:
         }
         if self.report_usage:
             prompt = count_message_tokens(request.get("messages", []))
-            completion = count_tokens(str(message.get("content") or "") + json.dumps(message.get("tool_calls") or ""))
+            calls = message.get("tool_calls")
+            completion = count_tokens(str(message.get("content") or "") + (json.dumps(calls) if calls else ""))
             reply["usage"] = {"prompt_tokens": prompt, "completion_tokens": completion,
                               "total_tokens": prompt + completion}
         return reply
