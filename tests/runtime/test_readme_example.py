@@ -57,7 +57,8 @@ def test_the_example_is_a_short_complete_agent():
     assert len(lines) < 15
 
 
-def check_run(server, namespace: dict, *, recall: bool = True) -> None:
+def check_run(server, namespace: dict, *, recall: bool = True, sent_reads: float = 1.5) -> None:
+    """`sent_reads`: at most how many reads' worth of doc text the last request may carry (three were made)."""
     runtime, messages = namespace["runtime"], namespace["messages"]
     assert messages[-1] == {"role": "assistant", "content": "Team REF-7 approves it."}
     agent_requests = [r for r in server.requests if r.get("tools")]
@@ -65,7 +66,7 @@ def check_run(server, namespace: dict, *, recall: bool = True) -> None:
     assert [t["function"]["name"] for t in agent_requests[-1]["tools"]] == ["read_doc", *["recall"] * recall]
     raw = namespace["docs"]["refunds"]
     sent = sum(len(str(m.get("content") or "")) for m in agent_requests[-1]["messages"])
-    assert sent < 3 * len(raw) / 2  # three reads of the doc were sent compressed
+    assert sent < sent_reads * len(raw)  # three reads of the doc were sent compressed
     assert runtime.stats.compressions > 0 and runtime.stats.requests == 4
 
 
@@ -90,7 +91,9 @@ def test_readme_example_with_an_llm_compressing_guideline_on_the_local_model(stu
 
         server = stub(scripted_agent(compress))
         namespace = run_example(server.base_url, "guidelines/learned/quickstart.md")
-    check_run(server, namespace, recall=False)  # its summaries name no handles: nothing to recall
+    # Its summaries name no handles (nothing to recall), and keep_last=2 leaves the last two reads raw:
+    # the first read is condensed into the summary.
+    check_run(server, namespace, recall=False, sent_reads=2.5)
     runtime = namespace["runtime"]
     assert runtime.stats.compressor_calls >= 1
     assert any("<history_summary>" in str(m.get("content")) for r in server.requests if r.get("tools")
