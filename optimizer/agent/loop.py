@@ -16,17 +16,16 @@ from typing import Any
 from optimizer.agent.base import Agent, AgentAction, AgentInput
 from optimizer.agent.episode import Episode, StepRecord, compute_metrics
 from optimizer.agent.reference import ReferenceAgent
-from optimizer.agent.render import action_json, render_messages
-from optimizer.context.budget import apply_budget
 from optimizer.context.compressor import Compressor
-from optimizer.context.history import Entry, EntryKind, History
+from optimizer.context.history import Entry
 from optimizer.context.recall import RECALL_SPEC, RECALL_TOOL, RecallStore
-from optimizer.context.strategies.base import ContextStrategy, StrategyContext
+from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import InfrastructureError
 from optimizer.llm.usage import Pricing
+from optimizer.runtime import ContextRuntime
 from optimizer.tokens import MESSAGE_OVERHEAD_TOKENS, count_message_tokens, count_tokens
 from optimizer.world.task import Task
-from optimizer.world.tool import ToolCall, ToolOutput, ToolSpec, classify_result
+from optimizer.world.tool import ToolCall, ToolOutput, ToolSpec
 
 MALFORMED_NOTICE = (
     "Your last reply could not be used ({reason}). Reply with exactly one JSON object: "
@@ -53,19 +52,20 @@ def run_episode(task: Task, agent: Agent, strategy: ContextStrategy, services: E
         agent=agent.name, outcome="failure",
     )
     env = task.make_env()
-    history = History()
-    store = RecallStore()
+    # The runtime owns history in, request out; the loop adds the environment, the agent and the records.
+    runtime = ContextRuntime(
+        strategy, compressor=services.compressor,
+        reference_literals=reference_literals(task) if strategy.kind == "oracle" else (),
+    )
     answers: list[str | None] = []
     state = _LoopState()
     try:
-        _record_entry(episode, history.append(EntryKind.TASK, task.instruction, step=0, turn=0), task.instruction, 0)
+        _record_entry(episode, runtime.start(task.instruction), task.instruction, 0)
         for turn_index, turn in enumerate(task.turns):
             if turn_index > 0:
-                entry = history.append(EntryKind.USER, turn.content, step=state.step, turn=turn_index)
-                _record_entry(episode, entry, turn.content, state.step)
-            answer = _run_turn(
-                task, turn_index, agent, strategy, env, history, store, episode, services, state, started
-            )
+                entry = runtime.add_user(turn.content)
+                _record_entry(episode, entry, turn.content, runtime.step)
+            answer = _run_turn(task, turn_index, agent, runtime, env, episode, services, state, started)
             answers.append(answer)
             if state.stopped:
                 break
@@ -92,19 +92,18 @@ def run_episode(task: Task, agent: Agent, strategy: ContextStrategy, services: E
 
 @dataclass
 class _LoopState:
-    step: int = 0
     stopped: bool = False
     stopped_by_agent_error: bool = False
-    previous_request: list[dict[str, Any]] | None = None
     # Token count of each message text sent so far (by text hash): most of a request repeats the last one.
     counted: dict[str, int] = dataclasses.field(default_factory=dict)
     reasons: list[str] = dataclasses.field(default_factory=list)
 
 
 def _run_turn(
-    task: Task, turn: int, agent: Agent, strategy: ContextStrategy, env, history: History, store: RecallStore,
-    episode: Episode, services: EpisodeServices, state: _LoopState, started: float,
+    task: Task, turn: int, agent: Agent, runtime: ContextRuntime, env, episode: Episode,
+    services: EpisodeServices, state: _LoopState, started: float,
 ) -> str | None:
+    strategy = runtime.strategy
     tools: list[ToolSpec] = list(env.tools(turn))
     if strategy.offers_recall:
         tools.append(RECALL_SPEC)
@@ -113,108 +112,71 @@ def _run_turn(
     system_tokens = _system_tokens(agent, system, services)
     malformed_in_a_row = 0
     for _ in range(task.max_steps_per_turn):
-        if state.step >= services.max_total_steps:
+        if runtime.step >= services.max_total_steps:
             break
-        step = state.step
-        ctx = StrategyContext(
-            task=task.instruction, step=step, store=store, compressor=services.compressor, strategy=strategy.type,
-            reference_literals=reference_literals(task) if strategy.kind == "oracle" else (),
+        step = runtime.step
+        prepared = runtime.prepare(system, native_tools=agent.native_tools())
+        episode.records.extend(
+            _record_dict(episode, r, prepared.condense_started - started, prepared.condense_s)
+            for r in prepared.records
         )
-        condense_started = time.perf_counter()
-        condensation = strategy.condense(history, ctx)
-        if condensation is not None:
-            history.extend_edits(condensation.edits)
-            episode.records.extend(
-                _record_dict(episode, r, condense_started - started, time.perf_counter() - condense_started)
-                for r in condensation.records
-            )
-        replayed = history.replay()
-        budgeted, budget_record = apply_budget(
-            replayed, strategy.presend_budget(), store, step=step, strategy=strategy.type
-        )
-        if budget_record is not None:
-            episode.records.append(_record_dict(episode, budget_record, time.perf_counter() - started, 0.0))
-        messages = render_messages(system, budgeted, native_tools=agent.native_tools())
-        cache_break, invalidated = _cache_break(state.previous_request, messages)
-        state.previous_request = messages
+        if prepared.budget_record is not None:
+            episode.records.append(_record_dict(episode, prepared.budget_record, time.perf_counter() - started, 0.0))
+        messages = prepared.messages
         step_started = time.perf_counter() - started
         action = agent.act(
-            AgentInput(messages=messages, tools=tools, turn=turn, step=step, recall=_recaller(store))
+            AgentInput(messages=messages, tools=tools, turn=turn, step=step, recall=_recaller(runtime.store))
         )
         request = [{"role": m["role"], "text": episode.store(_message_text(m))} for m in messages]
         record = StepRecord(
             step=step, turn=turn,
-            replayed=[episode.store(e.content) for e in replayed],
-            budgeted=[episode.store(e.content) for e in budgeted],
+            replayed=[episode.store(e.content) for e in prepared.replayed],
+            budgeted=[episode.store(e.content) for e in prepared.budgeted],
             request=request,
             input_tokens=_input_tokens(action, messages, request, system_tokens, state.counted),
             action=_action_dict(action),
             usage=action.usage.to_dict() if action.usage else None,
             latency_s=action.latency_s, attempts=action.attempts,
-            cache_break=cache_break, invalidated_tokens=invalidated, started_s=step_started,
+            cache_break=prepared.cache_break, invalidated_tokens=prepared.invalidated_tokens, started_s=step_started,
         )
-        if cache_break and condensation is not None:
-            for r in episode.records[-len(condensation.records):]:
+        if prepared.cache_break and prepared.records:
+            for r in episode.records[-len(prepared.records):]:
                 r["breaks_cache"] = True
         episode.steps.append(record)
         if action.usage is not None:
             episode.token_source = action.usage.source
-        state.step += 1
 
         if action.malformed is not None:
             malformed_in_a_row += 1
             if malformed_in_a_row > 1:
+                runtime.step += 1  # the request was made; no entry answers it
                 state.stopped = state.stopped_by_agent_error = True
                 state.reasons.append(f"agent error at step {step}: {action.malformed}")
                 return None
-            entry = history.append(
-                EntryKind.NOTICE, MALFORMED_NOTICE.format(reason=action.malformed), step=step, turn=turn
-            )
+            entry = runtime.add_notice(MALFORMED_NOTICE.format(reason=action.malformed))
             _record_entry(episode, entry, entry.content, step + 1)
             continue
         malformed_in_a_row = 0
 
         if action.is_finish:
-            entry = history.append(EntryKind.ACTION, "", step=step, turn=turn, answer=action.answer)
-            entry = _with_content(history, entry, action_json(entry))
+            entry = runtime.add_action(answer=action.answer)
             _record_entry(episode, entry, entry.content, step + 1)
             return action.answer
 
-        entry = history.append(EntryKind.ACTION, "", step=step, turn=turn, calls=action.calls)
-        entry = _with_content(history, entry, action_json(entry))
+        entry = runtime.add_action(calls=action.calls)
         _record_entry(episode, entry, entry.content, step + 1)
         for call in action.calls:
             call_started = time.perf_counter()
-            output, spec = _execute(call, specs, env, store, turn)
+            output, spec = _execute(call, specs, env, runtime, turn)
             call_latency = time.perf_counter() - call_started
-            retention = classify_result(spec, call, output)
-            recalled = call.arguments.get("handle") if call.name == RECALL_TOOL and not output.is_error else None
-            if recalled is not None:
-                retention = store.get(str(recalled)).retention  # a recall restores the original class
-            raw = history.draft(
-                EntryKind.RESULT, output.content, step=step, turn=turn, call=call, retention=retention,
-                must_keep=output.must_keep, is_error=output.is_error,
-                recalled_handle=str(recalled) if recalled is not None else None,
-            )
-            write_started = time.perf_counter()
-            written = strategy.write(raw, history, ctx) if recalled is None else None
-            content = written.content if written is not None else raw.content
-            for written_record in written.records if written is not None else ():
-                episode.records.append(_record_dict(
-                    episode, written_record, write_started - started, time.perf_counter() - write_started
-                ))
-            if content == raw.content:
-                entry = history.add(raw)  # written verbatim: no second tokenization of a large result
-            else:
-                entry = history.append(
-                    EntryKind.RESULT, content, step=step, turn=turn, call=call, retention=retention,
-                    must_keep=output.must_keep, is_error=output.is_error, recalled_handle=raw.recalled_handle,
-                )
+            raw, entry, written_records, write_started, write_s = runtime.add_result(call, output, spec)
+            for written_record in written_records:
+                episode.records.append(_record_dict(episode, written_record, write_started - started, write_s))
             _record_entry(episode, entry, output.content, step + 1)
             episode.tool_calls.append({
                 "step": step, "turn": turn, "name": call.name, "arguments": dict(call.arguments),
                 "signature": call.signature(), "side_effect": bool(spec and spec.side_effect),
-                "is_error": output.is_error, "retention": retention.value, "result_tokens": raw.tokens,
+                "is_error": output.is_error, "retention": entry.retention.value, "result_tokens": raw.tokens,
                 "started_s": call_started - started, "latency_s": call_latency,
             })
     state.stopped = True
@@ -228,19 +190,13 @@ def reference_literals(task: Task) -> tuple[str, ...]:
 
 
 def _execute(
-    call: ToolCall, specs: Mapping[str, ToolSpec], env, store: RecallStore, turn: int
+    call: ToolCall, specs: Mapping[str, ToolSpec], env, runtime: ContextRuntime, turn: int
 ) -> tuple[ToolOutput, ToolSpec | None]:
     spec = specs.get(call.name)
     if spec is None:
         return ToolOutput(f"Error: unknown tool {call.name!r}.", is_error=True), None
     if call.name == RECALL_TOOL:
-        handle = str(call.arguments.get("handle", ""))
-        original = store.get(handle)
-        if original is None:
-            return ToolOutput(f"Error: no stored content for handle {handle!r}.", is_error=True), spec
-        store.recalls += 1
-        store.recalled_tokens += original.tokens
-        return ToolOutput(original.content, must_keep=original.must_keep), spec
+        return runtime.recall(str(call.arguments.get("handle", ""))), spec
     return env.call(call, turn), spec
 
 
@@ -250,12 +206,6 @@ def _recaller(store: RecallStore) -> Callable[[str], str | None]:
         return entry.content if entry is not None else None
 
     return recall
-
-
-def _with_content(history: History, entry: Entry, content: str) -> Entry:
-    updated = dataclasses.replace(entry, content=content, tokens=count_tokens(content))
-    history.entries[entry.id] = updated
-    return updated
 
 
 def _record_entry(episode: Episode, entry: Entry, raw: str, visible_from: int) -> None:
@@ -281,22 +231,6 @@ def _message_text(message: Mapping[str, Any]) -> str:
     if message.get("tool_calls"):
         return "\n".join(f"{c['function']['name']}({c['function']['arguments']})" for c in message["tool_calls"])
     return str(message.get("content") or "")
-
-
-def _cache_break(
-    previous: Sequence[Mapping[str, Any]] | None, current: Sequence[Mapping[str, Any]]
-) -> tuple[bool, int]:
-    """Did this request rewrite part of the previous one (so a prompt cache cannot reuse it)?"""
-    if previous is None:
-        return False, 0
-    common = 0
-    for old, new in zip(previous, current, strict=False):
-        if old != new:
-            break
-        common += 1
-    if common >= len(previous):
-        return False, 0
-    return True, count_message_tokens(previous[common:])
 
 
 def _system_tokens(agent: Agent, system: str, services: EpisodeServices) -> int | None:

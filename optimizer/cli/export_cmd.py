@@ -94,15 +94,22 @@ def export(
     job_dir: Path | None = typer.Argument(
         None, help="Job directory of `acon optimize`, or a guideline file (.md or .json) to convert."
     ),
-    fmt: str = typer.Option("md", "--format", help="md (front matter + texts) or json."),
+    fmt: str = typer.Option("md", "--format", help="md (front matter + texts), json, or native settings: "
+                            "anthropic (context editing) | langchain (middleware), with a per-entry loss report."),
     out_path: Path | None = typer.Option(None, "--out", help="Where to write the guideline."),
     distill: Path | None = typer.Option(None, help="Also write compressor (input, output) pairs as a Dataset."),
     from_registry: str | None = typer.Option(None, "--from-registry", help="NAME@ALIAS or NAME/VERSION."),
     tracking_uri: str | None = typer.Option(None, help="Tracking URI for --from-registry (default: the job's)."),
+    retention: Path | None = typer.Option(None, help="For anthropic|langchain: JSON tool -> class or "
+                                          "{retention_class, side_effect}, to turn classes into exclude_tools."),
 ) -> None:
     """Write the chosen guideline (policy + both compressor texts, with provenance), or convert a guideline file."""
-    if fmt not in ("md", "json"):
-        raise ConfigError(f"--format must be md or json, not {fmt!r}")
+    from optimizer.adapters.native_export import FORMATS
+
+    if fmt not in ("md", "json", *FORMATS):
+        raise ConfigError(f"--format must be md, json, anthropic or langchain, not {fmt!r}")
+    if retention is not None and fmt not in FORMATS:
+        raise ConfigError("--retention applies to --format anthropic|langchain only")
     if job_dir is not None and not job_dir.exists():
         raise ConfigError(f"{job_dir} does not exist; export expects {EXPECTS}")
     if job_dir is not None and not job_dir.is_dir():
@@ -120,7 +127,10 @@ def export(
         guideline = chosen_guideline(job_dir)
     else:
         raise ConfigError("give a job directory or --from-registry NAME@ALIAS")
-    text = guideline.to_markdown() if fmt == "md" else json.dumps(guideline_json(guideline), indent=2)
+    if fmt in FORMATS:
+        text = _native(guideline, fmt, retention)
+    else:
+        text = guideline.to_markdown() if fmt == "md" else json.dumps(guideline_json(guideline), indent=2)
     if out_path is None:
         typer.echo(text.rstrip("\n"))  # verbatim: a rich console would wrap long lines and break the JSON
     else:
@@ -137,6 +147,18 @@ def export(
         dataset.save_to_disk(str(distill))
         atomic_write_json(distill / "acon.json", {"guideline": guideline.version, "rows": len(dataset)})
         out.print(f"wrote {len(dataset)} compressor pairs to {distill}")
+
+
+def _native(guideline: Guideline, fmt: str, retention: Path | None) -> str:
+    from optimizer.adapters.native_export import export_native
+    from optimizer.runtime.retention_map import read_retention_file
+
+    exported = export_native(guideline, fmt, read_retention_file(retention) if retention else None)
+    for verdict in exported.verdicts:  # a lossy export is never silent; one unwrapped line per entry
+        typer.echo(f"{fmt}: {verdict.entry}: {verdict.status.replace('_', ' ')}: {verdict.note}", err=True)
+    if exported.lossy:
+        typer.echo(f"{fmt}: lossy export; the full guideline runs only through optimizer.runtime", err=True)
+    return json.dumps(exported.to_dict(), indent=2)
 
 
 def register(app: typer.Typer) -> None:

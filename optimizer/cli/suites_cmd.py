@@ -173,23 +173,64 @@ def export(
 
 @suites.command("import")
 def import_(
-    file: Annotated[Path, typer.Argument(help="Recorded runs in OpenAI chat format, one per line (.jsonl).")],
-    name: Annotated[str, typer.Option(help="Name of the new replay suite.")],
+    file: Annotated[Path | None, typer.Argument(
+        help="Recorded runs in OpenAI chat format, one per line (.jsonl); omit with --experiment.")] = None,
+    name: Annotated[str, typer.Option(help="Name of the new replay suite.")] = "",
     out_dir: Annotated[Path | None, typer.Option("--out", help="Folder of NAME.parquet (suites/).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the fixed 50/50 train/test split.")] = 0,
     force: Annotated[bool, typer.Option(help="Replace an existing NAME.parquet.")] = False,
+    experiment: Annotated[str | None, typer.Option(
+        help="Import the runs traced in this MLflow experiment (e.g. by mlflow.openai.autolog()).")] = None,
+    tracking_uri: Annotated[str | None, typer.Option(help="MLflow tracking URI of --experiment.")] = None,
+    filter_string: Annotated[str | None, typer.Option("--filter", help="MLflow trace filter for --experiment.")] = None,
+    retention: Annotated[Path | None, typer.Option(
+        help="With --experiment: JSON tool -> {retention_class, side_effect}, as a JSONL run's 'retention'.")] = None,
 ) -> None:
-    """Convert recorded successful runs into a replay suite (format: `tasks/replay/trajectories.py`)."""
-    from tasks.replay import DEFAULT_DIR, import_trajectories
+    """Convert recorded successful runs into a replay suite: a JSONL file (format: `tasks/replay/trajectories.py`)
+    or an MLflow experiment's traces (`tasks/replay/mlflow_traces.py`)."""
+    from tasks.replay import DEFAULT_DIR, import_mlflow_traces, import_trajectories
 
-    target, suite = import_trajectories(file, name, out=out_dir or DEFAULT_DIR, seed=seed, force=force)
+    if not name:
+        raise ConfigError("--name is required")
+    if experiment is None:
+        if file is None:
+            raise ConfigError("give a .jsonl file of recorded runs, or --experiment with --tracking-uri")
+        if tracking_uri or filter_string or retention:
+            raise ConfigError("--tracking-uri, --filter and --retention go with --experiment (a JSONL file carries "
+                              "its retention map)")
+        target, suite = import_trajectories(file, name, out=out_dir or DEFAULT_DIR, seed=seed, force=force)
+        source = str(file)
+    else:
+        if file is not None:
+            raise ConfigError("give a .jsonl file or --experiment, not both")
+        if tracking_uri is None:
+            raise ConfigError("--experiment needs --tracking-uri")
+        retention_map = _json_file(retention) if retention is not None else None
+        target, suite = import_mlflow_traces(tracking_uri, experiment, name, filter_string=filter_string,
+                                             retention=retention_map, out=out_dir or DEFAULT_DIR, seed=seed,
+                                             force=force)
+        source = f"MLflow experiment {experiment!r}"
     steps = [step for task in suite.tasks for step in task.reference or ()]
     calls = sum(step.call is not None for step in steps)
     needs = sum(len(step.needs) for step in steps)
-    out.print(f"imported {len(suite.tasks)} runs from {file} into {target}: train {len(suite.train_ids)}, "
+    out.print(f"imported {len(suite.tasks)} runs from {source} into {target}: train {len(suite.train_ids)}, "
               f"test {len(suite.test_ids)}; {calls} recorded calls, {needs} value needs", markup=False)
+    extra = sorted({key for task in suite.tasks for key in task.meta.get("extra_keys", ())})
+    if extra:
+        carried = sum(bool(task.meta.get("extra_keys")) for task in suite.tasks)
+        out.print(f"{carried} runs carry top-level keys beyond the format ({', '.join(extra)}): kept in each "
+                  "task's meta, listed in meta['extra_keys']", markup=False)
     where = f'name = "{name}"' if out_dir is None else f'path = "{target}"'
     out.print(f'use it with:  [suite] type = "replay", {where}', markup=False)
+
+
+def _json_file(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"file not found: {path}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: not JSON ({exc})") from None
 
 
 def register(app: typer.Typer) -> None:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.resources
 import json
 import re
 from pathlib import Path
@@ -39,11 +40,14 @@ OBSERVATION_HEADING = "## Observation compressor"
 _FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---\n?(.*)\Z", re.DOTALL)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
+# The seed and learned guidelines ship inside the package (`optimizer/guidelines/`, which the checkout's
+# top-level `guidelines/` links to), so an installed acon finds them outside any checkout.
+PACKAGED_GUIDELINES = Path(str(importlib.resources.files("optimizer") / "guidelines"))
 _MOVE_TAGS = frozenset(
     cls.model_fields["move"].default for union in (WriteMoveConfig, HistoryMoveConfig)
     for cls in get_args(get_args(union)[0])
 )
-SEED_GUIDELINE = PROJECT_ROOT / "guidelines" / "seed" / "seed.md"
+SEED_GUIDELINE = PACKAGED_GUIDELINES / "seed" / "seed.md"
 
 
 class Guideline(BaseModel):
@@ -128,12 +132,19 @@ def _split_body(body: str) -> tuple[str, str]:
 
 
 def resolve_path(path: str | Path) -> Path:
-    """Relative paths resolve against the working directory, then the project root."""
+    """Relative paths resolve against the working directory, then the project root, then the packaged
+    guidelines (`guidelines/seed/seed.md` names the seed wherever acon is installed)."""
     candidate = Path(path)
     if candidate.is_absolute() or candidate.exists():
         return candidate
     rooted = PROJECT_ROOT / candidate
-    return rooted if rooted.exists() else candidate
+    if rooted.exists():
+        return rooted
+    if candidate.parts[:1] == ("guidelines",):
+        packaged = PACKAGED_GUIDELINES.joinpath(*candidate.parts[1:])
+        if packaged.exists():
+            return packaged
+    return candidate
 
 
 def read_guideline(path: str | Path) -> Guideline:

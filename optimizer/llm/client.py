@@ -53,6 +53,15 @@ class ChatClient:
         self._system_tokens: dict[str, int] = {}
         self._system_lock = threading.Lock()
 
+    @classmethod
+    def from_sdk(cls, sdk: openai.OpenAI, model: str, config: EndpointConfig | None = None) -> ChatClient:
+        """A client over the user's own `openai.OpenAI` (its base URL, key and HTTP settings)."""
+        base_url = str(sdk.base_url).rstrip("/")
+        config = config or EndpointConfig(base_url=base_url, model=model)
+        client = cls(config, base_url=base_url, model=model)
+        client._client = sdk.with_options(max_retries=0)  # retries are this client's, with its accounting
+        return client
+
     def complete(
         self,
         messages: Sequence[Mapping[str, Any]],

@@ -27,7 +27,7 @@ from typing import Any
 
 from optimizer.tokens import count_message_tokens, count_tokens
 
-Responder = Callable[[dict[str, Any]], str]
+Responder = Callable[[dict[str, Any]], str | dict[str, Any]]
 FAULTS = ("http_429", "http_500", "timeout", "truncated_json", "malformed_action")
 
 
@@ -175,14 +175,19 @@ class StubServer:
             with urllib.request.urlopen(upstream, timeout=600) as response:
                 return json.loads(response.read())
         assert self.responder is not None
-        text = self.responder(request)
+        answer = self.responder(request)
+        # A responder returns the reply text, or a whole assistant message (to script native `tool_calls`).
+        message = {"role": "assistant", **answer} if isinstance(answer, dict) else {"role": "assistant",
+                                                                                   "content": answer}
+        finish = "tool_calls" if message.get("tool_calls") else "stop"
         reply: dict[str, Any] = {
             "id": "stub", "object": "chat.completion", "created": 0, "model": request.get("model", "stub"),
-            "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+            "choices": [{"index": 0, "finish_reason": finish, "message": message}],
         }
         if self.report_usage:
             prompt = count_message_tokens(request.get("messages", []))
-            completion = count_tokens(text)
+            calls = message.get("tool_calls")
+            completion = count_tokens(str(message.get("content") or "") + (json.dumps(calls) if calls else ""))
             reply["usage"] = {"prompt_tokens": prompt, "completion_tokens": completion,
                               "total_tokens": prompt + completion}
         return reply

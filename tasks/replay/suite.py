@@ -97,8 +97,28 @@ def import_trajectories(
     target = out / f"{name}.parquet"
     if target.exists() and not force:
         raise ConfigError(f"{target} already exists; pass --force to replace it")
-    stored = read_trajectories(source, name, seed=seed)
-    suite = suite_of(stored, str(source))  # validates ids and splits before anything is written
+    return store_imported(read_trajectories(source, name, seed=seed), name, str(source), out=out)
+
+
+def import_mlflow_traces(
+    tracking_uri: str, experiment: str, name: str, *, filter_string: str | None = None,
+    retention: dict | None = None, out: Path = DEFAULT_DIR, seed: int = 0, force: bool = False,
+) -> tuple[Path, Suite]:
+    """`import_trajectories` for the runs traced in an MLflow experiment (`tasks.replay.mlflow_traces`)."""
+    from tasks.replay.mlflow_traces import read_mlflow_runs
+
+    check_name(name)
+    target = out / f"{name}.parquet"
+    if target.exists() and not force:
+        raise ConfigError(f"{target} already exists; pass --force to replace it")
+    stored = read_mlflow_runs(tracking_uri, experiment, name, filter_string=filter_string, retention=retention,
+                              seed=seed)
+    return store_imported(stored, name, f"mlflow:{experiment}", out=out)
+
+
+def store_imported(stored: list, name: str, where: str, *, out: Path) -> tuple[Path, Suite]:
+    target = out / f"{name}.parquet"
+    suite = suite_of(stored, where)  # validates ids and splits before anything is written
     write_parquet(stored, target)
     if out.resolve() == DEFAULT_DIR.resolve():
         register_suite(name, functools.partial(ReplaySuite, name=name))

@@ -25,6 +25,10 @@ One run per line (blank lines are skipped), a JSON object with these keys:
  "meta": {...}}                          optional: any JSON object, kept as the task's meta
 ```
 
+Any other top-level key (a recorded run's `model`, `score`, `trace_id`, ...) is kept in the task's meta
+under its own name, and `meta["extra_keys"]` lists which were; a key both at the top level and in
+`meta` is an error.
+
 - `content` is a string, null, or a list of `{"type": "text", "text": ...}` parts; `arguments` is a JSON
   object, as a string (OpenAI's form) or inline. Parallel tool calls are replayed one after another.
 - `tools` (optional) are OpenAI tool schemas (the bare `{"name", "description", "parameters"}` form
@@ -64,6 +68,8 @@ from optimizer.world.tool import ToolCall, ToolOutput, ToolSpec, classify_result
 from tasks.replay.store import RecordedCall, StoredTask, StoredTool
 
 RUN_KEYS = frozenset({"id", "messages", "tools", "retention", "meta"})
+# Names, in a task's meta, of the run's top-level keys beyond RUN_KEYS that were moved into it.
+EXTRA_KEYS = "extra_keys"
 RETENTION_KEYS = frozenset({"retention_class", "side_effect"})
 EMPTY_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
 
@@ -132,10 +138,6 @@ def parse_file(path: Path) -> list[Run]:
 def parse_run(obj: Any, line: int) -> Run:
     if not isinstance(obj, dict):
         raise RunError(f"a run must be a JSON object, not {type(obj).__name__}")
-    unknown = sorted(set(obj) - RUN_KEYS)
-    if unknown:
-        allowed = ", ".join(sorted(RUN_KEYS))
-        raise RunError(f"unknown key {unknown[0]!r} (allowed: {allowed}; put extra data in 'meta')")
     run_id = obj.get("id", f"run-{line}")
     if isinstance(run_id, bool) or not isinstance(run_id, str | int) or not str(run_id).strip():
         raise RunError("'id' must be a non-empty string or an integer")
@@ -143,7 +145,12 @@ def parse_run(obj: Any, line: int) -> Run:
     meta = obj.get("meta", {})
     if not isinstance(meta, dict):
         raise RunError("'meta' must be a JSON object")
-    run.meta = meta
+    # Recorded runs carry ids, scores, model versions: kept in meta (and listed there), never a refusal.
+    extra = sorted(set(obj) - RUN_KEYS)
+    clash = [key for key in [*extra, EXTRA_KEYS] if key in meta]
+    if extra and clash:
+        raise RunError(f"top-level key {clash[0]!r} is also in 'meta'; keep one")
+    run.meta = {**meta, **{key: obj[key] for key in extra}, EXTRA_KEYS: extra} if extra else meta
     messages = obj.get("messages")
     if not isinstance(messages, list) or not messages:
         raise RunError("'messages' must be a non-empty list")

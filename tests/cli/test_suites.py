@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -185,3 +186,20 @@ def test_shipped_experiment_configs_validate_and_the_replay_example_passes(tmp_p
     for task in suite.tasks:
         episode = run_episode(task, ReferenceAgent(task.reference), parse_strategy("none"), EpisodeServices())
         assert episode.success, (task.id, episode.reasons)
+
+
+def test_import_keeps_extra_top_level_keys_in_meta_and_says_so(run_cli, tmp_path):
+    lines = Path(EXAMPLE).read_text().splitlines()
+    recorded = []
+    for number, line in enumerate(lines):
+        run = json.loads(line)
+        run.update({"trace_id": f"tr-{number}", "score": 1.0, "model": "gpt-4.1-mini"})
+        recorded.append(json.dumps(run))
+    path = tmp_path / "recorded.jsonl"
+    path.write_text("\n".join(recorded) + "\n")
+    code, out, err = run_cli("suites", "import", str(path), "--name", "recorded", "--out", str(tmp_path))
+    assert code == 0, err
+    assert f"{len(lines)} runs carry top-level keys beyond the format (model, score, trace_id)" in out
+    suite = ReplaySuite(path=str(tmp_path / "recorded.parquet")).load()
+    metas = sorted((t.meta["trace_id"], t.meta["extra_keys"], t.meta["score"]) for t in suite.tasks)
+    assert metas[0] == ("tr-0", ["model", "score", "trace_id"], 1.0)

@@ -270,7 +270,8 @@ MALFORMED = {
                       "unknown retention_class 'sticky'"),
     "is_error_not_bool": ([GOOD.replace('"content": "ORD-1"}', '"content": "ORD-1", "is_error": "yes"}', 1)], 1,
                           "'is_error' must be true or false"),
-    "unknown_key": ([GOOD.replace("{", '{"model": "gpt", ', 1)], 1, "unknown key 'model'"),
+    "extra_key_clash": ([GOOD.replace("{", '{"model": "gpt", "meta": {"model": "x"}, ', 1)], 1,
+                        "top-level key 'model' is also in 'meta'"),
 }
 
 

@@ -1,0 +1,60 @@
+"""The `openai` SDK adapter: a client whose `chat.completions.create` sends the compacted conversation.
+
+```python
+client = compacting(openai.OpenAI(...), ContextRuntime("guideline.md", retention={...}))
+reply = client.chat.completions.create(model=..., messages=messages, tools=tools)   # as before
+```
+
+Everything else on the client (`models`, `embeddings`, `with_options`, ...) is the wrapped client's.
+One wrapped client serves one conversation, since the runtime keeps that conversation's state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import openai
+
+from optimizer.runtime import ContextRuntime
+
+
+class _Completions:
+    def __init__(self, client: openai.OpenAI, runtime: ContextRuntime) -> None:
+        self._completions = client.chat.completions
+        self._runtime = runtime
+
+    def create(self, *, messages: Sequence[Any], tools: Sequence[Any] | None = None, **kwargs: Any) -> Any:
+        """`chat.completions.create` with `messages` compacted and `recall` added to `tools`."""
+        sent_tools = self._runtime.tools(tools)
+        if sent_tools:
+            kwargs["tools"] = sent_tools
+        return self._completions.create(messages=self._runtime.compact(messages), **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._completions, name)
+
+
+class _Chat:
+    def __init__(self, client: openai.OpenAI, runtime: ContextRuntime) -> None:
+        self._chat = client.chat
+        self.completions = _Completions(client, runtime)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._chat, name)
+
+
+class CompactingOpenAI:
+    """An `openai.OpenAI` client that applies `runtime` to every chat completion request."""
+
+    def __init__(self, client: openai.OpenAI, runtime: ContextRuntime) -> None:
+        self._client = client
+        self.runtime = runtime
+        self.chat = _Chat(client, runtime)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+
+def compacting(client: openai.OpenAI, runtime: ContextRuntime) -> CompactingOpenAI:
+    return CompactingOpenAI(client, runtime)

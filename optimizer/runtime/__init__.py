@@ -1,0 +1,16 @@
+"""Use a learned guideline in a live agent: OpenAI chat messages in, the messages to send out.
+
+```python
+from optimizer.runtime import ContextRuntime
+runtime = ContextRuntime("guidelines/learned/quickstart.md", retention={"search_docs": "static"})
+request = runtime.compact(messages)            # the whole conversation, as the Chat API takes it
+tools = runtime.tools(my_tools)                # plus `recall` when the guideline clears recoverably
+```
+"""
+
+from __future__ import annotations
+
+from optimizer.runtime.conversation import ContextRuntime, Prepared, RuntimeStats, cache_break_of
+from optimizer.runtime.retention_map import RetentionMap, ToolRetention
+
+__all__ = ["ContextRuntime", "Prepared", "RetentionMap", "RuntimeStats", "ToolRetention", "cache_break_of"]

@@ -1,0 +1,374 @@
+"""The runtime: one guideline applied to one live conversation, history in, request out.
+
+Every stage of the retention contract runs here and nowhere else: write-time moves on each fresh tool
+result (checkpoint 1 -> 2), history moves recorded as edits and replayed (2 -> 3), the pre-send budget
+(3 -> 4) and rendering (4 -> 5). The history, its edits and the recall store persist between requests,
+so a summary made for one request is replayed, not recomputed, for the next, and the part of the request
+before the newest edit stays byte-identical for the provider's prompt cache.
+
+Two ways in. A user's agent passes OpenAI chat messages to `compact` (the runtime ingests only the
+messages it has not seen yet). The project's agent loop drives the same object step by step
+(`add_action`, `add_result`, `prepare`), which is what lets it record all five checkpoints.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from optimizer.agent.render import action_json, render_messages
+from optimizer.context.budget import apply_budget
+from optimizer.context.compressor import Compressor
+from optimizer.context.guideline import Guideline, read_guideline
+from optimizer.context.history import Entry, EntryKind, History
+from optimizer.context.moves.base import StrategyContext
+from optimizer.context.recall import RECALL_SPEC, RECALL_TOOL, RecallStore
+from optimizer.context.record import CompressionRecord
+from optimizer.context.strategies.base import ContextStrategy
+from optimizer.errors import ConfigError
+from optimizer.runtime.retention_map import CallClassifier, RetentionMap, as_retention_map
+from optimizer.tokens import count_message_tokens, count_tokens
+from optimizer.world.tool import ToolCall, ToolOutput, ToolSpec
+
+ToolFormat = Literal["native", "json"]
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """One request as the runtime built it, with the checkpoints the agent loop records."""
+
+    step: int
+    messages: list[dict[str, Any]]  # checkpoint 5: what is sent
+    replayed: list[Entry]  # checkpoint 3
+    budgeted: list[Entry]  # checkpoint 4
+    records: tuple[CompressionRecord, ...]  # the history moves that ran for this request
+    budget_record: CompressionRecord | None
+    condense_started: float  # time.perf_counter() when the history moves started
+    condense_s: float
+    cache_break: bool  # this request rewrote part of the previous one
+    invalidated_tokens: int  # tokens of the previous request past the common prefix
+
+
+@dataclass
+class RuntimeStats:
+    """What the runtime did to the conversation so far."""
+
+    requests: int = 0
+    compressor_calls: int = 0  # uncached calls the runtime's moves made
+    compressions: int = 0  # records of moves that changed content
+    cache_breaks: int = 0  # requests whose prefix differed from the previous request's
+    recalls: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class _Ingested:
+    """Bookkeeping for `compact`: which messages were seen, and what they mapped to."""
+
+    fingerprints: list[str] = field(default_factory=list)
+    system: str | None = None
+    calls: dict[str, ToolCall] = field(default_factory=dict)
+    answered: set[str] = field(default_factory=set)
+    # An assistant's own text beside its tool calls (or its answer), shown again in native output.
+    texts: dict[int, str] = field(default_factory=dict)
+
+
+class ContextRuntime:
+    """A guideline applied to one conversation; state kept between calls, saveable with `save`/`load`.
+
+    `guideline`: a guideline file path, a `Guideline`, a registered prompt `NAME@ALIAS` (with
+    `tracking_uri`), or any `ContextStrategy` (the agent loop passes its strategy). `retention`: a
+    `RetentionMap`, a mapping `tool name -> class / {retention_class, side_effect}`, or a classifier
+    `(name, arguments) -> class`. `compressor`: an `openai.OpenAI` client (with `compressor_model`), an
+    acon `ChatClient` or `Compressor`; required when a guideline's moves call an LLM.
+    """
+
+    def __init__(
+        self, guideline: str | Path | Guideline | ContextStrategy, *,
+        retention: RetentionMap | Mapping[str, Any] | CallClassifier | None = None,
+        compressor: Any = None, compressor_model: str | None = None, tracking_uri: str | None = None,
+        reference_literals: tuple[str, ...] = (),
+    ) -> None:
+        self.strategy = _strategy(guideline, tracking_uri)
+        self.compressor = _compressor(compressor, compressor_model)
+        if self.compressor is None and self.strategy.uses_compressor and not isinstance(guideline, ContextStrategy):
+            raise ConfigError(f"guideline {self.strategy.label()} compresses with an LLM: pass compressor= "
+                              "(an OpenAI-compatible client and compressor_model=)")
+        self.retention = as_retention_map(retention)
+        self.reference_literals = reference_literals
+        self.history = History()
+        self.store = RecallStore()
+        self.stats = RuntimeStats()
+        self.step = 0  # the step of the next request
+        self.turn = 0
+        self._action_step = 0  # the step of the latest action: its results are written under it
+        self._previous_request: list[dict[str, Any]] | None = None
+        self._seen = _Ingested()
+
+    # -- the user's way in: OpenAI chat messages -------------------------------------------------------
+
+    def tools(self, tools: Sequence[Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
+        """OpenAI tool schemas to send: `tools` plus `recall` when the guideline can clear recoverably."""
+        out = [dict(t) for t in tools or ()]
+        names = {(t.get("function") or {}).get("name") for t in out}
+        if RECALL_TOOL in names:
+            raise ConfigError(f"a tool is already named {RECALL_TOOL!r}: the runtime's recall tool needs the name")
+        if self.strategy.offers_recall:
+            out.append(RECALL_SPEC.openai_schema())
+        return out
+
+    def compact(
+        self, messages: Sequence[Mapping[str, Any]], *, tool_format: ToolFormat = "native"
+    ) -> list[dict[str, Any]]:
+        """The messages to send instead of `messages` (the whole conversation, as the API takes it).
+
+        Only messages past those seen in earlier calls are ingested; the conversation must extend what
+        the runtime saw (a rewritten earlier message is an error, not silently re-based).
+        """
+        from optimizer.runtime.messages import fingerprint, ingest, leading_system
+
+        messages = [_plain(m) for m in messages]
+        system, rest = leading_system(messages)  # the system prompt is read afresh: it is not history
+        fingerprints = [fingerprint(m) for m in rest]
+        seen = self._seen.fingerprints
+        if fingerprints[: len(seen)] != seen:
+            first = next((i for i, (a, b) in enumerate(zip(seen, fingerprints, strict=False)) if a != b),
+                         len(fingerprints))
+            raise ConfigError(f"message {first + len(messages) - len(rest)} differs from what this runtime already "
+                              "saw: a conversation can only grow (start a new runtime for another conversation)")
+        offset = len(messages) - len(rest)
+        for index in range(len(seen), len(rest)):
+            ingest(self, rest[index], index + offset)
+            seen.append(fingerprints[index])
+        if not self.history.entries:
+            raise ConfigError("the conversation has no user message yet")
+        self._seen.system = system
+        prepared = self.prepare(self._seen.system or "", native_tools=tool_format == "native")
+        if tool_format == "native":
+            return self._with_assistant_texts(prepared)
+        return prepared.messages
+
+    def answer(self, call: Any) -> str | None:
+        """The content of the tool message answering a `recall` call; None for any other tool (yours to run).
+
+        `call` is an OpenAI `tool_calls` item, as a dict or the SDK's object.
+        """
+        call = _plain(call)
+        function = call.get("function") or {}
+        if function.get("name") != RECALL_TOOL:
+            return None
+        try:
+            arguments = json.loads(function.get("arguments") or "{}")
+        except json.JSONDecodeError:
+            return "Error: recall arguments are not JSON."
+        handle = arguments.get("handle") if isinstance(arguments, dict) else None
+        return self.recall(str(handle or "")).content
+
+    # -- the agent loop's way in: one step at a time ---------------------------------------------------
+
+    def start(self, task: str) -> Entry:
+        """The conversation's first user message: the task, never dropped."""
+        if self.history.entries:
+            raise ConfigError("the conversation already has its task")
+        return self.history.append(EntryKind.TASK, task, step=0, turn=0)
+
+    def add_user(self, text: str) -> Entry:
+        """A later user turn."""
+        self.turn += 1
+        return self.history.append(EntryKind.USER, text, step=self.step, turn=self.turn)
+
+    def add_notice(self, text: str) -> Entry:
+        """Harness feedback after a reply that could not be used (it takes that request's step)."""
+        entry = self.history.append(EntryKind.NOTICE, text, step=self.step, turn=self.turn)
+        self.step += 1
+        return entry
+
+    def add_action(self, calls: Sequence[ToolCall] = (), answer: str | None = None) -> Entry:
+        """The assistant's reply to the latest request: tool calls, or a final answer."""
+        draft = Entry(id=len(self.history.entries), kind=EntryKind.ACTION, content="", step=self.step,
+                      turn=self.turn, calls=tuple(calls), answer=answer)
+        content = action_json(draft)
+        entry = self.history.add(dataclasses.replace(draft, content=content, tokens=count_tokens(content)))
+        self._action_step = self.step
+        self.step += 1
+        return entry
+
+    def recall(self, handle: str) -> ToolOutput:
+        """Run the `recall` tool: the stored original, or an error for a handle the store never issued."""
+        original = self.store.get(handle)
+        if original is None:
+            return ToolOutput(f"Error: no stored content for handle {handle!r}.", is_error=True)
+        self.store.recalls += 1
+        self.store.recalled_tokens += original.tokens
+        self.stats.recalls += 1
+        return ToolOutput(original.content, must_keep=original.must_keep)
+
+    def add_result(
+        self, call: ToolCall, output: ToolOutput, spec: ToolSpec | None = None
+    ) -> tuple[Entry, Entry, tuple[CompressionRecord, ...], float, float]:
+        """A tool result through the write-time moves (checkpoint 1 -> 2).
+
+        `spec` is the tool as registered (the loop knows it); without it the retention map classifies.
+        Returns (raw entry, written entry, write records, started, seconds the moves took).
+        """
+        from optimizer.world.tool import classify_result
+
+        retention = classify_result(spec, call, output) if spec is not None else self.retention.classify(call, output)
+        recalled = call.arguments.get("handle") if call.name == RECALL_TOOL and not output.is_error else None
+        if recalled is not None:
+            retention = self.store.get(str(recalled)).retention  # a recall restores the original class
+        raw = self.history.draft(
+            EntryKind.RESULT, output.content, step=self._action_step, turn=self.turn, call=call,
+            retention=retention, must_keep=output.must_keep, is_error=output.is_error,
+            recalled_handle=str(recalled) if recalled is not None else None,
+        )
+        started = time.perf_counter()
+        written = self.strategy.write(raw, self.history, self._context(self._action_step)) \
+            if recalled is None else None
+        took = time.perf_counter() - started
+        records = written.records if written is not None else ()
+        content = written.content if written is not None else raw.content
+        if content == raw.content:
+            entry = self.history.add(raw)  # written verbatim: no second tokenization of a large result
+        else:
+            entry = self.history.append(
+                EntryKind.RESULT, content, step=raw.step, turn=raw.turn, call=call, retention=retention,
+                must_keep=output.must_keep, is_error=output.is_error, recalled_handle=raw.recalled_handle,
+            )
+        self._count(records)
+        return raw, entry, records, started, took
+
+    def prepare(self, system: str, *, native_tools: bool) -> Prepared:
+        """The next request: history moves (recorded as edits), replay, pre-send budget, rendering."""
+        step = self.step
+        ctx = self._context(step)
+        started = time.perf_counter()
+        condensation = self.strategy.condense(self.history, ctx)
+        took = time.perf_counter() - started
+        records: tuple[CompressionRecord, ...] = ()
+        if condensation is not None:
+            self.history.extend_edits(condensation.edits)
+            records = condensation.records
+        replayed = self.history.replay()
+        budgeted, budget_record = apply_budget(
+            replayed, self.strategy.presend_budget(), self.store, step=step, strategy=self.strategy.type
+        )
+        messages = render_messages(system, budgeted, native_tools=native_tools)
+        cache_break, invalidated = cache_break_of(self._previous_request, messages)
+        self._previous_request = messages
+        self._count(records)
+        self.stats.requests += 1
+        self.stats.cache_breaks += int(cache_break)
+        return Prepared(step, messages, replayed, budgeted, records, budget_record, started, took,
+                        cache_break, invalidated)
+
+    # -- state ------------------------------------------------------------------------------------------
+
+    def save(self, path: str | Path) -> Path:
+        """Write the conversation's state (history, edits, recall store, counters) as JSON."""
+        from optimizer.runtime.state import dump_state
+        from optimizer.storage import atomic_write_text
+
+        target = Path(path)
+        atomic_write_text(target, json.dumps(dump_state(self), ensure_ascii=False))
+        return target
+
+    def load(self, path: str | Path) -> ContextRuntime:
+        """Restore a state `save` wrote, for the same guideline (a different one is refused)."""
+        from optimizer.runtime.state import restore_state
+
+        try:
+            data = json.loads(Path(path).read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"runtime state not found: {path}") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: not a runtime state file ({exc})") from None
+        restore_state(self, data, source=str(path))
+        return self
+
+    # -- internals --------------------------------------------------------------------------------------
+
+    def _context(self, step: int) -> StrategyContext:
+        task = self.history.entries[0].content if self.history.entries else ""
+        return StrategyContext(task=task, step=step, store=self.store, compressor=self.compressor,
+                               strategy=self.strategy.type, reference_literals=self.reference_literals)
+
+    def _count(self, records: Sequence[CompressionRecord]) -> None:
+        for record in records:
+            self.stats.compressions += 1
+            if record.compressor_usage is not None and not record.compressor_cached:
+                self.stats.compressor_calls += 1
+
+    def _with_assistant_texts(self, prepared: Prepared) -> list[dict[str, Any]]:
+        # Native rendering shows an action as its tool calls (or the loop's finish JSON); a user's assistant
+        # wrote text, which must come back as written. Native messages are one per view entry.
+        messages = [dict(m) for m in prepared.messages]
+        for message, entry in zip(messages[1:], prepared.budgeted, strict=True):
+            if entry.kind is EntryKind.ACTION and entry.id in self._seen.texts:
+                message["content"] = self._seen.texts[entry.id]
+        if self._seen.system is None:
+            messages = messages[1:]
+        return messages
+
+
+def _plain(message: Any) -> Any:
+    # The openai SDK's message and tool-call objects, as the dicts the API sends.
+    dump = getattr(message, "model_dump", None)
+    return dump(exclude_none=True) if callable(dump) else message
+
+
+def cache_break_of(
+    previous: Sequence[Mapping[str, Any]] | None, current: Sequence[Mapping[str, Any]]
+) -> tuple[bool, int]:
+    """Did this request rewrite part of the previous one (so a prompt cache cannot reuse it)?"""
+    if previous is None:
+        return False, 0
+    common = 0
+    for old, new in zip(previous, current, strict=False):
+        if old != new:
+            break
+        common += 1
+    if common >= len(previous):
+        return False, 0
+    return True, count_message_tokens(previous[common:])
+
+
+def _strategy(guideline: str | Path | Guideline | ContextStrategy, tracking_uri: str | None) -> ContextStrategy:
+    from optimizer.context.strategies import GuidelineStrategy
+
+    if isinstance(guideline, ContextStrategy):
+        return guideline
+    if isinstance(guideline, Guideline):
+        return GuidelineStrategy(guideline=guideline)
+    text = str(guideline)
+    if "@" in text and not text.endswith(".md") and not Path(text).exists():
+        from optimizer.tracking.registry import load_from_registry
+
+        return GuidelineStrategy(guideline=load_from_registry(text, tracking_uri))
+    from optimizer.context.guideline import resolve_path
+
+    return GuidelineStrategy(guideline=read_guideline(resolve_path(text)))
+
+
+def _compressor(value: Any, model: str | None) -> Compressor | None:
+    from optimizer.llm.client import ChatClient
+
+    if value is None or isinstance(value, Compressor):
+        return value
+    if isinstance(value, ChatClient):
+        return Compressor(value)
+    import openai
+
+    if isinstance(value, openai.OpenAI):
+        if not model:
+            raise ConfigError("compressor_model= is required with an openai client as compressor")
+        return Compressor(ChatClient.from_sdk(value, model))
+    raise ConfigError(f"compressor must be an openai.OpenAI client, a ChatClient or a Compressor, "
+                      f"not {type(value).__name__}")

@@ -1,0 +1,126 @@
+"""`acon export --format anthropic|langchain`: settings the installed SDKs accept, and every loss reported."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import typing
+
+import pytest
+
+from optimizer.adapters.native_export import export_native
+from optimizer.context.guideline import read_guideline
+from optimizer.runtime.retention_map import ToolRetention
+from optimizer.world.retention import RetentionClass
+from tests.conftest import ROOT
+
+GUIDELINES = ["guidelines/seed/seed.md", *sorted(f"guidelines/learned/{p.name}"
+                                                 for p in (ROOT / "guidelines" / "learned").glob("*.md"))]
+RETENTION = {"read_doc": ToolRetention(RetentionClass.STATIC), "pay": ToolRetention(side_effect=True),
+             "read_skill": ToolRetention(RetentionClass.SKILL)}
+
+
+def typed_dict_keys(cls) -> tuple[set[str], set[str]]:
+    return set(cls.__required_keys__), set(cls.__required_keys__ | cls.__optional_keys__)
+
+
+def check_against(value: dict, cls) -> None:
+    """`value`'s keys are the TypedDict's (required ones present), recursively for nested TypedDicts."""
+    required, allowed = typed_dict_keys(cls)
+    assert required <= set(value) <= allowed, (cls.__name__, sorted(value), sorted(allowed))
+    hints = typing.get_type_hints(cls)
+    for key, item in value.items():
+        nested = [a for a in typing.get_args(hints[key]) or (hints[key],) if typing.is_typeddict(a)]
+        if isinstance(item, dict) and nested:
+            check_against(item, nested[0])
+
+
+@pytest.mark.parametrize("path", GUIDELINES)
+def test_anthropic_settings_use_the_sdks_field_names(path):
+    from anthropic.types.beta import (
+        BetaClearToolUses20250919EditParam,
+        BetaCompact20260112EditParam,
+        BetaContextManagementConfigParam,
+    )
+
+    guideline = read_guideline(path)
+    exported = export_native(guideline, "anthropic", RETENTION)
+    moves = [m.move for m in guideline.policy.history if m.move in ("clear", "summarize")]
+    config = exported.settings.get("context_management", {"edits": []})
+    assert set(config) <= typed_dict_keys(BetaContextManagementConfigParam)[1]
+    by_type = {"clear_tool_uses_20250919": BetaClearToolUses20250919EditParam,
+               "compact_20260112": BetaCompact20260112EditParam}
+    assert len(config["edits"]) == len(moves)
+    for edit in config["edits"]:
+        check_against(edit, by_type[edit["type"]])
+    if "clear" in moves:
+        clear = next(e for e in config["edits"] if e["type"] == "clear_tool_uses_20250919")
+        assert sorted(clear["exclude_tools"]) == ["pay", "read_skill"]  # receipts and skills are never cleared
+    assert_every_entry_has_a_verdict(guideline, exported)
+
+
+@pytest.mark.parametrize("path", GUIDELINES)
+def test_langchain_settings_build_the_real_middleware(path):
+    from langchain_openai import ChatOpenAI
+
+    guideline = read_guideline(path)
+    exported = export_native(guideline, "langchain", RETENTION)
+    built = []
+    for spec in exported.settings.get("middleware", []):
+        kwargs = dict(spec["kwargs"])
+        if "edits" in kwargs:
+            kwargs["edits"] = [construct(e["class"], e["kwargs"]) for e in kwargs["edits"]]
+        if "model" in kwargs:
+            assert kwargs["model"] is None  # the export says so; the user picks the model
+            kwargs["model"] = ChatOpenAI(base_url="http://127.0.0.1:9/v1", api_key="unused", model="m")
+            kwargs["trigger"], kwargs["keep"] = tuple(kwargs["trigger"]), tuple(kwargs["keep"])
+            assert "{messages}" in kwargs["summary_prompt"]
+            kwargs["summary_prompt"].format(messages="x")  # the guideline's own braces are escaped
+        built.append(construct(spec["class"], kwargs))
+    moves = {m.move for m in guideline.policy.history} & {"clear", "summarize"}
+    assert {type(m).__name__ for m in built} == {
+        {"clear": "ContextEditingMiddleware", "summarize": "SummarizationMiddleware"}[m] for m in moves}
+    assert_every_entry_has_a_verdict(guideline, exported)
+
+
+def construct(dotted: str, kwargs: dict):
+    module, _, name = dotted.rpartition(".")
+    return getattr(importlib.import_module(module), name)(**kwargs)
+
+
+def assert_every_entry_has_a_verdict(guideline, exported) -> None:
+    policy = guideline.policy
+    expected = [f"write[{i}] {m.move}" for i, m in enumerate(policy.write)]
+    expected += [f"history[{i}] {m.move}" for i, m in enumerate(policy.history)]
+    expected += ["pinned"] * bool(policy.pinned)
+    expected += ["unlisted tools"] * any(m.move == "clear" for m in policy.history)
+    expected += ["budget_tokens"] * (policy.budget_tokens is not None)
+    assert [v.entry for v in exported.verdicts] == expected
+    for verdict in exported.verdicts:
+        assert verdict.status != "mapped" or verdict.entry == "pinned"  # no move maps without loss
+        if verdict.entry.startswith("write"):
+            assert verdict.status == "not_mapped"
+
+
+def test_cli_prints_what_does_not_map_and_writes_the_settings(run_cli, tmp_path):
+    retention = tmp_path / "retention.json"
+    retention.write_text(json.dumps({"read_doc": "static", "pay": {"side_effect": True}}))
+    out = tmp_path / "anthropic.json"
+    code, _, err = run_cli("export", "guidelines/learned/bfcl_long_context.md", "--format", "anthropic",
+                           "--retention", str(retention), "--out", str(out))
+    assert code == 0, err
+    assert "anthropic: write[0] extract: not mapped: no native write-time stage" in err
+    assert "anthropic: history[0] clear: lossy: cleared results are gone for good" in err
+    assert "anthropic: lossy export" in err
+    settings = json.loads(out.read_text())["settings"]
+    assert settings["context_management"]["edits"][0]["exclude_tools"] == ["pay"]
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["--format", "gemini"], "--format must be md, json, anthropic or langchain"),
+    (["--format", "md", "--retention", "x.json"], "--retention applies to --format anthropic|langchain only"),
+    (["--format", "langchain", "--retention", "missing.json"], "retention file not found"),
+])
+def test_cli_refuses_bad_export_options(run_cli, args, says):
+    code, _, err = run_cli("export", "guidelines/seed/seed.md", *args)
+    assert code == 2 and says in err
