@@ -90,7 +90,7 @@ def test_readme_example_with_an_llm_compressing_guideline_on_the_local_model(stu
             return local.complete(request["messages"], max_tokens=request.get("max_tokens")).text
 
         server = stub(scripted_agent(compress))
-        namespace = run_example(server.base_url, "guidelines/learned/quickstart.md")
+        namespace = run_example(server.base_url, "guidelines/examples/summarize_early.md")
     # Its summaries name no handles (nothing to recall), and keep_last=2 leaves the last two reads raw:
     # the first read is condensed into the summary.
     check_run(server, namespace, recall=False, sent_reads=2.5)

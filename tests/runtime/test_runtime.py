@@ -104,7 +104,7 @@ def test_state_survives_a_restart_without_compressing_again(stub, tmp_path):
 
     def runtime() -> ContextRuntime:
         compressor = Compressor(ChatClient(config, base_url=server.base_url, model="s"))
-        return ContextRuntime(read_guideline("guidelines/learned/quickstart.md"), retention=RETENTION,
+        return ContextRuntime(read_guideline("guidelines/examples/summarize_early.md"), retention=RETENTION,
                               compressor=compressor)
 
     full = conversation(8)
@@ -145,7 +145,7 @@ def test_retention_map_classifies_by_name_arguments_and_runtime_status():
 
 
 @pytest.mark.parametrize(("make", "message"), [
-    (lambda: ContextRuntime("guidelines/learned/quickstart.md"), "compresses with an LLM: pass compressor="),
+    (lambda: ContextRuntime("guidelines/seed/seed.md"), "compresses with an LLM: pass compressor="),
     (lambda: ContextRuntime(policy_guideline(), retention={"x": "secret"}), "unknown retention class 'secret'"),
     (lambda: ContextRuntime(policy_guideline(), retention={"x": {"side": 1}}), "unknown key 'side'"),
     (lambda: ContextRuntime("no/such/guideline.md"), "guideline file not found"),
