@@ -132,7 +132,7 @@ def run_strategy(
         tasks, strategy, AgentSpec(agent, config.run.action_format, config.run.recall), endpoints=endpoints,
         directory=plan.directory,
         meta=plan.meta, concurrency=config.run.concurrency, max_total_steps=config.run.max_total_steps,
-        on_episode=on_episode,
+        on_episode=on_episode, executor=config.run.executor,
     )
     return RunResult(strategy, plan.directory, episodes, summarize(episodes))
 

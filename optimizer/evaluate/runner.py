@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import itertools
 import json
-from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
 
 from optimizer.agent.base import Agent
 from optimizer.agent.episode import Episode
@@ -21,6 +18,7 @@ from optimizer.context.compressor import Compressor
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import ConfigError
 from optimizer.evaluate.endpoints import ModelEndpoints
+from optimizer.evaluate.executors import EpisodeWork, Executor, LocalExecutor
 from optimizer.evaluate.records import EpisodeRecords, EpisodeSummary
 from optimizer.evaluate.store import EpisodeStore, read_meta, write_meta
 from optimizer.locking import exclusive
@@ -29,7 +27,6 @@ from optimizer.world.suite import only, task_ids
 from optimizer.world.task import Task
 
 OnEpisode = Callable[[Episode], None]
-T = TypeVar("T")
 BUSY_HINT = "wait for it to finish; the episodes it records are reused when you rerun"
 
 
@@ -97,22 +94,27 @@ def run_tasks(
     concurrency: int = 1,
     max_total_steps: int = 200,
     on_episode: OnEpisode | None = None,
+    executor: Executor | None = None,
 ) -> EpisodeRecords:
     """Episodes for `tasks`, reusing any already recorded in `directory` (a killed run resumes).
 
     An episode that ended in an infrastructure error is not reused: its task runs again and the new record
     supersedes it (the newest record of a task counts), so a flaky endpoint never leaves a hole in a run.
     Only one process at a time runs in `directory` (`DirectoryBusy` for a second one). Each episode is on
-    disk before the next is handed out, and only its summary stays in memory (`EpisodeRecords`).
+    disk before the next is handed out, and only its summary stays in memory (`EpisodeRecords`). The
+    `executor` decides where episodes run (this process's threads by default, or Ray); the records are
+    written here either way, so a run resumes under any executor.
     """
     with exclusive(directory, hint=BUSY_HINT):
         return _run_locked(tasks, strategy, agent, endpoints=endpoints, directory=directory, meta=meta,
-                           concurrency=concurrency, max_total_steps=max_total_steps, on_episode=on_episode)
+                           concurrency=concurrency, max_total_steps=max_total_steps, on_episode=on_episode,
+                           executor=executor or LocalExecutor())
 
 
 def _run_locked(
     tasks: Sequence[Task], strategy: ContextStrategy, agent: AgentSpec, *, endpoints: ModelEndpoints | None,
     directory: Path, meta: dict, concurrency: int, max_total_steps: int, on_episode: OnEpisode | None,
+    executor: Executor,
 ) -> EpisodeRecords:
     store = EpisodeStore(directory)
     existing = read_meta(directory)
@@ -128,43 +130,24 @@ def _run_locked(
             if task_id in done:
                 on_episode(Episode.from_dict(store.log.read_at(offsets[task_id])))
     todo = only(tasks, lambda task_id: task_id not in done)
-    services = services_for(strategy, agent, endpoints) if todo else None
+    local = isinstance(executor, LocalExecutor)
+    services = services_for(strategy, agent, endpoints) if todo and local else None
     if services is not None:
         services.max_total_steps = max_total_steps
+    prefix = str(directory.resolve())
 
-    def one(task: Task) -> tuple[Episode, int]:
+    def here(task: Task) -> Episode:
         compressor = services.compressor if services is not None else None
-        attempt = compressor.attempt(f"{directory.resolve()}::{task.id}") if compressor else contextlib.nullcontext()
+        attempt = compressor.attempt(f"{prefix}::{task.id}") if compressor else contextlib.nullcontext()
         with attempt:
-            episode = run_episode(task, agent.build(task, endpoints), strategy, services)
-        return episode, store.append(episode)
+            return run_episode(task, agent.build(task, endpoints), strategy, services)
 
-    for episode, offset in bounded_map(one, todo, concurrency):
-        offsets[episode.task_id] = offset
+    work = EpisodeWork(strategy, agent, endpoints.configs if endpoints is not None else {}, max_total_steps, prefix)
+    for episode in executor.episodes(work, todo, concurrency=concurrency, here=here):
+        offsets[episode.task_id] = store.append(episode)
         summaries[episode.task_id] = EpisodeSummary.of(episode)
         if on_episode is not None:
             on_episode(episode)
         del episode  # the record is on disk; holding it here would keep a whole episode per task alive
     return EpisodeRecords(store.log, order, {i: offsets[i] for i in order}, {i: summaries[i] for i in order})
 
-
-def bounded_map(work: Callable[[Task], T], tasks: Sequence[Task], concurrency: int) -> Iterator[T]:
-    """`work` over `tasks` on `concurrency` threads, results as they finish.
-
-    At most `concurrency` tasks are in flight and a finished result is dropped once yielded, so a long
-    task list never accumulates results (a pool's future keeps its result for as long as it is referenced).
-    """
-    if concurrency <= 1:
-        for task in tasks:
-            yield work(task)
-        return
-    pending = iter(tasks)
-    with ThreadPoolExecutor(max_workers=concurrency) as pool:
-        running = {pool.submit(work, task) for task in itertools.islice(pending, concurrency)}
-        while running:
-            finished, running = wait(running, return_when=FIRST_COMPLETED)
-            for task in itertools.islice(pending, len(finished)):
-                running.add(pool.submit(work, task))
-            for future in finished:
-                yield future.result()
-            del finished, future
