@@ -158,3 +158,33 @@ def test_a_429_with_retry_after_pauses_every_worker(tmp_path):
         # requests already past the gate when the 429 arrived: up to the bound, 2).
         window = [t for t in stub.times[index + 1:] if t - stub.times[index] < 0.5]
         assert len(window) <= 2, (index, len(window))
+
+
+def test_an_optimize_job_under_ray_chooses_what_it_chooses_locally(tmp_path):
+    from optimizer.config import load_experiment
+    from optimizer.search.job import OptimizationJob
+    from tests.reliability.conftest import episode_lines, write_job
+
+    def outcome(executor: str) -> dict:
+        (tmp_path / executor).mkdir()
+        with StubServer(scripted_models) as url:
+            path = write_job(tmp_path / executor, url, rounds=2, train_limit=6)
+            text = path.read_text().replace('agent = "reference"', f'agent = "reference"\nexecutor = "{executor}"\n'
+                                            "concurrency = 3", 1)
+            path.write_text(text)
+            config = load_experiment(path)
+            assert config.run.executor.type == executor
+            report = OptimizationJob(config, log=lambda m: None).run()
+        runs = episode_lines(tmp_path / executor / "job")
+        return {
+            "chosen": report["chosen"]["version"],
+            "rounds": [(r["round"], r["pairs"], r["screened"], r["best"]) for r in report["rounds"]],
+            "test": [(r["strategy"], r["tasks"], r["success"], r["peak_tokens_mean"]) for r in report["rows"]],
+            # By content: a run's key names the compressor endpoint, and each job's stub has its own port.
+            "runs": sorted((run.rsplit("-", 1)[0], sorted((r["task_id"], r["outcome"], r["metrics"]["peak_tokens"])
+                                                          for r in records)) for run, records in runs.items()),
+        }
+
+    local, remote = outcome("local"), outcome("ray")
+    assert any(pairs for _, pairs, _, _ in local["rounds"]), "a job that mines no pair compares little"
+    assert remote == local
