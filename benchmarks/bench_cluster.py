@@ -3,8 +3,9 @@
 One command (`python benchmarks/bench_cluster.py`, `--quick` for fewer tasks) prints two tables and
 writes `benchmarks/results/cluster.json`:
 
-1. **Throughput.** Tier-1 episodes (the `llm` agent under `none`) against the stub server with a fixed
-   per-request latency, the stub replaying each task's reference calls (as in `bench_harness.py`), at 1,
+1. **Throughput.** Tier-1 episodes (the `llm` agent under `none`, built-in tasks of all splits) against the
+   stub server with a fixed per-request latency, the stub replaying each task's reference calls (as in
+   `bench_harness.py`), after one untimed pass of each executor (worker start-up is reported apart), at 1,
    2, 4 and 8 workers: threads of this process (`local`) and Ray tasks on a local cluster started by the
    benchmark (`ray.init()` here, 8 CPUs declared so 8 episodes can be in flight on a 2-core machine: they
    wait on the model, not the CPU). The endpoint's own bound is 8. Episodes per minute and Ray / local.
@@ -54,14 +55,15 @@ def timed_run(tasks, strategy: str, agent: str, endpoints, executor: Executor, w
 
 
 def throughput(n_tasks: int, workdir: Path) -> list[dict[str, Any]]:
-    tasks = list(BuiltinSuite(max_output_tokens=1300).load().split("train"))[:n_tasks]
+    tasks = list(BuiltinSuite(n_tasks=n_tasks).load().tasks)
     responder = ReplayResponder(tasks)
     rows = []
     with stub_endpoints(responder, latency_s=LATENCY_S, concurrency=max(WORKERS), roles=("agent",)) as endpoints:
-        # One untimed pass per executor: Ray starts its worker processes (and their imports) on first use.
+        # One untimed pass per executor: Ray starts its worker processes (and their imports, endpoints and
+        # caches) on first use, and at one worker a task may land on any of the eight.
         for executor in (LocalExecutor(), RAY):
             responder.reset()
-            timed_run(tasks[:8], "none", "llm", endpoints, executor, max(WORKERS), workdir)
+            timed_run(tasks, "none", "llm", endpoints, executor, max(WORKERS), workdir)
         for workers in WORKERS:
             row: dict[str, Any] = {"workers": workers, "latency_ms": 1000 * LATENCY_S, "tasks": len(tasks)}
             for executor in (LocalExecutor(), RAY):

@@ -95,7 +95,10 @@ def connect(executor: RayExecutor) -> None:
 
 # ----------------------------------------------------------------------------------------------- workers
 
-_WORKER: dict[str, tuple[Any, Any]] = {}
+# Per worker process: endpoints by their configs (connected once, whatever the strategy), and episode
+# services by strategy and agent (a job screens many candidates on the same endpoints).
+_ENDPOINTS: dict[str, Any] = {}
+_SERVICES: dict[str, Any] = {}
 _WORKER_LOCK = threading.Lock()
 
 
@@ -115,20 +118,25 @@ def _worker_services(work: EpisodeWork) -> tuple[Any, Any]:
     from optimizer.evaluate.endpoints import ModelEndpoints
     from optimizer.evaluate.runner import services_for
 
-    key = hashlib.sha256(json.dumps([
-        work.strategy.model_dump(mode="json"), repr(work.agent), work.max_total_steps,
-        {role: config.model_dump(mode="json") for role, config in work.endpoints.items()},
-    ], sort_keys=True, default=str).encode()).hexdigest()
+    endpoints_key = _digest({role: config.model_dump(mode="json") for role, config in work.endpoints.items()})
+    services_key = _digest([endpoints_key, work.strategy.model_dump(mode="json"), repr(work.agent),
+                            work.max_total_steps])
     with _WORKER_LOCK:
-        if key not in _WORKER:
-            endpoints = ModelEndpoints(work.endpoints, log=lambda m: None, gate_for=RayGate.named) if work.endpoints \
-                else None
-            if endpoints is not None:
-                endpoints.connect()
+        if endpoints_key not in _ENDPOINTS:
+            endpoints = None
+            if work.endpoints:
+                endpoints = ModelEndpoints(work.endpoints, log=lambda m: None, gate_for=RayGate.named).connect()
+            _ENDPOINTS[endpoints_key] = endpoints
+        endpoints = _ENDPOINTS[endpoints_key]
+        if services_key not in _SERVICES:
             services = services_for(work.strategy, work.agent, endpoints)  # type: ignore[arg-type]
             services.max_total_steps = work.max_total_steps
-            _WORKER[key] = (endpoints, services)
-        return _WORKER[key]
+            _SERVICES[services_key] = services
+        return endpoints, _SERVICES[services_key]
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()
 
 
 # -------------------------------------------------------------------------------------- the shared gate
