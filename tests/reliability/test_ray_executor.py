@@ -188,3 +188,14 @@ def test_an_optimize_job_under_ray_chooses_what_it_chooses_locally(tmp_path):
     local, remote = outcome("local"), outcome("ray")
     assert any(pairs for _, pairs, _, _ in local["rounds"]), "a job that mines no pair compares little"
     assert remote == local
+
+
+def test_ray_missing_is_one_line_before_any_episode(tmp_path, monkeypatch):
+    import sys
+
+    from optimizer.errors import ConfigError
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # as if the extra were not installed
+    with pytest.raises(ConfigError, match=r'executor = "ray" needs Ray: pip install "acon\[ray\]"'):
+        run(BuiltinSuite(n_tasks=2).load().tasks, tmp_path / "run", RayExecutor(), "none")
+    assert not (tmp_path / "run" / "episodes.jsonl").exists() or not (tmp_path / "run" / "episodes.jsonl").read_text()
