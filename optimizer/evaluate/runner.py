@@ -143,11 +143,14 @@ def _run_locked(
             return run_episode(task, agent.build(task, endpoints), strategy, services)
 
     work = EpisodeWork(strategy, agent, endpoints.configs if endpoints is not None else {}, max_total_steps, prefix)
-    for episode in executor.episodes(work, todo, concurrency=concurrency, here=here):
-        offsets[episode.task_id] = store.append(episode)
-        summaries[episode.task_id] = EpisodeSummary.of(episode)
-        if on_episode is not None:
-            on_episode(episode)
-        del episode  # the record is on disk; holding it here would keep a whole episode per task alive
+    finished = executor.episodes(work, todo, concurrency=concurrency, here=here, record=store.append)
+    # Closed at once on an interrupt (Ctrl-C, SIGTERM, a failed episode): no queued task starts after it.
+    with contextlib.closing(finished):
+        for episode, offset in finished:
+            offsets[episode.task_id] = offset
+            summaries[episode.task_id] = EpisodeSummary.of(episode)
+            if on_episode is not None:
+                on_episode(episode)
+            del episode  # the record is on disk; holding it here would keep a whole episode per task alive
     return EpisodeRecords(store.log, order, {i: offsets[i] for i in order}, {i: summaries[i] for i in order})
 

@@ -205,7 +205,8 @@ class OptimizationJob:
         none_row = row("none", "control", parse_strategy("none"), self.test, tier0)
         seed_tasks = self.test
         if self.options.seed_test_limit is not None:
-            affordable = affordable_tasks(none_row.scores, self.options.llm_subset_max_tokens)
+            affordable = affordable_tasks(none_row.scores, self.options.llm_subset_max_tokens,
+                                          self.options.seed_test_limit)
             seed_tasks = [t for t in self.test if t.id in affordable][: self.options.seed_test_limit]
         rows = [row("chosen", "learned", GuidelineStrategy(guideline=chosen.guideline), self.test, tier0,
                     chosen.version),
@@ -312,7 +313,7 @@ class OptimizationJob:
 def llm_subset(ctx: SearchContext, limit: int) -> list[str]:
     """Train tasks where the cheaper moves lose facts or peak highest, among those whose full context is
     small enough for a compressor call to be affordable: where an LLM move could matter, at a bearable cost."""
-    affordable = affordable_tasks(ctx.none_train.scores, ctx.options.llm_subset_max_tokens)
+    affordable = affordable_tasks(ctx.none_train.scores, ctx.options.llm_subset_max_tokens, limit)
     best = ctx.best(model_free=True)
     if best is None or "train" not in best.screens:
         return [t.id for t in ctx.train if t.id in affordable][:limit]
@@ -321,6 +322,14 @@ def llm_subset(ctx: SearchContext, limit: int) -> list[str]:
     return [t.task_id for t in ordered[:limit]]
 
 
-def affordable_tasks(none: Scores, max_tokens: int) -> set[str]:
-    return {t.task_id for t in none.tasks if t.peak_tokens <= max_tokens}
+def affordable_tasks(none: Scores, max_tokens: int, at_least: int = 0) -> set[str]:
+    """Tasks whose full-context peak is at most `max_tokens`; the `at_least` smallest ones when too few are.
+
+    Never empty when tasks exist: an empty subset would send an LLM candidate to the whole split, the
+    most expensive screen there is, exactly when every task is large."""
+    under = {t.task_id for t in none.tasks if t.peak_tokens <= max_tokens}
+    if len(under) >= at_least:
+        return under
+    smallest = sorted(none.tasks, key=lambda t: t.peak_tokens)[:at_least]
+    return under | {t.task_id for t in smallest}
 

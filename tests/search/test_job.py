@@ -128,3 +128,14 @@ def test_gepa_search_runs_on_the_same_evaluator_and_budget(tmp_path, scripted_ur
     assert state.rounds[0].screened  # GEPA's best, screened like any candidate (it may be the seed's texts)
     assert (config.out_dir / "gepa").is_dir()
     assert report["budget"]["optimizer_tokens"] > 0  # GEPA's reflection calls are accounted
+
+
+def test_the_llm_subset_is_never_empty_when_every_task_is_large():
+    from optimizer.search.job import affordable_tasks
+    from optimizer.search.scores import Scores, TaskScore
+
+    none = Scores(tuple(TaskScore(f"t{i}", True, peak) for i, peak in enumerate((9000, 2100, 5000, 3000))))
+    assert affordable_tasks(none, 4000) == {"t1", "t3"}
+    assert affordable_tasks(none, 1500) == set()  # nothing asked for, nothing given
+    assert affordable_tasks(none, 1500, at_least=2) == {"t1", "t3"}  # the smallest, not the whole split
+    assert affordable_tasks(none, 2500, at_least=2) == {"t1", "t3"}

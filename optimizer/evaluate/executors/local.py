@@ -20,15 +20,22 @@ class LocalExecutor(Executor):
     type: Literal["local"] = "local"
 
     def episodes(self, work: EpisodeWork, tasks: Sequence[Task], *, concurrency: int,
-                 here: Callable[[Task], Episode]) -> Iterator[Episode]:
-        return bounded_map(here, tasks, concurrency)
+                 here: Callable[[Task], Episode], record: Callable[[Episode], int]) -> Iterator[tuple[Episode, int]]:
+        def run_and_record(task: Task) -> tuple[Episode, int]:
+            # Recorded on the thread that ran it: an episode in flight when the run is interrupted still
+            # finishes and is stored while the pool drains.
+            episode = here(task)
+            return episode, record(episode)
+
+        return bounded_map(run_and_record, tasks, concurrency)
 
 
 def bounded_map(work: Callable[[Task], T], tasks: Sequence[Task], concurrency: int) -> Iterator[T]:
     """`work` over `tasks` on `concurrency` threads, results as they finish.
 
     At most `concurrency` tasks are in flight and a finished result is dropped once yielded, so a long
-    task list never accumulates results (a pool's future keeps its result for as long as it is referenced).
+    task list never accumulates results (a pool's future keeps its result for as long as it is referenced),
+    and an interrupted run (the iterator closed) waits only for those in flight, never for queued ones.
     """
     if concurrency <= 1:
         for task in tasks:

@@ -4,7 +4,9 @@ Each Ray task rebuilds what an episode needs in its worker process (endpoints, c
 per process) and returns the episode's record; the driver writes it to the run directory, so the job's
 store reads it back exactly as a local episode's, and a worker that dies before returning leaves nothing
 behind. Ray re-runs a task whose worker died `max_retries` times (1: a killed episode runs once more);
-the record of a finished task is written once, by the driver, however many attempts it took.
+the record of a finished task is written once, by the driver, however many attempts it took. An
+interrupted run hands out no more tasks; episodes still in flight on workers are not recorded (a resumed
+run does them).
 
 Requests to each endpoint pass one named gate actor (`RayGate`), shared by every worker of the cluster:
 the endpoint's `concurrency` is a cluster-wide bound, and a 429's `Retry-After` pauses all of them. The
@@ -49,7 +51,7 @@ class RayExecutor(Executor):
     max_retries: int = Field(1, ge=0, le=5, description="Re-runs of an episode whose worker died.")
 
     def episodes(self, work: EpisodeWork, tasks: Sequence[Task], *, concurrency: int,
-                 here: Callable[[Task], Episode]) -> Iterator[Episode]:
+                 here: Callable[[Task], Episode], record: Callable[[Episode], int]) -> Iterator[tuple[Episode, int]]:
         ray = require_ray()
         connect(self)
         remote = ray.remote(_remote_episode).options(
@@ -62,8 +64,9 @@ class RayExecutor(Executor):
             done, running = ray.wait(running, num_returns=1)
             running += [remote.remote(shared, task) for task in itertools.islice(pending, len(done))]
             for ref in done:
-                yield Episode.from_dict(ray.get(ref))
-            del done, ref
+                episode = Episode.from_dict(ray.get(ref))
+                yield episode, record(episode)
+            del done, ref, episode
 
 
 def require_ray() -> Any:
