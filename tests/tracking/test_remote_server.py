@@ -56,7 +56,7 @@ def write_config(tmp: Path, model_url: str, tracking_uri: str) -> Path:
     return path
 
 
-def run_job(tmp: Path, model_url: str, tracking_uri: str) -> MlflowClient:
+def run_job(tmp: Path, model_url: str, tracking_uri: str) -> tuple[MlflowClient, Path]:
     config = load_experiment(write_config(tmp, model_url, tracking_uri))
     job = OptimizationJob(config, log=lambda m: None)
     with tracker_for(job) as tracking:
@@ -64,7 +64,7 @@ def run_job(tmp: Path, model_url: str, tracking_uri: str) -> MlflowClient:
         job.run()
     uri = resolve_uri(config.out_dir)
     assert uri == (tracking_uri or sqlite_uri(config.out_dir / "mlflow.db"))
-    return MlflowClient(tracking_uri=uri, registry_uri=uri)
+    return MlflowClient(tracking_uri=uri, registry_uri=uri), config.out_dir.resolve()
 
 
 def artifacts(client: MlflowClient, run_id: str, path: str | None = None) -> list[str]:
@@ -74,8 +74,8 @@ def artifacts(client: MlflowClient, run_id: str, path: str | None = None) -> lis
     return sorted(found)
 
 
-def snapshot(client: MlflowClient) -> dict:
-    """Everything a reviewer reads of the job, with ids, URIs and timings taken out."""
+def snapshot(client: MlflowClient, job_dir: Path) -> dict:
+    """Everything a reviewer reads of the job, with ids, URIs, timings and the job's own path taken out."""
     experiment = client.get_experiment_by_name(EXPERIMENT)
     runs = client.search_runs([experiment.experiment_id], max_results=1000)
     key = {r.info.run_id: r.data.tags.get("acon.key", r.data.tags.get("acon.job")) for r in runs}
@@ -85,11 +85,12 @@ def snapshot(client: MlflowClient) -> dict:
         metrics = {k: v for k, v in run.data.metrics.items() if not TIMED.search(k)}
         history = {k: [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, k)] for k in metrics}
         traces = client.search_traces(locations=[experiment.experiment_id], run_id=run.info.run_id,
-                                      max_results=1000)
+                                      max_results=500)  # the server refuses more per page
         out["runs"][name] = {
             "status": run.info.status, "parent": key.get(run.data.tags.get("mlflow.parentRunId", "")),
             "params": run.data.params, "metrics": metrics, "history": history,
-            "tags": {k: v for k, v in run.data.tags.items() if k.startswith("acon.") or k in ("suite", "strategy")},
+            "tags": {k: v.replace(str(job_dir), "<job>") for k, v in run.data.tags.items()
+                     if k.startswith("acon.") or k in ("suite", "strategy")},
             "artifacts": artifacts(client, run.info.run_id),
             "traces": sorted(
                 (t.info.tags.get("acon.task"), t.info.state, (t.info.token_usage or {}).get("total_tokens"),
@@ -107,10 +108,16 @@ def snapshot(client: MlflowClient) -> dict:
     return out
 
 
-def test_the_same_job_on_a_server_and_on_sqlite_logs_the_same(server, tmp_path):
+def test_the_same_job_on_a_server_and_on_sqlite_logs_the_same(server, tmp_path, monkeypatch):
+    # `mlflow.set_tracking_uri` exports MLFLOW_TRACKING_URI, which an empty `[tracking] uri` would follow to
+    # an earlier test's store.
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     with StubServer(scripted_models) as model_url:
-        local = snapshot(run_job(tmp_path / "sqlite", model_url, ""))
-        remote = snapshot(run_job(tmp_path / "remote", model_url, server.url))
+        # Each job its own reply cache: the second would otherwise get the first one's compressions as hits.
+        monkeypatch.setenv("ACON_HOME", str(tmp_path / "home-sqlite"))
+        local = snapshot(*run_job(tmp_path / "sqlite", model_url, ""))
+        monkeypatch.setenv("ACON_HOME", str(tmp_path / "home-remote"))
+        remote = snapshot(*run_job(tmp_path / "remote", model_url, server.url))
     assert remote["artifact_location"].startswith("mlflow-artifacts:"), remote["artifact_location"]  # proxied
     assert any((server.root / "artifacts").rglob("*.html")), "diff artifacts should be on the server's disk"
     assert not (tmp_path / "remote" / "job" / "mlflow.db").exists()
