@@ -57,7 +57,7 @@ from optimizer.world import (  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 STRATEGIES = ("none", "clear_tool_uses")
-SUITE_SIZES = (100, 1000, 5000)
+SUITE_SIZES = (1000, 5000, 10000)
 OUTPUT_BYTES = (1_000, 10_000, 100_000, 1_000_000)
 EPISODE_STEPS = (50, 100, 200)
 QUICK = {"suite": (50, 200, 400), "output": (1_000, 100_000, 1_000_000), "steps": (25, 50, 100)}
@@ -126,7 +126,7 @@ def measure(case: str, size: int, strategy: str) -> dict[str, Any]:
     if case == "suite":
         from tasks.builtin import BuiltinSuite
 
-        tasks = list(BuiltinSuite(n_tasks=size).load().tasks)
+        tasks = BuiltinSuite(n_tasks=size).load().tasks  # built on access, as `acon run` gets them
         base = _status("VmRSS")
         with tempfile.TemporaryDirectory() as tmp:
             started = time.perf_counter()
@@ -135,7 +135,8 @@ def measure(case: str, size: int, strategy: str) -> dict[str, Any]:
             wall = time.perf_counter() - started
             summary = summarize(episodes)
             log_mb = (Path(tmp) / "run" / "episodes.jsonl").stat().st_size / 2**20
-        out = {"tasks": len(tasks), "success": summary["success"], "steps": sum(e.metrics["steps"] for e in episodes),
+        out = {"tasks": len(tasks), "success": summary["success"],
+               "steps": sum(e.metrics["steps"] for e in episodes.summaries),
                "episodes_mb": round(log_mb, 1)}
     else:
         task = archive_task(1, size) if case == "output" else archive_task(size, 1000)
@@ -163,7 +164,9 @@ def in_subprocess(case: str, size: int, strategy: str) -> dict[str, Any]:
 
 
 def slope(xs: Sequence[float], ys: Sequence[float]) -> float:
-    """Least-squares slope of y on x."""
+    """Least-squares slope of y on x (nan with fewer than two points: that case was not measured)."""
+    if len(set(xs)) < 2:
+        return float("nan")
     mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
 
@@ -173,8 +176,11 @@ def fits(points: list[dict[str, Any]]) -> dict[str, Any]:
     for strategy in STRATEGIES:
         suite = [p for p in points if p["case"] == "suite" and p["strategy"] == strategy]
         sizes = [p["size"] for p in suite]
+        if len(suite) < 2:
+            continue
         out[f"suite/{strategy}"] = {
             "peak_rss_mb_per_1000_tasks": round(1000 * slope(sizes, [p["peak_rss_mb"] for p in suite]), 1),
+            "peak_rss_kb_per_task": round(1024 * slope(sizes, [p["peak_rss_mb"] for p in suite]), 2),
             "wall_s_per_1000_tasks": round(1000 * slope(sizes, [p["wall_s"] for p in suite]), 1),
         }
         output = [p for p in points if p["case"] == "output" and p["strategy"] == strategy]
@@ -206,6 +212,9 @@ def table(points: list[dict[str, Any]], case: str, unit: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="Smaller sizes (a minute or two).")
+    parser.add_argument("--cases", default="suite,output,steps",
+                        help="Comma-separated cases to measure; the others keep their points from the last run's JSON.")
+    parser.add_argument("--strategies", default=",".join(STRATEGIES), help="Comma-separated strategies to measure.")
     parser.add_argument("--point", nargs=3, metavar=("CASE", "SIZE", "STRATEGY"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.point:
@@ -213,13 +222,23 @@ def main() -> None:
         print(json.dumps(measure(case, int(size), strategy)))
         return
     sizes = QUICK if args.quick else {"suite": SUITE_SIZES, "output": OUTPUT_BYTES, "steps": EPISODE_STEPS}
-    points = []
-    for case in ("suite", "output", "steps"):
+    cases = [c for c in args.cases.split(",") if c]
+    strategies = [s for s in args.strategies.split(",") if s]
+    path = RESULTS / ("limits_quick.json" if args.quick else "limits.json")
+    # Points not measured now are kept from the previous run, each with the date it was measured.
+    previous = json.loads(path.read_text()) if path.exists() else {"points": []}
+    points = [{"measured": previous.get("measured"), **p} for p in previous["points"]
+              if not (p["case"] in cases and p["strategy"] in strategies)]
+    for case in cases:
         for size in sizes[case]:
-            for strategy in STRATEGIES:
-                points.append(in_subprocess(case, size, strategy))
-                print(f"  {case} {size:,} {strategy}: {points[-1]['wall_s']:.2f} s, "
-                      f"peak {points[-1]['peak_rss_mb']:.0f} MB", file=sys.stderr, flush=True)
+            for strategy in strategies:
+                point = {"measured": dt.datetime.now().isoformat(timespec="seconds"),
+                         **in_subprocess(case, size, strategy)}
+                points.append(point)
+                print(f"  {case} {size:,} {strategy}: {point['wall_s']:.2f} s, "
+                      f"peak {point['peak_rss_mb']:.0f} MB", file=sys.stderr, flush=True)
+    order = {c: i for i, c in enumerate(("suite", "output", "steps"))}
+    points.sort(key=lambda p: (order[p["case"]], p["size"], STRATEGIES.index(p["strategy"])))
     result = {"measured": dt.datetime.now().isoformat(timespec="seconds"), "python": platform.python_version(),
               "machine": platform.machine(), "quick": args.quick, "points": points, "fits": fits(points)}
     print("\nSuite size (built-in tasks, reference agent, episodes to a run directory)\n")
@@ -232,7 +251,6 @@ def main() -> None:
     for name, values in result["fits"].items():
         print(f"- {name}: " + ", ".join(f"{k} {v}" for k, v in values.items()))
     RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / ("limits_quick.json" if args.quick else "limits.json")
     path.write_text(json.dumps(result, indent=2) + "\n")
     print(f"\nwrote {path.relative_to(ROOT)}")
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from optimizer.context.moves import HistoryMoveConfig, WriteMoveConfig
 from optimizer.context.strategies import DETERMINISTIC, NoCompression, StrategyConfig
 from optimizer.errors import ConfigError
+from optimizer.evaluate.executors import ExecutorConfig, LocalExecutor
 from optimizer.llm.endpoint import EndpointConfig
 from optimizer.search.proposers import DEFAULT_PROPOSERS, ProposerConfig
 from tasks import SuiteConfig
@@ -37,7 +38,11 @@ class RunConfig(_Strict):
     action_format: Literal["auto", "native", "json"] = Field(
         "auto", description="`auto`: native tool calls if the agent endpoint declares them, else JSON."
     )
-    concurrency: int = Field(1, ge=1, le=64, description="Episodes run at once.")
+    concurrency: int = Field(1, ge=1, le=64, description="Episodes run at once (threads, or Ray tasks in flight).")
+    executor: ExecutorConfig = Field(
+        default_factory=LocalExecutor, description='Where episodes run: "local" (threads here) or "ray" (a '
+        'cluster; `[run.executor]` type = "ray", address = "auto" for an existing one).',
+    )
     max_total_steps: int = Field(200, gt=0, description="Hard cap on agent steps per episode.")
 
 
@@ -202,6 +207,6 @@ def _tags(union: Any, field: str = "type") -> set[str]:
 # wrote `strategy.keep_last`. Every tag comes from its union, so a new strategy, suite, move or proposer
 # is covered without an edit here.
 _UNION_TAGS = (
-    _tags(StrategyConfig) | _tags(SuiteConfig) | _tags(ProposerConfig) | _tags(WriteMoveConfig, "move")
-    | _tags(HistoryMoveConfig, "move") | {"function-after", "str", "Guideline"}
+    _tags(StrategyConfig) | _tags(SuiteConfig) | _tags(ProposerConfig) | _tags(ExecutorConfig)
+    | _tags(WriteMoveConfig, "move") | _tags(HistoryMoveConfig, "move") | {"function-after", "str", "Guideline"}
 )

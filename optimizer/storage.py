@@ -6,6 +6,7 @@ import json
 import os
 import tempfile
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,28 +48,49 @@ class JsonlLog:
         with self.path.open("r+b") as handle:
             handle.truncate(cut)
 
-    def append(self, record: dict[str, Any]) -> None:
-        line = json.dumps(record, ensure_ascii=False, default=str) + "\n"
-        with self._lock, self.path.open("a") as handle:
+    def append(self, record: dict[str, Any]) -> int:
+        """Write one record; returns its byte offset, so a reader can seek straight to it (`read_at`)."""
+        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
+        with self._lock, self.path.open("ab") as handle:
+            offset = handle.seek(0, os.SEEK_END)
             handle.write(line)
             handle.flush()
             os.fsync(handle.fileno())
+        return offset
 
     def read(self) -> list[dict[str, Any]]:
-        if not self.path.exists():
-            return []
-        records = []
+        return [record for _, record in self.scan()]
+
+    def scan(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """Every record with its byte offset, one line in memory at a time."""
         self.skipped = 0
-        with self.path.open(encoding="utf-8", errors="replace") as handle:
+        if not self.path.exists():
+            return
+        with self.path.open("rb") as handle:
+            offset = 0
             for line in handle:
+                start, offset = offset, offset + len(line)
                 if not line.strip():
                     continue
-                try:
-                    record = json.loads(line)
-                except json.JSONDecodeError:
-                    record = None
-                if isinstance(record, dict):
-                    records.append(record)
-                else:
+                record = _parse(line)
+                if record is None:
                     self.skipped += 1
-        return records
+                else:
+                    yield start, record
+
+    def read_at(self, offset: int) -> dict[str, Any]:
+        """The record that starts at `offset` (from `append` or `scan`)."""
+        with self.path.open("rb") as handle:
+            handle.seek(offset)
+            record = _parse(handle.readline())
+        if record is None:
+            raise ValueError(f"{self.path}: no record at byte {offset}")
+        return record
+
+
+def _parse(line: bytes) -> dict[str, Any] | None:
+    try:
+        record = json.loads(line.decode("utf-8", errors="replace"))
+    except json.JSONDecodeError:
+        return None
+    return record if isinstance(record, dict) else None

@@ -7,14 +7,18 @@ from collections.abc import Callable
 from optimizer.llm.cache import ResponseCache
 from optimizer.llm.client import ChatClient
 from optimizer.llm.endpoint import EndpointConfig
+from optimizer.llm.gate import Gate
 from optimizer.llm.local import LocalServers, acon_home
 
 
 class ModelEndpoints:
     """Clients for the agent, compressor and optimizer roles, valid inside a `with` block."""
 
-    def __init__(self, configs: dict[str, EndpointConfig], log: Callable[[str], None] = print) -> None:
+    def __init__(self, configs: dict[str, EndpointConfig], log: Callable[[str], None] = print, *,
+                 gate_for: Callable[[str, EndpointConfig], Gate] | None = None) -> None:
         self._configs = configs
+        # (base URL, config) -> the gate its requests go through; None: one gate per client, in this process.
+        self._gate_for = gate_for
         self._servers = LocalServers(log=log)
         self._clients: dict[str, ChatClient] = {}
         self._cache: ResponseCache | None = None
@@ -23,10 +27,15 @@ class ModelEndpoints:
         if role not in self._clients:
             config = self._configs[role]
             base_url = self._servers.base_url(config.model) if config.is_local else config.base_url
-            client = ChatClient(config, base_url=base_url, model=config.model)
+            gate = self._gate_for(base_url, config) if self._gate_for is not None else None
+            client = ChatClient(config, base_url=base_url, model=config.model, gate=gate)
             client.probe()  # an unreachable endpoint fails here, in one line, before any episode runs
             self._clients[role] = client
         return self._clients[role]
+
+    @property
+    def configs(self) -> dict[str, EndpointConfig]:
+        return dict(self._configs)
 
     def connect(self) -> ModelEndpoints:
         """Start or reach every configured role now, so a dead endpoint fails before any work starts."""

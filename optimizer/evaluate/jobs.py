@@ -14,8 +14,10 @@ from optimizer.context.strategies import parse_strategy
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import ConfigError
 from optimizer.evaluate.endpoints import ModelEndpoints
+from optimizer.evaluate.records import EpisodeRecords, EpisodeSummary, summaries_of
 from optimizer.evaluate.runner import AgentSpec, OnEpisode, run_key, run_tasks
 from optimizer.evaluate.stats import bootstrap_ci
+from optimizer.world.suite import task_ids
 from optimizer.world.task import Task
 
 RUN_FORMAT = 3
@@ -26,7 +28,8 @@ RUN_FORMAT = 3
 class RunResult:
     strategy: ContextStrategy
     directory: Path
-    episodes: list[Episode]
+    # Read from the run directory on access; `episodes.summaries` is what stays in memory.
+    episodes: EpisodeRecords
     summary: dict[str, Any]
 
 
@@ -87,13 +90,13 @@ def plan_run(
     # The strategy by content (`version()`: a guideline file's hash, not its path), so an edited file never
     # reads back episodes recorded under its old text; and the code that recorded them.
     code = code_version()
-    key = run_key(config.suite.fingerprint(), split, [t.id for t in tasks], strategy.type, strategy.label(),
+    key = run_key(config.suite.fingerprint(), split, task_ids(tasks), strategy.type, strategy.label(),
                   strategy.version(), spec.identity(roles), roles.get("compressor"), code)
     directory = (base or config.out_dir / "runs") / f"{strategy.type}-{agent}-{split}-{key}"
     meta = {
         "key": key, "experiment": config.name, "strategy": strategy.label(), "strategy_version": strategy.version(),
         "strategy_config": strategy.model_dump(mode="json"), "agent": agent, "split": split,
-        "tasks": [t.id for t in tasks], "endpoints": roles, "code": code,
+        "tasks": task_ids(tasks), "endpoints": roles, "code": code,
     }
     return RunPlan(key, directory, meta)
 
@@ -129,19 +132,20 @@ def run_strategy(
         tasks, strategy, AgentSpec(agent, config.run.action_format, config.run.recall), endpoints=endpoints,
         directory=plan.directory,
         meta=plan.meta, concurrency=config.run.concurrency, max_total_steps=config.run.max_total_steps,
-        on_episode=on_episode,
+        on_episode=on_episode, executor=config.run.executor,
     )
     return RunResult(strategy, plan.directory, episodes, summarize(episodes))
 
 
-def summarize(episodes: Sequence[Episode]) -> dict[str, Any]:
+def summarize(episodes: Sequence[Episode] | Sequence[EpisodeSummary]) -> dict[str, Any]:
+    episodes = summaries_of(episodes)  # a run's summaries: the records stay on disk
     summary = summarize_episodes(episodes)
     scored = [1.0 if e.success else 0.0 for e in episodes if e.outcome != "infra_error"]
     summary["success_ci"] = list(bootstrap_ci(scored))
     return summary
 
 
-def episode_row(episode: Episode) -> dict[str, Any]:
+def episode_row(episode: Episode | EpisodeSummary) -> dict[str, Any]:
     """The per-episode interface other tools read (`--json`)."""
     m = episode.metrics
     return {

@@ -6,7 +6,6 @@ import contextlib
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,9 +18,12 @@ from optimizer.context.compressor import Compressor
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import ConfigError
 from optimizer.evaluate.endpoints import ModelEndpoints
+from optimizer.evaluate.executors import EpisodeWork, Executor, LocalExecutor
+from optimizer.evaluate.records import EpisodeRecords, EpisodeSummary
 from optimizer.evaluate.store import EpisodeStore, read_meta, write_meta
 from optimizer.locking import exclusive
 from optimizer.world.sources import need_sources
+from optimizer.world.suite import only, task_ids
 from optimizer.world.task import Task
 
 OnEpisode = Callable[[Episode], None]
@@ -92,65 +94,63 @@ def run_tasks(
     concurrency: int = 1,
     max_total_steps: int = 200,
     on_episode: OnEpisode | None = None,
-) -> list[Episode]:
+    executor: Executor | None = None,
+) -> EpisodeRecords:
     """Episodes for `tasks`, reusing any already recorded in `directory` (a killed run resumes).
 
     An episode that ended in an infrastructure error is not reused: its task runs again and the new record
     supersedes it (the newest record of a task counts), so a flaky endpoint never leaves a hole in a run.
-    Only one process at a time runs in `directory` (`DirectoryBusy` for a second one).
+    Only one process at a time runs in `directory` (`DirectoryBusy` for a second one). Each episode is on
+    disk before the next is handed out, and only its summary stays in memory (`EpisodeRecords`). The
+    `executor` decides where episodes run (this process's threads by default, or Ray); the records are
+    written here either way, so a run resumes under any executor.
     """
     with exclusive(directory, hint=BUSY_HINT):
         return _run_locked(tasks, strategy, agent, endpoints=endpoints, directory=directory, meta=meta,
-                           concurrency=concurrency, max_total_steps=max_total_steps, on_episode=on_episode)
+                           concurrency=concurrency, max_total_steps=max_total_steps, on_episode=on_episode,
+                           executor=executor or LocalExecutor())
 
 
 def _run_locked(
     tasks: Sequence[Task], strategy: ContextStrategy, agent: AgentSpec, *, endpoints: ModelEndpoints | None,
     directory: Path, meta: dict, concurrency: int, max_total_steps: int, on_episode: OnEpisode | None,
-) -> list[Episode]:
+    executor: Executor,
+) -> EpisodeRecords:
     store = EpisodeStore(directory)
     existing = read_meta(directory)
     if existing is not None and existing.get("key") != meta.get("key"):
         raise ConfigError(f"{directory} holds episodes of a different run (key {existing.get('key')})")
     write_meta(directory, meta)
-    wanted = {t.id for t in tasks}
-    done = {e.task_id: e for e in store.load() if e.outcome != "infra_error" and e.task_id in wanted}
-    for episode in done.values():
-        if on_episode is not None:
-            on_episode(episode)
-    todo = [t for t in tasks if t.id not in done]
-    services = services_for(strategy, agent, endpoints) if todo else None
+    order = task_ids(tasks)
+    offsets, summaries = store.index()
+    wanted = set(order)
+    done = {i for i, s in summaries.items() if s.outcome != "infra_error" and i in wanted}
+    if on_episode is not None:
+        for task_id in order:
+            if task_id in done:
+                on_episode(Episode.from_dict(store.log.read_at(offsets[task_id])))
+    todo = only(tasks, lambda task_id: task_id not in done)
+    local = isinstance(executor, LocalExecutor)
+    services = services_for(strategy, agent, endpoints) if todo and local else None
     if services is not None:
         services.max_total_steps = max_total_steps
+    prefix = str(directory.resolve())
 
-    def one(task: Task) -> Episode:
+    def here(task: Task) -> Episode:
         compressor = services.compressor if services is not None else None
-        attempt = compressor.attempt(f"{directory.resolve()}::{task.id}") if compressor else contextlib.nullcontext()
+        attempt = compressor.attempt(f"{prefix}::{task.id}") if compressor else contextlib.nullcontext()
         with attempt:
-            episode = run_episode(task, agent.build(task, endpoints), strategy, services)
-        store.append(episode)
-        return episode
+            return run_episode(task, agent.build(task, endpoints), strategy, services)
 
-    results = dict(done)
-    if concurrency <= 1:
-        for task in todo:
-            episode = one(task)
-            results[task.id] = episode
+    work = EpisodeWork(strategy, agent, endpoints.configs if endpoints is not None else {}, max_total_steps, prefix)
+    finished = executor.episodes(work, todo, concurrency=concurrency, here=here, record=store.append)
+    # Closed at once on an interrupt (Ctrl-C, SIGTERM, a failed episode): no queued task starts after it.
+    with contextlib.closing(finished):
+        for episode, offset in finished:
+            offsets[episode.task_id] = offset
+            summaries[episode.task_id] = EpisodeSummary.of(episode)
             if on_episode is not None:
                 on_episode(episode)
-    else:
-        pool = ThreadPoolExecutor(max_workers=concurrency)
-        try:
-            futures = {pool.submit(one, task): task for task in todo}
-            for future in as_completed(futures):
-                episode = future.result()
-                results[episode.task_id] = episode
-                if on_episode is not None:
-                    on_episode(episode)
-        except BaseException:
-            # Ctrl-C, SIGTERM or a failed episode: episodes not started yet are dropped (a resumed run does
-            # them), the ones in flight finish and are stored. A `with` block would run every queued one.
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
-        pool.shutdown()
-    return [results[t.id] for t in tasks]
+            del episode  # the record is on disk; holding it here would keep a whole episode per task alive
+    return EpisodeRecords(store.log, order, {i: offsets[i] for i in order}, {i: summaries[i] for i in order})
+

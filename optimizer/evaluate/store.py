@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.agent.episode import Episode
+from optimizer.evaluate.records import EpisodeSummary
 from optimizer.storage import JsonlLog
 
 
@@ -31,12 +32,28 @@ class EpisodeStore:
     def load(self) -> list[Episode]:
         return [Episode.from_dict(r) for r in self.latest()]
 
+    @property
+    def log(self) -> JsonlLog:
+        return self._log
+
+    def index(self) -> tuple[dict[str, int], dict[str, EpisodeSummary]]:
+        """Per task, the byte offset and summary of its newest record, reading one record at a time."""
+        offsets: dict[str, int] = {}
+        summaries: dict[str, EpisodeSummary] = {}
+        for offset, record in self._log.scan():
+            task_id = record.get("task_id")
+            if isinstance(task_id, str):
+                offsets[task_id] = offset
+                summaries[task_id] = EpisodeSummary.of_record(record)
+        return offsets, summaries
+
     def done_ids(self) -> set[str]:
         """Tasks with a final episode: an infrastructure error is not final, the task runs again."""
         return {r["task_id"] for r in self.latest() if r["outcome"] != "infra_error"}
 
-    def append(self, episode: Episode) -> None:
-        self._log.append(episode.to_dict())
+    def append(self, episode: Episode | dict[str, Any]) -> int:
+        """Record a finished episode (or its `to_dict()`); returns the record's byte offset."""
+        return self._log.append(episode if isinstance(episode, dict) else episode.to_dict())
 
     def export_parquet(self, path: Path | None = None) -> Path:
         from optimizer.evaluate.dataset import episodes_dataset

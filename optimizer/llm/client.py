@@ -14,6 +14,7 @@ import openai
 
 from optimizer.errors import EndpointError, InfrastructureError
 from optimizer.llm.endpoint import EndpointConfig
+from optimizer.llm.gate import MAX_PAUSE_S, Gate, LocalGate, retry_after_s
 from optimizer.llm.usage import Usage
 from optimizer.tokens import count_message_tokens, count_tokens
 
@@ -42,14 +43,15 @@ class Completion:
 class ChatClient:
     """Sends chat requests to one endpoint. Thread-safe; at most `concurrency` requests in flight."""
 
-    def __init__(self, config: EndpointConfig, *, base_url: str, model: str) -> None:
+    def __init__(self, config: EndpointConfig, *, base_url: str, model: str, gate: Gate | None = None) -> None:
         self.config = config
         self.base_url = base_url
         self.model = model
         self._client = openai.OpenAI(
             base_url=base_url, api_key=config.api_key(), timeout=config.timeout_s, max_retries=0
         )
-        self._slots = threading.Semaphore(config.concurrency)
+        # Shared by every caller of this endpoint (threads here; all workers under Ray, see `gate`).
+        self.gate: Gate = gate or LocalGate(config.concurrency)
         self._system_tokens: dict[str, int] = {}
         self._system_lock = threading.Lock()
 
@@ -87,7 +89,7 @@ class ChatClient:
             attempt += 1
             started = time.perf_counter()
             try:
-                with self._slots:
+                with self.gate.slot():
                     response = self._client.chat.completions.create(**request)
                 choice = response.choices[0]
             except _RETRYABLE as exc:
@@ -130,6 +132,12 @@ class ChatClient:
             raise InfrastructureError(
                 f"{self.base_url}: {kind} after {attempt} attempts: {_short(exc)}", kind=kind, attempts=attempt
             ) from exc
+        asked = retry_after_s(exc)
+        if asked is not None:
+            # The server said when: every caller of the endpoint waits that long, then this one retries.
+            self.gate.pause(asked)
+            time.sleep(min(asked, MAX_PAUSE_S))
+            return
         delay = self.config.backoff_s * (2 ** (attempt - 1))
         time.sleep(delay * (0.5 + random.random()))
 

@@ -17,6 +17,7 @@ from optimizer.config import ExperimentConfig
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.evaluate.endpoints import ModelEndpoints
 from optimizer.evaluate.jobs import RunResult, run_strategy
+from optimizer.evaluate.records import EpisodeRecords
 from optimizer.search.scores import Scores
 from optimizer.world.task import Task
 
@@ -31,7 +32,7 @@ class Evaluation:
     scores: Scores
 
     @property
-    def episodes(self) -> list[Episode]:
+    def episodes(self) -> EpisodeRecords:
         return self.result.episodes
 
 
@@ -52,4 +53,4 @@ class Evaluator:
                                   on_episode=advance, base=self.base)
         if self.on_run is not None:
             self.on_run(result, agent, split)
-        return Evaluation(result, Scores.of(result.episodes, result.summary, str(result.directory)))
+        return Evaluation(result, Scores.of(result.episodes.summaries, result.summary, str(result.directory)))

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from optimizer.agent.episode import Episode
+from optimizer.evaluate.records import EpisodeSummary
 from optimizer.evaluate.stats import bootstrap_ci
 
 
@@ -36,7 +37,8 @@ class Scores:
     summary: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, episodes: Sequence[Episode], summary: Mapping[str, Any], directory: str = "") -> Scores:
+    def of(cls, episodes: Sequence[Episode] | Sequence[EpisodeSummary], summary: Mapping[str, Any],
+           directory: str = "") -> Scores:
         tasks = tuple(
             TaskScore(e.task_id, e.success, int(e.metrics["peak_tokens"]), int(e.metrics["recall_calls"]),
                       int(e.metrics["compressor_calls"]))

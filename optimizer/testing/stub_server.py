@@ -37,6 +37,7 @@ class FaultPlan:
     kinds: tuple[str, ...] = FAULTS
     seed: int = 0
     timeout_s: float = 3.0  # how long a "timeout" fault stalls before dropping the connection
+    retry_after_s: float | None = None  # sent as `Retry-After` with an injected 429
     injected: Counter = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
@@ -91,6 +92,9 @@ class StubServer:
         self.faulted: list[str | None] = []  # the fault injected into each request (None: answered normally)
         self._log_lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
+        self.in_flight = 0
+        self.most_in_flight = 0  # most chat requests answered at once: what a concurrency bound must cap
+        self.times: list[float] = []  # when each chat request arrived (time.time()), aligned with `requests`
 
     @property
     def base_url(self) -> str:
@@ -120,8 +124,20 @@ class StubServer:
                     fault = stub.faults.draw(action=expects_action(request))
                     stub.requests.append(request)
                     stub.faulted.append(fault)
+                    stub.times.append(time.time())
+                    stub.in_flight += 1
+                    stub.most_in_flight = max(stub.most_in_flight, stub.in_flight)
+                try:
+                    return self._answer(request, fault)
+                finally:
+                    with stub._log_lock:
+                        stub.in_flight -= 1
+
+            def _answer(self, request: dict[str, Any], fault: str | None) -> None:
                 if fault == "http_429":
-                    return self._send(429, {"error": {"message": "rate limited (injected)"}})
+                    after = stub.faults.retry_after_s
+                    headers = {} if after is None else {"Retry-After": f"{after:g}"}
+                    return self._send(429, {"error": {"message": "rate limited (injected)"}}, headers)
                 if fault == "http_500":
                     return self._send(500, {"error": {"message": "server error (injected)"}})
                 if fault == "timeout":
@@ -148,11 +164,13 @@ class StubServer:
                     return None
                 return self._send(200, reply)
 
-            def _send(self, status: int, payload: dict[str, Any]) -> None:
+            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
                 body = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.end_headers()
                 self.wfile.write(body)
 

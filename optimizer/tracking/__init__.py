@@ -23,7 +23,7 @@ from optimizer.tracking.base import Tracker
 from optimizer.tracking.hooks import JobTracking, OptimizeTracking, tracked_job, tracker_for
 from optimizer.tracking.params import experiment_params, experiment_tags
 from optimizer.tracking.pareto import ParetoPoint, pareto_front
-from optimizer.tracking.store import Store, job_store, resolve_store, resolve_uri
+from optimizer.tracking.store import Store, check_reachable, job_store, resolve_store, resolve_uri
 
 
 def open_tracker(config: TrackingConfig, job_dir: Path, experiment: str, *,
@@ -31,10 +31,11 @@ def open_tracker(config: TrackingConfig, job_dir: Path, experiment: str, *,
     """An MLflow tracker on the job's store, or the no-op `Tracker` when tracking is disabled."""
     if not config.enabled:
         return Tracker()
+    store = resolve_store(config, job_dir)
+    check_reachable(store)
     from optimizer.tracking.mlflow_tracker import MlflowTracker
 
-    return MlflowTracker(resolve_store(config, job_dir), job_dir, experiment, traces=config.traces,
-                         prompt_prefix=prompt_prefix)
+    return MlflowTracker(store, job_dir, experiment, traces=config.traces, prompt_prefix=prompt_prefix)
 
 
 def tracker_from_config(config: ExperimentConfig) -> Tracker:

@@ -14,6 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from optimizer.config import TrackingConfig
+from optimizer.errors import AconError
 
 DB_NAME = "mlflow.db"
 ARTIFACTS_DIR = "mlartifacts"
@@ -33,6 +34,34 @@ class Store:
     @property
     def is_remote(self) -> bool:
         return urlsplit(self.uri).scheme in ("http", "https", "databricks")
+
+
+def check_reachable(store: Store, timeout_s: float = 5.0) -> None:
+    """Refuse, in one line, a tracking server that does not answer `/health`, before a job starts.
+
+    MLflow's client retries an unreachable server with backoff for minutes and then fails mid-job with a
+    multi-line error; asked once up front, the answer comes in seconds and nothing has run yet.
+    """
+    parts = urlsplit(store.uri)
+    if parts.scheme not in ("http", "https"):
+        return
+    import urllib.error
+    import urllib.request
+
+    url = f"{store.uri.rstrip('/')}/health"
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # 127.0.0.1 never via a proxy
+    try:
+        with opener.open(url, timeout=timeout_s) as response:
+            if response.status == 200:
+                return
+            problem = f"HTTP {response.status}"
+    except urllib.error.HTTPError as exc:
+        problem = f"HTTP {exc.code}"
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        problem = str(reason).strip() or type(reason).__name__
+    raise AconError(f"tracking server {store.uri} is not reachable ({problem}); start it, or set [tracking] uri "
+                    "to another server (or leave it empty for the job's sqlite store)")
 
 
 def sqlite_uri(path: Path) -> str:

@@ -3,35 +3,46 @@
 An agent that lost a fact from its context can only think of recalling it if it knows which earlier
 call the fact came from; that is task knowledge (an order's line ids are in the order), not knowledge
 of the cleared text. The sources are found by replaying the reference once in a fresh environment and
-are cached per task object, so screening pays for it once per task and process.
+are cached per task content, so screening pays for it once per task and process, and a task built again
+from a lazy suite (`TaskList`) still hits.
 """
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 
 from optimizer.world.provenance import occurs
 from optimizer.world.task import Task
 
-_CACHE: OrderedDict[int, tuple[Task, dict[str, str]]] = OrderedDict()
+# Only the sources are kept, never the task: holding tasks here kept thousands of worlds alive.
+_CACHE: OrderedDict[str, dict[str, str]] = OrderedDict()
 _LOCK = threading.Lock()
 _CACHE_SIZE = 4096
 
 
 def need_sources(task: Task) -> dict[str, str]:
     """Literal -> id of the reference call whose output first carried it (absent: from the user)."""
+    key = _content_key(task)
     with _LOCK:
-        hit = _CACHE.get(id(task))
-        if hit is not None and hit[0] is task:
-            _CACHE.move_to_end(id(task))
-            return hit[1]
+        hit = _CACHE.get(key)
+        if hit is not None:
+            _CACHE.move_to_end(key)
+            return hit
     sources = _replay_sources(task)
     with _LOCK:
-        _CACHE[id(task)] = (task, sources)  # holding the task keeps its id from being reused
+        _CACHE[key] = sources
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
     return sources
+
+
+def _content_key(task: Task) -> str:
+    """Equal for equal tasks: two suites may both have a `refund-00`, with different worlds (a reference's
+    arguments and needs carry the drawn values, so they tell the two apart)."""
+    text = repr((task.suite, task.id, task.turns, task.reference))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _replay_sources(task: Task) -> dict[str, str]:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, overload
 
 from pydantic import BaseModel, ConfigDict
 
@@ -15,17 +15,60 @@ from optimizer.world.task import Task
 Split = Literal["train", "test", "all"]
 
 
+class TaskList(Sequence[Task]):
+    """Tasks built from their ids on access and never kept: a procedural suite of ten thousand tasks costs
+    its ids in memory, not ten thousand worlds (a built task holds its reference, texts and a seeded RNG).
+
+    Building is deterministic, so a task built twice is equal to itself; slices and subsets stay lazy.
+    """
+
+    def __init__(self, ids: Sequence[str], build: Callable[[str], Task]) -> None:
+        self.ids = tuple(ids)
+        self._build = build
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, index: int) -> Task: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> TaskList: ...
+
+    def __getitem__(self, index: int | slice) -> Task | TaskList:
+        if isinstance(index, slice):
+            return TaskList(self.ids[index], self._build)
+        return self._build(self.ids[index])
+
+    def __iter__(self) -> Iterator[Task]:
+        for task_id in self.ids:
+            yield self._build(task_id)
+
+    def only(self, keep: Callable[[str], bool]) -> TaskList:
+        return TaskList([i for i in self.ids if keep(i)], self._build)
+
+
+def task_ids(tasks: Sequence[Task]) -> list[str]:
+    """The ids of `tasks`, without building a lazy list's tasks."""
+    return list(tasks.ids) if isinstance(tasks, TaskList) else [t.id for t in tasks]
+
+
+def only(tasks: Sequence[Task], keep: Callable[[str], bool]) -> Sequence[Task]:
+    """The tasks whose id `keep` accepts, lazily for a `TaskList`."""
+    return tasks.only(keep) if isinstance(tasks, TaskList) else [t for t in tasks if keep(t.id)]
+
+
 @dataclass(frozen=True)
 class Suite:
     """Tasks plus the ids in each split. The split is part of the suite, never chosen per run."""
 
     name: str
-    tasks: tuple[Task, ...]
+    tasks: Sequence[Task]  # a tuple, or a `TaskList` built on access
     train_ids: frozenset[str]
     test_ids: frozenset[str]
 
     def __post_init__(self) -> None:
-        ids = [task.id for task in self.tasks]
+        ids = task_ids(self.tasks)
         if len(set(ids)) != len(ids):
             raise ConfigError(f"suite {self.name!r}: duplicate task ids")
         unknown = (self.train_ids | self.test_ids) - set(ids)
@@ -34,13 +77,17 @@ class Suite:
         if self.train_ids & self.test_ids:
             raise ConfigError(f"suite {self.name!r}: train and test splits overlap")
 
-    def split(self, name: Split) -> list[Task]:
+    def split(self, name: Split) -> Sequence[Task]:
         if name == "all":
-            return list(self.tasks)
+            return self.tasks if isinstance(self.tasks, TaskList) else list(self.tasks)
         keep = self.train_ids if name == "train" else self.test_ids
-        return [task for task in self.tasks if task.id in keep]
+        return only(self.tasks, keep.__contains__)
 
     def task(self, task_id: str) -> Task:
+        if isinstance(self.tasks, TaskList):
+            if task_id in self.tasks.ids:
+                return self.tasks.only(task_id.__eq__)[0]
+            raise ConfigError(f"suite {self.name!r} has no task {task_id!r}")
         for task in self.tasks:
             if task.id == task_id:
                 return task

@@ -17,7 +17,7 @@ from pydantic import ConfigDict, Field
 
 from optimizer.errors import ConfigError
 from optimizer.tokens import count_tokens
-from optimizer.world.suite import Suite, SuiteSource, register_suite, split_by_seed
+from optimizer.world.suite import Suite, SuiteSource, TaskList, register_suite, split_by_seed
 from optimizer.world.task import Task, UserTurn
 from tasks.builtin.families import FAMILIES
 from tasks.builtin.plan import AGENT_INJECTIONS, INJECTIONS, Seed, pick_injections
@@ -50,24 +50,29 @@ class BuiltinSuite(SuiteSource):
     """Keep only these task families (see `acon suites show builtin`)."""
 
     def load(self) -> Suite:
-        tasks = tuple(self._task(i) for i in range(self.n_tasks))
-        train, test = split_by_seed([t.id for t in tasks], self.seed)
         known = {f.name for f in FAMILIES}
         unknown = set(self.families or ()) - known
         if unknown:
             raise ConfigError(f"builtin suite: unknown families {sorted(unknown)}; known: {sorted(known)}")
-        kept = tuple(
-            t for t in tasks
-            if (self.max_output_tokens is None or t.meta["max_output_tokens"] <= self.max_output_tokens)
-            and (self.families is None or t.meta["family"] in self.families)
-        )
-        ids = {t.id for t in kept}
-        return Suite(SUITE_NAME, kept, train & ids, test & ids)
+        position = {self._task_id(i): i for i in range(self.n_tasks)}
+        train, test = split_by_seed(list(position), self.seed)
+        kept = [
+            task_id for task_id, i in position.items()
+            if (self.families is None or FAMILIES[i % len(FAMILIES)].name in self.families)
+            # Planned sizes are known only once a task is drawn; it is dropped again right after.
+            and (self.max_output_tokens is None or self._task(i).meta["max_output_tokens"] <= self.max_output_tokens)
+        ]
+        ids = set(kept)
+        return Suite(SUITE_NAME, TaskList(kept, lambda task_id: self._task(position[task_id])), train & ids, test & ids)
+
+    @staticmethod
+    def _task_id(i: int) -> str:
+        return f"{FAMILIES[i % len(FAMILIES)].name}-{i // len(FAMILIES):02d}"
 
     def _task(self, i: int) -> Task:
         family = FAMILIES[i % len(FAMILIES)]
         index = i // len(FAMILIES)
-        task_id = f"{family.name}-{index:02d}"
+        task_id = self._task_id(i)
         rng = random.Random(f"{SUITE_NAME}:{self.seed}:{task_id}")
         inject = self.injections == "all" or (self.injections == "some" and i % 8 == 5)
         planted = (
