@@ -98,6 +98,8 @@ def strategies() -> dict[str, Any]:
 def measure(task, strategy, compressor: Compressor) -> dict[str, int]:
     agent = Recording(task.reference)
     episode = run_episode(task, agent, strategy, EpisodeServices(compressor=compressor))
+    if episode.outcome == "infra_error":  # a dead endpoint must not read as "nothing was carried"
+        raise SystemExit(f"bench_injection: {task.id}: {episode.error}")
     summaries = {s for request in agent.requests for m in request for s in _SUMMARY.findall(str(m.get("content") or ""))}
     rewritten = [episode.text(e["text"]) for e in episode.entries if e["kind"] == "result" and e["text"] != e["raw"]]
     written = [*summaries, *rewritten]
