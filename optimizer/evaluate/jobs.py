@@ -20,8 +20,10 @@ from optimizer.evaluate.stats import bootstrap_ci
 from optimizer.world.suite import task_ids
 from optimizer.world.task import Task
 
-RUN_FORMAT = 3
-"""Bumped when a change makes episodes recorded before it unfit for reuse (1: keys held the strategy's config)."""
+RUN_FORMAT = 4
+"""Bumped when a change makes episodes recorded before it unfit for reuse (1: keys held the strategy's config;
+3: honest tier-0 recall; 4: the oracle matches literals one by one, compressors quarantine planted
+instructions)."""
 
 
 @dataclass
