@@ -126,6 +126,13 @@ def test_state_survives_a_restart_without_compressing_again(stub, tmp_path):
     (tmp_path / "bad.json").write_text("{")
     with pytest.raises(ConfigError, match="not a runtime state file"):
         runtime().load(tmp_path / "bad.json")
+    # A state file cut off mid-write (a killed process, a full disk) is refused in one line, never reset.
+    saved = (tmp_path / "state.json").read_bytes()
+    (tmp_path / "cut.json").write_bytes(saved[: len(saved) // 2])
+    restored = runtime()
+    with pytest.raises(ConfigError, match="not a runtime state file"):
+        restored.load(tmp_path / "cut.json")
+    assert restored.stats.requests == 0  # nothing half-loaded
 
 
 def test_retention_map_classifies_by_name_arguments_and_runtime_status():
