@@ -31,10 +31,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from optimizer import _offline  # noqa: E402,F401
 import optimizer.context.compressor as compressor_module  # noqa: E402
 import optimizer.context.moves.compress as compress_move  # noqa: E402
 import optimizer.context.moves.summarize as summarize_move  # noqa: E402
+from optimizer import _offline  # noqa: E402,F401
 from optimizer.agent.base import AgentAction, AgentInput  # noqa: E402
 from optimizer.agent.loop import EpisodeServices, run_episode  # noqa: E402
 from optimizer.agent.reference import ReferenceAgent  # noqa: E402
@@ -100,7 +100,8 @@ def measure(task, strategy, compressor: Compressor) -> dict[str, int]:
     episode = run_episode(task, agent, strategy, EpisodeServices(compressor=compressor))
     if episode.outcome == "infra_error":  # a dead endpoint must not read as "nothing was carried"
         raise SystemExit(f"bench_injection: {task.id}: {episode.error}")
-    summaries = {s for request in agent.requests for m in request for s in _SUMMARY.findall(str(m.get("content") or ""))}
+    summaries = {s for request in agent.requests for m in request
+                 for s in _SUMMARY.findall(str(m.get("content") or ""))}
     rewritten = [episode.text(e["text"]) for e in episode.entries if e["kind"] == "result" and e["text"] != e["raw"]]
     written = [*summaries, *rewritten]
 
@@ -139,6 +140,7 @@ def main() -> None:
                             totals[key] = totals.get(key, 0) + value
                 rows.append({"defences": "on" if on else "off", "strategy": label, **totals})
                 print(f"  {rows[-1]}", file=sys.stderr, flush=True)
+                write(args.out, tasks, config, rows, started, complete=False)  # a long run keeps what it measured
     header = ("defences", "strategy", "outputs", "carried", "fenced", "requests", "requests_carrying", "success")
     print(f"\nPlanted agent-aimed instructions, {len(tasks)} built-in test tasks, compressor "
           f"{config.endpoints.compressor.model}:\n")
@@ -146,14 +148,19 @@ def main() -> None:
     print("|" + "---|" * len(header))
     for row in rows:
         print("| " + " | ".join(str(row[h]) for h in header) + " |")
-    result = {"benchmark": "injection", "tasks": [t.id for t in tasks], "compressor": config.endpoints.compressor.model,
-              "rows": rows, "seconds": round(time.perf_counter() - started),
+    write(args.out, tasks, config, rows, started, complete=True)
+    print(f"\nwrote {args.out}")
+
+
+def write(out: str, tasks, config, rows: list[dict], started: float, *, complete: bool) -> None:
+    result = {"benchmark": "injection", "complete": complete, "tasks": [t.id for t in tasks],
+              "compressor": config.endpoints.compressor.model, "rows": rows,
+              "seconds": round(time.perf_counter() - started),
               "machine": {"python": platform.python_version(), "platform": platform.platform()},
               "note": "carried = compressor outputs whose text outside any <data> fence names a planted marker; "
                       "requests_carrying = agent requests showing such an output; tier 0 (reference agent)."}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
-    print(f"\nwrote {args.out}")
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    Path(out).write_text(json.dumps(result, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,8 @@ peeked into the recall store and one that never recalls.
 Model-free strategies run on every test task (they cost CPU only). A strategy that calls the compressor (the
 seed; a learned guideline with an LLM move) runs on the first `--llm-tasks` test tasks whose full context
 stays under 4k tokens, since one compressor call on a 20k-token output takes minutes on this machine; its
-row says so, and its paired comparison is over those tasks (`--llm-tasks 0`: no LLM rows at all). Prints one table per suite, writes JSON and a
+row says so, and its paired comparison is over those tasks (`--llm-tasks 0`: no LLM rows at all). Prints one
+table per suite, writes JSON and a
 success-vs-peak plot.
 """
 
