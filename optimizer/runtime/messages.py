@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 from optimizer.context.recall import RECALL_SPEC, RECALL_TOOL
 from optimizer.errors import ConfigError
-from optimizer.world.tool import ToolCall, ToolOutput
+from optimizer.world.chat import message_text, parse_tool_call, status_flags
+from optimizer.world.tool import ToolOutput
 
 if TYPE_CHECKING:
     from optimizer.runtime.conversation import ContextRuntime
@@ -26,31 +27,13 @@ def fingerprint(message: Mapping[str, Any]) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-def text_of(message: Mapping[str, Any], where: str) -> str:
-    content = message.get("content")
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = []
-        for part in content:
-            text = part.get("text") if isinstance(part, Mapping) and part.get("type") == "text" else None
-            if not isinstance(text, str):
-                kind = part.get("type") if isinstance(part, Mapping) else type(part).__name__
-                raise ConfigError(f"{where}: content part of type {kind!r} is not supported (text parts only)")
-            texts.append(text)
-        return "".join(texts)
-    raise ConfigError(f"{where}: 'content' must be a string, null or a list of text parts")
-
-
 def leading_system(messages: Sequence[Mapping[str, Any]]) -> tuple[str | None, list[Mapping[str, Any]]]:
     """The system / developer messages before the first other message (joined), and the rest."""
     texts = []
     for index, message in enumerate(messages):
         if not isinstance(message, Mapping) or message.get("role") not in ("system", "developer"):
             return ("\n\n".join(texts) if texts else None), list(messages[index:])
-        texts.append(text_of(message, f"message {index} ({message['role']})"))
+        texts.append(message_text(message, f"message {index} ({message['role']})"))
     return ("\n\n".join(texts) if texts else None), []
 
 
@@ -66,7 +49,7 @@ def ingest(runtime: ContextRuntime, message: Mapping[str, Any], index: int) -> N
     if role != "user" and not history.entries:
         raise ConfigError(f"{where}: comes before the first user message")
     if role == "user":
-        text = text_of(message, where)
+        text = message_text(message, where)
         if history.entries:
             runtime.add_user(text)
         else:
@@ -82,36 +65,14 @@ def ingest(runtime: ContextRuntime, message: Mapping[str, Any], index: int) -> N
 def _assistant(runtime: ContextRuntime, message: Mapping[str, Any], where: str) -> None:
     if message.get("function_call"):
         raise ConfigError(f"{where}: legacy 'function_call' is not supported; send 'tool_calls'")
-    text = text_of(message, where)
+    text = message_text(message, where)
     tool_calls = message.get("tool_calls") or []
     if not isinstance(tool_calls, list):
         raise ConfigError(f"{where}: 'tool_calls' must be a list")
-    calls = [_call(item, where, runtime._seen.calls) for item in tool_calls]
+    calls = [parse_tool_call(item, where, runtime._seen.calls) for item in tool_calls]
     entry = runtime.add_action(calls=calls) if calls else runtime.add_action(answer=text)
     if text or not calls:
         runtime._seen.texts[entry.id] = text
-
-
-def _call(item: Any, where: str, calls: dict[str, ToolCall]) -> ToolCall:
-    function = item.get("function") if isinstance(item, Mapping) else None
-    if not isinstance(function, Mapping) or not isinstance(function.get("name"), str) or not function["name"]:
-        raise ConfigError(f"{where}: each tool call needs 'function' with a 'name'")
-    call_id = item.get("id")
-    if not isinstance(call_id, str) or not call_id:
-        raise ConfigError(f"{where}: tool call {function['name']!r} has no 'id'")
-    if call_id in calls:
-        raise ConfigError(f"{where}: tool call id {call_id!r} is used twice")
-    arguments = function.get("arguments", "{}")
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"{where}: arguments of tool call {call_id!r} are not valid JSON: {exc.msg}") from None
-    if not isinstance(arguments, dict):
-        raise ConfigError(f"{where}: arguments of tool call {call_id!r} must be a JSON object")
-    call = ToolCall(call_id, function["name"], arguments)
-    calls[call_id] = call
-    return call
 
 
 def _tool(runtime: ContextRuntime, message: Mapping[str, Any], where: str) -> None:
@@ -121,13 +82,8 @@ def _tool(runtime: ContextRuntime, message: Mapping[str, Any], where: str) -> No
         raise ConfigError(f"{where}: tool_call_id {call_id!r} matches no earlier tool call")
     if call.id in runtime._seen.answered:
         raise ConfigError(f"{where}: a second result for tool call {call.id!r}")
-    content = text_of(message, where)
-    flags = {}
-    for key in ("is_error", "partial"):
-        value = message.get(key, False)
-        if not isinstance(value, bool):
-            raise ConfigError(f"{where}: '{key}' must be true or false")
-        flags[key] = value
+    content = message_text(message, where)
+    flags = status_flags(message, where)
     must_keep = message.get("must_keep", [])
     if not isinstance(must_keep, list) or not all(isinstance(line, str) for line in must_keep):
         raise ConfigError(f"{where}: 'must_keep' must be a list of strings")

@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
+from optimizer.world.chat import message_text, parse_tool_call, status_flags
 from optimizer.world.provenance import find_needs
 from optimizer.world.retention import RetentionClass
 from optimizer.world.suite import split_by_seed
@@ -170,12 +171,12 @@ def _read_messages(run: Run, messages: Sequence[Any]) -> None:
         role = message.get("role")
         where = f"message {position} ({role})"
         if role == "system":
-            run.system.append(_content(message, where))
+            run.system.append(message_text(message, where, RunError))
             continue
         if role in ("assistant", "tool") and not run.turns:
             raise RunError(f"{where} comes before the first user message")
         if role == "user":
-            text = _content(message, where)
+            text = message_text(message, where, RunError)
             if previous == "user":
                 run.turns[-1] += "\n\n" + text
             else:
@@ -188,10 +189,10 @@ def _read_messages(run: Run, messages: Sequence[Any]) -> None:
             if not isinstance(tool_calls, list):
                 raise RunError(f"{where}: 'tool_calls' must be a list")
             if tool_calls:
-                batch = [_tool_call(item, where, calls) for item in tool_calls]
+                batch = [parse_tool_call(item, where, calls, RunError) for item in tool_calls]
                 run.batches.append((len(run.turns) - 1, batch))
             else:
-                run.answers[-1] = _content(message, where)
+                run.answers[-1] = message_text(message, where, RunError)
         elif role == "tool":
             call_id = message.get("tool_call_id")
             if call_id not in calls:
@@ -210,55 +211,9 @@ def _read_messages(run: Run, messages: Sequence[Any]) -> None:
         raise RunError(f"tool call {missing[0].id!r} ({missing[0].name}) has no tool message with its result")
 
 
-def _content(message: Mapping[str, Any], where: str) -> str:
-    content = message.get("content")
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        texts = []
-        for part in content:
-            text = part.get("text") if isinstance(part, dict) and part.get("type") == "text" else None
-            if not isinstance(text, str):
-                kind = part.get("type") if isinstance(part, dict) else type(part).__name__
-                raise RunError(f"{where}: content part of type {kind!r} is not supported (text parts only)")
-            texts.append(text)
-        return "".join(texts)
-    raise RunError(f"{where}: 'content' must be a string, null or a list of text parts")
-
-
-def _tool_call(item: Any, where: str, calls: dict[str, ToolCall]) -> ToolCall:
-    function = item.get("function") if isinstance(item, dict) else None
-    if not isinstance(function, dict) or not isinstance(function.get("name"), str) or not function["name"]:
-        raise RunError(f"{where}: each tool call needs 'function' with a 'name'")
-    call_id = item.get("id")
-    if not isinstance(call_id, str) or not call_id:
-        raise RunError(f"{where}: tool call {function['name']!r} has no 'id'")
-    if call_id in calls:
-        raise RunError(f"{where}: tool call id {call_id!r} is used twice")
-    arguments = function.get("arguments", "{}")
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError as exc:
-            problem = f"arguments of tool call {call_id!r} are not valid JSON: {exc.msg}"
-            raise RunError(f"{where}: {problem}") from None
-    if not isinstance(arguments, dict):
-        raise RunError(f"{where}: arguments of tool call {call_id!r} must be a JSON object")
-    call = ToolCall(call_id, function["name"], arguments)
-    calls[call_id] = call
-    return call
-
-
 def _tool_output(message: Mapping[str, Any], where: str) -> ToolOutput:
-    content = _content(message, where)
-    flags = {}
-    for key in ("is_error", "partial"):
-        value = message.get(key, False)
-        if not isinstance(value, bool):
-            raise RunError(f"{where}: '{key}' must be true or false")
-        flags[key] = value
+    content = message_text(message, where, RunError)
+    flags = status_flags(message, where, RunError)
     keep = message.get("must_keep")
     if keep is None:
         first = next((line for line in content.splitlines() if line.strip()), None)
