@@ -50,18 +50,15 @@ class Graft(Proposer):
         library_history = [_floored(m) for other in inputs.others for m in other.guideline.policy.history]
         library_history += list(DEFAULT_HISTORY)
         out: list[Proposal] = []
-        for move in library_write:
-            if move.move in has_write or move.uses_compressor:
-                continue
-            has_write.add(move.move)
-            new = policy.model_copy(update={"write": inserted(policy.write, move, WRITE_ORDER)})
-            out.append(self._child(parent, new, move, "write"))
-        for move in library_history:
-            if move.move in has_history or move.uses_compressor:
-                continue
-            has_history.add(move.move)
-            new = policy.model_copy(update={"history": inserted(policy.history, move, HISTORY_ORDER)})
-            out.append(self._child(parent, new, move, "history"))
+        stages = (("write", library_write, has_write, WRITE_ORDER), ("history", library_history, has_history,
+                                                                       HISTORY_ORDER))
+        for stage, library, present, order in stages:
+            for move in library:
+                if move.move in present or move.uses_compressor:
+                    continue
+                present.add(move.move)
+                new = policy.model_copy(update={stage: inserted(getattr(policy, stage), move, order)})
+                out.append(self._child(parent, new, move, stage))
         return unique(out, parent)[: self.max_children]
 
     def _child(self, parent, policy: RetentionPolicy, move, stage: str) -> Proposal:
