@@ -63,12 +63,15 @@ def traced(tmp_path_factory):
     import mlflow
 
     from optimizer.testing.stub_server import StubServer
+    from optimizer.tracking.mlflow_tracker import ensure_experiment
     from optimizer.tracking.store import sqlite_uri
 
     tmp = tmp_path_factory.mktemp("traces")
     uri = sqlite_uri(tmp / "mlflow.db")
     previous = mlflow.get_tracking_uri()
     mlflow.set_tracking_uri(uri)
+    # Artifacts beside the store, not in ./mlartifacts of whatever directory the tests run from.
+    ensure_experiment(mlflow.MlflowClient(uri), EXPERIMENT, (tmp / "mlartifacts").as_uri())
     mlflow.set_experiment(EXPERIMENT)
     mlflow.openai.autolog(silent=True)
     runs = []
