@@ -49,8 +49,16 @@ RAY = RayExecutor(local_cpus=8, cpus_per_episode=1)
 def timed_run(tasks, strategy: str, agent: str, endpoints, executor: Executor, workers: int, workdir: Path):
     directory = Path(tempfile.mkdtemp(prefix=f"{executor.type}-w{workers}-", dir=workdir))
     started = time.perf_counter()
-    episodes = run_tasks(tasks, parse_strategy(strategy), AgentSpec(agent), endpoints=endpoints,
-                         directory=directory, meta={"key": directory.name}, concurrency=workers, executor=executor)
+    episodes = run_tasks(
+        tasks,
+        parse_strategy(strategy),
+        AgentSpec(agent),
+        endpoints=endpoints,
+        directory=directory,
+        meta={"key": directory.name},
+        concurrency=workers,
+        executor=executor,
+    )
     return time.perf_counter() - started, episodes
 
 
@@ -71,15 +79,19 @@ def throughput(n_tasks: int, workdir: Path) -> list[dict[str, Any]]:
                 wall, episodes = timed_run(tasks, "none", "llm", endpoints, executor, workers, workdir)
                 summaries = episodes.summaries
                 row[executor.type] = {
-                    "wall_s": round(wall, 2), "episodes_per_min": round(60 * len(summaries) / wall, 1),
+                    "wall_s": round(wall, 2),
+                    "episodes_per_min": round(60 * len(summaries) / wall, 1),
                     "successes": sum(s.success for s in summaries),
                     "steps": sum(s.metrics["steps"] for s in summaries),
                     "infra_errors": sum(s.outcome == "infra_error" for s in summaries),
                 }
             row["ray_over_local"] = round(row["ray"]["episodes_per_min"] / row["local"]["episodes_per_min"], 2)
-            print(f"  {workers} workers: local {row['local']['episodes_per_min']:.0f}/min, "
-                  f"ray {row['ray']['episodes_per_min']:.0f}/min (x{row['ray_over_local']:.2f})",
-                  file=sys.stderr, flush=True)
+            print(
+                f"  {workers} workers: local {row['local']['episodes_per_min']:.0f}/min, "
+                f"ray {row['ray']['episodes_per_min']:.0f}/min (x{row['ray_over_local']:.2f})",
+                file=sys.stderr,
+                flush=True,
+            )
             rows.append(row)
     return rows
 
@@ -93,8 +105,11 @@ def screen_equality(n_tasks: int, workdir: Path) -> dict[str, Any]:
         per_task[executor.type] = [
             (s.task_id, s.outcome, s.metrics["peak_tokens"], s.metrics["steps"], s.reasons) for s in episodes.summaries
         ]
-        out[executor.type] = {"wall_s": round(wall, 1), "episodes_per_min": round(60 * n_tasks / wall, 1),
-                              "success": sum(s.success for s in episodes.summaries) / n_tasks}
+        out[executor.type] = {
+            "wall_s": round(wall, 1),
+            "episodes_per_min": round(60 * n_tasks / wall, 1),
+            "success": sum(s.success for s in episodes.summaries) / n_tasks,
+        }
         print(f"  screen of {n_tasks} via {executor.type}: {wall:.1f} s", file=sys.stderr, flush=True)
     mismatched = [a[0] for a, b in zip(per_task["local"], per_task["ray"], strict=True) if a != b]
     out["identical_per_task"] = not mismatched
@@ -121,19 +136,33 @@ def main() -> None:
             screen = screen_equality(n_screen, Path(tmp))
         finally:
             ray.shutdown()
-    result = {"measured": dt.datetime.now().isoformat(timespec="seconds"), "python": platform.python_version(),
-              "machine": platform.machine(), "cpus": os.cpu_count(), "ray": ray.__version__,
-              "ray_start_s": round(ray_start_s, 1), "quick": args.quick, "throughput": rows, "screen": screen}
-    print(f"\nThroughput: tier 1 (`llm` agent, `none`) on the stub, {1000 * LATENCY_S:.0f} ms per request, "
-          f"{n_tasks} tasks\n")
+    result = {
+        "measured": dt.datetime.now().isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "ray": ray.__version__,
+        "ray_start_s": round(ray_start_s, 1),
+        "quick": args.quick,
+        "throughput": rows,
+        "screen": screen,
+    }
+    print(
+        f"\nThroughput: tier 1 (`llm` agent, `none`) on the stub, {1000 * LATENCY_S:.0f} ms per request, "
+        f"{n_tasks} tasks\n"
+    )
     print("| workers | local episodes/min | Ray episodes/min | Ray / local |")
     print("|---|---|---|---|")
     for row in rows:
-        print(f"| {row['workers']} | {row['local']['episodes_per_min']:,.0f} | {row['ray']['episodes_per_min']:,.0f} | "
-              f"{row['ray_over_local']:.2f} |")
-    print(f"\nTier-0 screen of {screen['tasks']:,} tasks ({screen['strategy']}, 2 workers): local "
-          f"{screen['local']['wall_s']} s, Ray {screen['ray']['wall_s']} s; identical per task: "
-          f"{screen['identical_per_task']} ({len(screen['mismatched_tasks'])} differ)")
+        print(
+            f"| {row['workers']} | {row['local']['episodes_per_min']:,.0f} | {row['ray']['episodes_per_min']:,.0f} | "
+            f"{row['ray_over_local']:.2f} |"
+        )
+    print(
+        f"\nTier-0 screen of {screen['tasks']:,} tasks ({screen['strategy']}, 2 workers): local "
+        f"{screen['local']['wall_s']} s, Ray {screen['ray']['wall_s']} s; identical per task: "
+        f"{screen['identical_per_task']} ({len(screen['mismatched_tasks'])} differ)"
+    )
     print(f"Ray local cluster start: {result['ray_start_s']} s")
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / ("cluster_quick.json" if args.quick else "cluster.json")

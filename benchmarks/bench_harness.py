@@ -139,15 +139,25 @@ def strategy(name: str) -> ContextStrategy:
 
 
 def measure(
-    tasks: Sequence[Task], strat: ContextStrategy, agent: str, endpoints: ModelEndpoints | None, *,
-    concurrency: int = 1, workdir: Path,
+    tasks: Sequence[Task],
+    strat: ContextStrategy,
+    agent: str,
+    endpoints: ModelEndpoints | None,
+    *,
+    concurrency: int = 1,
+    workdir: Path,
 ) -> Measurement:
     """Run `tasks` once into a fresh directory (no episode is reused) and time the whole call."""
     key = run_key("bench_harness", [t.id for t in tasks], strat.model_dump(mode="json"), agent, concurrency)
     directory = Path(tempfile.mkdtemp(prefix=f"{strat.type}-{agent}-c{concurrency}-", dir=workdir))
     started, cpu = time.perf_counter(), time.process_time()
     episodes = run_tasks(
-        tasks, strat, AgentSpec(agent), endpoints=endpoints, directory=directory, meta={"key": key},
+        tasks,
+        strat,
+        AgentSpec(agent),
+        endpoints=endpoints,
+        directory=directory,
+        meta={"key": key},
         concurrency=concurrency,
     )
     return Measurement(time.perf_counter() - started, time.process_time() - cpu, episodes)
@@ -196,7 +206,12 @@ def bench_throughput(
 
 
 def bench_concurrency(
-    tasks: Sequence[Task], *, levels: Sequence[int], latencies_s: Sequence[float], repeats: int, workdir: Path,
+    tasks: Sequence[Task],
+    *,
+    levels: Sequence[int],
+    latencies_s: Sequence[float],
+    repeats: int,
+    workdir: Path,
     log: Callable[[str], None],
 ) -> list[dict[str, Any]]:
     rows = []
@@ -214,8 +229,10 @@ def bench_concurrency(
                 row = {"latency_ms": 1000.0 * latency, "concurrency": level, **median_row(samples)}
                 base = base or row["episodes_per_min"]
                 row["speedup"] = row["episodes_per_min"] / base
-                log(f"  latency {row['latency_ms']:4.0f} ms  concurrency {level}  {row['episodes_per_min']:8.0f} "
-                    f"episodes/min  x{row['speedup']:.2f}")
+                log(
+                    f"  latency {row['latency_ms']:4.0f} ms  concurrency {level}  {row['episodes_per_min']:8.0f} "
+                    f"episodes/min  x{row['speedup']:.2f}"
+                )
                 rows.append(row)
     return rows
 
@@ -254,11 +271,20 @@ def bench_real(
     episodes = []
     for e in run.episodes:
         tools = sum(c["latency_s"] for c in e.tool_calls)
-        episodes.append({
-            "task_id": e.task_id, "outcome": e.outcome, "steps": len(e.steps), "wall_s": e.metrics["wall_s"],
-            "model_s": e.metrics["model_s"], "tool_s": tools, "outside_s": e.metrics["wall_s"] - e.metrics["model_s"],
-            "retries": e.metrics.get("retries", 0), "attempts": [s.attempts for s in e.steps], "error": e.error,
-        })
+        episodes.append(
+            {
+                "task_id": e.task_id,
+                "outcome": e.outcome,
+                "steps": len(e.steps),
+                "wall_s": e.metrics["wall_s"],
+                "model_s": e.metrics["model_s"],
+                "tool_s": tools,
+                "outside_s": e.metrics["wall_s"] - e.metrics["model_s"],
+                "retries": e.metrics.get("retries", 0),
+                "attempts": [s.attempts for s in e.steps],
+                "error": e.error,
+            }
+        )
     wall = sum(e["wall_s"] for e in episodes)
     outside = sum(e["outside_s"] for e in episodes)
     steps = max(1, sum(e["steps"] for e in episodes))
@@ -294,7 +320,10 @@ def machine() -> dict[str, Any]:
                 model = line.split(":", 1)[1].strip()
                 break
     return {
-        "cpu": model, "cpus": os.cpu_count(), "python": platform.python_version(), "system": platform.platform(),
+        "cpu": model,
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "system": platform.platform(),
         "load_avg_at_start": list(os.getloadavg()),
     }
 
@@ -310,29 +339,90 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
 
 def throughput_table(rows: Sequence[dict[str, Any]]) -> str:
     return table(
-        ["tier", "strategy", "episodes/min", "steps", "ok", "harness ms/step", "model ms/step",
-         "compression ms/step", "compressor calls", "CPU ms/step"],
-        [[r["tier"], r["strategy"], f"{r['episodes_per_min']:.0f}", r["steps"], f"{r['successes']}/{r['episodes']}",
-          f"{r['harness_ms_per_step']:.1f}", f"{r['model_ms_per_step']:.1f}", f"{r['compression_ms_per_step']:.1f}",
-          r["compressor_calls"], f"{r['cpu_ms_per_step']:.1f}"] for r in rows],
+        [
+            "tier",
+            "strategy",
+            "episodes/min",
+            "steps",
+            "ok",
+            "harness ms/step",
+            "model ms/step",
+            "compression ms/step",
+            "compressor calls",
+            "CPU ms/step",
+        ],
+        [
+            [
+                r["tier"],
+                r["strategy"],
+                f"{r['episodes_per_min']:.0f}",
+                r["steps"],
+                f"{r['successes']}/{r['episodes']}",
+                f"{r['harness_ms_per_step']:.1f}",
+                f"{r['model_ms_per_step']:.1f}",
+                f"{r['compression_ms_per_step']:.1f}",
+                r["compressor_calls"],
+                f"{r['cpu_ms_per_step']:.1f}",
+            ]
+            for r in rows
+        ],
     )
 
 
 def concurrency_table(rows: Sequence[dict[str, Any]]) -> str:
     return table(
-        ["stub latency", "concurrency", "episodes/min", "speed-up", "harness ms/step", "model ms/step",
-         "CPU ms/step", "ok"],
-        [[f"{r['latency_ms']:.0f} ms", r["concurrency"], f"{r['episodes_per_min']:.0f}", f"{r['speedup']:.2f}",
-          f"{r['harness_ms_per_step']:.1f}", f"{r['model_ms_per_step']:.1f}", f"{r['cpu_ms_per_step']:.1f}",
-          f"{r['successes']}/{r['episodes']}"] for r in rows],
+        [
+            "stub latency",
+            "concurrency",
+            "episodes/min",
+            "speed-up",
+            "harness ms/step",
+            "model ms/step",
+            "CPU ms/step",
+            "ok",
+        ],
+        [
+            [
+                f"{r['latency_ms']:.0f} ms",
+                r["concurrency"],
+                f"{r['episodes_per_min']:.0f}",
+                f"{r['speedup']:.2f}",
+                f"{r['harness_ms_per_step']:.1f}",
+                f"{r['model_ms_per_step']:.1f}",
+                f"{r['cpu_ms_per_step']:.1f}",
+                f"{r['successes']}/{r['episodes']}",
+            ]
+            for r in rows
+        ],
     )
 
 
 def real_table(real: dict[str, Any]) -> str:
-    rows = [[e["task_id"], e["outcome"], e["steps"], e["retries"], f"{e['wall_s']:.1f}", f"{e['model_s']:.1f}",
-             f"{e['outside_s']:.2f}", f"{100 * e['outside_s'] / e['wall_s']:.1f} %"] for e in real["episodes"]]
-    rows.append(["all", "", sum(e["steps"] for e in real["episodes"]), real["retries"], f"{real['wall_s']:.1f}",
-                 f"{real['model_s']:.1f}", f"{real['outside_s']:.2f}", f"{100 * real['outside_share']:.1f} %"])
+    rows = [
+        [
+            e["task_id"],
+            e["outcome"],
+            e["steps"],
+            e["retries"],
+            f"{e['wall_s']:.1f}",
+            f"{e['model_s']:.1f}",
+            f"{e['outside_s']:.2f}",
+            f"{100 * e['outside_s'] / e['wall_s']:.1f} %",
+        ]
+        for e in real["episodes"]
+    ]
+    rows.append(
+        [
+            "all",
+            "",
+            sum(e["steps"] for e in real["episodes"]),
+            real["retries"],
+            f"{real['wall_s']:.1f}",
+            f"{real['model_s']:.1f}",
+            f"{real['outside_s']:.2f}",
+            f"{100 * real['outside_share']:.1f} %",
+        ]
+    )
     return table(["task", "outcome", "steps", "retries", "wall s", "model s", "outside s", "outside share"], rows)
 
 
@@ -349,8 +439,11 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
 
     command = "python benchmarks/bench_harness.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    header = {"command": command.strip(), "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-              "machine": machine()}
+    header = {
+        "command": command.strip(),
+        "date": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+    }
     result: dict[str, Any] = {**header}
 
     def log(message: str) -> None:
@@ -361,14 +454,23 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         if not args.no_stub:
             tasks = BuiltinSuite(n_tasks=args.tasks).load().tasks
             levels = [int(x) for x in args.concurrency.split(",") if x]
-            result["params"] = {"suite": f"builtin(n_tasks={args.tasks}), all tasks", "tasks": len(tasks),
-                                "repeats": args.repeats, "concurrency": levels, "latency_ms": args.latency_ms}
+            result["params"] = {
+                "suite": f"builtin(n_tasks={args.tasks}), all tasks",
+                "tasks": len(tasks),
+                "repeats": args.repeats,
+                "concurrency": levels,
+                "latency_ms": args.latency_ms,
+            }
             log("throughput (zero-latency stub)")
             result["throughput"] = bench_throughput(tasks, repeats=args.repeats, workdir=workdir, log=log)
             log("concurrency (tier 1, none)")
             result["concurrency"] = bench_concurrency(
-                tasks, levels=levels, latencies_s=(0.0, args.latency_ms / 1000.0), repeats=args.repeats,
-                workdir=workdir, log=log,
+                tasks,
+                levels=levels,
+                latencies_s=(0.0, args.latency_ms / 1000.0),
+                repeats=args.repeats,
+                workdir=workdir,
+                log=log,
             )
             print(f"\nThroughput, {len(tasks)} builtin tasks, zero-latency stub (median of {args.repeats})\n")
             print(throughput_table(result["throughput"]))
@@ -381,11 +483,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             real = {**header, **bench_real(args.real_tasks, workdir=workdir, log=log)}
             print(f"\nReal local model ({real['model']}), {len(real['episodes'])} tasks, none\n")
             print(real_table(real))
-            print(f"\noutside model calls (Σ(wall_s - model_s) / Σ wall_s): {100 * real['outside_share']:.2f} % "
-                  f"({100 * real['outside_share_without_probe']:.2f} % without the system-token probe, "
-                  f"{real['system_probe_s']:.1f} s); outside every endpoint call (all attempts, the probe): "
-                  f"{100 * real['outside_endpoint_share']:.2f} %; this process was on CPU "
-                  f"{100 * real['process_cpu_share']:.3f} % of the run ({real['process_cpu_s']:.2f} s)")
+            print(
+                f"\noutside model calls (Σ(wall_s - model_s) / Σ wall_s): {100 * real['outside_share']:.2f} % "
+                f"({100 * real['outside_share_without_probe']:.2f} % without the system-token probe, "
+                f"{real['system_probe_s']:.1f} s); outside every endpoint call (all attempts, the probe): "
+                f"{100 * real['outside_endpoint_share']:.2f} %; this process was on CPU "
+                f"{100 * real['process_cpu_share']:.3f} % of the run ({real['process_cpu_s']:.2f} s)"
+            )
             real_out = args.out.with_name(args.out.stem + "_real.json")
             real_out.parent.mkdir(parents=True, exist_ok=True)
             real_out.write_text(json.dumps(real, indent=2) + "\n")

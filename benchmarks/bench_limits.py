@@ -61,13 +61,30 @@ SUITE_SIZES = (1000, 5000, 10000)
 OUTPUT_BYTES = (1_000, 10_000, 100_000, 1_000_000)
 EPISODE_STEPS = (50, 100, 200)
 QUICK = {"suite": (50, 200, 400), "output": (1_000, 100_000, 1_000_000), "steps": (25, 50, 100)}
-WORDS = ("order", "stock", "refund", "ledger", "ticket", "warehouse", "invoice", "carrier", "region", "batch",
-         "status", "amount", "customer", "shipment", "quantity", "catalog")
+WORDS = (
+    "order",
+    "stock",
+    "refund",
+    "ledger",
+    "ticket",
+    "warehouse",
+    "invoice",
+    "carrier",
+    "region",
+    "batch",
+    "status",
+    "amount",
+    "customer",
+    "shipment",
+    "quantity",
+    "catalog",
+)
 
 # ------------------------------------------------------------------------------------- synthetic tasks
 
 READ = ToolSpec(
-    "read_page", "Read one page of the archive.",
+    "read_page",
+    "Read one page of the archive.",
     {"type": "object", "properties": {"page": {"type": "integer"}}, "required": ["page"]},
     retention_class=RetentionClass.STATIC,
 )
@@ -106,8 +123,14 @@ def archive_task(pages: int, size: int) -> Task:
     """Read `pages` pages of `size` bytes, then answer with page 0's key (so it must stay visible)."""
     steps = [ReferenceStep(0, ToolCall(f"r{p}", "read_page", {"page": p})) for p in range(pages)]
     steps.append(ReferenceStep(0, answer="K00000X", needs=(Need(NeedKind.VALUE, "K00000X", guess="K00001X"),)))
-    return Task(f"archive-{pages}x{size}", "limits", (UserTurn("Read the archive pages, then give page 0's key."),),
-                lambda: Archive(size), reference=tuple(steps), max_steps_per_turn=pages + 5)
+    return Task(
+        f"archive-{pages}x{size}",
+        "limits",
+        (UserTurn("Read the archive pages, then give page 0's key."),),
+        lambda: Archive(size),
+        reference=tuple(steps),
+        max_steps_per_turn=pages + 5,
+    )
 
 
 # ------------------------------------------------------------------------------------- one measured point
@@ -130,26 +153,47 @@ def measure(case: str, size: int, strategy: str) -> dict[str, Any]:
         base = _status("VmRSS")
         with tempfile.TemporaryDirectory() as tmp:
             started = time.perf_counter()
-            episodes = run_tasks(tasks, strategy_, AgentSpec("reference"), endpoints=None, directory=Path(tmp) / "run",
-                                 meta={"key": "limits"})
+            episodes = run_tasks(
+                tasks,
+                strategy_,
+                AgentSpec("reference"),
+                endpoints=None,
+                directory=Path(tmp) / "run",
+                meta={"key": "limits"},
+            )
             wall = time.perf_counter() - started
             summary = summarize(episodes)
             log_mb = (Path(tmp) / "run" / "episodes.jsonl").stat().st_size / 2**20
-        out = {"tasks": len(tasks), "success": summary["success"],
-               "steps": sum(e.metrics["steps"] for e in episodes.summaries),
-               "episodes_mb": round(log_mb, 1)}
+        out = {
+            "tasks": len(tasks),
+            "success": summary["success"],
+            "steps": sum(e.metrics["steps"] for e in episodes.summaries),
+            "episodes_mb": round(log_mb, 1),
+        }
     else:
         task = archive_task(1, size) if case == "output" else archive_task(size, 1000)
         base = _status("VmRSS")
         started = time.perf_counter()
-        episode = run_episode(task, AgentSpec("reference").build(task, None), strategy_,
-                              EpisodeServices(max_total_steps=size + 10))
+        episode = run_episode(
+            task, AgentSpec("reference").build(task, None), strategy_, EpisodeServices(max_total_steps=size + 10)
+        )
         wall = time.perf_counter() - started
         record = len(json.dumps(episode.to_dict()))
-        out = {"success": episode.success, "steps": episode.metrics["steps"],
-               "peak_tokens": episode.metrics["peak_tokens"], "record_mb": round(record / 2**20, 2)}
-    return {"case": case, "size": size, "strategy": strategy, "wall_s": round(wall, 3),
-            "base_rss_mb": round(base, 1), "peak_rss_mb": round(_status("VmHWM"), 1), **out}
+        out = {
+            "success": episode.success,
+            "steps": episode.metrics["steps"],
+            "peak_tokens": episode.metrics["peak_tokens"],
+            "record_mb": round(record / 2**20, 2),
+        }
+    return {
+        "case": case,
+        "size": size,
+        "strategy": strategy,
+        "wall_s": round(wall, 3),
+        "base_rss_mb": round(base, 1),
+        "peak_rss_mb": round(_status("VmHWM"), 1),
+        **out,
+    }
 
 
 def in_subprocess(case: str, size: int, strategy: str) -> dict[str, Any]:
@@ -185,15 +229,18 @@ def fits(points: list[dict[str, Any]]) -> dict[str, Any]:
         }
         output = [p for p in points if p["case"] == "output" and p["strategy"] == strategy]
         out[f"output/{strategy}"] = {
-            "peak_rss_mb_per_mb_output": round(2**20 * slope([p["size"] for p in output],
-                                                             [p["peak_rss_mb"] for p in output]), 1),
+            "peak_rss_mb_per_mb_output": round(
+                2**20 * slope([p["size"] for p in output], [p["peak_rss_mb"] for p in output]), 1
+            ),
         }
         steps = [p for p in points if p["case"] == "steps" and p["strategy"] == strategy]
         out[f"steps/{strategy}"] = {
-            "wall_growth_exponent": round(slope([math.log(p["size"]) for p in steps],
-                                                [math.log(max(p["wall_s"], 1e-3)) for p in steps]), 2),
-            "peak_rss_mb_per_100_steps": round(100 * slope([p["size"] for p in steps],
-                                                           [p["peak_rss_mb"] for p in steps]), 1),
+            "wall_growth_exponent": round(
+                slope([math.log(p["size"]) for p in steps], [math.log(max(p["wall_s"], 1e-3)) for p in steps]), 2
+            ),
+            "peak_rss_mb_per_100_steps": round(
+                100 * slope([p["size"] for p in steps], [p["peak_rss_mb"] for p in steps]), 1
+            ),
         }
     return out
 
@@ -204,16 +251,21 @@ def table(points: list[dict[str, Any]], case: str, unit: str) -> str:
     lines = [head, "|" + "|".join("-" * (len(c) + 0) for c in head.split("|")[1:-1]) + "|"]
     for p in rows:
         ok = p["success"] if isinstance(p["success"], bool) else f"{p['success']:.2f}"
-        lines.append(f"| {p['size']:>9,} | {p['strategy']:<15} | {p['wall_s']:>6.2f} | {p['base_rss_mb']:>11.1f} | "
-                     f"{p['peak_rss_mb']:>11.1f} | {p['peak_rss_mb'] - p['base_rss_mb']:>11.1f} | {ok!s:<4} |")
+        lines.append(
+            f"| {p['size']:>9,} | {p['strategy']:<15} | {p['wall_s']:>6.2f} | {p['base_rss_mb']:>11.1f} | "
+            f"{p['peak_rss_mb']:>11.1f} | {p['peak_rss_mb'] - p['base_rss_mb']:>11.1f} | {ok!s:<4} |"
+        )
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="Smaller sizes (a minute or two).")
-    parser.add_argument("--cases", default="suite,output,steps",
-                        help="Comma-separated cases to measure; the others keep their points from the last run's JSON.")
+    parser.add_argument(
+        "--cases",
+        default="suite,output,steps",
+        help="Comma-separated cases to measure; the others keep their points from the last run's JSON.",
+    )
     parser.add_argument("--strategies", default=",".join(STRATEGIES), help="Comma-separated strategies to measure.")
     parser.add_argument("--point", nargs=3, metavar=("CASE", "SIZE", "STRATEGY"), help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -227,20 +279,34 @@ def main() -> None:
     path = RESULTS / ("limits_quick.json" if args.quick else "limits.json")
     # Points not measured now are kept from the previous run, each with the date it was measured.
     previous = json.loads(path.read_text()) if path.exists() else {"points": []}
-    points = [{"measured": previous.get("measured"), **p} for p in previous["points"]
-              if not (p["case"] in cases and p["strategy"] in strategies)]
+    points = [
+        {"measured": previous.get("measured"), **p}
+        for p in previous["points"]
+        if not (p["case"] in cases and p["strategy"] in strategies)
+    ]
     for case in cases:
         for size in sizes[case]:
             for strategy in strategies:
-                point = {"measured": dt.datetime.now().isoformat(timespec="seconds"),
-                         **in_subprocess(case, size, strategy)}
+                point = {
+                    "measured": dt.datetime.now().isoformat(timespec="seconds"),
+                    **in_subprocess(case, size, strategy),
+                }
                 points.append(point)
-                print(f"  {case} {size:,} {strategy}: {point['wall_s']:.2f} s, "
-                      f"peak {point['peak_rss_mb']:.0f} MB", file=sys.stderr, flush=True)
+                print(
+                    f"  {case} {size:,} {strategy}: {point['wall_s']:.2f} s, peak {point['peak_rss_mb']:.0f} MB",
+                    file=sys.stderr,
+                    flush=True,
+                )
     order = {c: i for i, c in enumerate(("suite", "output", "steps"))}
     points.sort(key=lambda p: (order[p["case"]], p["size"], STRATEGIES.index(p["strategy"])))
-    result = {"measured": dt.datetime.now().isoformat(timespec="seconds"), "python": platform.python_version(),
-              "machine": platform.machine(), "quick": args.quick, "points": points, "fits": fits(points)}
+    result = {
+        "measured": dt.datetime.now().isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
+        "quick": args.quick,
+        "points": points,
+        "fits": fits(points),
+    }
     print("\nSuite size (built-in tasks, reference agent, episodes to a run directory)\n")
     print(table(points, "suite", "tasks"))
     print("\nTool-output size (one static result, bytes)\n")

@@ -48,7 +48,8 @@ AFFORDABLE_TOKENS = 4000
 def configured(name: str, recall: str, runs: Path) -> ExperimentConfig:
     config = load_experiment(ROOT / CONFIGS[name])
     return config.with_overrides(run={"recall": recall}, tracking={"enabled": False}).model_copy(
-        update={"out": str(runs / name)})
+        update={"out": str(runs / name)}
+    )
 
 
 def suite_rows(name: str, learned: list[str], recalls: list[str], llm_tasks: int, runs: Path) -> list[dict]:
@@ -59,8 +60,9 @@ def suite_rows(name: str, learned: list[str], recalls: list[str], llm_tasks: int
     strategies: list[tuple[str, str, Any]] = [("none", "control", parse_strategy("none"))]
     strategies += [(n, "baseline", parse_strategy(n)) for n in DETERMINISTIC if n != "none"]
     strategies += [("oracle", "oracle", parse_strategy("oracle")), ("seed", "seed", GuidelineStrategy(guideline=seed))]
-    strategies += [(f"learned ({Path(p).stem})", "learned", GuidelineStrategy(guideline=read_guideline(p)))
-                   for p in learned]
+    strategies += [
+        (f"learned ({Path(p).stem})", "learned", GuidelineStrategy(guideline=read_guideline(p))) for p in learned
+    ]
     needs_model = any(s.uses_compressor for _, _, s in strategies)
     roles = {"compressor": base.endpoints.compressor} if needs_model else {}
     with ModelEndpoints(roles, log=lambda m: print(m, file=sys.stderr)) as endpoints:
@@ -77,8 +79,12 @@ def suite_rows(name: str, learned: list[str], recalls: list[str], llm_tasks: int
                 started = time.perf_counter()
                 scores = evaluator.evaluate(strategy, subset, "test", "reference").scores
                 rows.append(Row(label, kind, "reference", scores, strategy.version()))
-                print(f"  {name} {recall} {label}: {scores.success:.2f}, peak {scores.peak_mean:,.0f} "
-                      f"({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+                print(
+                    f"  {name} {recall} {label}: {scores.success:.2f}, peak {scores.peak_mean:,.0f} "
+                    f"({time.perf_counter() - started:.0f} s)",
+                    file=sys.stderr,
+                    flush=True,
+                )
             out += [_row(name, recall, r, rows, none) for r in rows]
     return out
 
@@ -91,11 +97,17 @@ def _row(suite: str, recall: str, row: Row, rows: list[Row], none: Scores) -> di
     full = [r for r in rows if r.scores.n == none.n]
     best = best_baseline(full, Row("none", "control", "reference", none), tolerance=0.0)
     out = {
-        "suite": suite, "recall": recall, "strategy": row.name, "kind": row.kind, "version": row.version,
-        **s.headline(), "recalls_per_task": s.recalls / s.n if s.n else 0.0,
+        "suite": suite,
+        "recall": recall,
+        "strategy": row.name,
+        "kind": row.kind,
+        "version": row.version,
+        **s.headline(),
+        "recalls_per_task": s.recalls / s.n if s.n else 0.0,
         "peak_vs_none": s.peak_mean / none_on.peak_mean if none_on.peak_mean else None,
         "peak_vs_oracle": s.peak_mean / oracle.peak_mean if oracle and oracle.peak_mean else None,
-        "none_success_on_these": none_on.success, "task_ids": on,
+        "none_success_on_these": none_on.success,
+        "task_ids": on,
     }
     if best is not None and row.kind in ("learned", "seed"):
         out["vs_best_baseline"] = {"baseline": best.name, **paired(s, best.scores)}
@@ -103,8 +115,10 @@ def _row(suite: str, recall: str, row: Row, rows: list[Row], none: Scores) -> di
 
 
 def table(rows: list[dict]) -> str:
-    head = ("| suite | recall | strategy | tasks | success | 95 % CI | recalls/task | never recalls | peak mean | "
-            "peak 95 % CI | × none | × oracle | vs best baseline (paired peak) |")
+    head = (
+        "| suite | recall | strategy | tasks | success | 95 % CI | recalls/task | never recalls | peak mean | "
+        "peak 95 % CI | × none | × oracle | vs best baseline (paired peak) |"
+    )
     lines = [head, "|" + "---|" * 13]
     for r in rows:
         low, high = r["success_ci"]
@@ -119,7 +133,8 @@ def table(rows: list[dict]) -> str:
         lines.append(
             f"| {r['suite']} | {r['recall']} | {r['strategy']} | {r['tasks']} | {r['success']:.2f} | "
             f"[{low:.2f}, {high:.2f}] | {r['recalls_per_task']:.2f} | {r['success_without_recall']:.2f} | "
-            f"{r['peak_tokens_mean']:,.0f} | [{plow:,.0f}, {phigh:,.0f}] | {ratio} | {floor} | {cell} |")
+            f"{r['peak_tokens_mean']:,.0f} | [{plow:,.0f}, {phigh:,.0f}] | {ratio} | {floor} | {cell} |"
+        )
     return "\n".join(lines)
 
 
@@ -133,13 +148,21 @@ def plot(rows: list[dict], path: Path) -> None:
     fig, axes = plt.subplots(1, len(suites), figsize=(6 * len(suites), 4.5), squeeze=False)
     for ax, suite in zip(axes[0], suites, strict=True):
         for r in rows:
-            if r["suite"] != suite or r["recall"] != "honest" or r["tasks"] < max(
-                    x["tasks"] for x in rows if x["suite"] == suite):
+            if (
+                r["suite"] != suite
+                or r["recall"] != "honest"
+                or r["tasks"] < max(x["tasks"] for x in rows if x["suite"] == suite)
+            ):
                 continue
             marker = {"oracle": "*", "learned": "D", "control": "s"}.get(r["kind"], "o")
             ax.scatter(r["peak_tokens_mean"], r["success"], marker=marker, s=70)
-            ax.annotate(r["strategy"], (r["peak_tokens_mean"], r["success"]), fontsize=7,
-                        xytext=(4, 3), textcoords="offset points")
+            ax.annotate(
+                r["strategy"],
+                (r["peak_tokens_mean"], r["success"]),
+                fontsize=7,
+                xytext=(4, 3),
+                textcoords="offset points",
+            )
         ax.set_title(f"{suite} (test, tier 0, honest recall)")
         ax.set_xlabel("mean peak tokens")
         ax.set_ylabel("success")
@@ -168,10 +191,18 @@ def main() -> None:
     print(table(rows))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({
-        "date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {platform.python_version()}",
-        "command": " ".join(sys.argv), "wall_s": round(time.perf_counter() - started, 1), "rows": rows,
-    }, indent=1))
+    out.write_text(
+        json.dumps(
+            {
+                "date": time.strftime("%Y-%m-%d"),
+                "machine": f"{platform.machine()}, {platform.python_version()}",
+                "command": " ".join(sys.argv),
+                "wall_s": round(time.perf_counter() - started, 1),
+                "rows": rows,
+            },
+            indent=1,
+        )
+    )
     plot(rows, out.with_suffix(".png"))
     print(f"wrote {out} and {out.with_suffix('.png')}")
 

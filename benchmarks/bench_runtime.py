@@ -54,8 +54,11 @@ def measure(name: str, steps: int, url: str) -> dict:
     episode = run_episode(task, ReferenceAgent(task.reference), strategy, EpisodeServices(compressor=loop_compressor))
     loop_s = time.perf_counter() - started
     env = task.make_env()
-    runtime = ContextRuntime(strategy, retention=RetentionMap.from_specs(env.tools(0)),
-                             compressor=Compressor(ChatClient(config, base_url=url, model="scripted")))
+    runtime = ContextRuntime(
+        strategy,
+        retention=RetentionMap.from_specs(env.tools(0)),
+        compressor=Compressor(ChatClient(config, base_url=url, model="scripted")),
+    )
     identical = True
     unexplained = 0
     started = time.perf_counter()
@@ -70,25 +73,42 @@ def measure(name: str, steps: int, url: str) -> dict:
     runtime_s = time.perf_counter() - started
     loop_calls = sum(1 for r in episode.records if r["compressor_usage"] is not None and not r["compressor_cached"])
     return {
-        "strategy": name, "version": strategy.version(), "outcome": episode.outcome, "requests": len(episode.steps),
-        "loop_compressor_calls": loop_calls, "loop_compressor_calls_made": loop_compressor.calls,
+        "strategy": name,
+        "version": strategy.version(),
+        "outcome": episode.outcome,
+        "requests": len(episode.steps),
+        "loop_compressor_calls": loop_calls,
+        "loop_compressor_calls_made": loop_compressor.calls,
         "runtime_compressor_calls": runtime.stats.compressor_calls,
         "loop_cache_breaks": sum(s.cache_break for s in episode.steps),
-        "runtime_cache_breaks": runtime.stats.cache_breaks, "breaks_without_compression": unexplained,
-        "compressions": runtime.stats.compressions, "identical_requests": identical,
-        "peak_tokens": episode.metrics["peak_tokens"], "loop_s": round(loop_s, 2), "runtime_s": round(runtime_s, 2),
+        "runtime_cache_breaks": runtime.stats.cache_breaks,
+        "breaks_without_compression": unexplained,
+        "compressions": runtime.stats.compressions,
+        "identical_requests": identical,
+        "peak_tokens": episode.metrics["peak_tokens"],
+        "loop_s": round(loop_s, 2),
+        "runtime_s": round(runtime_s, 2),
     }
 
 
 def table(rows: list[dict]) -> str:
-    head = ("strategy", "requests", "compressor calls loop / runtime", "cache-breaking requests loop / runtime",
-            "breaks without a compression", "identical requests", "peak tokens")
+    head = (
+        "strategy",
+        "requests",
+        "compressor calls loop / runtime",
+        "cache-breaking requests loop / runtime",
+        "breaks without a compression",
+        "identical requests",
+        "peak tokens",
+    )
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        lines.append(f"| {r['strategy']} | {r['requests']} | {r['loop_compressor_calls']} / "
-                     f"{r['runtime_compressor_calls']} | {r['loop_cache_breaks']} / {r['runtime_cache_breaks']} | "
-                     f"{r['breaks_without_compression']} | {'yes' if r['identical_requests'] else 'NO'} | "
-                     f"{r['peak_tokens']:,} |")
+        lines.append(
+            f"| {r['strategy']} | {r['requests']} | {r['loop_compressor_calls']} / "
+            f"{r['runtime_compressor_calls']} | {r['loop_cache_breaks']} / {r['runtime_cache_breaks']} | "
+            f"{r['breaks_without_compression']} | {'yes' if r['identical_requests'] else 'NO'} | "
+            f"{r['peak_tokens']:,} |"
+        )
     return "\n".join(lines)
 
 
@@ -103,8 +123,13 @@ def main() -> None:
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps({"steps": args.steps, "page_bytes": 1200, "rows": rows}, indent=2) + "\n")
     print(f"wrote {args.json}")
-    bad = [r["strategy"] for r in rows if r["runtime_compressor_calls"] > r["loop_compressor_calls"]
-           or r["breaks_without_compression"] or not r["identical_requests"]]
+    bad = [
+        r["strategy"]
+        for r in rows
+        if r["runtime_compressor_calls"] > r["loop_compressor_calls"]
+        or r["breaks_without_compression"]
+        or not r["identical_requests"]
+    ]
     if bad:
         raise SystemExit(f"runtime worse than the loop for: {', '.join(bad)}")
 

@@ -37,7 +37,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 def variant(config: ExperimentConfig, name: str, work: Path) -> ExperimentConfig:
     return config.with_overrides(optimize=VARIANTS[name], tracking={"enabled": False}).model_copy(
-        update={"out": str(work / f"{config.name}-{name}"), "name": f"{config.name}-{name}"})
+        update={"out": str(work / f"{config.name}-{name}"), "name": f"{config.name}-{name}"}
+    )
 
 
 def run(config: ExperimentConfig, fresh: bool) -> dict[str, Any]:
@@ -50,32 +51,56 @@ def run(config: ExperimentConfig, fresh: bool) -> dict[str, Any]:
         wall = report_path.stat().st_mtime - (out / "job.json").stat().st_mtime
     else:
         started = time.perf_counter()
-        report = OptimizationJob(config, resume=(out / "state.json").exists(),
-                                 log=lambda m: print(f"  {config.name}: {m}", file=sys.stderr, flush=True)).run()
+        report = OptimizationJob(
+            config,
+            resume=(out / "state.json").exists(),
+            log=lambda m: print(f"  {config.name}: {m}", file=sys.stderr, flush=True),
+        ).run()
         wall = time.perf_counter() - started
     rows = {r["strategy"]: r for r in report["rows"] if r["tier"] == "reference"}
     chosen = rows["chosen"]
     best = rows.get(report["best_baseline"] or "")
     return {
-        "job": config.name, "wall_s": round(wall, 1), "candidates": report["budget"]["candidates"],
+        "job": config.name,
+        "wall_s": round(wall, 1),
+        "candidates": report["budget"]["candidates"],
         "optimizer_tokens": report["budget"]["optimizer_tokens"],
         "compressor_calls": report["budget"]["compressor_calls"],
-        "front": report["pareto"], "chosen": report["chosen"],
-        "test": {k: chosen[k] for k in ("tasks", "success", "success_ci", "peak_tokens_mean", "peak_tokens_ci",
-                                        "peak_vs_none", "recall_calls", "success_without_recall")},
+        "front": report["pareto"],
+        "chosen": report["chosen"],
+        "test": {
+            k: chosen[k]
+            for k in (
+                "tasks",
+                "success",
+                "success_ci",
+                "peak_tokens_mean",
+                "peak_tokens_ci",
+                "peak_vs_none",
+                "recall_calls",
+                "success_without_recall",
+            )
+        },
         "none": {k: rows["none"][k] for k in ("success", "peak_tokens_mean")},
         "oracle": {k: rows["oracle"][k] for k in ("success", "peak_tokens_mean")} if "oracle" in rows else None,
         "best_baseline": {"name": report["best_baseline"], "peak_tokens_mean": best["peak_tokens_mean"]}
-        if best else None,
+        if best
+        else None,
         "paired_vs_best_baseline": report["paired"].get("best_baseline"),
-        "llm_parts": report["llm_parts"], "parts": report["parts"], "deterministic": report["deterministic"],
-        "stopped": report["stopped"], "acceptance": report["acceptance"]["pass"],
+        "llm_parts": report["llm_parts"],
+        "parts": report["parts"],
+        "deterministic": report["deterministic"],
+        "stopped": report["stopped"],
+        "acceptance": report["acceptance"]["pass"],
     }
 
 
 def table(results: list[dict]) -> str:
-    lines = ["| job | wall | candidates | optimizer tokens | test success | test peak | × none | × oracle | "
-             "best baseline (peak) | LLM-written parts |", "|" + "---|" * 10]
+    lines = [
+        "| job | wall | candidates | optimizer tokens | test success | test peak | × none | × oracle | "
+        "best baseline (peak) | LLM-written parts |",
+        "|" + "---|" * 10,
+    ]
     for r in results:
         test, oracle, best = r["test"], r["oracle"], r["best_baseline"]
         floor = f"{test['peak_tokens_mean'] / oracle['peak_tokens_mean']:.2f}" if oracle else "–"
@@ -83,7 +108,8 @@ def table(results: list[dict]) -> str:
         lines.append(
             f"| {r['job']} | {r['wall_s'] / 60:.1f} min | {r['candidates']} | {r['optimizer_tokens']:,} | "
             f"{test['success']:.2f} | {test['peak_tokens_mean']:,.0f} | {test['peak_vs_none']:.2f} | {floor} | "
-            f"{base} | {len(r['llm_parts'])} |")
+            f"{base} | {len(r['llm_parts'])} |"
+        )
     return "\n".join(lines)
 
 
@@ -104,9 +130,17 @@ def main() -> None:
     print(table(results))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, "
-                               f"{platform.python_version()}", "command": " ".join(sys.argv), "jobs": results},
-                              indent=1))
+    out.write_text(
+        json.dumps(
+            {
+                "date": time.strftime("%Y-%m-%d"),
+                "machine": f"{platform.machine()}, {platform.python_version()}",
+                "command": " ".join(sys.argv),
+                "jobs": results,
+            },
+            indent=1,
+        )
+    )
     print(f"wrote {out}")
 
 

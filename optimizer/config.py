@@ -32,7 +32,8 @@ class RunConfig(_Strict):
     limit: int | None = Field(None, gt=0, description="Run only the first N tasks of the split.")
     agent: Literal["llm", "reference"] = Field("llm", description="`llm` (tier 1) or `reference` (tier 0).")
     recall: Literal["honest", "never", "peek"] = Field(
-        "honest", description="Tier 0: the reference agent recalls from what its context shows (`honest`), never, "
+        "honest",
+        description="Tier 0: the reference agent recalls from what its context shows (`honest`), never, "
         "or by peeking inside stored content (`peek`, the old behaviour, for comparison only).",
     )
     action_format: Literal["auto", "native", "json"] = Field(
@@ -40,7 +41,8 @@ class RunConfig(_Strict):
     )
     concurrency: int = Field(1, ge=1, le=64, description="Episodes run at once (threads, or Ray tasks in flight).")
     executor: ExecutorConfig = Field(
-        default_factory=LocalExecutor, description='Where episodes run: "local" (threads here) or "ray" (a '
+        default_factory=LocalExecutor,
+        description='Where episodes run: "local" (threads here) or "ray" (a '
         'cluster; `[run.executor]` type = "ray", address = "auto" for an existing one).',
     )
     max_total_steps: int = Field(200, gt=0, description="Hard cap on agent steps per episode.")
@@ -80,35 +82,50 @@ class OptimizeConfig(_Strict):
         DEFAULT_PROPOSERS, description="Proposers the rounds run (deterministic and LLM; `[]` of LLM ones: ablation)."
     )
     llm_proposers: bool = Field(
-        True, description="Run the proposers that call the optimizer LLM (false: deterministic only, the ablation).",
+        True,
+        description="Run the proposers that call the optimizer LLM (false: deterministic only, the ablation).",
     )
     parents: int = Field(2, ge=1, le=10, description="Best candidates each round proposes from.")
     llm_parents: int = Field(
-        1, ge=0, le=10, description="Of those, how many (the best with pairs) the LLM proposers see per round.",
+        1,
+        ge=0,
+        le=10,
+        description="Of those, how many (the best with pairs) the LLM proposers see per round.",
     )
     warm_start: tuple[str, ...] = Field(
-        DETERMINISTIC, description="Baselines translated into guidelines and screened with the seed before round 1.",
+        DETERMINISTIC,
+        description="Baselines translated into guidelines and screened with the seed before round 1.",
     )
     provoke: bool = Field(True, description="When no parent loses a task, screen one with its triggers lowered.")
     near_misses: bool = Field(
-        True, description="Also learn from tasks a candidate solved only by recalling what it had cut.",
+        True,
+        description="Also learn from tasks a candidate solved only by recalling what it had cut.",
     )
     train_limit: int | None = Field(None, gt=0, description="Train tasks used (None: the whole split).")
     val_fraction: float = Field(
-        0.34, ge=0.0, lt=1.0, description="Share of the train tasks held out to choose the guideline on (GEPA's "
+        0.34,
+        ge=0.0,
+        lt=1.0,
+        description="Share of the train tasks held out to choose the guideline on (GEPA's "
         "valset); candidates are mined on the rest. 0: choose on the train tasks (reported as such).",
     )
     test_limit: int | None = Field(None, gt=0, description="Test tasks in the final report.")
     llm_screen_limit: int = Field(
-        4, ge=1, description="Train tasks an LLM-compressing candidate is screened on before the whole split.",
+        4,
+        ge=1,
+        description="Train tasks an LLM-compressing candidate is screened on before the whole split.",
     )
     llm_subset_max_tokens: int = Field(
-        4000, gt=0, description="Subset tasks' full-context peak at most this: a compressor call on a 20k-token "
+        4000,
+        gt=0,
+        description="Subset tasks' full-context peak at most this: a compressor call on a 20k-token "
         "output takes minutes on a CPU, so LLM candidates are screened first where a call is affordable.",
     )
     max_compressor_calls: int | None = Field(None, gt=0, description="Budget of compressor calls for screens.")
     seed_test_limit: int | None = Field(
-        None, gt=0, description="Test tasks the seed (an LLM strategy) is reported on, picked like the subset "
+        None,
+        gt=0,
+        description="Test tasks the seed (an LLM strategy) is reported on, picked like the subset "
         "(None: every test task).",
     )
     max_candidates: int = Field(60, ge=1, description="Candidates the job screens at most.")
@@ -118,12 +135,16 @@ class OptimizeConfig(_Strict):
     confirm_limit: int = Field(4, ge=0, description="Train tasks per tier-1 confirmation.")
     max_agent_episodes: int = Field(40, ge=0, description="Budget of tier-1 (llm agent) episodes for the job.")
     objective: Literal["constrained", "penalized", "success"] = Field(
-        "constrained", description="`constrained`: lowest peak among candidates within the success tolerance of "
+        "constrained",
+        description="`constrained`: lowest peak among candidates within the success tolerance of "
         "`none`; `penalized`: ACON's success − λ · peak/peak(none); `success`: success, then peak.",
     )
     lam: float = Field(0.3, ge=0, description="λ of the penalized objective.")
     max_success_drop: float | None = Field(
-        None, ge=0, le=1, description="Success tolerance of the constrained objective (None: the acceptance bar).",
+        None,
+        ge=0,
+        le=1,
+        description="Success tolerance of the constrained objective (None: the acceptance bar).",
     )
     final_strategies: tuple[str, ...] = Field(
         (*DETERMINISTIC, "oracle"),
@@ -207,6 +228,11 @@ def _tags(union: Any, field: str = "type") -> set[str]:
 # wrote `strategy.keep_last`. Every tag comes from its union, so a new strategy, suite, move or proposer
 # is covered without an edit here.
 _UNION_TAGS = (
-    _tags(StrategyConfig) | _tags(SuiteConfig) | _tags(ProposerConfig) | _tags(ExecutorConfig)
-    | _tags(WriteMoveConfig, "move") | _tags(HistoryMoveConfig, "move") | {"function-after", "str", "Guideline"}
+    _tags(StrategyConfig)
+    | _tags(SuiteConfig)
+    | _tags(ProposerConfig)
+    | _tags(ExecutorConfig)
+    | _tags(WriteMoveConfig, "move")
+    | _tags(HistoryMoveConfig, "move")
+    | {"function-after", "str", "Guideline"}
 )

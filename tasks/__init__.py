@@ -16,6 +16,4 @@ from tasks.planted import PlantedSuite
 from tasks.replay import ReplaySuite
 from tasks.smoke import SmokeSuite
 
-SuiteConfig = Annotated[
-    SmokeSuite | BuiltinSuite | BfclSuite | ReplaySuite | PlantedSuite, Field(discriminator="type")
-]
+SuiteConfig = Annotated[SmokeSuite | BuiltinSuite | BfclSuite | ReplaySuite | PlantedSuite, Field(discriminator="type")]

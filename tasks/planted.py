@@ -49,19 +49,27 @@ def skill_text() -> str:
 
 
 def _schema(**properties: str) -> dict:
-    return {"type": "object", "properties": {k: {"type": v} for k, v in properties.items()},
-            "required": list(properties)}
+    return {
+        "type": "object",
+        "properties": {k: {"type": v} for k, v in properties.items()},
+        "required": list(properties),
+    }
 
 
 TOOLS = (
-    ToolSpec("read_skill", "Read a skill file by name.", _schema(name="string"),
-             retention_class=RetentionClass.SKILL),
-    ToolSpec("get_order", "Read an order with its lines and history.", _schema(order_id="string"),
-             retention_class=RetentionClass.STATIC),
-    ToolSpec("request_approval", "Request approval for a refund on an order.", _schema(order_id="string"),
-             side_effect=True),
-    ToolSpec("issue_refund", "Refund an amount on an order.", _schema(order_id="string", amount="number"),
-             side_effect=True),
+    ToolSpec("read_skill", "Read a skill file by name.", _schema(name="string"), retention_class=RetentionClass.SKILL),
+    ToolSpec(
+        "get_order",
+        "Read an order with its lines and history.",
+        _schema(order_id="string"),
+        retention_class=RetentionClass.STATIC,
+    ),
+    ToolSpec(
+        "request_approval", "Request approval for a refund on an order.", _schema(order_id="string"), side_effect=True
+    ),
+    ToolSpec(
+        "issue_refund", "Refund an amount on an order.", _schema(order_id="string", amount="number"), side_effect=True
+    ),
 )
 
 
@@ -105,17 +113,25 @@ class RefundDesk(Environment):
 def _task(task_id: str, order_id: str, amount: float) -> Task:
     total = f"{amount:.2f}"
     return Task(
-        task_id, "planted",
+        task_id,
+        "planted",
         (UserTurn(f"Refund order {order_id} in full, following the refunds skill, and give the refund id."),),
         lambda: RefundDesk(order_id, amount),
         reference=(
             ReferenceStep(0, ToolCall("r1", "read_skill", {"name": "refunds"})),
             ReferenceStep(0, ToolCall("r2", "get_order", {"order_id": order_id})),
-            ReferenceStep(0, ToolCall("r3", "request_approval", {"order_id": order_id}),
-                          needs=(Need(NeedKind.RULE, RULE, source_class="skill"),)),
-            ReferenceStep(0, ToolCall("r4", "issue_refund", {"order_id": order_id, "amount": amount}),
-                          needs=(Need(NeedKind.VALUE, total, argument="amount", guess=round(amount - 10, 2),
-                                      source_class="static"),)),
+            ReferenceStep(
+                0,
+                ToolCall("r3", "request_approval", {"order_id": order_id}),
+                needs=(Need(NeedKind.RULE, RULE, source_class="skill"),),
+            ),
+            ReferenceStep(
+                0,
+                ToolCall("r4", "issue_refund", {"order_id": order_id, "amount": amount}),
+                needs=(
+                    Need(NeedKind.VALUE, total, argument="amount", guess=round(amount - 10, 2), source_class="static"),
+                ),
+            ),
             ReferenceStep(0, answer=f"RF-{order_id[-4:]}"),
         ),
         max_steps_per_turn=10,

@@ -37,19 +37,25 @@ ORDERS = {
 
 TOOLS = (
     ToolSpec(
-        "get_order", "Look up one order by its id.",
+        "get_order",
+        "Look up one order by its id.",
         {"type": "object", "properties": {"order_id": {"type": "string"}}, "required": ["order_id"]},
         retention_class=RetentionClass.DYNAMIC_STATE,
     ),
     ToolSpec(
-        "search_orders", "Find orders by customer name.",
+        "search_orders",
+        "Find orders by customer name.",
         {"type": "object", "properties": {"customer": {"type": "string"}}, "required": ["customer"]},
         retention_class=RetentionClass.STATIC,
     ),
     ToolSpec(
-        "refund_order", "Refund an order. Returns a refund receipt.",
-        {"type": "object", "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}},
-         "required": ["order_id", "amount"]},
+        "refund_order",
+        "Refund an order. Returns a refund receipt.",
+        {
+            "type": "object",
+            "properties": {"order_id": {"type": "string"}, "amount": {"type": "number"}},
+            "required": ["order_id", "amount"],
+        },
         side_effect=True,
     ),
 )
@@ -111,7 +117,9 @@ def _tasks() -> tuple[Task, ...]:
     refund_receipt = "RF-0001-3003"
     return (
         Task(
-            "smoke-status", "smoke", (UserTurn("What is the status of order ORD-1001? Answer with the status."),),
+            "smoke-status",
+            "smoke",
+            (UserTurn("What is the status of order ORD-1001? Answer with the status."),),
             lambda: OrderDesk("shipped", None),
             reference=(
                 ReferenceStep(0, ToolCall("r1", "get_order", {"order_id": "ORD-1001"})),
@@ -120,13 +128,15 @@ def _tasks() -> tuple[Task, ...]:
             max_steps_per_turn=6,
         ),
         Task(
-            "smoke-total", "smoke",
+            "smoke-total",
+            "smoke",
             (UserTurn("What is the total of Maria Keller's order? Find her order first, then answer with the total."),),
             lambda: OrderDesk("42.5", None),
             reference=(
                 ReferenceStep(0, ToolCall("r1", "search_orders", {"customer": "Maria Keller"})),
                 ReferenceStep(
-                    0, ToolCall("r2", "get_order", {"order_id": "ORD-2002"}),
+                    0,
+                    ToolCall("r2", "get_order", {"order_id": "ORD-2002"}),
                     needs=(Need(NeedKind.VALUE, "ORD-2002", argument="order_id", guess="ORD-2020"),),
                 ),
                 ReferenceStep(0, answer="42.5", needs=(Need(NeedKind.VALUE, "42.5", guess="45.0"),)),
@@ -134,19 +144,27 @@ def _tasks() -> tuple[Task, ...]:
             max_steps_per_turn=6,
         ),
         Task(
-            "smoke-refund", "smoke",
+            "smoke-refund",
+            "smoke",
             (UserTurn("Refund order ORD-3003 in full (look up its total first) and tell me the refund id."),),
             lambda: OrderDesk(refund_receipt, ("ORD-3003", 75.0)),
             reference=(
                 ReferenceStep(0, ToolCall("r1", "get_order", {"order_id": "ORD-3003"})),
                 ReferenceStep(
-                    0, ToolCall("r2", "refund_order", {"order_id": "ORD-3003", "amount": 75.0}),
+                    0,
+                    ToolCall("r2", "refund_order", {"order_id": "ORD-3003", "amount": 75.0}),
                     needs=(Need(NeedKind.VALUE, "75.0", argument="amount", guess=70.0),),
                 ),
                 ReferenceStep(
-                    0, answer=refund_receipt,
-                    needs=(Need(NeedKind.RECEIPT, refund_receipt,
-                                repeat=ToolCall("r2", "refund_order", {"order_id": "ORD-3003", "amount": 75.0})),),
+                    0,
+                    answer=refund_receipt,
+                    needs=(
+                        Need(
+                            NeedKind.RECEIPT,
+                            refund_receipt,
+                            repeat=ToolCall("r2", "refund_order", {"order_id": "ORD-3003", "amount": 75.0}),
+                        ),
+                    ),
                 ),
             ),
             max_steps_per_turn=6,

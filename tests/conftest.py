@@ -59,7 +59,6 @@ def run_cli(monkeypatch, capsys):
     return run
 
 
-
 @pytest.fixture(scope="module")
 def scripted_url():
     with StubServer(scripted_models) as url:
@@ -69,14 +68,35 @@ def scripted_url():
 def job_config(tmp: Path, url: str, **optimize) -> ExperimentConfig:
     """A small tier-0 optimize job on the builtin suite, every role on the scripted server at `url`."""
     endpoint = f'base_url = "{url}"\nmodel = "scripted"\nbackoff_s = 0.0\n'
-    settings = {"rounds": 2, "train_limit": 6, "test_limit": 4, "confirm_top": 0,
-                "final_strategies": ["none", "fifo", "oracle"], **optimize}
+    settings = {
+        "rounds": 2,
+        "train_limit": 6,
+        "test_limit": 4,
+        "confirm_top": 0,
+        "final_strategies": ["none", "fifo", "oracle"],
+        **optimize,
+    }
     lines = [f"{k} = {v!r}".replace("'", '"') for k, v in settings.items()]
-    text = "\n".join([
-        'name = "scripted-job"', f'out = "{tmp / "job"}"', "[suite]", 'type = "builtin"', "[run]",
-        'agent = "reference"', "[tracking]", "enabled = false", "[optimize]", *lines,
-        "[endpoints.agent]", endpoint, "[endpoints.compressor]", endpoint, "[endpoints.optimizer]", endpoint,
-    ])
+    text = "\n".join(
+        [
+            'name = "scripted-job"',
+            f'out = "{tmp / "job"}"',
+            "[suite]",
+            'type = "builtin"',
+            "[run]",
+            'agent = "reference"',
+            "[tracking]",
+            "enabled = false",
+            "[optimize]",
+            *lines,
+            "[endpoints.agent]",
+            endpoint,
+            "[endpoints.compressor]",
+            endpoint,
+            "[endpoints.optimizer]",
+            endpoint,
+        ]
+    )
     path = tmp / "job.toml"
     path.write_text(text.replace("True", "true").replace("False", "false"))
     return load_experiment(path)

@@ -38,11 +38,27 @@ def test_wheel_installed_outside_the_checkout_optimizes_and_runs_the_runtime_exa
 
     server = stub(scripted_models)
     endpoint = f'base_url = "{server.base_url}"\nmodel = "scripted"\nbackoff_s = 0.0\n'
-    (work / "smoke.toml").write_text("\n".join([
-        'name = "wheel-smoke"', f'out = "{work / "job"}"', "[suite]", 'type = "smoke"', "[run]",
-        'agent = "reference"', "[optimize]", "rounds = 1", "confirm_top = 0",  # the seed: packaged default
-        "[endpoints.agent]", endpoint, "[endpoints.compressor]", endpoint, "[endpoints.optimizer]", endpoint,
-    ]))
+    (work / "smoke.toml").write_text(
+        "\n".join(
+            [
+                'name = "wheel-smoke"',
+                f'out = "{work / "job"}"',
+                "[suite]",
+                'type = "smoke"',
+                "[run]",
+                'agent = "reference"',
+                "[optimize]",
+                "rounds = 1",
+                "confirm_top = 0",  # the seed: packaged default
+                "[endpoints.agent]",
+                endpoint,
+                "[endpoints.compressor]",
+                endpoint,
+                "[endpoints.optimizer]",
+                endpoint,
+            ]
+        )
+    )
     done = run(venv / "bin" / "acon", "optimize", "smoke.toml", cwd=work)
     assert "Test split" in done.stdout
     report = json.loads((work / "job" / "report.json").read_text())
@@ -53,8 +69,7 @@ def test_wheel_installed_outside_the_checkout_optimizes_and_runs_the_runtime_exa
     report_back = "\nprint(json.dumps({'messages': messages, 'stats': runtime.stats.to_dict()}))\n"
     script.write_text(readme_example().replace(EXAMPLE_URL, agent.base_url) + report_back)
     out = json.loads(run(python, script, cwd=work).stdout.strip().splitlines()[-1])
-    namespace = {"messages": out["messages"], "docs": {"refunds": _example_doc()},
-                 "runtime": _Stats(out["stats"])}
+    namespace = {"messages": out["messages"], "docs": {"refunds": _example_doc()}, "runtime": _Stats(out["stats"])}
     check_run(agent, namespace)
 
 

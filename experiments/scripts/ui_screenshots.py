@@ -25,8 +25,14 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--no-first-run", "--hide-scrollbars", "--window-size=1400,900",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--hide-scrollbars",
+    "--window-size=1400,900",
     "--run-all-compositor-stages-before-draw",
 ]
 
@@ -43,12 +49,30 @@ def demo_job(directory: Path) -> Path:
     with StubServer(scripted_models) as url:
         endpoint = f'base_url = "{url}"\nmodel = "scripted"\nbackoff_s = 0.0\n'
         config_path = directory / "demo.toml"
-        config_path.write_text("\n".join([
-            'name = "ui-demo"', f'out = "{directory / "job"}"', '[suite]\ntype = "builtin"',
-            '[run]\nagent = "reference"', "[optimize]", "rounds = 2", "candidates = 1", "diagnose = 1",
-            "train_limit = 6", "test_limit = 6", "confirm_top = 0", 'final_strategies = ["none", "fifo"]',
-            "[endpoints.agent]", endpoint, "[endpoints.compressor]", endpoint, "[endpoints.optimizer]", endpoint,
-        ]))
+        config_path.write_text(
+            "\n".join(
+                [
+                    'name = "ui-demo"',
+                    f'out = "{directory / "job"}"',
+                    '[suite]\ntype = "builtin"',
+                    '[run]\nagent = "reference"',
+                    "[optimize]",
+                    "rounds = 2",
+                    "candidates = 1",
+                    "diagnose = 1",
+                    "train_limit = 6",
+                    "test_limit = 6",
+                    "confirm_top = 0",
+                    'final_strategies = ["none", "fifo"]',
+                    "[endpoints.agent]",
+                    endpoint,
+                    "[endpoints.compressor]",
+                    endpoint,
+                    "[endpoints.optimizer]",
+                    endpoint,
+                ]
+            )
+        )
         config = load_experiment(config_path)
         job = OptimizationJob(config, log=lambda m: print(f"demo: {m}", file=sys.stderr))
         with tracker_for(job) as tracking:
@@ -59,8 +83,11 @@ def demo_job(directory: Path) -> Path:
 
 def start_ui(job_dir: Path, port: int) -> tuple[subprocess.Popen, str]:
     process = subprocess.Popen(
-        [sys.executable, "-m", "optimizer", "ui", str(job_dir), "--port", str(port)], cwd=ROOT,
-        stdout=subprocess.PIPE, text=True, start_new_session=True,
+        [sys.executable, "-m", "optimizer", "ui", str(job_dir), "--port", str(port)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     url = process.stdout.readline().strip()
     if not url.startswith("http"):
@@ -100,8 +127,9 @@ def targets(job_dir: Path) -> dict[str, str]:
             pages["06-round-pareto"] = f"#/experiments/{eid}/runs/{rid}/artifacts/pareto/r{index}.png"
             break
     pages["07-traces"] = f"#/experiments/{eid}/traces"
-    traces = client.search_traces(locations=[eid], filter_string="tags.`acon.outcome` = 'failure'",
-                                  max_results=1, include_spans=False)
+    traces = client.search_traces(
+        locations=[eid], filter_string="tags.`acon.outcome` = 'failure'", max_results=1, include_spans=False
+    )
     if traces:
         pages["08-failed-episode-trace"] = f"#/experiments/{eid}/traces?selectedEvaluationId={traces[0].info.trace_id}"
     return pages
@@ -118,9 +146,17 @@ def _walk(client, run_id: str, path: str):
 def screenshot(chromium: str, url: str, out: Path, budget_ms: int) -> None:
     with tempfile.TemporaryDirectory() as profile:
         subprocess.run(
-            [chromium, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", f"--virtual-time-budget={budget_ms}",
-             f"--screenshot={out}", url],
-            check=True, capture_output=True, timeout=120,
+            [
+                chromium,
+                *CHROMIUM_FLAGS,
+                f"--user-data-dir={profile}",
+                f"--virtual-time-budget={budget_ms}",
+                f"--screenshot={out}",
+                url,
+            ],
+            check=True,
+            capture_output=True,
+            timeout=120,
         )
 
 

@@ -50,8 +50,12 @@ class NativeExport:
         return any(v.status != "mapped" for v in self.verdicts)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"format": self.format, "guideline": self.guideline, "settings": self.settings,
-                "entries": [asdict(v) for v in self.verdicts]}
+        return {
+            "format": self.format,
+            "guideline": self.guideline,
+            "settings": self.settings,
+            "entries": [asdict(v) for v in self.verdicts],
+        }
 
 
 def export_native(
@@ -71,13 +75,17 @@ def export_native(
             if move.over:
                 losses.append(f"size floor over={move.over} has no native counterpart: small results are cleared too")
             if retention is None:
-                losses.append("no retention map: classes cannot become exclude_tools, every tool's results are "
-                              "clearable (pass --retention)")
+                losses.append(
+                    "no retention map: classes cannot become exclude_tools, every tool's results are "
+                    "clearable (pass --retention)"
+                )
             result.verdicts.append(Verdict(where, "lossy", "; ".join(losses)))
         elif isinstance(move, SummarizeOld):
             losses = exporter.summarize(move, guideline, result.settings)
-            losses.append("the summary covers every class, pinned skills and receipts included (the contract pins "
-                          "them verbatim outside any summary)")
+            losses.append(
+                "the summary covers every class, pinned skills and receipts included (the contract pins "
+                "them verbatim outside any summary)"
+            )
             if move.index:
                 losses.append("index=true: the summary cannot name recall handles")
             result.verdicts.append(Verdict(where, "lossy", "; ".join(losses)))
@@ -89,16 +97,27 @@ def export_native(
         if "summarize" in moves:
             result.verdicts.append(Verdict("pinned", "lossy", f"{names}: a native summary condenses them too"))
         elif "clear" in moves:
-            result.verdicts.append(Verdict("pinned", "lossy", f"{names}: excluded from clearing by tool name, only "
-                                                             "for the tools the retention map names"))
+            result.verdicts.append(
+                Verdict(
+                    "pinned",
+                    "lossy",
+                    f"{names}: excluded from clearing by tool name, only for the tools the retention map names",
+                )
+            )
         else:
             result.verdicts.append(Verdict("pinned", "mapped", f"{names}: nothing exported cuts them"))
     if "clear" in moves:
-        result.verdicts.append(Verdict("unlisted tools", "lossy", "results of tools the retention map does not name "
-                                       "are clearable natively; acon keeps unknown results"))
+        result.verdicts.append(
+            Verdict(
+                "unlisted tools",
+                "lossy",
+                "results of tools the retention map does not name are clearable natively; acon keeps unknown results",
+            )
+        )
     if policy.budget_tokens is not None:
-        result.verdicts.append(Verdict("budget_tokens", "not_mapped",
-                                       f"no native pre-send budget ({policy.budget_tokens} tokens)"))
+        result.verdicts.append(
+            Verdict("budget_tokens", "not_mapped", f"no native pre-send budget ({policy.budget_tokens} tokens)")
+        )
     return result
 
 
@@ -135,17 +154,25 @@ class _Anthropic:
         return ["the trigger counts the whole input (system prompt and tools included), acon's the history only"]
 
     def summarize(self, move: SummarizeOld, guideline: Guideline, settings: dict[str, Any]) -> list[str]:
-        edit = {"type": "compact_20260112", "trigger": {"type": "input_tokens", "value": move.over},
-                "instructions": guideline.history}
+        edit = {
+            "type": "compact_20260112",
+            "trigger": {"type": "input_tokens", "value": move.over},
+            "instructions": guideline.history,
+        }
         settings.setdefault("context_management", {"edits": []})["edits"].append(edit)
-        return [f"keep_last={move.keep_last} and max_tokens={move.max_tokens} have no counterpart: the server "
-                "compacts everything before the trigger point, at its own length"]
+        return [
+            f"keep_last={move.keep_last} and max_tokens={move.max_tokens} have no counterpart: the server "
+            "compacts everything before the trigger point, at its own length"
+        ]
 
 
 class _LangChain:
     def clear(self, move: Clear, exclude: list[str], settings: dict[str, Any]) -> list[str]:
-        kwargs: dict[str, Any] = {"trigger": move.trigger_tokens, "keep": move.keep_last,
-                                  "clear_at_least": move.clear_at_least}
+        kwargs: dict[str, Any] = {
+            "trigger": move.trigger_tokens,
+            "keep": move.keep_last,
+            "clear_at_least": move.clear_at_least,
+        }
         if exclude:
             kwargs["exclude_tools"] = exclude
         middleware = settings.setdefault("middleware", [])
@@ -153,8 +180,7 @@ class _LangChain:
         if editing is None:
             editing = {"class": CONTEXT_EDITING, "kwargs": {"edits": []}}
             middleware.append(editing)
-        editing["kwargs"]["edits"].append({"class": "langchain.agents.middleware.ClearToolUsesEdit",
-                                           "kwargs": kwargs})
+        editing["kwargs"]["edits"].append({"class": "langchain.agents.middleware.ClearToolUsesEdit", "kwargs": kwargs})
         return ["tokens are LangChain's approximate count, not the model's tokenizer"]
 
     def summarize(self, move: SummarizeOld, guideline: Guideline, settings: dict[str, Any]) -> list[str]:
@@ -166,7 +192,11 @@ class _LangChain:
             "summary_prompt": f"{prompt}\n\n<messages>\nMessages to summarize:\n{{messages}}\n</messages>",
         }
         settings.setdefault("middleware", []).append(
-            {"class": "langchain.agents.middleware.SummarizationMiddleware", "kwargs": kwargs})
-        return ["model is null: set the summarization model", f"keep_last={move.keep_last} steps became "
-                f"{2 * move.keep_last} messages (a step with parallel calls has more)",
-                f"max_tokens={move.max_tokens} is the summarization model's own setting"]
+            {"class": "langchain.agents.middleware.SummarizationMiddleware", "kwargs": kwargs}
+        )
+        return [
+            "model is null: set the summarization model",
+            f"keep_last={move.keep_last} steps became "
+            f"{2 * move.keep_last} messages (a step with parallel calls has more)",
+            f"max_tokens={move.max_tokens} is the summarization model's own setting",
+        ]

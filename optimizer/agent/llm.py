@@ -62,11 +62,14 @@ class LlmAgent(Agent):
     def act(self, agent_input: AgentInput) -> AgentAction:
         tools = list(agent_input.tools)
         if self.native:
-            completion = self.client.complete(
-                agent_input.messages, tools=[t.openai_schema() for t in tools] or None
+            completion = self.client.complete(agent_input.messages, tools=[t.openai_schema() for t in tools] or None)
+            base = dict(
+                usage=completion.usage,
+                latency_s=completion.latency_s,
+                attempts=completion.attempts,
+                request=completion.request,
+                raw=completion.text,
             )
-            base = dict(usage=completion.usage, latency_s=completion.latency_s, attempts=completion.attempts,
-                        request=completion.request, raw=completion.text)
             if not completion.tool_calls:
                 return AgentAction(answer=completion.text.strip(), **base)
             calls = []
@@ -81,8 +84,13 @@ class LlmAgent(Agent):
             return AgentAction(calls=tuple(calls), **base)
 
         completion = self.client.complete(agent_input.messages, response_format=self._response_format(tools))
-        base = dict(usage=completion.usage, latency_s=completion.latency_s, attempts=completion.attempts,
-                    request=completion.request, raw=completion.text)
+        base = dict(
+            usage=completion.usage,
+            latency_s=completion.latency_s,
+            attempts=completion.attempts,
+            request=completion.request,
+            raw=completion.text,
+        )
         parsed = parse_json_action(completion.text)
         if isinstance(parsed, str):
             return AgentAction(malformed=parsed, **base)

@@ -48,13 +48,18 @@ class EpisodeServices:
 def run_episode(task: Task, agent: Agent, strategy: ContextStrategy, services: EpisodeServices) -> Episode:
     started = time.perf_counter()
     episode = Episode(
-        task_id=task.id, suite=task.suite, strategy=strategy.label(), strategy_version=strategy.version(),
-        agent=agent.name, outcome="failure",
+        task_id=task.id,
+        suite=task.suite,
+        strategy=strategy.label(),
+        strategy_version=strategy.version(),
+        agent=agent.name,
+        outcome="failure",
     )
     env = task.make_env()
     # The runtime owns history in, request out; the loop adds the environment, the agent and the records.
     runtime = ContextRuntime(
-        strategy, compressor=services.compressor,
+        strategy,
+        compressor=services.compressor,
         reference_literals=reference_literals(task) if strategy.kind == "oracle" else (),
     )
     answers: list[str | None] = []
@@ -84,7 +89,8 @@ def run_episode(task: Task, agent: Agent, strategy: ContextStrategy, services: E
         episode.deviations = [d.to_dict() for d in agent.deviations]
     episode.wall_s = time.perf_counter() - started
     episode.metrics = compute_metrics(
-        episode, agent_pricing=services.agent_pricing,
+        episode,
+        agent_pricing=services.agent_pricing,
         compressor_pricing=services.compressor_pricing if strategy.uses_compressor else None,
     )
     return episode
@@ -100,8 +106,15 @@ class _LoopState:
 
 
 def _run_turn(
-    task: Task, turn: int, agent: Agent, runtime: ContextRuntime, env, episode: Episode,
-    services: EpisodeServices, state: _LoopState, started: float,
+    task: Task,
+    turn: int,
+    agent: Agent,
+    runtime: ContextRuntime,
+    env,
+    episode: Episode,
+    services: EpisodeServices,
+    state: _LoopState,
+    started: float,
 ) -> str | None:
     strategy = runtime.strategy
     tools: list[ToolSpec] = list(env.tools(turn))
@@ -117,8 +130,7 @@ def _run_turn(
         step = runtime.step
         prepared = runtime.prepare(system, native_tools=agent.native_tools())
         episode.records.extend(
-            _record_dict(episode, r, prepared.condense_started - started, prepared.condense_s)
-            for r in prepared.records
+            _record_dict(episode, r, prepared.condense_started - started, prepared.condense_s) for r in prepared.records
         )
         if prepared.budget_record is not None:
             episode.records.append(_record_dict(episode, prepared.budget_record, time.perf_counter() - started, 0.0))
@@ -129,18 +141,22 @@ def _run_turn(
         )
         request = [{"role": m["role"], "text": episode.store(_message_text(m))} for m in messages]
         record = StepRecord(
-            step=step, turn=turn,
+            step=step,
+            turn=turn,
             replayed=[episode.store(e.content) for e in prepared.replayed],
             budgeted=[episode.store(e.content) for e in prepared.budgeted],
             request=request,
             input_tokens=_input_tokens(action, messages, request, system_tokens, state.counted),
             action=_action_dict(action),
             usage=action.usage.to_dict() if action.usage else None,
-            latency_s=action.latency_s, attempts=action.attempts,
-            cache_break=prepared.cache_break, invalidated_tokens=prepared.invalidated_tokens, started_s=step_started,
+            latency_s=action.latency_s,
+            attempts=action.attempts,
+            cache_break=prepared.cache_break,
+            invalidated_tokens=prepared.invalidated_tokens,
+            started_s=step_started,
         )
         if prepared.cache_break and prepared.records:
-            for r in episode.records[-len(prepared.records):]:
+            for r in episode.records[-len(prepared.records) :]:
                 r["breaks_cache"] = True
         episode.steps.append(record)
         if action.usage is not None:
@@ -173,12 +189,21 @@ def _run_turn(
             for written_record in written_records:
                 episode.records.append(_record_dict(episode, written_record, write_started - started, write_s))
             _record_entry(episode, entry, output.content, step + 1)
-            episode.tool_calls.append({
-                "step": step, "turn": turn, "name": call.name, "arguments": dict(call.arguments),
-                "signature": call.signature(), "side_effect": bool(spec and spec.side_effect),
-                "is_error": output.is_error, "retention": entry.retention.value, "result_tokens": raw.tokens,
-                "started_s": call_started - started, "latency_s": call_latency,
-            })
+            episode.tool_calls.append(
+                {
+                    "step": step,
+                    "turn": turn,
+                    "name": call.name,
+                    "arguments": dict(call.arguments),
+                    "signature": call.signature(),
+                    "side_effect": bool(spec and spec.side_effect),
+                    "is_error": output.is_error,
+                    "retention": entry.retention.value,
+                    "result_tokens": raw.tokens,
+                    "started_s": call_started - started,
+                    "latency_s": call_latency,
+                }
+            )
     state.stopped = True
     state.reasons.append(f"turn {turn} hit the step limit ({task.max_steps_per_turn} per turn)")
     return None
@@ -209,14 +234,24 @@ def _recaller(store: RecallStore) -> Callable[[str], str | None]:
 
 
 def _record_entry(episode: Episode, entry: Entry, raw: str, visible_from: int) -> None:
-    episode.entries.append({
-        "id": entry.id, "kind": entry.kind.value, "step": entry.step, "turn": entry.turn,
-        "visible_from": visible_from, "text": episode.store(entry.content), "raw": episode.store(raw),
-        "tokens": entry.tokens, "retention": entry.retention.value if entry.retention else None,
-        "call": entry.call.to_dict() if entry.call else None,
-        "calls": [c.to_dict() for c in entry.calls], "answer": entry.answer,
-        "must_keep": list(entry.must_keep), "is_error": entry.is_error,
-    })
+    episode.entries.append(
+        {
+            "id": entry.id,
+            "kind": entry.kind.value,
+            "step": entry.step,
+            "turn": entry.turn,
+            "visible_from": visible_from,
+            "text": episode.store(entry.content),
+            "raw": episode.store(raw),
+            "tokens": entry.tokens,
+            "retention": entry.retention.value if entry.retention else None,
+            "call": entry.call.to_dict() if entry.call else None,
+            "calls": [c.to_dict() for c in entry.calls],
+            "answer": entry.answer,
+            "must_keep": list(entry.must_keep),
+            "is_error": entry.is_error,
+        }
+    )
 
 
 def _record_dict(episode: Episode, record, started_s: float, latency_s: float) -> dict[str, Any]:
@@ -240,8 +275,11 @@ def _system_tokens(agent: Agent, system: str, services: EpisodeServices) -> int 
 
 
 def _input_tokens(
-    action: AgentAction, messages: Sequence[Mapping[str, Any]], request: Sequence[Mapping[str, str]],
-    system_tokens: int | None, counted: dict[str, int],
+    action: AgentAction,
+    messages: Sequence[Mapping[str, Any]],
+    request: Sequence[Mapping[str, str]],
+    system_tokens: int | None,
+    counted: dict[str, int],
 ) -> int:
     usage = action.usage
     if usage is not None and usage.source == "reported" and system_tokens is not None:
@@ -272,6 +310,8 @@ def _counted_tokens(
 
 def _action_dict(action: AgentAction) -> dict[str, Any]:
     return {
-        "calls": [c.to_dict() for c in action.calls], "answer": action.answer,
-        "malformed": action.malformed, "raw": action.raw[:2000],
+        "calls": [c.to_dict() for c in action.calls],
+        "answer": action.answer,
+        "malformed": action.malformed,
+        "raw": action.raw[:2000],
     }

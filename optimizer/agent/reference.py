@@ -47,8 +47,12 @@ class Deviation:
 
     def to_dict(self) -> dict:
         return {
-            "step": self.step, "reference_index": self.reference_index, "kind": self.need.kind.value,
-            "literal": self.need.literal, "behaviour": self.behaviour, "source_class": self.need.source_class,
+            "step": self.step,
+            "reference_index": self.reference_index,
+            "kind": self.need.kind.value,
+            "literal": self.need.literal,
+            "behaviour": self.behaviour,
+            "source_class": self.need.source_class,
         }
 
 
@@ -130,8 +134,11 @@ class ReferenceAgent(Agent):
                 continue
             # Only a write the agent actually made can be repeated; a skipped one stays skipped.
             receipt = next(
-                (n for n in missing if n.kind is NeedKind.RECEIPT and n.repeat is not None
-                 and n.repeat.signature() in self.made),
+                (
+                    n
+                    for n in missing
+                    if n.kind is NeedKind.RECEIPT and n.repeat is not None and n.repeat.signature() in self.made
+                ),
                 None,
             )
             if receipt is not None and index not in self.repeated:

@@ -28,14 +28,23 @@ def render_messages(system_prompt: str, view: Sequence[Entry], *, native_tools: 
             messages.append({"role": "user", "content": f"[harness] {entry.content}"})
         elif entry.kind is EntryKind.ACTION:
             if native_tools and entry.calls:
-                messages.append({
-                    "role": "assistant", "content": None,
-                    "tool_calls": [
-                        {"id": c.id, "type": "function",
-                         "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments), ensure_ascii=False)}}
-                        for c in entry.calls
-                    ],
-                })
+                messages.append(
+                    {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "id": c.id,
+                                "type": "function",
+                                "function": {
+                                    "name": c.name,
+                                    "arguments": json.dumps(dict(c.arguments), ensure_ascii=False),
+                                },
+                            }
+                            for c in entry.calls
+                        ],
+                    }
+                )
             else:
                 messages.append({"role": "assistant", "content": action_json(entry)})
         elif entry.kind is EntryKind.RESULT:

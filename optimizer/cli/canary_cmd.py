@@ -71,8 +71,10 @@ def report_tables(report: CanaryReport) -> tuple[Table, Table]:
     for result in report.results.values():
         cells = [_cell(result, i) for i in report.identifiers]
         survival.add_row(result.name, *cells, f"{result.reduction:.0%}")
-    tokens = Table(title="canary: tokens at the final step (1 = raw tool results only; 5 = the request sent, "
-                   "system prompt excluded)")
+    tokens = Table(
+        title="canary: tokens at the final step (1 = raw tool results only; 5 = the request sent, "
+        "system prompt excluded)"
+    )
     tokens.add_column("strategy")
     tokens.add_column("label")
     for number in range(1, 6):
@@ -80,7 +82,9 @@ def report_tables(report: CanaryReport) -> tuple[Table, Table]:
     tokens.add_column("compressor calls", justify="right")
     for result in report.results.values():
         tokens.add_row(
-            result.name, result.label, *(f"{result.checkpoints[n].tokens:,}" for n in range(1, 6)),
+            result.name,
+            result.label,
+            *(f"{result.checkpoints[n].tokens:,}" for n in range(1, 6)),
             str(result.episode.metrics["compressor_calls"]),
         )
     return survival, tokens
@@ -107,8 +111,10 @@ def canary(
             _log(f"compressor: {endpoint.base_url} {endpoint.model}")
 
         def progress(result: StrategyResult) -> None:
-            _log(f"{result.name}: {result.checkpoints[5].tokens:,} tokens at checkpoint 5, "
-                 f"{result.episode.metrics['compressor_calls']} compressor calls")
+            _log(
+                f"{result.name}: {result.checkpoints[5].tokens:,} tokens at checkpoint 5, "
+                f"{result.episode.metrics['compressor_calls']} compressor calls"
+            )
 
         report = run_canary(strategies, compressor=compressor, on_result=progress)
     for table in report_tables(report):

@@ -46,9 +46,16 @@ def diff(
     for d in diffs:
         for f in d.missing or []:
             record = f.record or {}
-            table.add_row(d.task_id, str(f.step), f.literal, f.kind, f.retention or "?",
-                          f"{f.checkpoint or '-'} {f.checkpoint_name}",
-                          f"{record.get('stage', '-')}/{record.get('action', '-')}", f.behaviour)
+            table.add_row(
+                d.task_id,
+                str(f.step),
+                f.literal,
+                f.kind,
+                f.retention or "?",
+                f"{f.checkpoint or '-'} {f.checkpoint_name}",
+                f"{record.get('stage', '-')}/{record.get('action', '-')}",
+                f.behaviour,
+            )
         if not d.missing:
             table.add_row(d.task_id, str(d.divergence_step), "-", "-", "-", "-", "-", "diverged")
     out.print(table)

@@ -30,8 +30,12 @@ def chosen_guideline(job_dir: Path) -> Guideline:
     report = _read(job_dir / "report.json")
     job = _read(job_dir / "job.json") or {}
     provenance = {
-        "job": str(job_dir), "experiment": job.get("name"), "config_key": job.get("key"),
-        "origin": candidate.origin, "round": candidate.round, "parent": candidate.parent,
+        "job": str(job_dir),
+        "experiment": job.get("name"),
+        "config_key": job.get("key"),
+        "origin": candidate.origin,
+        "round": candidate.round,
+        "parent": candidate.parent,
         "screens": {name: _scores(s.headline()) for name, s in candidate.screens.items()},
         "parts": [f"{p.origin}{' (LLM)' if p.llm else ''}: {p.change}" for p in parts(state.candidates, version)],
     }
@@ -40,8 +44,10 @@ def chosen_guideline(job_dir: Path) -> Guideline:
         keys = ("success", "success_ci", "peak_tokens_mean", "tasks")
         provenance["test"] = {k: chosen[k] for k in keys if k in chosen}
     # Candidates inherit the seed's description; an exported file should say what it is.
-    description = (f"Learned by acon optimize ({provenance['experiment']}): {candidate.origin} candidate of round "
-                   f"{candidate.round}, derived from {candidate.guideline.name.split('+')[0]}.")
+    description = (
+        f"Learned by acon optimize ({provenance['experiment']}): {candidate.origin} candidate of round "
+        f"{candidate.round}, derived from {candidate.guideline.name.split('+')[0]}."
+    )
     return candidate.guideline.model_copy(update={"provenance": provenance, "description": description})
 
 
@@ -60,8 +66,10 @@ def guideline_file(path: Path) -> Guideline:
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: invalid JSON (line {exc.lineno}): {exc.msg}") from None
     if not isinstance(data, dict) or not {"history", "observation"} <= data.keys():
-        raise ConfigError(f"{path}: not a guideline (expected the JSON of `acon export --format json`: "
-                          "name, policy, history, observation)")
+        raise ConfigError(
+            f"{path}: not a guideline (expected the JSON of `acon export --format json`: "
+            "name, policy, history, observation)"
+        )
     data.pop("version", None)  # derived from the content, never trusted from the file
     try:
         return Guideline.model_validate(data)
@@ -94,14 +102,21 @@ def export(
     job_dir: Path | None = typer.Argument(
         None, help="Job directory of `acon optimize`, or a guideline file (.md or .json) to convert."
     ),
-    fmt: str = typer.Option("md", "--format", help="md (front matter + texts), json, or native settings: "
-                            "anthropic (context editing) | langchain (middleware), with a per-entry loss report."),
+    fmt: str = typer.Option(
+        "md",
+        "--format",
+        help="md (front matter + texts), json, or native settings: "
+        "anthropic (context editing) | langchain (middleware), with a per-entry loss report.",
+    ),
     out_path: Path | None = typer.Option(None, "--out", help="Where to write the guideline."),
     distill: Path | None = typer.Option(None, help="Also write compressor (input, output) pairs as a Dataset."),
     from_registry: str | None = typer.Option(None, "--from-registry", help="NAME@ALIAS or NAME/VERSION."),
     tracking_uri: str | None = typer.Option(None, help="Tracking URI for --from-registry (default: the job's)."),
-    retention: Path | None = typer.Option(None, help="For anthropic|langchain: JSON tool -> class or "
-                                          "{retention_class, side_effect}, to turn classes into exclude_tools."),
+    retention: Path | None = typer.Option(
+        None,
+        help="For anthropic|langchain: JSON tool -> class or "
+        "{retention_class, side_effect}, to turn classes into exclude_tools.",
+    ),
 ) -> None:
     """Write the chosen guideline (policy + both compressor texts, with provenance), or convert a guideline file."""
     from optimizer.adapters.native_export import FORMATS

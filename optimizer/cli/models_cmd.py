@@ -19,9 +19,7 @@ def _log(message: str) -> None:
 
 
 def setup(
-    model: list[str] = typer.Option(
-        list(SETUP_PROFILES), "--model", help="Model profile(s) to install (repeatable)."
-    ),
+    model: list[str] = typer.Option(list(SETUP_PROFILES), "--model", help="Model profile(s) to install (repeatable)."),
     bfcl: bool = typer.Option(True, help="Also install the BFCL multi-turn suite (bfcl-eval, no deps)."),
 ) -> None:
     """Install everything the embedded default needs: model weights (hash-checked) and llama-server."""

@@ -56,12 +56,19 @@ def pareto_table(report: dict) -> Table:
     for point in shown:
         mark = " *" if point["version"] in front else ""
         confirmed = point.get("confirm_success") is not None
-        table.add_row(point["label"] + mark, point["version"], str(point["round"]), f"{point['success']:.2f}",
-                      fmt(point["peak_tokens"]),
-                      f"{point['confirm_success']:.2f}" if confirmed else "–",
-                      fmt(point["confirm_peak_tokens"]) if confirmed else "–")
-    table.caption = (f"* on the front · {len(points)} screened, front and baselines shown · tier 0 (reference "
-                     "agent); llm: tier-1 confirmation with the model as agent, peaks from the server's usage")
+        table.add_row(
+            point["label"] + mark,
+            point["version"],
+            str(point["round"]),
+            f"{point['success']:.2f}",
+            fmt(point["peak_tokens"]),
+            f"{point['confirm_success']:.2f}" if confirmed else "–",
+            fmt(point["confirm_peak_tokens"]) if confirmed else "–",
+        )
+    table.caption = (
+        f"* on the front · {len(points)} screened, front and baselines shown · tier 0 (reference "
+        "agent); llm: tier-1 confirmation with the model as agent, peaks from the server's usage"
+    )
     return table
 
 
@@ -69,21 +76,47 @@ def report_table(report: dict) -> Table:
     from optimizer.search.report import both_solved_cell
 
     sizes = report["tasks"]
-    table = Table(title=f"Test split ({sizes['test']} tasks): chosen guideline vs every baseline and the oracle "
-                        f"({report['suite']})")
-    for column in ("strategy", "tier", "tasks", "success", "95% CI", "never recalls", "peak mean", "× none",
-                   "peak max", "compressor", "blocking", "peak, both solved"):
+    table = Table(
+        title=f"Test split ({sizes['test']} tasks): chosen guideline vs every baseline and the oracle "
+        f"({report['suite']})"
+    )
+    for column in (
+        "strategy",
+        "tier",
+        "tasks",
+        "success",
+        "95% CI",
+        "never recalls",
+        "peak mean",
+        "× none",
+        "peak max",
+        "compressor",
+        "blocking",
+        "peak, both solved",
+    ):
         table.add_column(column, justify="left" if column == "strategy" else "right")
     for r in report["rows"]:
         low, high = r["success_ci"]
         ratio = f"{r['peak_vs_none']:.2f}" if r.get("peak_vs_none") is not None else "–"
-        table.add_row(r["strategy"], r["tier"], fmt(r["tasks"]), f"{r['success']:.2f}", f"[{low:.2f}, {high:.2f}]",
-                      f"{r['success_without_recall']:.2f}", fmt(r["peak_tokens_mean"]), ratio,
-                      fmt(r["peak_tokens_max"]), fmt(r["compressor_tokens"]), fmt(r["blocking"]),
-                      both_solved_cell(r))
+        table.add_row(
+            r["strategy"],
+            r["tier"],
+            fmt(r["tasks"]),
+            f"{r['success']:.2f}",
+            f"[{low:.2f}, {high:.2f}]",
+            f"{r['success_without_recall']:.2f}",
+            fmt(r["peak_tokens_mean"]),
+            ratio,
+            fmt(r["peak_tokens_max"]),
+            fmt(r["compressor_tokens"]),
+            fmt(r["blocking"]),
+            both_solved_cell(r),
+        )
     llm = len(report["llm_parts"])
-    table.caption = (f"never recalls: tasks solved without a recall · peak, both solved: chosen vs this row on the "
-                     f"tasks both solved · LLM-written parts of the chosen guideline: {llm}")
+    table.caption = (
+        f"never recalls: tasks solved without a recall · peak, both solved: chosen vs this row on the "
+        f"tasks both solved · LLM-written parts of the chosen guideline: {llm}"
+    )
     return table
 
 

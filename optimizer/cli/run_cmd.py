@@ -28,8 +28,13 @@ def _log(message: str) -> None:
 
 
 def load_with_overrides(
-    path: Path, *, split: str | None = None, limit: int | None = None, agent: str | None = None,
-    base_url: str | None = None, model: str | None = None,
+    path: Path,
+    *,
+    split: str | None = None,
+    limit: int | None = None,
+    agent: str | None = None,
+    base_url: str | None = None,
+    model: str | None = None,
 ) -> ExperimentConfig:
     config = load_experiment(path)
     run: dict[str, Any] = {}
@@ -54,8 +59,13 @@ def load_with_overrides(
 @contextlib.contextmanager
 def progress_bar(label: str, total: int):
     with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("ok {task.fields[ok]}"), TimeElapsedColumn(), console=err, transient=False,
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("ok {task.fields[ok]}"),
+        TimeElapsedColumn(),
+        console=err,
+        transient=False,
     ) as progress:
         task = progress.add_task(label, total=total, ok=0)
 
@@ -75,16 +85,36 @@ def fmt(value: Any, digits: int = 0) -> str:
 
 def summary_table(rows: list[tuple[str, dict[str, Any]]], title: str) -> Table:
     table = Table(title=title)
-    for column in ("strategy", "tasks", "success", "95% CI", "peak mean", "peak max", "dependency",
-                   "tokens", "compressor", "cost/success", "infra", "wall s"):
+    for column in (
+        "strategy",
+        "tasks",
+        "success",
+        "95% CI",
+        "peak mean",
+        "peak max",
+        "dependency",
+        "tokens",
+        "compressor",
+        "cost/success",
+        "infra",
+        "wall s",
+    ):
         table.add_column(column, justify="left" if column == "strategy" else "right")
     for name, s in rows:
         low, high = s["success_ci"]
         table.add_row(
-            name, fmt(s["scored"]), f"{s['success']:.2f}", f"[{low:.2f}, {high:.2f}]",
-            fmt(s["peak_tokens_mean"]), fmt(s["peak_tokens_max"]), fmt(s["dependency_mean"]),
-            fmt(s["total_tokens"]), fmt(s["compressor_tokens"]), fmt(s["cost_per_success"], 4),
-            fmt(s["infra_errors"]), fmt(s["wall_s"], 1),
+            name,
+            fmt(s["scored"]),
+            f"{s['success']:.2f}",
+            f"[{low:.2f}, {high:.2f}]",
+            fmt(s["peak_tokens_mean"]),
+            fmt(s["peak_tokens_max"]),
+            fmt(s["dependency_mean"]),
+            fmt(s["total_tokens"]),
+            fmt(s["compressor_tokens"]),
+            fmt(s["cost_per_success"], 4),
+            fmt(s["infra_errors"]),
+            fmt(s["wall_s"], 1),
         )
     return table
 
@@ -136,20 +166,36 @@ def run(
     with held, endpoints or contextlib.nullcontext(), tracked as tracking:  # an endpoint that fails writes nothing
         with progress_bar(chosen.label(), len(tasks)) as advance:
             result = run_strategy(
-                config, tasks, chosen, agent=config.run.agent, endpoints=endpoints, split=config.run.split,
+                config,
+                tasks,
+                chosen,
+                agent=config.run.agent,
+                endpoints=endpoints,
+                split=config.run.split,
                 on_episode=advance,
             )
         if tracking is not None:
             tracking.record_run(result, agent=config.run.agent, split=config.run.split)
-    out.print(summary_table([(chosen.label(), result.summary)], f"{config.name}: {config.run.split} split, "
-                            f"agent={config.run.agent}"))
+    out.print(
+        summary_table(
+            [(chosen.label(), result.summary)], f"{config.name}: {config.run.split} split, agent={config.run.agent}"
+        )
+    )
     out.print(f"episodes: {result.directory / 'episodes.jsonl'}")
     if json_path is not None:
-        atomic_write_json(json_path, {
-            "summary": {**result.summary, "strategy": chosen.label(), "agent": config.run.agent,
-                        "split": config.run.split, "directory": str(result.directory)},
-            "episodes": [episode_row(e) for e in result.episodes],
-        })
+        atomic_write_json(
+            json_path,
+            {
+                "summary": {
+                    **result.summary,
+                    "strategy": chosen.label(),
+                    "agent": config.run.agent,
+                    "split": config.run.split,
+                    "directory": str(result.directory),
+                },
+                "episodes": [episode_row(e) for e in result.episodes],
+            },
+        )
 
 
 def compare(
@@ -180,25 +226,52 @@ def compare(
     with held, endpoints or contextlib.nullcontext(), tracked as tracking:  # an endpoint that fails writes nothing
         for strategy in chosen:
             with progress_bar(strategy.label(), len(tasks)) as advance:
-                results.append(run_strategy(
-                    config, tasks, strategy, agent=config.run.agent, endpoints=endpoints, split=config.run.split,
-                    on_episode=advance,
-                ))
+                results.append(
+                    run_strategy(
+                        config,
+                        tasks,
+                        strategy,
+                        agent=config.run.agent,
+                        endpoints=endpoints,
+                        split=config.run.split,
+                        on_episode=advance,
+                    )
+                )
             if tracking is not None:
                 tracking.record_run(results[-1], agent=config.run.agent, split=config.run.split)
-    out.print(summary_table([(r.strategy.label(), r.summary) for r in results],
-                            f"{config.name}: {config.run.split} split, agent={config.run.agent}, {len(tasks)} tasks"))
+    out.print(
+        summary_table(
+            [(r.strategy.label(), r.summary) for r in results],
+            f"{config.name}: {config.run.split} split, agent={config.run.agent}, {len(tasks)} tasks",
+        )
+    )
     if json_path is not None:
-        atomic_write_json(json_path, {"rows": [
-            {"strategy": r.strategy.label(), "tasks": r.summary["scored"], "success": r.summary["success"],
-             "success_ci": r.summary["success_ci"], "peak_tokens_mean": r.summary["peak_tokens_mean"],
-             "peak_tokens_max": r.summary["peak_tokens_max"], "total_tokens": r.summary["total_tokens"],
-             "context_tokens": sum(e.metrics["context_tokens"] for e in r.episodes),
-             "dependency_mean": r.summary["dependency_mean"], "compressor_tokens": r.summary["compressor_tokens"],
-             "recall_calls": r.summary["recall_calls"], "infra_errors": r.summary["infra_errors"],
-             "directory": str(r.directory)}
-            for r in results
-        ], "split": config.run.split, "agent": config.run.agent, "experiment": config.name})
+        atomic_write_json(
+            json_path,
+            {
+                "rows": [
+                    {
+                        "strategy": r.strategy.label(),
+                        "tasks": r.summary["scored"],
+                        "success": r.summary["success"],
+                        "success_ci": r.summary["success_ci"],
+                        "peak_tokens_mean": r.summary["peak_tokens_mean"],
+                        "peak_tokens_max": r.summary["peak_tokens_max"],
+                        "total_tokens": r.summary["total_tokens"],
+                        "context_tokens": sum(e.metrics["context_tokens"] for e in r.episodes),
+                        "dependency_mean": r.summary["dependency_mean"],
+                        "compressor_tokens": r.summary["compressor_tokens"],
+                        "recall_calls": r.summary["recall_calls"],
+                        "infra_errors": r.summary["infra_errors"],
+                        "directory": str(r.directory),
+                    }
+                    for r in results
+                ],
+                "split": config.run.split,
+                "agent": config.run.agent,
+                "experiment": config.name,
+            },
+        )
 
 
 def register(app: typer.Typer) -> None:

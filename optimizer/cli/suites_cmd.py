@@ -15,8 +15,7 @@ from optimizer.errors import ConfigError
 from optimizer.world.suite import Suite, SuiteSource, available_suites
 from optimizer.world.task import Need, NeedKind, Task
 
-suites = typer.Typer(help="Task suites: list, inspect, export to Parquet, import recorded runs.",
-                     no_args_is_help=True)
+suites = typer.Typer(help="Task suites: list, inspect, export to Parquet, import recorded runs.", no_args_is_help=True)
 err = Console(stderr=True)
 out = Console(width=max(150, Console().width))
 
@@ -65,8 +64,9 @@ def list_suites() -> None:
                 continue
             table.add_row(name, source.type, "-", "-", "-", f"error: {exc}")
             continue
-        table.add_row(name, source.type, str(len(suite.tasks)), str(len(suite.train_ids)),
-                      str(len(suite.test_ids)), groups(suite))
+        table.add_row(
+            name, source.type, str(len(suite.tasks)), str(len(suite.train_ids)), str(len(suite.test_ids)), groups(suite)
+        )
     out.print(table)
     if skipped:
         out.print(f"not installed (run `acon setup`): {', '.join(skipped)}")
@@ -80,8 +80,11 @@ def show(
     """A suite's tasks, or one task: its turns, tools with retention classes, reference steps with needs."""
     suite = source_for(name).load()
     if task_id is None:
-        out.print(f"{suite.name}: {len(suite.tasks)} tasks (train {len(suite.train_ids)}, "
-                  f"test {len(suite.test_ids)}); families / categories: {groups(suite)}", markup=False)
+        out.print(
+            f"{suite.name}: {len(suite.tasks)} tasks (train {len(suite.train_ids)}, "
+            f"test {len(suite.test_ids)}); families / categories: {groups(suite)}",
+            markup=False,
+        )
         table = Table()
         for column in ("task", "split", "turns", "calls", "needs", "family / category"):
             table.add_column(column, justify="right" if column in ("turns", "calls") else "left")
@@ -90,7 +93,10 @@ def show(
             kinds = Counter(need.kind.value for step in steps for need in step.needs)
             calls = sum(s.call is not None for s in steps)
             table.add_row(
-                task.id, _split(suite, task), str(len(task.turns)), str(calls),
+                task.id,
+                _split(suite, task),
+                str(len(task.turns)),
+                str(calls),
                 ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())) or "-",
                 str(task.meta.get("family") or task.meta.get("category") or task.meta.get("source") or "-"),
             )
@@ -104,8 +110,11 @@ def _split(suite: Suite, task: Task) -> str:
 
 
 def _show_task(suite: Suite, task: Task) -> None:
-    out.print(f"{task.id} ({suite.name}, {_split(suite, task)} split, {len(task.turns)} turn(s), "
-              f"max {task.max_steps_per_turn} steps per turn)", markup=False)
+    out.print(
+        f"{task.id} ({suite.name}, {_split(suite, task)} split, {len(task.turns)} turn(s), "
+        f"max {task.max_steps_per_turn} steps per turn)",
+        markup=False,
+    )
     for index, turn in enumerate(task.turns):
         out.print(f"\nturn {index}: {turn.content}", markup=False)
     env = task.make_env()
@@ -121,8 +130,7 @@ def _show_task(suite: Suite, task: Task) -> None:
         tools.add_column(column)
     for spec, turn in first.values():
         retention = spec.retention_class.value + (" (refined by arguments)" if spec.classify_call else "")
-        tools.add_row(spec.name, retention, "yes" if spec.side_effect else "no", str(turn),
-                      _clip(spec.description, 70))
+        tools.add_row(spec.name, retention, "yes" if spec.side_effect else "no", str(turn), _clip(spec.description, 70))
     out.print(tools)
     steps = Table(title="reference solution")
     for column in ("#", "turn", "step", "needs"):
@@ -165,26 +173,35 @@ def export(
     for split in ("train", "test"):
         rows = [t for t in stored if t.split == split]
         written.append(write_parquet(rows, out_dir / suite.name / f"{split}.parquet"))
-    out.print(f"{suite.name}: {len(stored)} tasks (train {len(suite.train_ids)}, test {len(suite.test_ids)})",
-              markup=False)
+    out.print(
+        f"{suite.name}: {len(stored)} tasks (train {len(suite.train_ids)}, test {len(suite.test_ids)})", markup=False
+    )
     for path in written:
         out.print(f"wrote {path}", markup=False)
 
 
 @suites.command("import")
 def import_(
-    file: Annotated[Path | None, typer.Argument(
-        help="Recorded runs in OpenAI chat format, one per line (.jsonl); omit with --experiment.")] = None,
+    file: Annotated[
+        Path | None,
+        typer.Argument(help="Recorded runs in OpenAI chat format, one per line (.jsonl); omit with --experiment."),
+    ] = None,
     name: Annotated[str, typer.Option(help="Name of the new replay suite.")] = "",
     out_dir: Annotated[Path | None, typer.Option("--out", help="Folder of NAME.parquet (suites/).")] = None,
     seed: Annotated[int, typer.Option(help="Seed of the fixed 50/50 train/test split.")] = 0,
     force: Annotated[bool, typer.Option(help="Replace an existing NAME.parquet.")] = False,
-    experiment: Annotated[str | None, typer.Option(
-        help="Import the runs traced in this MLflow experiment (e.g. by mlflow.openai.autolog()).")] = None,
+    experiment: Annotated[
+        str | None,
+        typer.Option(help="Import the runs traced in this MLflow experiment (e.g. by mlflow.openai.autolog())."),
+    ] = None,
     tracking_uri: Annotated[str | None, typer.Option(help="MLflow tracking URI of --experiment.")] = None,
     filter_string: Annotated[str | None, typer.Option("--filter", help="MLflow trace filter for --experiment.")] = None,
-    retention: Annotated[Path | None, typer.Option(
-        help="With --experiment: JSON tool -> {retention_class, side_effect}, as a JSONL run's 'retention'.")] = None,
+    retention: Annotated[
+        Path | None,
+        typer.Option(
+            help="With --experiment: JSON tool -> {retention_class, side_effect}, as a JSONL run's 'retention'."
+        ),
+    ] = None,
 ) -> None:
     """Convert recorded successful runs into a replay suite: a JSONL file (format: `tasks/replay/trajectories.py`)
     or an MLflow experiment's traces (`tasks/replay/mlflow_traces.py`)."""
@@ -196,8 +213,9 @@ def import_(
         if file is None:
             raise ConfigError("give a .jsonl file of recorded runs, or --experiment with --tracking-uri")
         if tracking_uri or filter_string or retention:
-            raise ConfigError("--tracking-uri, --filter and --retention go with --experiment (a JSONL file carries "
-                              "its retention map)")
+            raise ConfigError(
+                "--tracking-uri, --filter and --retention go with --experiment (a JSONL file carries its retention map)"
+            )
         target, suite = import_trajectories(file, name, out=out_dir or DEFAULT_DIR, seed=seed, force=force)
         source = str(file)
     else:
@@ -206,20 +224,33 @@ def import_(
         if tracking_uri is None:
             raise ConfigError("--experiment needs --tracking-uri")
         retention_map = _json_file(retention) if retention is not None else None
-        target, suite = import_mlflow_traces(tracking_uri, experiment, name, filter_string=filter_string,
-                                             retention=retention_map, out=out_dir or DEFAULT_DIR, seed=seed,
-                                             force=force)
+        target, suite = import_mlflow_traces(
+            tracking_uri,
+            experiment,
+            name,
+            filter_string=filter_string,
+            retention=retention_map,
+            out=out_dir or DEFAULT_DIR,
+            seed=seed,
+            force=force,
+        )
         source = f"MLflow experiment {experiment!r}"
     steps = [step for task in suite.tasks for step in task.reference or ()]
     calls = sum(step.call is not None for step in steps)
     needs = sum(len(step.needs) for step in steps)
-    out.print(f"imported {len(suite.tasks)} runs from {source} into {target}: train {len(suite.train_ids)}, "
-              f"test {len(suite.test_ids)}; {calls} recorded calls, {needs} value needs", markup=False)
+    out.print(
+        f"imported {len(suite.tasks)} runs from {source} into {target}: train {len(suite.train_ids)}, "
+        f"test {len(suite.test_ids)}; {calls} recorded calls, {needs} value needs",
+        markup=False,
+    )
     extra = sorted({key for task in suite.tasks for key in task.meta.get("extra_keys", ())})
     if extra:
         carried = sum(bool(task.meta.get("extra_keys")) for task in suite.tasks)
-        out.print(f"{carried} runs carry top-level keys beyond the format ({', '.join(extra)}): kept in each "
-                  "task's meta, listed in meta['extra_keys']", markup=False)
+        out.print(
+            f"{carried} runs carry top-level keys beyond the format ({', '.join(extra)}): kept in each "
+            "task's meta, listed in meta['extra_keys']",
+            markup=False,
+        )
     where = f'name = "{name}"' if out_dir is None else f'path = "{target}"'
     out.print(f'use it with:  [suite] type = "replay", {where}', markup=False)
 

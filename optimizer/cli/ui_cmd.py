@@ -57,12 +57,25 @@ def find_target(path: Path) -> UiTarget:
 
 def server_command(target: UiTarget, port: int) -> list[str]:
     return [
-        sys.executable, "-m", "mlflow", "server",
-        "--backend-store-uri", target.uri, "--registry-store-uri", target.uri,
-        "--artifacts-destination", str(target.artifacts),
-        "--host", HOST, "--port", str(port), "--workers", "1",
+        sys.executable,
+        "-m",
+        "mlflow",
+        "server",
+        "--backend-store-uri",
+        target.uri,
+        "--registry-store-uri",
+        target.uri,
+        "--artifacts-destination",
+        str(target.artifacts),
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--workers",
+        "1",
         # The UI polls: an access log line per request buried the server's own messages (1,625 lines in 17 min).
-        "--uvicorn-opts", "--no-access-log",
+        "--uvicorn-opts",
+        "--no-access-log",
     ]
 
 
@@ -143,8 +156,9 @@ def ui(
     typer.echo(f"acon: starting the MLflow UI for {target.uri} ...", err=True)
     # Own process group: the server and its uvicorn worker are stopped together. Its log goes to stderr,
     # so stdout carries only the URL.
-    process = subprocess.Popen(server_command(target, chosen), env=server_env(), stdout=sys.stderr,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        server_command(target, chosen), env=server_env(), stdout=sys.stderr, start_new_session=True
+    )
     # Explicit handlers: a shell's background job inherits SIGINT ignored; SIGTERM also stops cleanly.
     previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:

@@ -53,7 +53,13 @@ def apply_budget(
     if not cut_ids:
         return out, None
     record = CompressionRecord(
-        strategy=strategy, stage="budget", step=step, action="truncate", entry_ids=tuple(cut_ids),
-        tokens_before=before, tokens_after=after, dropped_by_class=by_class,
+        strategy=strategy,
+        stage="budget",
+        step=step,
+        action="truncate",
+        entry_ids=tuple(cut_ids),
+        tokens_before=before,
+        tokens_after=after,
+        dropped_by_class=by_class,
     )
     return out, record

@@ -85,42 +85,50 @@ def _prose(section: str, lines: int, offset: int = 0) -> list[str]:
     return [f"- {section} {i + 1}: {_TOPICS[(i + offset) % len(_TOPICS)]}" for i in range(lines)]
 
 
-SKILL_MD = "\n".join([
-    "# SKILL: inventory-restock (version 2.3)",
-    "RULE-HEAD-01: read the current stock with get_stock before placing any order.",
-    "",
-    "## Background",
-    *_prose("background", 20),
-    "",
-    "## Ordering",
-    "RULE-MID-02: place at most one order per sku per task; if a receipt exists, never order again.",
-    *_prose("ordering", 20, 5),
-    "",
-    "## Reporting",
-    *_prose("reporting", 8, 9),
-    "RULE-TAIL-03: report the purchase order id exactly as the receipt shows it.",
-])
+SKILL_MD = "\n".join(
+    [
+        "# SKILL: inventory-restock (version 2.3)",
+        "RULE-HEAD-01: read the current stock with get_stock before placing any order.",
+        "",
+        "## Background",
+        *_prose("background", 20),
+        "",
+        "## Ordering",
+        "RULE-MID-02: place at most one order per sku per task; if a receipt exists, never order again.",
+        *_prose("ordering", 20, 5),
+        "",
+        "## Reporting",
+        *_prose("reporting", 8, 9),
+        "RULE-TAIL-03: report the purchase order id exactly as the receipt shows it.",
+    ]
+)
 
-CATALOG_GUIDE = "\n".join([
-    "# Catalogue guide (docs/catalog-guide.md)",
-    *_prose("catalogue section", 55),
-    "FACT-STATIC-77: widget W-778 is stored in bin B-14 of hall 3.",
-    *_prose("catalogue section", 55, 7),
-])
+CATALOG_GUIDE = "\n".join(
+    [
+        "# Catalogue guide (docs/catalog-guide.md)",
+        *_prose("catalogue section", 55),
+        "FACT-STATIC-77: widget W-778 is stored in bin B-14 of hall 3.",
+        *_prose("catalogue section", 55, 7),
+    ]
+)
 
-SHIPPING_MANUAL = "\n".join([
-    "# Shipping manual (docs/shipping-manual.md)",
-    *_prose("shipping rule", 110, 3),
-])
+SHIPPING_MANUAL = "\n".join(
+    [
+        "# Shipping manual (docs/shipping-manual.md)",
+        *_prose("shipping rule", 110, 3),
+    ]
+)
 
-SEARCH_PAGE = "\n".join([
-    f"{PAGE_WARNING} results for 'widget W-778' (more pages available)",
-    *(
-        f"{i}. sku W-7{70 + i:02d} | widget series {i % 4 + 1} | hall {i % 3 + 1}, aisle {i % 9 + 1} | "
-        f"supplier S-{100 + i} | {_TOPICS[i % len(_TOPICS)]} {_TOPICS[(i + 5) % len(_TOPICS)]}"
-        for i in range(1, 21)
-    ),
-])
+SEARCH_PAGE = "\n".join(
+    [
+        f"{PAGE_WARNING} results for 'widget W-778' (more pages available)",
+        *(
+            f"{i}. sku W-7{70 + i:02d} | widget series {i % 4 + 1} | hall {i % 3 + 1}, aisle {i % 9 + 1} | "
+            f"supplier S-{100 + i} | {_TOPICS[i % len(_TOPICS)]} {_TOPICS[(i + 5) % len(_TOPICS)]}"
+            for i in range(1, 21)
+        ),
+    ]
+)
 
 ERROR_LINE = "ERROR E-QUERY-17: unbalanced '[' in query 'sku:[W-778'."
 
@@ -140,15 +148,23 @@ def _schema(**properties: str) -> dict[str, Any]:
 
 
 TOOLS = (
-    ToolSpec("load_skill", "Load a SKILL.md by name.", _schema(name="string"),
-             retention_class=RetentionClass.SKILL),
+    ToolSpec("load_skill", "Load a SKILL.md by name.", _schema(name="string"), retention_class=RetentionClass.SKILL),
     ToolSpec("read_doc", "Read a document.", _schema(path="string"), retention_class=RetentionClass.STATIC),
-    ToolSpec("search_catalog", "Search the catalogue (20 hits per page).", _schema(query="string"),
-             retention_class=RetentionClass.STATIC),
-    ToolSpec("get_stock", "Current stock of a sku.", _schema(sku="string"),
-             retention_class=RetentionClass.DYNAMIC_STATE),
-    ToolSpec("create_order", "Place a restock order; returns a receipt.",
-             _schema(sku="string", quantity="integer"), side_effect=True),
+    ToolSpec(
+        "search_catalog",
+        "Search the catalogue (20 hits per page).",
+        _schema(query="string"),
+        retention_class=RetentionClass.STATIC,
+    ),
+    ToolSpec(
+        "get_stock", "Current stock of a sku.", _schema(sku="string"), retention_class=RetentionClass.DYNAMIC_STATE
+    ),
+    ToolSpec(
+        "create_order",
+        "Place a restock order; returns a receipt.",
+        _schema(sku="string", quantity="integer"),
+        side_effect=True,
+    ),
 )
 
 REFERENCE = (
@@ -194,8 +210,9 @@ class CanaryWarehouse(Environment):
             quantity = int(args.get("quantity", 0))
             self.orders.append(quantity)
             self.on_hand -= quantity
-            return ToolOutput("\n".join([*RECEIPT_LINES, "sku: W-778", f"quantity: {quantity}"]),
-                              must_keep=RECEIPT_LINES)
+            return ToolOutput(
+                "\n".join([*RECEIPT_LINES, "sku: W-778", f"quantity: {quantity}"]), must_keep=RECEIPT_LINES
+            )
         return ToolOutput(f"ERROR: unknown tool {call.name!r}", is_error=True)
 
     def check(self, answers: Sequence[str | None]) -> CheckResult:
@@ -211,8 +228,14 @@ def canary_task() -> Task:
     """The fixed canary conversation as a task with a need-free reference solution."""
     reference = tuple(ReferenceStep(0, call) for call in REFERENCE)
     reference += (ReferenceStep(0, answer="Ordered 12 x W-778: purchase order PO-5521."),)
-    return Task("canary", "canary", (UserTurn(TASK),), CanaryWarehouse, reference=reference,
-                max_steps_per_turn=len(reference) + 2)
+    return Task(
+        "canary",
+        "canary",
+        (UserTurn(TASK),),
+        CanaryWarehouse,
+        reference=reference,
+        max_steps_per_turn=len(reference) + 2,
+    )
 
 
 @dataclass(frozen=True)
@@ -277,7 +300,9 @@ def measure(episode: Episode, identifiers: Sequence[str] = tuple(IDENTIFIERS)) -
 
 
 def run_canary(
-    strategies: Mapping[str, ContextStrategy], *, compressor: Compressor | None = None,
+    strategies: Mapping[str, ContextStrategy],
+    *,
+    compressor: Compressor | None = None,
     on_result: Callable[[StrategyResult], None] | None = None,
 ) -> CanaryReport:
     """Run the canary under `strategies` (name -> strategy); `none` is added as the control if absent."""

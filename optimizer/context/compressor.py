@@ -92,8 +92,9 @@ class Compressor:
         if previous_summary:
             parts.append(f"# Previous summary\n{fence(previous_summary, 'previous-summary')}")
         parts.append(f"# Interaction history to summarize\n{fence(history, 'history')}")
-        parts.append(f"Write the new summary now, following the guideline, {_length_limit(max_tokens)} "
-                     "Output only the summary.")
+        parts.append(
+            f"Write the new summary now, following the guideline, {_length_limit(max_tokens)} Output only the summary."
+        )
         return self._run("\n\n".join(parts), max_tokens)
 
     def compress_observation(
@@ -101,8 +102,9 @@ class Compressor:
     ) -> CompressorOutput:
         chunks = split_by_tokens(observation, self._input_budget(max_tokens))
         outputs = [
-            self._compress_once(guideline, task, tool if len(chunks) == 1 else f"{tool}, part {i} of {len(chunks)}",
-                                chunk, max_tokens)
+            self._compress_once(
+                guideline, task, tool if len(chunks) == 1 else f"{tool}, part {i} of {len(chunks)}", chunk, max_tokens
+            )
             for i, chunk in enumerate(chunks, 1)
         ]
         return _combine(outputs, "\n".join(o.text for o in outputs))
@@ -133,8 +135,11 @@ class Compressor:
             hit = self.cache.get(key)
             if hit is not None:
                 text, usage, fetched_by = hit
-                if origin is not None and fetched_by is not None and fetched_by != origin and (
-                    fetched_by.rsplit("#", 1)[0] == origin.rsplit("#", 1)[0]
+                if (
+                    origin is not None
+                    and fetched_by is not None
+                    and fetched_by != origin
+                    and (fetched_by.rsplit("#", 1)[0] == origin.rsplit("#", 1)[0])
                 ):
                     self.cache.claim(key, origin)  # an unfinished earlier attempt of this episode made the call
                     self.calls += 1
@@ -180,7 +185,7 @@ def split_by_tokens(text: str, max_tokens: int) -> list[str]:
                 chunks.append("\n".join(current))
                 current, size = [], 0
             chunks.append(piece)
-            line = line[len(piece):]
+            line = line[len(piece) :]
             tokens = count_tokens(line) + 1
         if size + tokens > max_tokens and current:
             chunks.append("\n".join(current))

@@ -48,34 +48,60 @@ CONTRACT: dict[RetentionClass, ClassContract] = {
     c.retention: c
     for c in (
         ClassContract(
-            RetentionClass.SKILL, allowed=_KEEP_OR_COMPRESS, write_time_cut=False, keeps_must_lines=True,
-            latest_kept=False, budget_order=None, must_pin=True,
+            RetentionClass.SKILL,
+            allowed=_KEEP_OR_COMPRESS,
+            write_time_cut=False,
+            keeps_must_lines=True,
+            latest_kept=False,
+            budget_order=None,
+            must_pin=True,
             summary_rule="Keep skill rules verbatim, with their rule ids and the skill version.",
         ),
         ClassContract(
-            RetentionClass.WRITE_RECEIPT, allowed=_KEEP_OR_COMPRESS, write_time_cut=False, keeps_must_lines=True,
-            latest_kept=False, budget_order=None, must_pin=True,
+            RetentionClass.WRITE_RECEIPT,
+            allowed=_KEEP_OR_COMPRESS,
+            write_time_cut=False,
+            keeps_must_lines=True,
+            latest_kept=False,
+            budget_order=None,
+            must_pin=True,
             summary_rule="Keep every write receipt's resource ids and status; a write that happened must stay visible.",
         ),
         ClassContract(
-            RetentionClass.ERROR_PARTIAL, allowed=_ANY, write_time_cut=True, keeps_must_lines=True,
-            latest_kept=False, budget_order=3,
+            RetentionClass.ERROR_PARTIAL,
+            allowed=_ANY,
+            write_time_cut=True,
+            keeps_must_lines=True,
+            latest_kept=False,
+            budget_order=3,
             summary_rule="Keep error messages and partial-result warnings (e.g. 'showing 1-20 of 47') word for word.",
         ),
         ClassContract(
-            RetentionClass.DYNAMIC_STATE, allowed=_ANY, write_time_cut=True, keeps_must_lines=True,
-            latest_kept=True, budget_order=1,
+            RetentionClass.DYNAMIC_STATE,
+            allowed=_ANY,
+            write_time_cut=True,
+            keeps_must_lines=True,
+            latest_kept=True,
+            budget_order=1,
             summary_rule="Keep the latest value of each state read (balances, stock, statuses); older values may go.",
         ),
         ClassContract(
-            RetentionClass.STATIC, allowed=_ANY, write_time_cut=True, keeps_must_lines=True,
-            latest_kept=False, budget_order=0,
+            RetentionClass.STATIC,
+            allowed=_ANY,
+            write_time_cut=True,
+            keeps_must_lines=True,
+            latest_kept=False,
+            budget_order=0,
             summary_rule="Static content (search hits, file reads, docs) may be summarized; keep the ids and values "
             "the task uses.",
         ),
         ClassContract(
-            RetentionClass.UNKNOWN, allowed=_KEEP, write_time_cut=False, keeps_must_lines=True,
-            latest_kept=False, budget_order=2,
+            RetentionClass.UNKNOWN,
+            allowed=_KEEP,
+            write_time_cut=False,
+            keeps_must_lines=True,
+            latest_kept=False,
+            budget_order=2,
             summary_rule="Keep unclassified content.",
         ),
     )
@@ -102,5 +128,6 @@ INSTRUCTIONS_IN_DATA_RULE = (
 
 def summary_rules() -> str:
     """The contract's summary obligations as a bullet list for compressor prompts."""
-    return "\n".join([*(f"- {c.retention.value}: {c.summary_rule}" for c in CONTRACT.values()),
-                      f"- {INSTRUCTIONS_IN_DATA_RULE}"])
+    return "\n".join(
+        [*(f"- {c.retention.value}: {c.summary_rule}" for c in CONTRACT.values()), f"- {INSTRUCTIONS_IN_DATA_RULE}"]
+    )

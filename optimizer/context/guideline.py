@@ -44,7 +44,8 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # top-level `guidelines/` links to), so an installed acon finds them outside any checkout.
 PACKAGED_GUIDELINES = Path(str(importlib.resources.files("optimizer") / "guidelines"))
 _MOVE_TAGS = frozenset(
-    cls.model_fields["move"].default for union in (WriteMoveConfig, HistoryMoveConfig)
+    cls.model_fields["move"].default
+    for union in (WriteMoveConfig, HistoryMoveConfig)
     for cls in get_args(get_args(union)[0])
 )
 SEED_GUIDELINE = PACKAGED_GUIDELINES / "seed" / "seed.md"

@@ -100,8 +100,13 @@ class History:
     def draft(self, kind: EntryKind, content: str, *, step: int, turn: int, **fields: object) -> Entry:
         """The entry that `append` would add next, without adding it (write-time stages see this)."""
         return Entry(
-            id=len(self.entries), kind=kind, content=content, step=step, turn=turn,
-            tokens=count_tokens(content), **fields,  # type: ignore[arg-type]
+            id=len(self.entries),
+            kind=kind,
+            content=content,
+            step=step,
+            turn=turn,
+            tokens=count_tokens(content),
+            **fields,  # type: ignore[arg-type]
         )
 
     def add(self, entry: Entry) -> Entry:

@@ -86,8 +86,9 @@ class RetentionPolicy(BaseModel):
             records.extend(written.records)
         return Written(content, tuple(records))
 
-    def apply_condense(self, history: History, ctx: StrategyContext, texts: CompressorTexts | None
-                       ) -> Condensation | None:
+    def apply_condense(
+        self, history: History, ctx: StrategyContext, texts: CompressorTexts | None
+    ) -> Condensation | None:
         """Checkpoint 2 → 3: every history move's edits, each move seeing the edits before it."""
         edits: list = []
         records: list = []

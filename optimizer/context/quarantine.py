@@ -77,8 +77,7 @@ def quarantine(output: str, *, source: str, task: str = "") -> Quarantined:
         return Quarantined(output, ())
     quoted = "\n".join(f"- {line.strip()[:QUOTE_CHARS]}" for line in dict.fromkeys(moved))
     text = "\n".join(kept).rstrip()
-    return Quarantined(f"{text}\n{fence(quoted, FENCE_LABEL)}" if text else fence(quoted, FENCE_LABEL),
-                       tuple(moved))
+    return Quarantined(f"{text}\n{fence(quoted, FENCE_LABEL)}" if text else fence(quoted, FENCE_LABEL), tuple(moved))
 
 
 def _phrases(line: str) -> set[tuple[str, ...]]:

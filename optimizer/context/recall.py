@@ -60,8 +60,10 @@ def recall_note(entry: Entry, handle: str, reason: str, *, verb: str = "restore 
     tool = call.name if call else "?"
     args = json.dumps(dict(call.arguments), ensure_ascii=False, sort_keys=True) if call else "{}"
     call_id = call.id if call else "?"
-    return (f"[{reason}: result of {tool}({args}) call_id={call_id}, {entry.tokens} tokens; "
-            f'{verb} recall(handle="{handle}")]')
+    return (
+        f"[{reason}: result of {tool}({args}) call_id={call_id}, {entry.tokens} tokens; "
+        f'{verb} recall(handle="{handle}")]'
+    )
 
 
 def placeholder(entry: Entry, handle: str, *, reason: str = "cleared", preview: str = "") -> str:

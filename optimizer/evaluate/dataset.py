@@ -23,27 +23,34 @@ _METRICS = {
     "cache_breaks": Value("int64"),
 }
 
-FEATURES = Features({
-    "task_id": Value("string"),
-    "suite": Value("string"),
-    "strategy": Value("string"),
-    "strategy_version": Value("string"),
-    "agent": Value("string"),
-    "outcome": Value("string"),
-    "success": Value("bool"),
-    "reasons": Value("string"),
-    **_METRICS,
-    "record": Value("string"),
-})
+FEATURES = Features(
+    {
+        "task_id": Value("string"),
+        "suite": Value("string"),
+        "strategy": Value("string"),
+        "strategy_version": Value("string"),
+        "agent": Value("string"),
+        "outcome": Value("string"),
+        "success": Value("bool"),
+        "reasons": Value("string"),
+        **_METRICS,
+        "record": Value("string"),
+    }
+)
 
 
 def episodes_dataset(episodes: Sequence[Episode]) -> Dataset:
     rows = []
     for episode in episodes:
         row = {
-            "task_id": episode.task_id, "suite": episode.suite, "strategy": episode.strategy,
-            "strategy_version": episode.strategy_version, "agent": episode.agent, "outcome": episode.outcome,
-            "success": episode.success, "reasons": "; ".join(episode.reasons),
+            "task_id": episode.task_id,
+            "suite": episode.suite,
+            "strategy": episode.strategy,
+            "strategy_version": episode.strategy_version,
+            "agent": episode.agent,
+            "outcome": episode.outcome,
+            "success": episode.success,
+            "reasons": "; ".join(episode.reasons),
             "record": json.dumps(episode.to_dict(), ensure_ascii=False, default=str),
         }
         for key, feature in _METRICS.items():

@@ -14,8 +14,13 @@ from optimizer.llm.local import LocalServers, acon_home
 class ModelEndpoints:
     """Clients for the agent, compressor and optimizer roles, valid inside a `with` block."""
 
-    def __init__(self, configs: dict[str, EndpointConfig], log: Callable[[str], None] = print, *,
-                 gate_for: Callable[[str, EndpointConfig], Gate] | None = None) -> None:
+    def __init__(
+        self,
+        configs: dict[str, EndpointConfig],
+        log: Callable[[str], None] = print,
+        *,
+        gate_for: Callable[[str, EndpointConfig], Gate] | None = None,
+    ) -> None:
         self._configs = configs
         # (base URL, config) -> the gate its requests go through; None: one gate per client, in this process.
         self._gate_for = gate_for

@@ -84,7 +84,12 @@ class RunPlan:
 
 
 def plan_run(
-    config: ExperimentConfig, tasks: Sequence[Task], strategy: ContextStrategy, *, agent: str, split: str,
+    config: ExperimentConfig,
+    tasks: Sequence[Task],
+    strategy: ContextStrategy,
+    *,
+    agent: str,
+    split: str,
     base: Path | None = None,
 ) -> RunPlan:
     spec = AgentSpec(agent, config.run.action_format, config.run.recall)
@@ -92,13 +97,29 @@ def plan_run(
     # The strategy by content (`version()`: a guideline file's hash, not its path), so an edited file never
     # reads back episodes recorded under its old text; and the code that recorded them.
     code = code_version()
-    key = run_key(config.suite.fingerprint(), split, task_ids(tasks), strategy.type, strategy.label(),
-                  strategy.version(), spec.identity(roles), roles.get("compressor"), code)
+    key = run_key(
+        config.suite.fingerprint(),
+        split,
+        task_ids(tasks),
+        strategy.type,
+        strategy.label(),
+        strategy.version(),
+        spec.identity(roles),
+        roles.get("compressor"),
+        code,
+    )
     directory = (base or config.out_dir / "runs") / f"{strategy.type}-{agent}-{split}-{key}"
     meta = {
-        "key": key, "experiment": config.name, "strategy": strategy.label(), "strategy_version": strategy.version(),
-        "strategy_config": strategy.model_dump(mode="json"), "agent": agent, "split": split,
-        "tasks": task_ids(tasks), "endpoints": roles, "code": code,
+        "key": key,
+        "experiment": config.name,
+        "strategy": strategy.label(),
+        "strategy_version": strategy.version(),
+        "strategy_config": strategy.model_dump(mode="json"),
+        "agent": agent,
+        "split": split,
+        "tasks": task_ids(tasks),
+        "endpoints": roles,
+        "code": code,
     }
     return RunPlan(key, directory, meta)
 
@@ -131,10 +152,16 @@ def run_strategy(
     check_tier(strategy, agent)
     plan = plan_run(config, tasks, strategy, agent=agent, split=split, base=base)
     episodes = run_tasks(
-        tasks, strategy, AgentSpec(agent, config.run.action_format, config.run.recall), endpoints=endpoints,
+        tasks,
+        strategy,
+        AgentSpec(agent, config.run.action_format, config.run.recall),
+        endpoints=endpoints,
         directory=plan.directory,
-        meta=plan.meta, concurrency=config.run.concurrency, max_total_steps=config.run.max_total_steps,
-        on_episode=on_episode, executor=config.run.executor,
+        meta=plan.meta,
+        concurrency=config.run.concurrency,
+        max_total_steps=config.run.max_total_steps,
+        on_episode=on_episode,
+        executor=config.run.executor,
     )
     return RunResult(strategy, plan.directory, episodes, summarize(episodes))
 
@@ -151,17 +178,28 @@ def episode_row(episode: Episode | EpisodeSummary) -> dict[str, Any]:
     """The per-episode interface other tools read (`--json`)."""
     m = episode.metrics
     return {
-        "task_id": episode.task_id, "success": episode.success, "outcome": episode.outcome,
-        "steps": m["steps"], "peak_tokens": m["peak_tokens"], "dependency": m["dependency"],
-        "total_tokens": m["total_tokens"], "cost": m["cost"], "wall_s": m["wall_s"],
-        "agent_tokens": m["agent_tokens"], "compressor_tokens": m["compressor_tokens"],
-        "recall_calls": m["recall_calls"], "duplicate_writes": m["duplicate_writes"],
-        "cache_breaks": m["cache_breaks"], "token_source": m["token_source"],
-        "reasons": episode.reasons, "error": episode.error,
+        "task_id": episode.task_id,
+        "success": episode.success,
+        "outcome": episode.outcome,
+        "steps": m["steps"],
+        "peak_tokens": m["peak_tokens"],
+        "dependency": m["dependency"],
+        "total_tokens": m["total_tokens"],
+        "cost": m["cost"],
+        "wall_s": m["wall_s"],
+        "agent_tokens": m["agent_tokens"],
+        "compressor_tokens": m["compressor_tokens"],
+        "recall_calls": m["recall_calls"],
+        "duplicate_writes": m["duplicate_writes"],
+        "cache_breaks": m["cache_breaks"],
+        "token_source": m["token_source"],
+        "reasons": episode.reasons,
+        "error": episode.error,
     }
 
 
-def endpoints_for(config: ExperimentConfig, strategies: Sequence[ContextStrategy], agent: str,
-                  log: Callable[[str], None]) -> ModelEndpoints | None:
+def endpoints_for(
+    config: ExperimentConfig, strategies: Sequence[ContextStrategy], agent: str, log: Callable[[str], None]
+) -> ModelEndpoints | None:
     roles = endpoint_roles(config, strategies, agent)
     return ModelEndpoints(roles, log=log) if roles else None

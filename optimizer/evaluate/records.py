@@ -34,20 +34,35 @@ class EpisodeSummary:
 
     @classmethod
     def of(cls, episode: Episode) -> EpisodeSummary:
-        return cls._make(episode.task_id, episode.outcome, episode.metrics, episode.reasons, episode.error,
-                         episode.wall_s)
+        return cls._make(
+            episode.task_id, episode.outcome, episode.metrics, episode.reasons, episode.error, episode.wall_s
+        )
 
     @classmethod
     def of_record(cls, record: Mapping[str, Any]) -> EpisodeSummary:
-        return cls._make(record["task_id"], record["outcome"], record.get("metrics") or {},
-                         record.get("reasons") or (), record.get("error"), record.get("wall_s", 0.0))
+        return cls._make(
+            record["task_id"],
+            record["outcome"],
+            record.get("metrics") or {},
+            record.get("reasons") or (),
+            record.get("error"),
+            record.get("wall_s", 0.0),
+        )
 
     @classmethod
-    def _make(cls, task_id: str, outcome: Outcome, metrics: Mapping[str, Any], reasons: Iterable[str],
-              error: str | None, wall_s: float) -> EpisodeSummary:
+    def _make(
+        cls,
+        task_id: str,
+        outcome: Outcome,
+        metrics: Mapping[str, Any],
+        reasons: Iterable[str],
+        error: str | None,
+        wall_s: float,
+    ) -> EpisodeSummary:
         # Keys parsed from JSON are fresh strings per record; interned, ten thousand summaries share one set.
-        return cls(task_id, outcome, {sys.intern(k): v for k, v in metrics.items()}, tuple(reasons), error,
-                   float(wall_s))
+        return cls(
+            task_id, outcome, {sys.intern(k): v for k, v in metrics.items()}, tuple(reasons), error, float(wall_s)
+        )
 
 
 class EpisodeRecords(Sequence[Episode]):
@@ -57,8 +72,9 @@ class EpisodeRecords(Sequence[Episode]):
     number of tasks); `summaries` and `summary(task_id)` answer without reading the file.
     """
 
-    def __init__(self, log: JsonlLog, order: Sequence[str], offsets: Mapping[str, int],
-                 summaries: Mapping[str, EpisodeSummary]) -> None:
+    def __init__(
+        self, log: JsonlLog, order: Sequence[str], offsets: Mapping[str, int], summaries: Mapping[str, EpisodeSummary]
+    ) -> None:
         self._log = log
         self._order = tuple(order)
         self._offsets = dict(offsets)

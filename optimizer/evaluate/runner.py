@@ -78,7 +78,9 @@ def services_for(strategy: ContextStrategy, agent: AgentSpec, endpoints: ModelEn
         agent_pricing = client.config.pricing
         system_tokens = client.system_tokens
     return EpisodeServices(
-        compressor=compressor, agent_pricing=agent_pricing, compressor_pricing=compressor_pricing,
+        compressor=compressor,
+        agent_pricing=agent_pricing,
+        compressor_pricing=compressor_pricing,
         system_tokens=system_tokens,
     )
 
@@ -106,14 +108,31 @@ def run_tasks(
     written here either way, so a run resumes under any executor.
     """
     with exclusive(directory, hint=BUSY_HINT):
-        return _run_locked(tasks, strategy, agent, endpoints=endpoints, directory=directory, meta=meta,
-                           concurrency=concurrency, max_total_steps=max_total_steps, on_episode=on_episode,
-                           executor=executor or LocalExecutor())
+        return _run_locked(
+            tasks,
+            strategy,
+            agent,
+            endpoints=endpoints,
+            directory=directory,
+            meta=meta,
+            concurrency=concurrency,
+            max_total_steps=max_total_steps,
+            on_episode=on_episode,
+            executor=executor or LocalExecutor(),
+        )
 
 
 def _run_locked(
-    tasks: Sequence[Task], strategy: ContextStrategy, agent: AgentSpec, *, endpoints: ModelEndpoints | None,
-    directory: Path, meta: dict, concurrency: int, max_total_steps: int, on_episode: OnEpisode | None,
+    tasks: Sequence[Task],
+    strategy: ContextStrategy,
+    agent: AgentSpec,
+    *,
+    endpoints: ModelEndpoints | None,
+    directory: Path,
+    meta: dict,
+    concurrency: int,
+    max_total_steps: int,
+    on_episode: OnEpisode | None,
     executor: Executor,
 ) -> EpisodeRecords:
     store = EpisodeStore(directory)
@@ -153,4 +172,3 @@ def _run_locked(
                 on_episode(episode)
             del episode  # the record is on disk; holding it here would keep a whole episode per task alive
     return EpisodeRecords(store.log, order, {i: offsets[i] for i in order}, {i: summaries[i] for i in order})
-

@@ -22,10 +22,12 @@ def bootstrap_ci(
     # Resampled in blocks of about a million draws: one (resamples x tasks) matrix is 800 MB at 10,000
     # tasks. The generator draws in the same order either way, so the means are identical.
     rows = max(1, CHUNK_DRAWS // data.size)
-    means = np.concatenate([
-        rng.choice(data, size=(min(rows, resamples - start), data.size), replace=True).mean(axis=1)
-        for start in range(0, resamples, rows)
-    ])
+    means = np.concatenate(
+        [
+            rng.choice(data, size=(min(rows, resamples - start), data.size), replace=True).mean(axis=1)
+            for start in range(0, resamples, rows)
+        ]
+    )
     alpha = (1 - confidence) / 2
     return float(np.quantile(means, alpha)), float(np.quantile(means, 1 - alpha))
 

@@ -12,8 +12,9 @@ from optimizer.agent.episode import Episode
 from optimizer.evaluate.records import EpisodeRecords, summaries_of
 
 
-def find_pairs(full: Sequence[Episode], compressed: Sequence[Episode], *, near_misses: bool = False
-               ) -> list[tuple[Episode, Episode]]:
+def find_pairs(
+    full: Sequence[Episode], compressed: Sequence[Episode], *, near_misses: bool = False
+) -> list[tuple[Episode, Episode]]:
     """Full succeeded, compressed failed. With `near_misses`, also compressed successes that needed a recall:
     the context had lost what a step needed, and only the recall (its step and tokens) saved the task."""
     # Outcomes of the full run from its summaries; a baseline's record is read only for a pair.

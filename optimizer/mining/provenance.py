@@ -143,8 +143,14 @@ def _trace(episode: Episode, literal: str, kind: str, behaviour: str, index: int
     step = episode.steps[index].step if index is not None else -1
     record = _responsible_record(episode, source["id"] if source else None, checkpoint, step)
     return MissingFact(
-        literal=literal, kind=kind, behaviour=behaviour, retention=retention, checkpoint=checkpoint, step=step,
-        source_entry=source["id"] if source else None, record=record,
+        literal=literal,
+        kind=kind,
+        behaviour=behaviour,
+        retention=retention,
+        checkpoint=checkpoint,
+        step=step,
+        source_entry=source["id"] if source else None,
+        record=record,
     )
 
 
@@ -156,14 +162,26 @@ def _responsible_record(episode: Episode, entry_id: int | None, checkpoint: int 
         return None
     stage = _STAGE_OF_CHECKPOINT.get(checkpoint)
     candidates = [
-        r for r in episode.records
+        r
+        for r in episode.records
         if entry_id in r["entry_ids"] and r["step"] <= step and (stage is None or r["stage"] == stage)
     ]
     if not candidates:
         return None
     record = candidates[-1]
-    return {k: record[k] for k in ("strategy", "stage", "action", "step", "tokens_before", "tokens_after",
-                                    "guideline_version", "dropped_by_class")}
+    return {
+        k: record[k]
+        for k in (
+            "strategy",
+            "stage",
+            "action",
+            "step",
+            "tokens_before",
+            "tokens_after",
+            "guideline_version",
+            "dropped_by_class",
+        )
+    }
 
 
 def _index_of_step(episode: Episode, step: int | None) -> int | None:

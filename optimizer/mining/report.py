@@ -20,8 +20,11 @@ def diff_markdown(diff: PairDiff) -> str:
     if not diff.missing:
         lines.append("- no needed fact was missing from the compressed context (a behaviour difference)")
     else:
-        lines += ["", "| missing literal | kind | class | lost at checkpoint | step | removed by | agent did |",
-                  "|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "| missing literal | kind | class | lost at checkpoint | step | removed by | agent did |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for fact in diff.missing:
             record = fact.record
             by = f"{record['strategy']} {record['stage']}/{record['action']} (step {record['step']})" if record else "-"
@@ -35,9 +38,12 @@ def diff_markdown(diff: PairDiff) -> str:
 
 def diff_html(diff: PairDiff) -> str:
     table = difflib.HtmlDiff(wrapcolumn=90).make_table(
-        diff.full_context.splitlines(), diff.compressed_context.splitlines(),
-        fromdesc="full context (succeeded)", todesc=f"compressed: {html.escape(diff.strategy)} (failed)",
-        context=True, numlines=3,
+        diff.full_context.splitlines(),
+        diff.compressed_context.splitlines(),
+        fromdesc="full context (succeeded)",
+        todesc=f"compressed: {html.escape(diff.strategy)} (failed)",
+        context=True,
+        numlines=3,
     )
     rows = "".join(
         f"<tr><td><code>{html.escape(f.literal)}</code></td><td>{f.kind}</td><td>{f.retention or '?'}</td>"
@@ -50,7 +56,7 @@ def diff_html(diff: PairDiff) -> str:
 .diff_add{{background:#cfc}} .diff_chg{{background:#ffa}} .diff_sub{{background:#fcc}}
 table.facts td,table.facts th{{border:1px solid #ccc;padding:3px 6px}}</style></head><body>
 <h2>{html.escape(diff.task_id)}: full context succeeded, {html.escape(diff.strategy)} failed</h2>
-<p>First divergence at step {diff.divergence_step}. Failure: {html.escape('; '.join(diff.compressed_reasons))}</p>
+<p>First divergence at step {diff.divergence_step}. Failure: {html.escape("; ".join(diff.compressed_reasons))}</p>
 <table class="facts"><tr><th>missing literal</th><th>kind</th><th>class</th><th>lost at checkpoint</th>
 <th>step</th><th>removed by</th><th>agent did</th></tr>{rows}</table>
 <h3>Request at the divergence step</h3>{table}</body></html>"""

@@ -91,16 +91,22 @@ class ContextRuntime:
     """
 
     def __init__(
-        self, guideline: str | Path | Guideline | ContextStrategy, *,
+        self,
+        guideline: str | Path | Guideline | ContextStrategy,
+        *,
         retention: RetentionMap | Mapping[str, Any] | CallClassifier | None = None,
-        compressor: Any = None, compressor_model: str | None = None, tracking_uri: str | None = None,
+        compressor: Any = None,
+        compressor_model: str | None = None,
+        tracking_uri: str | None = None,
         reference_literals: tuple[str, ...] = (),
     ) -> None:
         self.strategy = _strategy(guideline, tracking_uri)
         self.compressor = _compressor(compressor, compressor_model)
         if self.compressor is None and self.strategy.uses_compressor and not isinstance(guideline, ContextStrategy):
-            raise ConfigError(f"guideline {self.strategy.label()} compresses with an LLM: pass compressor= "
-                              "(an OpenAI-compatible client and compressor_model=)")
+            raise ConfigError(
+                f"guideline {self.strategy.label()} compresses with an LLM: pass compressor= "
+                "(an OpenAI-compatible client and compressor_model=)"
+            )
         self.retention = as_retention_map(retention)
         self.reference_literals = reference_literals
         self.history = History()
@@ -139,10 +145,13 @@ class ContextRuntime:
         fingerprints = [fingerprint(m) for m in rest]
         seen = self._seen.fingerprints
         if fingerprints[: len(seen)] != seen:
-            first = next((i for i, (a, b) in enumerate(zip(seen, fingerprints, strict=False)) if a != b),
-                         len(fingerprints))
-            raise ConfigError(f"message {first + len(messages) - len(rest)} differs from what this runtime already "
-                              "saw: a conversation can only grow (start a new runtime for another conversation)")
+            first = next(
+                (i for i, (a, b) in enumerate(zip(seen, fingerprints, strict=False)) if a != b), len(fingerprints)
+            )
+            raise ConfigError(
+                f"message {first + len(messages) - len(rest)} differs from what this runtime already "
+                "saw: a conversation can only grow (start a new runtime for another conversation)"
+            )
         offset = len(messages) - len(rest)
         for index in range(len(seen), len(rest)):
             ingest(self, rest[index], index + offset)
@@ -192,8 +201,15 @@ class ContextRuntime:
 
     def add_action(self, calls: Sequence[ToolCall] = (), answer: str | None = None) -> Entry:
         """The assistant's reply to the latest request: tool calls, or a final answer."""
-        draft = Entry(id=len(self.history.entries), kind=EntryKind.ACTION, content="", step=self.step,
-                      turn=self.turn, calls=tuple(calls), answer=answer)
+        draft = Entry(
+            id=len(self.history.entries),
+            kind=EntryKind.ACTION,
+            content="",
+            step=self.step,
+            turn=self.turn,
+            calls=tuple(calls),
+            answer=answer,
+        )
         content = action_json(draft)
         entry = self.history.add(dataclasses.replace(draft, content=content, tokens=count_tokens(content)))
         self._action_step = self.step
@@ -225,13 +241,18 @@ class ContextRuntime:
         if recalled is not None:
             retention = self.store.get(str(recalled)).retention  # a recall restores the original class
         raw = self.history.draft(
-            EntryKind.RESULT, output.content, step=self._action_step, turn=self.turn, call=call,
-            retention=retention, must_keep=output.must_keep, is_error=output.is_error,
+            EntryKind.RESULT,
+            output.content,
+            step=self._action_step,
+            turn=self.turn,
+            call=call,
+            retention=retention,
+            must_keep=output.must_keep,
+            is_error=output.is_error,
             recalled_handle=str(recalled) if recalled is not None else None,
         )
         started = time.perf_counter()
-        written = self.strategy.write(raw, self.history, self._context(self._action_step)) \
-            if recalled is None else None
+        written = self.strategy.write(raw, self.history, self._context(self._action_step)) if recalled is None else None
         took = time.perf_counter() - started
         records = written.records if written is not None else ()
         content = written.content if written is not None else raw.content
@@ -239,8 +260,15 @@ class ContextRuntime:
             entry = self.history.add(raw)  # written verbatim: no second tokenization of a large result
         else:
             entry = self.history.append(
-                EntryKind.RESULT, content, step=raw.step, turn=raw.turn, call=call, retention=retention,
-                must_keep=output.must_keep, is_error=output.is_error, recalled_handle=raw.recalled_handle,
+                EntryKind.RESULT,
+                content,
+                step=raw.step,
+                turn=raw.turn,
+                call=call,
+                retention=retention,
+                must_keep=output.must_keep,
+                is_error=output.is_error,
+                recalled_handle=raw.recalled_handle,
             )
         self._count(records)
         return raw, entry, records, started, took
@@ -266,8 +294,9 @@ class ContextRuntime:
         self._count(records)
         self.stats.requests += 1
         self.stats.cache_breaks += int(cache_break)
-        return Prepared(step, messages, replayed, budgeted, records, budget_record, started, took,
-                        cache_break, invalidated)
+        return Prepared(
+            step, messages, replayed, budgeted, records, budget_record, started, took, cache_break, invalidated
+        )
 
     # -- state ------------------------------------------------------------------------------------------
 
@@ -297,8 +326,14 @@ class ContextRuntime:
 
     def _context(self, step: int) -> StrategyContext:
         task = self.history.entries[0].content if self.history.entries else ""
-        return StrategyContext(task=task, step=step, store=self.store, compressor=self.compressor,
-                               strategy=self.strategy.type, reference_literals=self.reference_literals)
+        return StrategyContext(
+            task=task,
+            step=step,
+            store=self.store,
+            compressor=self.compressor,
+            strategy=self.strategy.type,
+            reference_literals=self.reference_literals,
+        )
 
     def _count(self, records: Sequence[CompressionRecord]) -> None:
         for record in records:
@@ -370,5 +405,6 @@ def _compressor(value: Any, model: str | None) -> Compressor | None:
         if not model:
             raise ConfigError("compressor_model= is required with an openai client as compressor")
         return Compressor(ChatClient.from_sdk(value, model))
-    raise ConfigError(f"compressor must be an openai.OpenAI client, a ChatClient or a Compressor, "
-                      f"not {type(value).__name__}")
+    raise ConfigError(
+        f"compressor must be an openai.OpenAI client, a ChatClient or a Compressor, not {type(value).__name__}"
+    )

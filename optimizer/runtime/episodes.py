@@ -23,17 +23,35 @@ def conversation_before(episode: Episode, step: int) -> list[dict[str, Any]]:
         if kind in ("task", "user"):
             messages.append({"role": "user", "content": episode.text(entry["raw"])})
         elif kind == "action" and entry["calls"]:
-            messages.append({"role": "assistant", "content": None, "tool_calls": [
-                {"id": c["id"], "type": "function",
-                 "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])}} for c in entry["calls"]
-            ]})
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": c["id"],
+                            "type": "function",
+                            "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
+                        }
+                        for c in entry["calls"]
+                    ],
+                }
+            )
         elif kind == "action":
             messages.append({"role": "assistant", "content": entry["answer"]})
         elif kind == "result":
             # Runtime status travels with the tool message: an error, a partial page (its class says so).
             partial = entry["retention"] == "error_partial" and not entry["is_error"]
-            messages.append({"role": "tool", "tool_call_id": entry["call"]["id"], "content": episode.text(entry["raw"]),
-                             "is_error": entry["is_error"], "partial": partial, "must_keep": entry["must_keep"]})
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": entry["call"]["id"],
+                    "content": episode.text(entry["raw"]),
+                    "is_error": entry["is_error"],
+                    "partial": partial,
+                    "must_keep": entry["must_keep"],
+                }
+            )
         else:
             raise ValueError(f"episode {episode.task_id}: a {kind} entry has no OpenAI message form")
     return messages

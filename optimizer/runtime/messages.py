@@ -94,7 +94,6 @@ def _tool(runtime: ContextRuntime, message: Mapping[str, Any], where: str) -> No
         else:
             output = ToolOutput(content, must_keep=original.must_keep)
     else:
-        output = ToolOutput(content, is_error=flags["is_error"], partial=flags["partial"],
-                            must_keep=tuple(must_keep))
+        output = ToolOutput(content, is_error=flags["is_error"], partial=flags["partial"], must_keep=tuple(must_keep))
     runtime.add_result(call, output, RECALL_SPEC if call.name == RECALL_TOOL else None)
     runtime._seen.answered.add(call.id)

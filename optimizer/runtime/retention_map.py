@@ -68,7 +68,10 @@ class RetentionMap:
     """
 
     def __init__(
-        self, tools: Mapping[str, Any] | None = None, *, classify: CallClassifier | None = None,
+        self,
+        tools: Mapping[str, Any] | None = None,
+        *,
+        classify: CallClassifier | None = None,
         specs: Iterable[ToolSpec] = (),
     ) -> None:
         self._specs: dict[str, ToolSpec] = {spec.name: spec for spec in specs}
@@ -95,8 +98,9 @@ class RetentionMap:
                 return base.classify_call(arguments) if base.classify_call else None
             return retention_class(answer, where=f"classifier for {name!r}")
 
-        return ToolSpec(base.name, base.description, base.parameters, base.retention_class, base.side_effect,
-                        classify_call=refined)
+        return ToolSpec(
+            base.name, base.description, base.parameters, base.retention_class, base.side_effect, classify_call=refined
+        )
 
     def classify(self, call: ToolCall, output: ToolOutput) -> RetentionClass:
         return classify_result(self.spec(call.name), call, output)

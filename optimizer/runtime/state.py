@@ -29,17 +29,26 @@ def dump_state(runtime: ContextRuntime) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "strategy_version": runtime.strategy.version(),
-        "step": runtime.step, "turn": runtime.turn, "action_step": runtime._action_step,
+        "step": runtime.step,
+        "turn": runtime.turn,
+        "action_step": runtime._action_step,
         "entries": [_entry(e) for e in runtime.history.entries],
         "edits": [_edit(e) for e in runtime.history.edits],
-        "store": {"items": {h: _entry(e) for h, e in store._items.items()},
-                  "by_entry": {str(k): v for k, v in store._by_entry.items()},
-                  "recalls": store.recalls, "recalled_tokens": store.recalled_tokens},
+        "store": {
+            "items": {h: _entry(e) for h, e in store._items.items()},
+            "by_entry": {str(k): v for k, v in store._by_entry.items()},
+            "recalls": store.recalls,
+            "recalled_tokens": store.recalled_tokens,
+        },
         "stats": runtime.stats.to_dict(),
         "previous_request": runtime._previous_request,
-        "seen": {"fingerprints": seen.fingerprints, "system": seen.system,
-                 "calls": [c.to_dict() for c in seen.calls.values()], "answered": sorted(seen.answered),
-                 "texts": {str(k): v for k, v in seen.texts.items()}},
+        "seen": {
+            "fingerprints": seen.fingerprints,
+            "system": seen.system,
+            "calls": [c.to_dict() for c in seen.calls.values()],
+            "answered": sorted(seen.answered),
+            "texts": {str(k): v for k, v in seen.texts.items()},
+        },
     }
 
 
@@ -49,8 +58,10 @@ def restore_state(runtime: ContextRuntime, data: Any, *, source: str) -> None:
     if not isinstance(data, Mapping) or data.get("format") != FORMAT:
         raise ConfigError(f"{source}: not a runtime state file (expected format {FORMAT!r})")
     if data["strategy_version"] != runtime.strategy.version():
-        raise ConfigError(f"{source}: saved under guideline version {data['strategy_version']}, this runtime runs "
-                          f"{runtime.strategy.version()}")
+        raise ConfigError(
+            f"{source}: saved under guideline version {data['strategy_version']}, this runtime runs "
+            f"{runtime.strategy.version()}"
+        )
     try:
         runtime.history.entries = [_read_entry(e) for e in data["entries"]]
         runtime.history.edits = [_read_edit(e) for e in data["edits"]]
@@ -99,8 +110,13 @@ def _edit(edit: Edit) -> dict[str, Any]:
     if isinstance(edit, Replace):
         return {"type": "replace", "entry_id": edit.entry_id, "content": edit.content, "tokens": edit.tokens}
     if isinstance(edit, Summarize):
-        return {"type": "summarize", "entry_ids": list(edit.entry_ids), "summary": edit.summary,
-                "tokens": edit.tokens, "index": edit.index}
+        return {
+            "type": "summarize",
+            "entry_ids": list(edit.entry_ids),
+            "summary": edit.summary,
+            "tokens": edit.tokens,
+            "index": edit.index,
+        }
     return {"type": "drop", "entry_ids": list(edit.entry_ids)}
 
 

@@ -21,10 +21,18 @@ def budget(job_dir: Path, *, optimizer_tokens: int, candidates: int) -> dict[str
         latest = EpisodeStore(run).latest()
         if "-llm-" in run.name:
             agent_episodes += len(latest)
-        compressor_calls += sum(1 for e in latest for r in e.get("records", [])
-                                if r.get("compressor_usage") and not r.get("compressor_cached"))
-    return {"candidates": candidates, "agent_episodes": agent_episodes, "compressor_calls": compressor_calls,
-            "optimizer_tokens": optimizer_tokens}
+        compressor_calls += sum(
+            1
+            for e in latest
+            for r in e.get("records", [])
+            if r.get("compressor_usage") and not r.get("compressor_cached")
+        )
+    return {
+        "candidates": candidates,
+        "agent_episodes": agent_episodes,
+        "compressor_calls": compressor_calls,
+        "optimizer_tokens": optimizer_tokens,
+    }
 
 
 def agent_episodes(job_dir: Path) -> int:
@@ -60,9 +68,14 @@ def infrastructure(job_dir: Path) -> dict[str, Any]:
                 failed += bool(item.get("call_failed"))
                 refused += not item.get("call_failed")
     return {
-        "retried_calls": retried, "retries": retries, "excluded_episodes": excluded, "redone_episodes": redone,
-        "errors_by_kind": dict(sorted(kinds.items())), "malformed_agent_replies": malformed,
-        "failed_optimizer_calls": failed, "refused_proposals": refused,
+        "retried_calls": retried,
+        "retries": retries,
+        "excluded_episodes": excluded,
+        "redone_episodes": redone,
+        "errors_by_kind": dict(sorted(kinds.items())),
+        "malformed_agent_replies": malformed,
+        "failed_optimizer_calls": failed,
+        "refused_proposals": refused,
     }
 
 

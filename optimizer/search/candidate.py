@@ -35,16 +35,26 @@ class Candidate:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "guideline": self.guideline.to_markdown(), "origin": self.origin, "round": self.round,
-            "parent": self.parent, "rationale": self.rationale, "llm": self.llm, "rejected": self.rejected,
+            "guideline": self.guideline.to_markdown(),
+            "origin": self.origin,
+            "round": self.round,
+            "parent": self.parent,
+            "rationale": self.rationale,
+            "llm": self.llm,
+            "rejected": self.rejected,
             "screens": {name: scores.to_dict() for name, scores in self.screens.items()},
         }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Candidate:
         return cls(
-            Guideline.from_markdown(data["guideline"], source="state"), data["origin"], int(data["round"]),
-            data.get("parent"), data.get("rationale", ""), bool(data.get("llm", False)), data.get("rejected"),
+            Guideline.from_markdown(data["guideline"], source="state"),
+            data["origin"],
+            int(data["round"]),
+            data.get("parent"),
+            data.get("rationale", ""),
+            bool(data.get("llm", False)),
+            data.get("rejected"),
             {name: Scores.from_dict(s) for name, s in (data.get("screens") or {}).items()},
         )
 
@@ -64,13 +74,25 @@ class Proposal:
     call_failed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"origin": self.origin, "rationale": self.rationale, "error": self.error, "llm": self.llm,
-                "optimizer_tokens": self.optimizer_tokens, "call_failed": self.call_failed,
-                "guideline": self.guideline.to_markdown() if self.guideline is not None else None}
+        return {
+            "origin": self.origin,
+            "rationale": self.rationale,
+            "error": self.error,
+            "llm": self.llm,
+            "optimizer_tokens": self.optimizer_tokens,
+            "call_failed": self.call_failed,
+            "guideline": self.guideline.to_markdown() if self.guideline is not None else None,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Proposal:
         guideline = Guideline.from_markdown(data["guideline"], source="proposal") if data.get("guideline") else None
-        return cls(data["origin"], guideline, data.get("rationale", ""), data.get("error"),
-                   int(data.get("optimizer_tokens", 0)), bool(data.get("llm", False)),
-                   bool(data.get("call_failed", False)))
+        return cls(
+            data["origin"],
+            guideline,
+            data.get("rationale", ""),
+            data.get("error"),
+            int(data.get("optimizer_tokens", 0)),
+            bool(data.get("llm", False)),
+            bool(data.get("call_failed", False)),
+        )

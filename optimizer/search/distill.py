@@ -15,11 +15,19 @@ from optimizer.context.compressor import SYSTEM
 from optimizer.storage import JsonlLog
 
 TRAINING_SPLITS = ("train", "val")
-FEATURES = Features({
-    "task_id": Value("string"), "split": Value("string"), "kind": Value("string"),
-    "guideline_version": Value("string"), "system": Value("string"), "prompt": Value("string"),
-    "completion": Value("string"), "tokens_before": Value("int64"), "tokens_after": Value("int64"),
-})
+FEATURES = Features(
+    {
+        "task_id": Value("string"),
+        "split": Value("string"),
+        "kind": Value("string"),
+        "guideline_version": Value("string"),
+        "system": Value("string"),
+        "prompt": Value("string"),
+        "completion": Value("string"),
+        "tokens_before": Value("int64"),
+        "tokens_after": Value("int64"),
+    }
+)
 
 
 def distillation_dataset(job_dir: Path, version: str) -> Dataset:
@@ -40,10 +48,17 @@ def distillation_dataset(job_dir: Path, version: str) -> Dataset:
                 if (prompt, completion) in seen:
                     continue
                 seen.add((prompt, completion))
-                rows.append({
-                    "task_id": episode["task_id"], "split": meta["split"],
-                    "kind": "history" if record["action"] == "summarize" else "observation",
-                    "guideline_version": version, "system": SYSTEM, "prompt": prompt, "completion": completion,
-                    "tokens_before": record["tokens_before"], "tokens_after": record["tokens_after"],
-                })
+                rows.append(
+                    {
+                        "task_id": episode["task_id"],
+                        "split": meta["split"],
+                        "kind": "history" if record["action"] == "summarize" else "observation",
+                        "guideline_version": version,
+                        "system": SYSTEM,
+                        "prompt": prompt,
+                        "completion": completion,
+                        "tokens_before": record["tokens_before"],
+                        "tokens_after": record["tokens_after"],
+                    }
+                )
     return Dataset.from_list(rows, features=FEATURES)

@@ -37,8 +37,15 @@ class Evaluation:
 
 
 class Evaluator:
-    def __init__(self, config: ExperimentConfig, endpoints: ModelEndpoints | None, base: Path, *,
-                 progress: Progress | None = None, on_run: OnRun | None = None) -> None:
+    def __init__(
+        self,
+        config: ExperimentConfig,
+        endpoints: ModelEndpoints | None,
+        base: Path,
+        *,
+        progress: Progress | None = None,
+        on_run: OnRun | None = None,
+    ) -> None:
         self.config = config
         self.endpoints = endpoints
         self.base = base
@@ -49,8 +56,16 @@ class Evaluator:
         label = f"{strategy.label()} [{agent}, {split}, {len(tasks)} tasks]"
         progress = self.progress(label, len(tasks)) if self.progress else contextlib.nullcontext(None)
         with progress as advance:
-            result = run_strategy(self.config, tasks, strategy, agent=agent, endpoints=self.endpoints, split=split,
-                                  on_episode=advance, base=self.base)
+            result = run_strategy(
+                self.config,
+                tasks,
+                strategy,
+                agent=agent,
+                endpoints=self.endpoints,
+                split=split,
+                on_episode=advance,
+                base=self.base,
+            )
         if self.on_run is not None:
             self.on_run(result, agent, split)
         return Evaluation(result, Scores.of(result.episodes.summaries, result.summary, str(result.directory)))

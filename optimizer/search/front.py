@@ -39,8 +39,16 @@ def pareto_front(points: Sequence[Point]) -> list[Point]:
     return sorted(unique.values(), key=lambda p: p.peak_tokens)
 
 
-def rank_key(success: float, peak: float, *, none_success: float, none_peak: float, objective: Objective,
-             lam: float, tolerance: float) -> tuple[float, ...]:
+def rank_key(
+    success: float,
+    peak: float,
+    *,
+    none_success: float,
+    none_peak: float,
+    objective: Objective,
+    lam: float,
+    tolerance: float,
+) -> tuple[float, ...]:
     """Sort key, larger is better.
 
     `constrained`: a candidate whose success is within `tolerance` of full context's beats any that is not;

@@ -52,8 +52,9 @@ def split_validation(tasks: Sequence[Task], fraction: float, seed: int) -> tuple
 
 
 class OptimizationJob:
-    def __init__(self, config: ExperimentConfig, *, resume: bool = False, log: Log = print,
-                 progress: Progress | None = None) -> None:
+    def __init__(
+        self, config: ExperimentConfig, *, resume: bool = False, log: Log = print, progress: Progress | None = None
+    ) -> None:
         self.config = config
         self.options = config.optimize
         # Everything a new job can be refused for is checked before its directory is claimed.
@@ -76,8 +77,9 @@ class OptimizationJob:
 
     # ------------------------------------------------------------------------------------- running
 
-    def run(self, track: Callable[[OptimizationJob], contextlib.AbstractContextManager[Any]] | None = None
-            ) -> dict[str, Any]:
+    def run(
+        self, track: Callable[[OptimizationJob], contextlib.AbstractContextManager[Any]] | None = None
+    ) -> dict[str, Any]:
         """Run (or resume) the job. `track(job)`: the tracking context, opened once every endpoint answers."""
         self._started, self._wall_base = time.monotonic(), self.state.wall_s
         roles = {"compressor": self.config.endpoints.compressor}
@@ -86,12 +88,14 @@ class OptimizationJob:
             roles["optimizer"] = self.config.endpoints.optimizer
         if self._tier1_enabled() or self.options.screen_agent == "llm" or self.options.final_llm_limit > 0:
             roles["agent"] = self.config.endpoints.agent
-        with ModelEndpoints(roles, log=self.log) as endpoints, (
-            track(self) if track is not None else contextlib.nullcontext(self.tracker)
-        ) as tracker:
+        with (
+            ModelEndpoints(roles, log=self.log) as endpoints,
+            track(self) if track is not None else contextlib.nullcontext(self.tracker) as tracker,
+        ):
             self.tracker = tracker
-            evaluator = Evaluator(self.config, endpoints, self.dir.path / "runs", progress=self.progress,
-                                  on_run=self._on_run)
+            evaluator = Evaluator(
+                self.config, endpoints, self.dir.path / "runs", progress=self.progress, on_run=self._on_run
+            )
             agent = self.options.screen_agent
             none_train = evaluator.evaluate(parse_strategy("none"), self.train, "train", agent)
             outputs = ToolOutputIndex(
@@ -99,8 +103,17 @@ class OptimizationJob:
             )
             llm = OptimizerLM(endpoints.client("optimizer"), seed=self.config.seed) if "optimizer" in roles else None
             ctx = SearchContext(
-                self.config, evaluator, self.state, self.dir, self.train, none_train, self.state.subset, outputs,
-                self.log, self._save, llm=llm,
+                self.config,
+                evaluator,
+                self.state,
+                self.dir,
+                self.train,
+                none_train,
+                self.state.subset,
+                outputs,
+                self.log,
+                self._save,
+                llm=llm,
                 on_candidate=self._on_candidate if tracker is not None else None,
                 on_diffs=self._on_diffs if tracker is not None else None,
             )
@@ -124,8 +137,9 @@ class OptimizationJob:
                 # No model-free move can touch a skill or a receipt, so pinning them changes nothing here and
                 # lets every child pass the validator (which requires the pins).
                 pinned = tuple(dict.fromkeys((*guideline.policy.pinned, *guideline.policy.unpinned_required())))
-                guideline = guideline.model_copy(update={"policy": guideline.policy.model_copy(
-                    update={"pinned": pinned})})
+                guideline = guideline.model_copy(
+                    update={"policy": guideline.policy.model_copy(update={"pinned": pinned})}
+                )
             ctx.screen(Candidate(guideline, f"baseline:{name}", 0, rationale=f"the {name} baseline"))
         if not self.state.subset:
             self.state.subset = llm_subset(ctx, self.options.llm_screen_limit)
@@ -170,8 +184,11 @@ class OptimizationJob:
     @staticmethod
     def _selection_key(ctx: SearchContext, candidate: Candidate, none_val) -> tuple:
         train = candidate.screens["train"]
-        return (ctx.feasible(train, ctx.none_train.scores), ctx.key(candidate.screens["val"], none_val),
-                ctx.key(train, ctx.none_train.scores))
+        return (
+            ctx.feasible(train, ctx.none_train.scores),
+            ctx.key(candidate.screens["val"], none_val),
+            ctx.key(train, ctx.none_train.scores),
+        )
 
     def _confirmed(self, ctx: SearchContext, evaluator: Evaluator, order: Sequence[Candidate]) -> Candidate | None:
         """The first of `order` that tier 1 does not reject (when tier 1 is on and its budget allows)."""
@@ -209,52 +226,86 @@ class OptimizationJob:
         none_row = row("none", "control", parse_strategy("none"), self.test, tier0)
         seed_tasks = self.test
         if self.options.seed_test_limit is not None:
-            affordable = affordable_tasks(none_row.scores, self.options.llm_subset_max_tokens,
-                                          self.options.seed_test_limit)
+            affordable = affordable_tasks(
+                none_row.scores, self.options.llm_subset_max_tokens, self.options.seed_test_limit
+            )
             seed_tasks = [t for t in self.test if t.id in affordable][: self.options.seed_test_limit]
-        rows = [row("chosen", "learned", GuidelineStrategy(guideline=chosen.guideline), self.test, tier0,
-                    chosen.version),
-                row("seed", "seed", GuidelineStrategy(guideline=seed.guideline), seed_tasks, tier0, seed.version),
-                none_row]
+        rows = [
+            row("chosen", "learned", GuidelineStrategy(guideline=chosen.guideline), self.test, tier0, chosen.version),
+            row("seed", "seed", GuidelineStrategy(guideline=seed.guideline), seed_tasks, tier0, seed.version),
+            none_row,
+        ]
         for name in dict.fromkeys(self.options.final_strategies):
             if name not in ("none", "seed", "guideline"):
                 strategy = strategy_named(self.config, name)
-                rows.append(row(name, "oracle" if strategy.kind == "oracle" else "baseline", strategy, self.test,
-                                tier0))
+                rows.append(
+                    row(name, "oracle" if strategy.kind == "oracle" else "baseline", strategy, self.test, tier0)
+                )
         deterministic = self._deterministic_choice(ctx, evaluator)
         det_row = None
         if deterministic is not None and deterministic.version != chosen.version:
-            det_row = row("deterministic only", "deterministic", GuidelineStrategy(guideline=deterministic.guideline),
-                          self.test, tier0, deterministic.version)
+            det_row = row(
+                "deterministic only",
+                "deterministic",
+                GuidelineStrategy(guideline=deterministic.guideline),
+                self.test,
+                tier0,
+                deterministic.version,
+            )
             rows.append(det_row)
         if self.options.final_llm_limit > 0:
             subset = self.test[: self.options.final_llm_limit]
-            rows += [row("chosen", "learned", GuidelineStrategy(guideline=chosen.guideline), subset, "llm",
-                         chosen.version),
-                     row("seed", "seed", GuidelineStrategy(guideline=seed.guideline), subset, "llm", seed.version),
-                     row("none", "control", parse_strategy("none"), subset, "llm")]
+            rows += [
+                row("chosen", "learned", GuidelineStrategy(guideline=chosen.guideline), subset, "llm", chosen.version),
+                row("seed", "seed", GuidelineStrategy(guideline=seed.guideline), subset, "llm", seed.version),
+                row("none", "control", parse_strategy("none"), subset, "llm"),
+            ]
         det_info = None
         if deterministic is not None:
             scores = det_row.scores if det_row else rows[0].scores
-            det_info = {"version": deterministic.version, "name": deterministic.guideline.name,
-                        "same_as_chosen": deterministic.version == chosen.version, **scores.headline()}
+            det_info = {
+                "version": deterministic.version,
+                "name": deterministic.guideline.name,
+                "same_as_chosen": deterministic.version == chosen.version,
+                **scores.headline(),
+            }
         inputs = ReportInputs(
-            experiment=self.config.name, suite=self.config.suite.type,
+            experiment=self.config.name,
+            suite=self.config.suite.type,
             tasks={"train": len(self.train), "val": len(self.val), "test": len(self.test)},
-            chosen={"version": chosen.version, "name": chosen.guideline.name, "origin": chosen.origin,
-                    "round": chosen.round, "path": str(self.dir.path / "guidelines" / f"{chosen.version}.md")},
-            rows=rows, acceptance=self.config.acceptance, tolerance=ctx.tolerance,
+            chosen={
+                "version": chosen.version,
+                "name": chosen.guideline.name,
+                "origin": chosen.origin,
+                "round": chosen.round,
+                "path": str(self.dir.path / "guidelines" / f"{chosen.version}.md"),
+            },
+            rows=rows,
+            acceptance=self.config.acceptance,
+            tolerance=ctx.tolerance,
             rounds=[{**r.__dict__, "origins": self._origins(r.screened)} for r in self.state.rounds],
             stopped=self.state.stopped or "",
-            points=[p.to_dict() for p in self.points()], front=[p.to_dict() for p in self.front()],
-            shortlist=self._none_val_row(evaluator) + [{"version": v, "name": self.state.candidates[v].guideline.name,
-                        "origin": self.state.candidates[v].origin,
-                        **(self.state.candidates[v].screens.get("val")
-                           or self.state.candidates[v].screens["train"]).headline()}
-                       for v in self.state.shortlist],
-            parts=parts(self.state.candidates, chosen.version), deterministic=det_info,
-            budget=accounting.budget(self.dir.path, optimizer_tokens=self.state.optimizer_tokens,
-                                     candidates=sum(1 for c in self.state.candidates.values() if c.screens)),
+            points=[p.to_dict() for p in self.points()],
+            front=[p.to_dict() for p in self.front()],
+            shortlist=self._none_val_row(evaluator)
+            + [
+                {
+                    "version": v,
+                    "name": self.state.candidates[v].guideline.name,
+                    "origin": self.state.candidates[v].origin,
+                    **(
+                        self.state.candidates[v].screens.get("val") or self.state.candidates[v].screens["train"]
+                    ).headline(),
+                }
+                for v in self.state.shortlist
+            ],
+            parts=parts(self.state.candidates, chosen.version),
+            deterministic=det_info,
+            budget=accounting.budget(
+                self.dir.path,
+                optimizer_tokens=self.state.optimizer_tokens,
+                candidates=sum(1 for c in self.state.candidates.values() if c.screens),
+            ),
             infrastructure=accounting.infrastructure(self.dir.path),
             wall_s=self._wall_now(),
             mlflow=self.tracker.run_ref() if self.tracker is not None else {},
@@ -286,6 +337,7 @@ class OptimizationJob:
 
     def _deterministic_choice(self, ctx: SearchContext, evaluator: Evaluator) -> Candidate | None:
         """The candidate selection would have chosen among those whose lineage has no LLM-written step."""
+
         def free(c: Candidate) -> bool:
             return not c.rejected and llm_free(self.state.candidates, c.version)
 
@@ -353,4 +405,3 @@ def affordable_tasks(none: Scores, max_tokens: int, at_least: int = 0) -> set[st
         return under
     smallest = sorted(none.tasks, key=lambda t: t.peak_tokens)[:at_least]
     return under | {t.task_id for t in smallest}
-

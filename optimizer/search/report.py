@@ -69,23 +69,30 @@ def build_report(inputs: ReportInputs) -> dict[str, Any]:
     best = best_baseline(tier0, none, inputs.tolerance) if none else None
     table = [_row(r, chosen, none) for r in inputs.rows]
     report: dict[str, Any] = {
-        "experiment": inputs.experiment, "suite": inputs.suite, "tasks": dict(inputs.tasks),
+        "experiment": inputs.experiment,
+        "suite": inputs.suite,
+        "tasks": dict(inputs.tasks),
         "chosen": {**dict(inputs.chosen), **(_row(chosen, None, none) if chosen else {})},
         "rows": table,
         "best_baseline": best.name if best else None,
         "paired": {
             name: paired(chosen.scores, other.scores)
-            for name, other in (("none", none), ("best_baseline", best)) if chosen and other is not None
+            for name, other in (("none", none), ("best_baseline", best))
+            if chosen and other is not None
         },
         "llm_parts": [p.to_dict() for p in inputs.parts if p.llm],
         "parts": [p.to_dict() for p in inputs.parts],
         "deterministic": dict(inputs.deterministic) if inputs.deterministic else None,
         "shortlist": [dict(s) for s in inputs.shortlist],
-        "rounds": [dict(r) for r in inputs.rounds], "stopped": inputs.stopped,
-        "pareto": [dict(p) for p in inputs.front], "points": [dict(p) for p in inputs.points],
-        "budget": dict(inputs.budget), "infrastructure": dict(inputs.infrastructure),
+        "rounds": [dict(r) for r in inputs.rounds],
+        "stopped": inputs.stopped,
+        "pareto": [dict(p) for p in inputs.front],
+        "points": [dict(p) for p in inputs.points],
+        "budget": dict(inputs.budget),
+        "infrastructure": dict(inputs.infrastructure),
         "tier0_limits": list(TIER0_LIMITS),
-        "wall_s": inputs.wall_s, "mlflow": dict(inputs.mlflow),
+        "wall_s": inputs.wall_s,
+        "mlflow": dict(inputs.mlflow),
     }
     report["acceptance"] = acceptance(inputs, rows, best)
     report["cut"] = cut(report)
@@ -98,13 +105,21 @@ def cut(report: Mapping[str, Any]) -> dict[str, Any]:
     chosen, none = rows.get(("chosen", "reference")), rows.get(("none", "reference"))
     if chosen is None or none is None:
         return {}
-    out: dict[str, Any] = {"peak": chosen["peak_tokens_mean"], "success": chosen["success"],
-                           "none_peak": none["peak_tokens_mean"], "none_success": none["success"],
-                           "vs_none": _change(chosen["peak_tokens_mean"], none["peak_tokens_mean"])}
+    out: dict[str, Any] = {
+        "peak": chosen["peak_tokens_mean"],
+        "success": chosen["success"],
+        "none_peak": none["peak_tokens_mean"],
+        "none_success": none["success"],
+        "vs_none": _change(chosen["peak_tokens_mean"], none["peak_tokens_mean"]),
+    }
     best = rows.get((report["best_baseline"], "reference")) if report.get("best_baseline") else None
     if best is not None:
-        out.update(best_baseline=best["strategy"], best_peak=best["peak_tokens_mean"], best_success=best["success"],
-                   vs_best=_change(chosen["peak_tokens_mean"], best["peak_tokens_mean"]))
+        out.update(
+            best_baseline=best["strategy"],
+            best_peak=best["peak_tokens_mean"],
+            best_success=best["success"],
+            vs_best=_change(chosen["peak_tokens_mean"], best["peak_tokens_mean"]),
+        )
     return out
 
 
@@ -122,24 +137,32 @@ def headline(report: Mapping[str, Any]) -> list[str]:
     lines = []
     c = report.get("cut") or {}
     if c:
-        text = (f"**Cut:** mean peak {c['peak']:,.0f} tokens vs {c['none_peak']:,.0f} under `none`"
-                + (f" ({c['vs_none']:+.1%})" if c.get("vs_none") is not None else "")
-                + f", success {c['success']:.2f} vs {c['none_success']:.2f}")
+        text = (
+            f"**Cut:** mean peak {c['peak']:,.0f} tokens vs {c['none_peak']:,.0f} under `none`"
+            + (f" ({c['vs_none']:+.1%})" if c.get("vs_none") is not None else "")
+            + f", success {c['success']:.2f} vs {c['none_success']:.2f}"
+        )
         if c.get("best_baseline"):
-            text += (f"; vs the best baseline `{c['best_baseline']}` {c['best_peak']:,.0f}"
-                     + (f" ({c['vs_best']:+.1%})" if c.get("vs_best") is not None else "")
-                     + f", success {c['best_success']:.2f}")
+            text += (
+                f"; vs the best baseline `{c['best_baseline']}` {c['best_peak']:,.0f}"
+                + (f" ({c['vs_best']:+.1%})" if c.get("vs_best") is not None else "")
+                + f", success {c['best_success']:.2f}"
+            )
         lines.append(text + " (tier 0, test split).")
     verdicts = report.get("acceptance", {}).get("tiers", {})
     if verdicts:
-        lines.append("**Acceptance:** " + ", ".join(
-            f"{tier} {'PASS' if v['pass'] else 'FAIL'}" for tier, v in verdicts.items()) + ".")
+        lines.append(
+            "**Acceptance:** "
+            + ", ".join(f"{tier} {'PASS' if v['pass'] else 'FAIL'}" for tier, v in verdicts.items())
+            + "."
+        )
     if report.get("wall_s") is not None:
         lines.append(f"**Wall time:** {duration(report['wall_s'])}.")
     run = report.get("mlflow") or {}
     if run.get("run_id"):
-        lines.append(f"**MLflow run:** `{run['run_id']}` in experiment {run.get('experiment_id')} "
-                     f"({run.get('tracking_uri')}).")
+        lines.append(
+            f"**MLflow run:** `{run['run_id']}` in experiment {run.get('experiment_id')} ({run.get('tracking_uri')})."
+        )
     return lines
 
 
@@ -156,18 +179,26 @@ def paired(a: Scores, b: Scores) -> dict[str, Any]:
     if not common:
         return {"tasks": 0}
     peak = paired_bootstrap_diff([t.peak_tokens for t in common], [theirs[t.task_id].peak_tokens for t in common])
-    success = paired_bootstrap_diff([float(t.success) for t in common],
-                                    [float(theirs[t.task_id].success) for t in common])
+    success = paired_bootstrap_diff(
+        [float(t.success) for t in common], [float(theirs[t.task_id].success) for t in common]
+    )
     other_peak = sum(theirs[t.task_id].peak_tokens for t in common) / len(common)
-    return {"tasks": len(common), "peak_diff": peak[0], "peak_diff_ci": [peak[1], peak[2]],
-            "peak_ratio": (1 + peak[0] / other_peak) if other_peak else None,
-            "success_diff": success[0], "success_diff_ci": [success[1], success[2]]}
+    return {
+        "tasks": len(common),
+        "peak_diff": peak[0],
+        "peak_diff_ci": [peak[1], peak[2]],
+        "peak_ratio": (1 + peak[0] / other_peak) if other_peak else None,
+        "success_diff": success[0],
+        "success_diff_ci": [success[1], success[2]],
+    }
 
 
 def _row(row: Row, chosen: Row | None, none: Row | None) -> dict[str, Any]:
     out = {"strategy": row.name, "kind": row.kind, "tier": row.tier, "version": row.version, **row.scores.headline()}
-    out["summary"] = {k: row.scores.summary.get(k) for k in ("dependency_mean", "total_tokens", "cache_breaks",
-                                                               "duplicate_writes", "infra_errors")}
+    out["summary"] = {
+        k: row.scores.summary.get(k)
+        for k in ("dependency_mean", "total_tokens", "cache_breaks", "duplicate_writes", "infra_errors")
+    }
     if none is not None and none.scores.peak_mean:
         out["peak_vs_none"] = row.scores.peak_mean / none.scores.peak_mean
     if chosen is not None and row is not chosen:
@@ -185,8 +216,11 @@ def both_solved(chosen: Scores, other: Scores) -> dict[str, Any]:
     pairs = [(solved[t.task_id], t.peak_tokens) for t in other.tasks if t.success and t.task_id in solved]
     if not pairs:
         return {"tasks": 0, "chosen_peak_mean": None, "peak_mean": None}
-    return {"tasks": len(pairs), "chosen_peak_mean": sum(c for c, _ in pairs) / len(pairs),
-            "peak_mean": sum(o for _, o in pairs) / len(pairs)}
+    return {
+        "tasks": len(pairs),
+        "chosen_peak_mean": sum(c for c, _ in pairs) / len(pairs),
+        "peak_mean": sum(o for _, o in pairs) / len(pairs),
+    }
 
 
 def acceptance(inputs: ReportInputs, rows: Mapping[tuple[str, str], Row], best: Row | None) -> dict[str, Any]:
@@ -200,15 +234,24 @@ def acceptance(inputs: ReportInputs, rows: Mapping[tuple[str, str], Row], best: 
         reduction = 1 - chosen.scores.peak_mean / none.scores.peak_mean if none.scores.peak_mean else 0.0
         checks = {
             "success_drop": {"value": drop, "bar": bars.max_success_drop, "pass": drop <= bars.max_success_drop + 1e-9},
-            "peak_reduction": {"value": reduction, "bar": bars.min_peak_reduction,
-                               "pass": reduction >= bars.min_peak_reduction},
-            "blocking": {"value": chosen.scores.blocking, "bar": bars.max_blocking,
-                         "pass": chosen.scores.blocking <= bars.max_blocking},
+            "peak_reduction": {
+                "value": reduction,
+                "bar": bars.min_peak_reduction,
+                "pass": reduction >= bars.min_peak_reduction,
+            },
+            "blocking": {
+                "value": chosen.scores.blocking,
+                "bar": bars.max_blocking,
+                "pass": chosen.scores.blocking <= bars.max_blocking,
+            },
         }
         if tier == "reference" and best is not None:
             checks["at_or_below_best_baseline"] = {
-                "value": chosen.scores.peak_mean, "bar": best.scores.peak_mean,
-                "pass": chosen.scores.peak_mean <= best.scores.peak_mean + 1e-9, "baseline": best.name}
+                "value": chosen.scores.peak_mean,
+                "bar": best.scores.peak_mean,
+                "pass": chosen.scores.peak_mean <= best.scores.peak_mean + 1e-9,
+                "baseline": best.name,
+            }
         name = "tier0" if tier == "reference" else "tier1"
         out["tiers"][name] = {"suite": inputs.suite, "checks": checks, "pass": all(c["pass"] for c in checks.values())}
     out["pass"] = all(t["pass"] for t in out["tiers"].values())
@@ -217,15 +260,20 @@ def acceptance(inputs: ReportInputs, rows: Mapping[tuple[str, str], Row], best: 
 
 def report_markdown(report: Mapping[str, Any]) -> str:
     sizes = report["tasks"]
-    lines = [f"# acon optimize: {report['experiment']}", "",
-             f"Suite `{report['suite']}`: {sizes.get('train', 0)} train tasks (candidates mined), "
-             f"{sizes.get('val', 0)} validation (chosen on), {sizes.get('test', 0)} test (reported below). "
-             f"Chosen guideline: `{report['chosen'].get('path')}` ({report['chosen'].get('name')}, "
-             f"{report['chosen'].get('origin')}).", "",
-             *[f"{line}  " for line in headline(report)], "",
-             "| strategy | tier | tasks | success | 95% CI | never recalls | recalls | peak mean | peak 95% CI | "
-             "× none | peak max | compressor | blocking | peak, both solved (chosen vs this) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# acon optimize: {report['experiment']}",
+        "",
+        f"Suite `{report['suite']}`: {sizes.get('train', 0)} train tasks (candidates mined), "
+        f"{sizes.get('val', 0)} validation (chosen on), {sizes.get('test', 0)} test (reported below). "
+        f"Chosen guideline: `{report['chosen'].get('path')}` ({report['chosen'].get('name')}, "
+        f"{report['chosen'].get('origin')}).",
+        "",
+        *[f"{line}  " for line in headline(report)],
+        "",
+        "| strategy | tier | tasks | success | 95% CI | never recalls | recalls | peak mean | peak 95% CI | "
+        "× none | peak max | compressor | blocking | peak, both solved (chosen vs this) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for r in report["rows"]:
         low, high = r["success_ci"]
         plow, phigh = r["peak_tokens_ci"]
@@ -236,68 +284,111 @@ def report_markdown(report: Mapping[str, Any]) -> str:
             f"[{plow:,.0f}, {phigh:,.0f}] | {ratio} | {r['peak_tokens_max']:,} | {r['compressor_tokens']:,} | "
             f"{r['blocking']} | {both_solved_cell(r)} |"
         )
-    lines += ["", "*never recalls*: share of tasks solved without a single recall (what an agent that never "
-              "recalls would at least solve). The oracle keeps exactly what the reference needs: the floor.", ""]
+    lines += [
+        "",
+        "*never recalls*: share of tasks solved without a single recall (what an agent that never "
+        "recalls would at least solve). The oracle keeps exactly what the reference needs: the floor.",
+        "",
+    ]
     for name, p in report["paired"].items():
         if not p.get("tasks"):
             continue
         other = report["best_baseline"] if name == "best_baseline" else "none"
         low, high = p["peak_diff_ci"]
         slow, shigh = p["success_diff_ci"]
-        lines.append(f"- chosen vs `{other}` (paired, {p['tasks']} tasks): peak {p['peak_diff']:+,.0f} tokens "
-                     f"[{low:+,.0f}, {high:+,.0f}], success {p['success_diff']:+.2f} [{slow:+.2f}, {shigh:+.2f}]")
+        lines.append(
+            f"- chosen vs `{other}` (paired, {p['tasks']} tasks): peak {p['peak_diff']:+,.0f} tokens "
+            f"[{low:+,.0f}, {high:+,.0f}], success {p['success_diff']:+.2f} [{slow:+.2f}, {shigh:+.2f}]"
+        )
     lines += ["", "## Where the chosen guideline came from", ""]
     for part in report["parts"]:
         who = f"{part['origin']} (LLM)" if part["llm"] else part["origin"]
         lines.append(f"- round {part['round']}, {who}: {part['change']}")
     llm = report["llm_parts"]
     lines.append("")
-    lines.append(f"Parts written by the LLM: {len(llm)}." if llm else "No part of the chosen guideline was written "
-                 "by the LLM.")
+    lines.append(
+        f"Parts written by the LLM: {len(llm)}." if llm else "No part of the chosen guideline was written by the LLM."
+    )
     det = report.get("deterministic")
     if det:
-        lines.append(f"Without LLM-written parts, the best candidate of this job was `{det['name']}@{det['version']}`"
-                     + (f" (test: success {det['success']:.2f}, peak {det['peak_tokens_mean']:,.0f})"
-                        if det.get("success") is not None else "") + ".")
+        lines.append(
+            f"Without LLM-written parts, the best candidate of this job was `{det['name']}@{det['version']}`"
+            + (
+                f" (test: success {det['success']:.2f}, peak {det['peak_tokens_mean']:,.0f})"
+                if det.get("success") is not None
+                else ""
+            )
+            + "."
+        )
     if report["shortlist"]:
-        lines += ["", "## Selection on the validation split", "", "| candidate | origin | success | peak mean |",
-                  "|---|---|---|---|"]
+        lines += [
+            "",
+            "## Selection on the validation split",
+            "",
+            "| candidate | origin | success | peak mean |",
+            "|---|---|---|---|",
+        ]
         for s in report["shortlist"]:
-            lines.append(f"| {s['name']}@{s['version']} | {s['origin']} | {s['success']:.2f} | "
-                         f"{s['peak_tokens_mean']:,.0f} |")
-    lines += ["", "## Rounds", "", "| round | pairs | screened | by proposer | improved | best |",
-              "|---|---|---|---|---|---|"]
+            lines.append(
+                f"| {s['name']}@{s['version']} | {s['origin']} | {s['success']:.2f} | {s['peak_tokens_mean']:,.0f} |"
+            )
+    lines += [
+        "",
+        "## Rounds",
+        "",
+        "| round | pairs | screened | by proposer | improved | best |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in report["rounds"]:
         origins = ", ".join(f"{n} {o}" for o, n in (r.get("origins") or {}).items()) or "–"
-        lines.append(f"| {r['round']} | {r['pairs']} | {len(r['screened'])} | {origins} | {r['improved']} | "
-                     f"{r['best']} |")
-    lines += ["", f"Stopped: {report['stopped']}.", "", "## Pareto front (train, screening tier)", "",
-              "| label | success | peak mean |", "|---|---|---|"]
+        lines.append(
+            f"| {r['round']} | {r['pairs']} | {len(r['screened'])} | {origins} | {r['improved']} | {r['best']} |"
+        )
+    lines += [
+        "",
+        f"Stopped: {report['stopped']}.",
+        "",
+        "## Pareto front (train, screening tier)",
+        "",
+        "| label | success | peak mean |",
+        "|---|---|---|",
+    ]
     for p in report["pareto"]:
         lines.append(f"| {p['label']} | {p['success']:.2f} | {p['peak_tokens']:,.0f} |")
     b = report["budget"]
-    lines += ["", "## Budget", "", f"- candidates screened: {b.get('candidates', 0)}",
-              f"- agent (tier-1) episodes: {b.get('agent_episodes', 0)}",
-              f"- compressor calls (uncached): {b.get('compressor_calls', 0)}",
-              f"- optimizer tokens: {b.get('optimizer_tokens', 0)}"]
+    lines += [
+        "",
+        "## Budget",
+        "",
+        f"- candidates screened: {b.get('candidates', 0)}",
+        f"- agent (tier-1) episodes: {b.get('agent_episodes', 0)}",
+        f"- compressor calls (uncached): {b.get('compressor_calls', 0)}",
+        f"- optimizer tokens: {b.get('optimizer_tokens', 0)}",
+    ]
     infra = report.get("infrastructure") or {}
     if infra:
-        lines += ["", "## Infrastructure", "",
-                  f"- model calls retried: {infra['retried_calls']} ({infra['retries']} extra attempts)",
-                  f"- episodes excluded as infrastructure errors: {infra['excluded_episodes']} "
-                  f"(plus {infra['redone_episodes']} that were run again)",
-                  f"- malformed agent replies (the agent was asked again): {infra['malformed_agent_replies']}",
-                  f"- optimizer calls that failed (recorded as failed proposals): {infra['failed_optimizer_calls']}",
-                  f"- optimizer replies whose proposal was refused: {infra.get('refused_proposals', 0)}"]
+        lines += [
+            "",
+            "## Infrastructure",
+            "",
+            f"- model calls retried: {infra['retried_calls']} ({infra['retries']} extra attempts)",
+            f"- episodes excluded as infrastructure errors: {infra['excluded_episodes']} "
+            f"(plus {infra['redone_episodes']} that were run again)",
+            f"- malformed agent replies (the agent was asked again): {infra['malformed_agent_replies']}",
+            f"- optimizer calls that failed (recorded as failed proposals): {infra['failed_optimizer_calls']}",
+            f"- optimizer replies whose proposal was refused: {infra.get('refused_proposals', 0)}",
+        ]
         if infra.get("errors_by_kind"):
-            lines.append("- infrastructure errors by kind: "
-                         + ", ".join(f"{k} {n}" for k, n in infra["errors_by_kind"].items()))
+            lines.append(
+                "- infrastructure errors by kind: " + ", ".join(f"{k} {n}" for k, n in infra["errors_by_kind"].items())
+            )
     lines += ["", "## Acceptance (declared before the run)", ""]
     for tier, verdict in report["acceptance"]["tiers"].items():
         lines.append(f"- {tier} ({verdict['suite']}): {'PASS' if verdict['pass'] else 'FAIL'}")
         for name, check in verdict["checks"].items():
-            lines.append(f"  - {name}: {check['value']:,.3f} (bar {check['bar']:,}) "
-                         f"{'pass' if check['pass'] else 'fail'}")
+            lines.append(
+                f"  - {name}: {check['value']:,.3f} (bar {check['bar']:,}) {'pass' if check['pass'] else 'fail'}"
+            )
     lines += ["", "## What tier 0 does not track", ""] + [f"- {item}" for item in report["tier0_limits"]]
     return "\n".join(lines) + "\n"
 

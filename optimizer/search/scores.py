@@ -37,15 +37,28 @@ class Scores:
     summary: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, episodes: Sequence[Episode] | Sequence[EpisodeSummary], summary: Mapping[str, Any],
-           directory: str = "") -> Scores:
+    def of(
+        cls, episodes: Sequence[Episode] | Sequence[EpisodeSummary], summary: Mapping[str, Any], directory: str = ""
+    ) -> Scores:
         tasks = tuple(
-            TaskScore(e.task_id, e.success, int(e.metrics["peak_tokens"]), int(e.metrics["recall_calls"]),
-                      int(e.metrics["compressor_calls"]))
-            for e in episodes if e.outcome != "infra_error"
+            TaskScore(
+                e.task_id,
+                e.success,
+                int(e.metrics["peak_tokens"]),
+                int(e.metrics["recall_calls"]),
+                int(e.metrics["compressor_calls"]),
+            )
+            for e in episodes
+            if e.outcome != "infra_error"
         )
-        return cls(tasks, int(summary.get("compressor_tokens", 0)), int(summary.get("blocking", 0)),
-                   summary.get("cost_per_success"), directory, dict(summary))
+        return cls(
+            tasks,
+            int(summary.get("compressor_tokens", 0)),
+            int(summary.get("blocking", 0)),
+            summary.get("cost_per_success"),
+            directory,
+            dict(summary),
+        )
 
     @property
     def n(self) -> int:
@@ -95,21 +108,37 @@ class Scores:
     def headline(self) -> dict[str, Any]:
         """The figures reports and trackers show."""
         return {
-            "tasks": self.n, "success": self.success, "success_ci": list(self.success_ci),
-            "peak_tokens_mean": self.peak_mean, "peak_tokens_ci": list(self.peak_ci),
-            "peak_tokens_max": self.peak_max, "recall_calls": self.recalls,
-            "success_without_recall": self.success_without_recall, "compressor_tokens": self.compressor_tokens,
-            "compressor_calls": self.compressor_calls, "blocking": self.blocking,
+            "tasks": self.n,
+            "success": self.success,
+            "success_ci": list(self.success_ci),
+            "peak_tokens_mean": self.peak_mean,
+            "peak_tokens_ci": list(self.peak_ci),
+            "peak_tokens_max": self.peak_max,
+            "recall_calls": self.recalls,
+            "success_without_recall": self.success_without_recall,
+            "compressor_tokens": self.compressor_tokens,
+            "compressor_calls": self.compressor_calls,
+            "blocking": self.blocking,
             "cost_per_success": self.cost_per_success,
         }
 
     def to_dict(self) -> dict[str, Any]:
-        return {"tasks": [asdict(t) for t in self.tasks], "compressor_tokens": self.compressor_tokens,
-                "blocking": self.blocking, "cost_per_success": self.cost_per_success, "directory": self.directory,
-                "summary": dict(self.summary)}
+        return {
+            "tasks": [asdict(t) for t in self.tasks],
+            "compressor_tokens": self.compressor_tokens,
+            "blocking": self.blocking,
+            "cost_per_success": self.cost_per_success,
+            "directory": self.directory,
+            "summary": dict(self.summary),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Scores:
-        return cls(tuple(TaskScore(**t) for t in data["tasks"]), data.get("compressor_tokens", 0),
-                   data.get("blocking", 0), data.get("cost_per_success"), data.get("directory", ""),
-                   data.get("summary", {}))
+        return cls(
+            tuple(TaskScore(**t) for t in data["tasks"]),
+            data.get("compressor_tokens", 0),
+            data.get("blocking", 0),
+            data.get("cost_per_success"),
+            data.get("directory", ""),
+            data.get("summary", {}),
+        )

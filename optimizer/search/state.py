@@ -57,12 +57,18 @@ class JobState:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "format": STATE_FORMAT, "seed": self.seed,
+            "format": STATE_FORMAT,
+            "seed": self.seed,
             "candidates": {v: c.to_dict() for v, c in self.candidates.items()},
-            "rounds": [asdict(r) for r in self.rounds], "subset": self.subset, "shortlist": self.shortlist,
+            "rounds": [asdict(r) for r in self.rounds],
+            "subset": self.subset,
+            "shortlist": self.shortlist,
             "chosen": self.chosen,
-            "optimizer_tokens": self.optimizer_tokens, "step_tokens": self.step_tokens, "stopped": self.stopped,
-            "search_done": self.search_done, "wall_s": round(self.wall_s, 3),
+            "optimizer_tokens": self.optimizer_tokens,
+            "step_tokens": self.step_tokens,
+            "stopped": self.stopped,
+            "search_done": self.search_done,
+            "wall_s": round(self.wall_s, 3),
         }
 
     @classmethod
@@ -74,16 +80,22 @@ class JobState:
             )
         try:
             return cls(
-                seed=data["seed"], candidates={v: Candidate.from_dict(c) for v, c in data["candidates"].items()},
-                rounds=[RoundSummary(**r) for r in data["rounds"]], subset=list(data["subset"]),
+                seed=data["seed"],
+                candidates={v: Candidate.from_dict(c) for v, c in data["candidates"].items()},
+                rounds=[RoundSummary(**r) for r in data["rounds"]],
+                subset=list(data["subset"]),
                 shortlist=list(data["shortlist"]),
-                chosen=data["chosen"], optimizer_tokens=int(data["optimizer_tokens"]),
-                step_tokens=dict(data["step_tokens"]), stopped=data["stopped"], search_done=bool(data["search_done"]),
+                chosen=data["chosen"],
+                optimizer_tokens=int(data["optimizer_tokens"]),
+                step_tokens=dict(data["step_tokens"]),
+                stopped=data["stopped"],
+                search_done=bool(data["search_done"]),
                 wall_s=float(data.get("wall_s", 0.0)),  # absent in states written before it was measured
             )
         except (KeyError, TypeError) as exc:
-            raise ConfigError(f"{source} is damaged ({type(exc).__name__}: {exc}); restore it or move the job aside") \
-                from None
+            raise ConfigError(
+                f"{source} is damaged ({type(exc).__name__}: {exc}); restore it or move the job aside"
+            ) from None
 
 
 def config_key(config: ExperimentConfig) -> str:

@@ -50,16 +50,24 @@ class Chromium:
             os.dup2(outbound, 4)
 
         command = [
-            self.executable, "--headless=new", "--remote-debugging-pipe", "--no-first-run",
-            "--no-default-browser-check", "--disable-gpu", "--disable-extensions", "--disable-dev-shm-usage",
+            self.executable,
+            "--headless=new",
+            "--remote-debugging-pipe",
+            "--no-first-run",
+            "--no-default-browser-check",
+            "--disable-gpu",
+            "--disable-extensions",
+            "--disable-dev-shm-usage",
             "--no-sandbox",  # root in a container: the setuid sandbox cannot start there
-            f"--window-size={self.size[0]},{self.size[1]}", f"--user-data-dir={self._profile.name}",
+            f"--window-size={self.size[0]},{self.size[1]}",
+            f"--user-data-dir={self._profile.name}",
             "about:blank",
         ]
         try:
             # fds 3 and 4 are kept through exec (the parent's own, if any, are replaced in the child only).
-            self.process = subprocess.Popen(command, pass_fds=(3, 4), preexec_fn=protocol_fds,
-                                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.process = subprocess.Popen(
+                command, pass_fds=(3, 4), preexec_fn=protocol_fds, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
         finally:
             os.close(to_browser)
             os.close(from_browser)
@@ -131,8 +139,9 @@ class Chromium:
             raise BrowserError(f"{url}: {result['errorText']}")
 
     def evaluate(self, expression: str) -> Any:
-        result = self.call("Runtime.evaluate", session=True, expression=expression, returnByValue=True,
-                           awaitPromise=True)
+        result = self.call(
+            "Runtime.evaluate", session=True, expression=expression, returnByValue=True, awaitPromise=True
+        )
         if "exceptionDetails" in result:
             raise BrowserError(f"script failed: {result['exceptionDetails'].get('text')}: {expression[:200]}")
         return result["result"].get("value")

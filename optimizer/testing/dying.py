@@ -27,8 +27,9 @@ from optimizer.world import (
     UserTurn,
 )
 
-LOOKUP = ToolSpec("lookup", "Look the code up.", {"type": "object", "properties": {}},
-                  retention_class=RetentionClass.STATIC)
+LOOKUP = ToolSpec(
+    "lookup", "Look the code up.", {"type": "object", "properties": {}}, retention_class=RetentionClass.STATIC
+)
 CODE = "CODE-4471"
 
 
@@ -54,7 +55,14 @@ class DiesOnce(Environment):
 
 
 def dies_once_task(marker: Path, task_id: str = "dies-once") -> Task:
-    steps = (ReferenceStep(0, ToolCall("c1", "lookup", {})),
-             ReferenceStep(0, answer=CODE, needs=(Need(NeedKind.VALUE, CODE, guess="CODE-0000"),)))
-    return Task(task_id, "faults", (UserTurn("Look up the code and answer with it."),),
-                functools.partial(DiesOnce, marker), reference=steps)
+    steps = (
+        ReferenceStep(0, ToolCall("c1", "lookup", {})),
+        ReferenceStep(0, answer=CODE, needs=(Need(NeedKind.VALUE, CODE, guess="CODE-0000"),)),
+    )
+    return Task(
+        task_id,
+        "faults",
+        (UserTurn("Look up the code and answer with it."),),
+        functools.partial(DiesOnce, marker),
+        reference=steps,
+    )

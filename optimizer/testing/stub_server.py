@@ -75,8 +75,14 @@ class StubServer:
     """`with StubServer(responder) as url:` gives a base URL ending in /v1."""
 
     def __init__(
-        self, responder: Responder | None = None, *, upstream: str | None = None, faults: FaultPlan | None = None,
-        report_usage: bool = True, latency_s: float = 0.0, models: tuple[str, ...] | None = None,
+        self,
+        responder: Responder | None = None,
+        *,
+        upstream: str | None = None,
+        faults: FaultPlan | None = None,
+        report_usage: bool = True,
+        latency_s: float = 0.0,
+        models: tuple[str, ...] | None = None,
     ) -> None:
         if (responder is None) == (upstream is None):
             raise ValueError("give exactly one of responder or upstream")
@@ -118,8 +124,10 @@ class StubServer:
                 length = int(self.headers.get("Content-Length", 0))
                 request = json.loads(self.rfile.read(length) or b"{}")
                 if stub.models is not None and request.get("model") not in stub.models:
-                    return self._send(404, {"error": {"message": f"model {request.get('model')!r} not found",
-                                                      "type": "not_found_error"}})
+                    return self._send(
+                        404,
+                        {"error": {"message": f"model {request.get('model')!r} not found", "type": "not_found_error"}},
+                    )
                 with stub._log_lock:
                     fault = stub.faults.draw(action=expects_action(request))
                     stub.requests.append(request)
@@ -195,17 +203,24 @@ class StubServer:
         assert self.responder is not None
         answer = self.responder(request)
         # A responder returns the reply text, or a whole assistant message (to script native `tool_calls`).
-        message = {"role": "assistant", **answer} if isinstance(answer, dict) else {"role": "assistant",
-                                                                                   "content": answer}
+        message = (
+            {"role": "assistant", **answer} if isinstance(answer, dict) else {"role": "assistant", "content": answer}
+        )
         finish = "tool_calls" if message.get("tool_calls") else "stop"
         reply: dict[str, Any] = {
-            "id": "stub", "object": "chat.completion", "created": 0, "model": request.get("model", "stub"),
+            "id": "stub",
+            "object": "chat.completion",
+            "created": 0,
+            "model": request.get("model", "stub"),
             "choices": [{"index": 0, "finish_reason": finish, "message": message}],
         }
         if self.report_usage:
             prompt = count_message_tokens(request.get("messages", []))
             calls = message.get("tool_calls")
             completion = count_tokens(str(message.get("content") or "") + (json.dumps(calls) if calls else ""))
-            reply["usage"] = {"prompt_tokens": prompt, "completion_tokens": completion,
-                              "total_tokens": prompt + completion}
+            reply["usage"] = {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            }
         return reply

@@ -61,8 +61,13 @@ def walk(job_dir: Path, out: Path, *, chromium: str | None = None, timeout_s: fl
     if state is None or "optimize" not in state.runs:
         raise BrowserError(f"{job_dir} has no finished `acon optimize` run (mlflow_run.json)")
     port = free_port(0)
-    ui = subprocess.Popen([sys.executable, "-m", "optimizer", "ui", str(job_dir), "--port", str(port)],
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
+    ui = subprocess.Popen(
+        [sys.executable, "-m", "optimizer", "ui", str(job_dir), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        start_new_session=True,
+    )
     try:
         assert ui.stdout is not None
         printed = ui.stdout.readline().strip()  # the experiment page, once the server answers
@@ -83,10 +88,15 @@ def _review(browser: Chromium, experiment_url: str, run_id: str, out: Path, time
     pages = []
     parent = f"{experiment_url}/runs/{run_id}"
     browser.open(parent)
-    browser.wait_for("document.body.innerText.includes('Failures to review')", timeout_s=timeout_s,
-                     what="the parent run's description")
-    browser.evaluate("[...document.querySelectorAll('button, a, span')].find(e => e.textContent.trim() === "
-                     "'Show more')?.click() ?? true")
+    browser.wait_for(
+        "document.body.innerText.includes('Failures to review')",
+        timeout_s=timeout_s,
+        what="the parent run's description",
+    )
+    browser.evaluate(
+        "[...document.querySelectorAll('button, a, span')].find(e => e.textContent.trim() === "
+        "'Show more')?.click() ?? true"
+    )
     row = browser.wait_for(FIRST_FAILED_ROW, timeout_s=timeout_s, what="a failed pair in the description")
     if not (row["diff"] and row["compressed"] and row["full"]):
         raise BrowserError(f"the pair row of {row['pair']} lacks a link: {row}")
@@ -104,8 +114,11 @@ def _review(browser: Chromium, experiment_url: str, run_id: str, out: Path, time
     for index, role in ((3, "compressed"), (4, "full")):
         browser.open(row[role])
         root = f"episode {task} · "
-        browser.wait_for(f"document.body.innerText.includes({json.dumps(root)})", timeout_s=timeout_s,
-                         what=f"the {role} trace of {task}")
+        browser.wait_for(
+            f"document.body.innerText.includes({json.dumps(root)})",
+            timeout_s=timeout_s,
+            what=f"the {role} trace of {task}",
+        )
         pages.append(Page(f"{role} trace", row[role], str(browser.screenshot(out / f"{index}-{role}-trace.png"))))
     return pages
 

@@ -26,8 +26,9 @@ from optimizer.tracking.pareto import ParetoPoint, pareto_front
 from optimizer.tracking.store import Store, check_reachable, job_store, resolve_store, resolve_uri
 
 
-def open_tracker(config: TrackingConfig, job_dir: Path, experiment: str, *,
-                 prompt_prefix: str | None = None) -> Tracker:
+def open_tracker(
+    config: TrackingConfig, job_dir: Path, experiment: str, *, prompt_prefix: str | None = None
+) -> Tracker:
     """An MLflow tracker on the job's store, or the no-op `Tracker` when tracking is disabled."""
     if not config.enabled:
         return Tracker()
@@ -48,7 +49,6 @@ def load_from_registry(ref: str, tracking_uri: str | None = None, *, provenance:
     from optimizer.tracking.registry import load_from_registry as load
 
     return load(ref, tracking_uri, provenance=provenance)
-
 
 
 __all__ = [

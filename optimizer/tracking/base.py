@@ -25,8 +25,9 @@ class Tracker:
     enabled = False
 
     @contextlib.contextmanager
-    def job_run(self, name: str, *, params: Mapping[str, Any] | None = None,
-                tags: Mapping[str, str] | None = None) -> Iterator[str | None]:
+    def job_run(
+        self, name: str, *, params: Mapping[str, Any] | None = None, tags: Mapping[str, str] | None = None
+    ) -> Iterator[str | None]:
         """The parent run of a job (`optimize`, `compare`, `run`), reopened when the job resumes.
 
         Yields the run id. Inside it, `child_run` nests and every `log_*` call lands in the innermost run
@@ -35,9 +36,15 @@ class Tracker:
         yield None
 
     @contextlib.contextmanager
-    def child_run(self, key: str, name: str | None = None, *, params: Mapping[str, Any] | None = None,
-                  tags: Mapping[str, str] | None = None, times_ms: tuple[int, int] | None = None
-                  ) -> Iterator[str | None]:
+    def child_run(
+        self,
+        key: str,
+        name: str | None = None,
+        *,
+        params: Mapping[str, Any] | None = None,
+        tags: Mapping[str, str] | None = None,
+        times_ms: tuple[int, int] | None = None,
+    ) -> Iterator[str | None]:
         """A nested run, found again by `key` under the same parent (a resumed round is not duplicated).
 
         `times_ms` (start, end; epoch ms) for work that ran before it is logged, so the run shows how long the
@@ -64,8 +71,9 @@ class Tracker:
     def log_params(self, params: Mapping[str, Any], *, run_id: str | None = None) -> None:
         """Params (values become strings); nested mappings are flattened as `a.b`."""
 
-    def log_metrics(self, metrics: Mapping[str, float | int | bool | None], step: int | None = None, *,
-                    run_id: str | None = None) -> None:
+    def log_metrics(
+        self, metrics: Mapping[str, float | int | bool | None], step: int | None = None, *, run_id: str | None = None
+    ) -> None:
         """Numeric metrics at `step` (the round); None values are skipped, one point per key and step."""
 
     def set_tags(self, tags: Mapping[str, Any], *, run_id: str | None = None) -> None:
@@ -97,9 +105,15 @@ class Tracker:
     def log_table(self, rows: Sequence[Mapping[str, Any]], artifact_file: str) -> None:
         """Rows as an MLflow table (`.json`), browsable and loadable with `mlflow.load_table`."""
 
-    def log_pareto(self, points: Sequence[ParetoPoint], front: Sequence[str] | None = None,
-                   round: int | None = None, *, name: str | None = None,
-                   title: str | None = None) -> str | None:
+    def log_pareto(
+        self,
+        points: Sequence[ParetoPoint],
+        front: Sequence[str] | None = None,
+        round: int | None = None,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+    ) -> str | None:
         """`pareto/<rNN|final|name>.png`, success vs peak tokens (front computed when not given), plus the
         points as JSON beside it; returns the PNG's artifact path."""
         return None
@@ -107,8 +121,9 @@ class Tracker:
     def log_report(self, markdown: str, data: Mapping[str, Any] | None = None) -> None:
         """The final report: `report.md`, and `report.json` when `data` is given."""
 
-    def trace_episode(self, episode: Episode, tags: Mapping[str, str] | None = None, *,
-                      started_at: float | None = None) -> str | None:
+    def trace_episode(
+        self, episode: Episode, tags: Mapping[str, str] | None = None, *, started_at: float | None = None
+    ) -> str | None:
         """One trace per episode, linked to the active run; returns the trace id (None if skipped).
 
         `started_at` (epoch seconds) defaults to "the episode just ended". An episode already traced in
@@ -116,8 +131,14 @@ class Tracker:
         """
         return None
 
-    def register_guideline(self, guideline: Guideline, *, alias: str | None = None,
-                           tags: Mapping[str, str] | None = None, message: str | None = None) -> Any:
+    def register_guideline(
+        self,
+        guideline: Guideline,
+        *,
+        alias: str | None = None,
+        tags: Mapping[str, str] | None = None,
+        message: str | None = None,
+    ) -> Any:
         """Register a kept guideline version (history and observation prompts), once per hash; `tags` and the
         commit `message` apply to a new version."""
         return None

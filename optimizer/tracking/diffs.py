@@ -9,8 +9,9 @@ from optimizer.context.guideline import Guideline
 WRAP_COLUMN = 90
 
 
-def side_by_side(old: str, new: str, *, from_desc: str = "before", to_desc: str = "after",
-                 context: bool = False) -> str:
+def side_by_side(
+    old: str, new: str, *, from_desc: str = "before", to_desc: str = "after", context: bool = False
+) -> str:
     """A complete HTML page showing `old` and `new` side by side, changes highlighted.
 
     `context=True` shows only changed lines with a few lines around them (for long texts).
@@ -24,6 +25,8 @@ def side_by_side(old: str, new: str, *, from_desc: str = "before", to_desc: str 
 def guideline_diff(old: Guideline, new: Guideline) -> str:
     """Both guideline files (front matter with the policy, then both instructions) side by side."""
     return side_by_side(
-        old.to_markdown(), new.to_markdown(),
-        from_desc=f"{old.name} {old.version}", to_desc=f"{new.name} {new.version}",
+        old.to_markdown(),
+        new.to_markdown(),
+        from_desc=f"{old.name} {old.version}",
+        to_desc=f"{new.name} {new.version}",
     )

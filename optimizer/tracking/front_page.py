@@ -36,8 +36,15 @@ class PairLink:
 
 VIEW_KEY = "acon-review"
 # The runs list a reviewer needs: the few metrics that matter (the UI shows none by default).
-VIEW_COLUMNS = ("success", "peak_tokens_mean", "pairs_total", "test_success", "test_peak_tokens_mean",
-                "compressor_tokens", "blocking")
+VIEW_COLUMNS = (
+    "success",
+    "peak_tokens_mean",
+    "pairs_total",
+    "test_success",
+    "test_peak_tokens_mean",
+    "compressor_tokens",
+    "blocking",
+)
 
 
 def review_view(run_id: str) -> dict[str, object]:
@@ -53,27 +60,38 @@ def trace_url(experiment_id: str, trace_id: str) -> str:
     return f"#/experiments/{experiment_id}/traces/{trace_id}"
 
 
-def description(report: Mapping[str, object], pairs: Sequence[PairLink], *, experiment_id: str,
-                run_id: str) -> str:
+def description(report: Mapping[str, object], pairs: Sequence[PairLink], *, experiment_id: str, run_id: str) -> str:
     chosen = report.get("chosen") or {}
     # No heading: the run page folds the description after a few lines, and a heading would fill them.
-    lines = [f"**{report.get('experiment')}: chosen** `{chosen.get('name')}@{chosen.get('version')}` "
-             f"({chosen.get('origin')}, round {chosen.get('round')})  ",
-             *[f"{line}  " for line in headline(report)], ""]
+    lines = [
+        f"**{report.get('experiment')}: chosen** `{chosen.get('name')}@{chosen.get('version')}` "
+        f"({chosen.get('origin')}, round {chosen.get('round')})  ",
+        *[f"{line}  " for line in headline(report)],
+        "",
+    ]
     lines += _bars(report)
-    lines += ["", f"Full report: [report.md]({artifact_url(experiment_id, run_id, 'report.md')}) · "
-              f"[all runs, the metrics that matter](#/experiments/{experiment_id}/runs?viewStateShareKey={VIEW_KEY}) · "
-              f"[seed → chosen diff]({artifact_url(experiment_id, run_id, 'diffs/seed-to-chosen.html')}) · "
-              f"[test split plot]({artifact_url(experiment_id, run_id, 'pareto/test.png')})", ""]
+    lines += [
+        "",
+        f"Full report: [report.md]({artifact_url(experiment_id, run_id, 'report.md')}) · "
+        f"[all runs, the metrics that matter](#/experiments/{experiment_id}/runs?viewStateShareKey={VIEW_KEY}) · "
+        f"[seed → chosen diff]({artifact_url(experiment_id, run_id, 'diffs/seed-to-chosen.html')}) · "
+        f"[test split plot]({artifact_url(experiment_id, run_id, 'pareto/test.png')})",
+        "",
+    ]
     text = "\n".join(lines)
     if not pairs:
         return text + "\nNo failure pair: no candidate lost a task that full context solved.\n"
     # Real failures first: they are what a reviewer came for; near misses only cost a recall.
     pairs = sorted(pairs, key=lambda p: p.near_miss)
-    header = ["## Failures to review", "",
-              "Full context solved these tasks; under the strategy named, the compressed context failed them "
-              "(*failed*) or solved them only through a recall (*near miss*).", "",
-              "| pair | outcome | missing | lost at | diff | traces |", "|---|---|---|---|---|---|"]
+    header = [
+        "## Failures to review",
+        "",
+        "Full context solved these tasks; under the strategy named, the compressed context failed them "
+        "(*failed*) or solved them only through a recall (*near miss*).",
+        "",
+        "| pair | outcome | missing | lost at | diff | traces |",
+        "|---|---|---|---|---|---|",
+    ]
     text += "\n" + "\n".join(header)
     shown = 0
     for link in pairs:
@@ -83,8 +101,10 @@ def description(report: Mapping[str, object], pairs: Sequence[PairLink], *, expe
         text += row
         shown += 1
     if shown < len(pairs):
-        text += (f"\n\n{len(pairs) - shown} more pair(s) did not fit here: filter the traces on tag "
-                 "`acon.pair.role = compressed`, or open each round's `pairs/` artifacts.")
+        text += (
+            f"\n\n{len(pairs) - shown} more pair(s) did not fit here: filter the traces on tag "
+            "`acon.pair.role = compressed`, or open each round's `pairs/` artifacts."
+        )
     return text + "\n"
 
 
@@ -93,20 +113,23 @@ def _bars(report: Mapping[str, object]) -> list[str]:
     for tier, verdict in (report.get("acceptance") or {}).get("tiers", {}).items():
         checks = ", ".join(
             f"{name} {check['value']:,.3f} (bar {check['bar']:,}) {'✔' if check['pass'] else '✘'}"
-            for name, check in verdict["checks"].items())
+            for name, check in verdict["checks"].items()
+        )
         lines.append(f"- {tier}: {'PASS' if verdict['pass'] else 'FAIL'}: {checks}")
     return lines
 
 
 def _row(link: PairLink, experiment_id: str) -> str:
-    diff = (f"[diff]({artifact_url(experiment_id, link.diff_run, link.diff_path)})"
-            if link.diff_run and link.diff_path else "–")
+    diff = (
+        f"[diff]({artifact_url(experiment_id, link.diff_run, link.diff_path)})"
+        if link.diff_run and link.diff_path
+        else "–"
+    )
     traces = f"[compressed]({trace_url(experiment_id, link.compressed_trace)})"
     if link.full_trace:
         traces += f" · [full]({trace_url(experiment_id, link.full_trace)})"
     outcome = "near miss" if link.near_miss else "failed"
-    return (f"| {_cell(link.pair)} | {outcome} | {_cell(link.missing)} | {_cell(link.checkpoint)} | {diff} | "
-            f"{traces} |")
+    return f"| {_cell(link.pair)} | {outcome} | {_cell(link.missing)} | {_cell(link.checkpoint)} | {diff} | {traces} |"
 
 
 def _cell(text: str) -> str:

@@ -36,14 +36,37 @@ if TYPE_CHECKING:
     from optimizer.search.proposers.base import Pair
 
 RUN_METRICS = (
-    "success", "peak_tokens_mean", "peak_tokens_max", "dependency_mean", "steps_mean", "agent_tokens",
-    "compressor_tokens", "compressor_calls", "total_tokens", "cost", "cost_per_success", "scored",
-    "infra_errors", "blocking", "recall_calls", "duplicate_writes", "cache_breaks", "wall_s",
+    "success",
+    "peak_tokens_mean",
+    "peak_tokens_max",
+    "dependency_mean",
+    "steps_mean",
+    "agent_tokens",
+    "compressor_tokens",
+    "compressor_calls",
+    "total_tokens",
+    "cost",
+    "cost_per_success",
+    "scored",
+    "infra_errors",
+    "blocking",
+    "recall_calls",
+    "duplicate_writes",
+    "cache_breaks",
+    "wall_s",
 )
 # The reference agent (tier 0) calls no model: these would read 0 for "not measured", not for "none spent".
 AGENT_ONLY = ("agent_tokens",)
-SCORE_METRICS = ("success", "peak_tokens_mean", "peak_tokens_max", "dependency_mean", "total_tokens",
-                 "compressor_tokens", "cost_per_success", "blocking")
+SCORE_METRICS = (
+    "success",
+    "peak_tokens_mean",
+    "peak_tokens_max",
+    "dependency_mean",
+    "total_tokens",
+    "compressor_tokens",
+    "cost_per_success",
+    "blocking",
+)
 
 
 def numeric(data: Mapping[str, Any], keys: Sequence[str], prefix: str = "") -> dict[str, float]:
@@ -132,12 +155,19 @@ class OptimizeTracking(JobTracking):
 
     def on_candidate(self, job: OptimizationJob, candidate: Candidate, result: RunResult) -> None:
         guideline = candidate.guideline
-        with self._round(candidate.round), self.tracker.child_run(
-            f"candidate/{candidate.version}", _candidate_name(candidate),
-            params={"origin": candidate.origin, "round": candidate.round, "parent": candidate.parent,
-                    "guideline": candidate.version},
-            tags={"acon.guideline": candidate.version, "origin": candidate.origin,
-                  "round": str(candidate.round)},
+        with (
+            self._round(candidate.round),
+            self.tracker.child_run(
+                f"candidate/{candidate.version}",
+                _candidate_name(candidate),
+                params={
+                    "origin": candidate.origin,
+                    "round": candidate.round,
+                    "parent": candidate.parent,
+                    "guideline": candidate.version,
+                },
+                tags={"acon.guideline": candidate.version, "origin": candidate.origin, "round": str(candidate.round)},
+            ),
         ):
             train = candidate.screens.get("train")
             screen = numeric(train.headline() if train else {}, SCORE_METRICS, "screen_")
@@ -149,8 +179,9 @@ class OptimizeTracking(JobTracking):
                 self.tracker.log_guideline_diff(old, guideline, name=f"vs-parent-{old.version}")
             if candidate.rationale:
                 self.tracker.log_text(candidate.rationale, "rationale.md")
-            self.tracker.register_guideline(guideline, tags=_version_tags(candidate, screen),
-                                            message=_commit_message(candidate))
+            self.tracker.register_guideline(
+                guideline, tags=_version_tags(candidate, screen), message=_commit_message(candidate)
+            )
         self._sync_rounds(job)
 
     def on_diffs(self, job: OptimizationJob, index: int, pairs: Sequence[Pair]) -> None:
@@ -173,11 +204,14 @@ class OptimizeTracking(JobTracking):
         self._sync_rounds(job)
         step = job.state.round
         chosen, seed = job.chosen(), job.seed()
-        self.tracker.log_metrics({
-            **numeric(report["chosen"], SCORE_METRICS, "test_"),
-            **numeric(report.get("budget", {}), ("agent_episodes", "compressor_calls", "optimizer_tokens")),
-            "pareto_size": len(report.get("pareto", [])),
-        }, step=step)
+        self.tracker.log_metrics(
+            {
+                **numeric(report["chosen"], SCORE_METRICS, "test_"),
+                **numeric(report.get("budget", {}), ("agent_episodes", "compressor_calls", "optimizer_tokens")),
+                "pareto_size": len(report.get("pareto", [])),
+            },
+            step=step,
+        )
         self.tracker.set_tags({"acon.chosen": chosen.version, "acon.stopped": report.get("stopped")})
         for tier, verdict in report.get("acceptance", {}).get("tiers", {}).items():
             self.tracker.set_tags({f"acon.acceptance.{tier}": "pass" if verdict["pass"] else "fail"})
@@ -185,28 +219,43 @@ class OptimizeTracking(JobTracking):
         self.tracker.log_guideline_diff(seed.guideline, chosen.guideline, name="seed-to-chosen")
         self.tracker.log_pareto(_points(report.get("points", [])), _front(report.get("pareto", [])))
         self.tracker.log_pareto(
-            [ParetoPoint(f"{row['strategy']} ({row['tier']})", row["success"], row["peak_tokens_mean"],
-                         baseline=row["kind"] != "learned") for row in report["rows"]],
-            name="test", title="test split: chosen guideline vs baselines",
+            [
+                ParetoPoint(
+                    f"{row['strategy']} ({row['tier']})",
+                    row["success"],
+                    row["peak_tokens_mean"],
+                    baseline=row["kind"] != "learned",
+                )
+                for row in report["rows"]
+            ],
+            name="test",
+            title="test split: chosen guideline vs baselines",
         )
         markdown = job.dir.path / "report.md"
         self.tracker.log_report(markdown.read_text() if markdown.exists() else "", dict(report))
         for candidate in job.candidates():
             if candidate.rejected and candidate.screens and candidate.version != chosen.version:
-                self.tracker.tag_guideline(candidate.guideline, {"acon.status": "rejected",
-                                                                 "acon.rejected": candidate.rejected})
+                self.tracker.tag_guideline(
+                    candidate.guideline, {"acon.status": "rejected", "acon.rejected": candidate.rejected}
+                )
         cut = report.get("cut") or {}
-        self.tracker.set_best(chosen.guideline, prompt_tags={
-            "acon.status": "chosen", "acon.chosen": chosen.version, "acon.chosen_candidate": _candidate_name(chosen),
-            "acon.experiment": self.config.name,
-            **({"acon.test_peak_vs_none": f"{cut['vs_none']:+.1%}"} if cut.get("vs_none") is not None else {}),
-            **({"acon.test_success": f"{cut['success']:.2f}"} if "success" in cut else {}),
-        })
+        self.tracker.set_best(
+            chosen.guideline,
+            prompt_tags={
+                "acon.status": "chosen",
+                "acon.chosen": chosen.version,
+                "acon.chosen_candidate": _candidate_name(chosen),
+                "acon.experiment": self.config.name,
+                **({"acon.test_peak_vs_none": f"{cut['vs_none']:+.1%}"} if cut.get("vs_none") is not None else {}),
+                **({"acon.test_success": f"{cut['success']:.2f}"} if "success" in cut else {}),
+            },
+        )
         ref = self.tracker.run_ref()
         if ref:
             self.tracker.share_view(VIEW_KEY, review_view(ref["run_id"]))
-            self.tracker.set_description(description(report, self.tracker.pair_links(),
-                                                     experiment_id=ref["experiment_id"], run_id=ref["run_id"]))
+            self.tracker.set_description(
+                description(report, self.tracker.pair_links(), experiment_id=ref["experiment_id"], run_id=ref["run_id"])
+            )
 
     def run_ref(self) -> dict[str, str]:
         """Where the job run lives, for the report to name it."""
@@ -225,8 +274,10 @@ class OptimizeTracking(JobTracking):
         if candidate is None:
             return []
         round_index = candidate.round
-        return [(f"round/{round_index:02d}", _round_name(round_index)),
-                (f"candidate/{version}", _candidate_name(candidate))]
+        return [
+            (f"round/{round_index:02d}", _round_name(round_index)),
+            (f"candidate/{version}", _candidate_name(candidate)),
+        ]
 
     def _round(self, index: int) -> contextlib.AbstractContextManager[str | None]:
         return self.tracker.child_run(f"round/{index:02d}", _round_name(index), tags={"round": str(index)})
@@ -239,8 +290,9 @@ class OptimizeTracking(JobTracking):
             # A seed that lost to a model-free baseline on the LLM subset is screened on that subset only.
             scores = seed.screens[split]
             self.tracker.log_metrics(numeric(scores.headline(), SCORE_METRICS), step=0)
-            self.tracker.set_tags({"acon.step0": f"seed {seed.version}, screened on {split} "
-                                                 f"({len(scores.tasks)} tasks)"})
+            self.tracker.set_tags(
+                {"acon.step0": f"seed {seed.version}, screened on {split} ({len(scores.tasks)} tasks)"}
+            )
             self._rounds_logged.add(0)
         for summary in job.state.rounds:
             index = summary.round
@@ -248,13 +300,19 @@ class OptimizeTracking(JobTracking):
                 continue
             best = job.state.candidates.get(summary.best)
             screen = best.screens.get("train") if best is not None else None
-            self.tracker.log_metrics({
-                **numeric(screen.headline() if screen else {}, SCORE_METRICS),
-                "pairs": summary.pairs, "candidates": len(summary.screened), "rejected": len(summary.rejected),
-                # The latest value is what the runs list shows: per round alone it read 0 after a clean round.
-                "pairs_total": sum(r.pairs for r in job.state.rounds if r.round <= index),
-                "pareto_size": len(summary.front), "improved": bool(summary.improved),
-            }, step=index)
+            self.tracker.log_metrics(
+                {
+                    **numeric(screen.headline() if screen else {}, SCORE_METRICS),
+                    "pairs": summary.pairs,
+                    "candidates": len(summary.screened),
+                    "rejected": len(summary.rejected),
+                    # The latest value is what the runs list shows: per round alone it read 0 after a clean round.
+                    "pairs_total": sum(r.pairs for r in job.state.rounds if r.round <= index),
+                    "pareto_size": len(summary.front),
+                    "improved": bool(summary.improved),
+                },
+                step=index,
+            )
             points = [p.to_dict() for p in job.points() if p.kind == "baseline" or p.round <= index]
             with self._round(index):
                 self.tracker.log_pareto(_points(points), _front(summary.front), round=index)
@@ -263,8 +321,12 @@ class OptimizeTracking(JobTracking):
 
 def _version_tags(candidate: Candidate, screen: Mapping[str, float]) -> dict[str, str]:
     """What a registered version says about the candidate it came from: name, origin, round, parent, scores."""
-    tags = {"acon.candidate": _candidate_name(candidate), "acon.origin": candidate.origin,
-            "acon.round": str(candidate.round), "acon.status": "rejected" if candidate.rejected else "screened"}
+    tags = {
+        "acon.candidate": _candidate_name(candidate),
+        "acon.origin": candidate.origin,
+        "acon.round": str(candidate.round),
+        "acon.status": "rejected" if candidate.rejected else "screened",
+    }
     if candidate.parent:
         tags["acon.parent"] = candidate.parent
     if candidate.rejected:
@@ -302,8 +364,7 @@ def _label(point: Mapping[str, Any]) -> str:
 
 
 def _points(points: Sequence[Mapping[str, Any]]) -> list[ParetoPoint]:
-    return [ParetoPoint(_label(p), p["success"], p["peak_tokens"], baseline=p["kind"] == "baseline")
-            for p in points]
+    return [ParetoPoint(_label(p), p["success"], p["peak_tokens"], baseline=p["kind"] == "baseline") for p in points]
 
 
 def _front(front: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -312,17 +373,26 @@ def _front(front: Sequence[Mapping[str, Any]]) -> list[str]:
 
 def _pair_row(diff: PairDiff) -> dict[str, Any]:
     return {
-        "task_id": diff.task_id, "strategy": diff.strategy, "divergence_step": diff.divergence_step,
+        "task_id": diff.task_id,
+        "strategy": diff.strategy,
+        "divergence_step": diff.divergence_step,
         "missing": [f.literal for f in diff.missing],
         "classes": sorted({f.retention or "?" for f in diff.missing}),
-        "checkpoints": sorted({f.checkpoint_name for f in diff.missing}), "blocking": diff.blocking,
+        "checkpoints": sorted({f.checkpoint_name for f in diff.missing}),
+        "blocking": diff.blocking,
         "failure": "; ".join(diff.compressed_reasons),
     }
 
 
 @contextlib.contextmanager
-def tracked_job(config: ExperimentConfig, job: str, *, strategy: str | None = None, split: str | None = None,
-                agent: str | None = None) -> Iterator[JobTracking | None]:
+def tracked_job(
+    config: ExperimentConfig,
+    job: str,
+    *,
+    strategy: str | None = None,
+    split: str | None = None,
+    agent: str | None = None,
+) -> Iterator[JobTracking | None]:
     """The parent run of an `acon run` / `acon compare` job; None when tracking is off."""
     from optimizer.tracking import tracker_from_config
 

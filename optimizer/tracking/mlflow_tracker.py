@@ -94,8 +94,9 @@ class MlflowTracker(Tracker):
 
     enabled = True
 
-    def __init__(self, store: Store, job_dir: Path, experiment: str, *, traces: bool = True,
-                 prompt_prefix: str | None = None) -> None:
+    def __init__(
+        self, store: Store, job_dir: Path, experiment: str, *, traces: bool = True, prompt_prefix: str | None = None
+    ) -> None:
         from optimizer.tracking.registry import prompt_prefix as default_prefix
 
         self.store = store
@@ -129,8 +130,9 @@ class MlflowTracker(Tracker):
     # Runs -------------------------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def job_run(self, name: str, *, params: Mapping[str, Any] | None = None,
-                tags: Mapping[str, str] | None = None) -> Iterator[str | None]:
+    def job_run(
+        self, name: str, *, params: Mapping[str, Any] | None = None, tags: Mapping[str, str] | None = None
+    ) -> Iterator[str | None]:
         if self._job_run_id is not None:
             raise RuntimeError(f"job run {self._job_run_id} is already open; nest with child_run instead")
         state = JobState.read(self.job_dir)
@@ -139,8 +141,14 @@ class MlflowTracker(Tracker):
             run_id = None
         if run_id is None:
             run_id = self._create(name, {JOB_TAG: name, **(tags or {})})
-            remember_run(self.job_dir, tracking_uri=self.store.uri, experiment_id=self.experiment_id,
-                         experiment=self.experiment, job=name, run_id=run_id)
+            remember_run(
+                self.job_dir,
+                tracking_uri=self.store.uri,
+                experiment_id=self.experiment_id,
+                experiment=self.experiment,
+                job=name,
+                run_id=run_id,
+            )
         self._job_run_id = run_id
         try:
             with self._entered(run_id, params, fluent=True):
@@ -150,9 +158,15 @@ class MlflowTracker(Tracker):
             self._job_run_id = None
 
     @contextlib.contextmanager
-    def child_run(self, key: str, name: str | None = None, *, params: Mapping[str, Any] | None = None,
-                  tags: Mapping[str, str] | None = None, times_ms: tuple[int, int] | None = None
-                  ) -> Iterator[str | None]:
+    def child_run(
+        self,
+        key: str,
+        name: str | None = None,
+        *,
+        params: Mapping[str, Any] | None = None,
+        tags: Mapping[str, str] | None = None,
+        times_ms: tuple[int, int] | None = None,
+    ) -> Iterator[str | None]:
         parent = self._run(None)
         with self._lock:
             children = self._children_of(parent)
@@ -189,24 +203,35 @@ class MlflowTracker(Tracker):
         links, token = [], None
         while True:
             page = self.tracing.search_traces(
-                locations=[self.experiment_id], include_spans=False, max_results=500, page_token=token,
-                filter_string=f"tags.`{ROLE_TAG}` = 'compressed'", order_by=["timestamp_ms ASC"],
+                locations=[self.experiment_id],
+                include_spans=False,
+                max_results=500,
+                page_token=token,
+                filter_string=f"tags.`{ROLE_TAG}` = 'compressed'",
+                order_by=["timestamp_ms ASC"],
             )
             for trace in page:
                 tags = trace.info.tags
-                links.append(PairLink(
-                    pair=tags.get(PAIR_TAG, ""), missing=tags.get(MISSING_TAG, ""),
-                    checkpoint=tags.get(CHECKPOINT_TAG, ""), compressed_trace=trace.info.trace_id,
-                    full_trace=tags.get(OTHER_TAG), diff_run=tags.get(DIFF_RUN_TAG), diff_path=tags.get(DIFF_TAG),
-                    near_miss=tags.get(KIND_TAG) == "near_miss",
-                ))
+                links.append(
+                    PairLink(
+                        pair=tags.get(PAIR_TAG, ""),
+                        missing=tags.get(MISSING_TAG, ""),
+                        checkpoint=tags.get(CHECKPOINT_TAG, ""),
+                        compressed_trace=trace.info.trace_id,
+                        full_trace=tags.get(OTHER_TAG),
+                        diff_run=tags.get(DIFF_RUN_TAG),
+                        diff_path=tags.get(DIFF_TAG),
+                        near_miss=tags.get(KIND_TAG) == "near_miss",
+                    )
+                )
             token = page.token
             if not token:
                 return links
 
     @contextlib.contextmanager
-    def _entered(self, run_id: str, params: Mapping[str, Any] | None, *, fluent: bool,
-                 end_ms: int | None = None) -> Iterator[None]:
+    def _entered(
+        self, run_id: str, params: Mapping[str, Any] | None, *, fluent: bool, end_ms: int | None = None
+    ) -> Iterator[None]:
         """Push the run for this thread; on exit set its status, writing only when it changes.
 
         Only the job run becomes MLflow's fluent active run: re-entering a child (a round, a candidate)
@@ -264,8 +289,10 @@ class MlflowTracker(Tracker):
                 token = None
                 while True:
                     page = self.client.search_runs(
-                        [self.experiment_id], filter_string=f"tags.`{MLFLOW_PARENT_RUN_ID}` = '{parent}'",
-                        max_results=1000, page_token=token,
+                        [self.experiment_id],
+                        filter_string=f"tags.`{MLFLOW_PARENT_RUN_ID}` = '{parent}'",
+                        max_results=1000,
+                        page_token=token,
                     )
                     for run in page:
                         if KEY_TAG in run.data.tags:
@@ -305,12 +332,12 @@ class MlflowTracker(Tracker):
         for i in range(0, len(items), BATCH):
             self.client.log_batch(run_id, params=items[i : i + BATCH])
         if changed:
-            log.warning("run %s resumed with changed params %s; the first values are kept", run_id,
-                        sorted(changed))
+            log.warning("run %s resumed with changed params %s; the first values are kept", run_id, sorted(changed))
             self.set_tags({"acon.changed_params": json.dumps(changed)[:MAX_TAG_CHARS]}, run_id=run_id)
 
-    def log_metrics(self, metrics: Mapping[str, float | int | bool | None], step: int | None = None, *,
-                    run_id: str | None = None) -> None:
+    def log_metrics(
+        self, metrics: Mapping[str, float | int | bool | None], step: int | None = None, *, run_id: str | None = None
+    ) -> None:
         run_id = self._run(run_id)
         step = int(step or 0)
         now = int(time.time() * 1000)
@@ -381,8 +408,14 @@ class MlflowTracker(Tracker):
         if compressed_id is not None and self._already_marked(compressed_id, diff):
             return  # a resumed job mines the same pair again
         ref = (self._run(None), diff_path) if diff_path else None
-        mark_pair(self.tracing, diff, full_trace=full_id, compressed_trace=compressed_id, diff_ref=ref,
-                  near_miss=compressed.outcome == "success")
+        mark_pair(
+            self.tracing,
+            diff,
+            full_trace=full_id,
+            compressed_trace=compressed_id,
+            diff_ref=ref,
+            near_miss=compressed.outcome == "success",
+        )
 
     def trace_id(self, episode: Episode) -> str | None:
         """The trace of an episode: traced by this process, or found in the store by its key."""
@@ -392,8 +425,12 @@ class MlflowTracker(Tracker):
         if known is not None:
             return known
         quoted = key.replace("'", "\\'")
-        found = self.client.search_traces(locations=[self.experiment_id], include_spans=False, max_results=1,
-                                          filter_string=f"tags.`{EPISODE_TAG}` = '{quoted}'")
+        found = self.client.search_traces(
+            locations=[self.experiment_id],
+            include_spans=False,
+            max_results=1,
+            filter_string=f"tags.`{EPISODE_TAG}` = '{quoted}'",
+        )
         if not found:
             return None
         with self._lock:
@@ -409,9 +446,15 @@ class MlflowTracker(Tracker):
             raise ValueError(f"table artifact {artifact_file!r} must end with .json (MLflow's table format)")
         self.client.log_table(self._run(None), to_columns(rows), artifact_file)
 
-    def log_pareto(self, points: Sequence[ParetoPoint], front: Sequence[str] | None = None,
-                   round: int | None = None, *, name: str | None = None,
-                   title: str | None = None) -> str | None:
+    def log_pareto(
+        self,
+        points: Sequence[ParetoPoint],
+        front: Sequence[str] | None = None,
+        round: int | None = None,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+    ) -> str | None:
         front = list(pareto_front(points) if front is None else front)
         title = title or "success vs peak tokens" + ("" if round is None else f", round {round}")
         stem = _safe_name(name) if name else "final" if round is None else f"r{round:02d}"
@@ -419,8 +462,9 @@ class MlflowTracker(Tracker):
             image = Path(tmp) / f"{stem}.png"
             image.write_bytes(plot_png(points, front, title=title))
             self.log_artifact(image, "pareto")
-        self.client.log_dict(self._run(None), {"points": [vars(p) for p in points], "front": front},
-                             f"pareto/{stem}.json")
+        self.client.log_dict(
+            self._run(None), {"points": [vars(p) for p in points], "front": front}, f"pareto/{stem}.json"
+        )
         return f"pareto/{stem}.png"
 
     def log_report(self, markdown: str, data: Mapping[str, Any] | None = None) -> None:
@@ -430,8 +474,9 @@ class MlflowTracker(Tracker):
 
     # Traces -----------------------------------------------------------------------------------------
 
-    def trace_episode(self, episode: Episode, tags: Mapping[str, str] | None = None, *,
-                      started_at: float | None = None) -> str | None:
+    def trace_episode(
+        self, episode: Episode, tags: Mapping[str, str] | None = None, *, started_at: float | None = None
+    ) -> str | None:
         if not self.traces:
             return None
         run_id = self.active_run_id()
@@ -443,8 +488,9 @@ class MlflowTracker(Tracker):
                     return None
                 traced.add(key)
         started = time.time() - episode.wall_s if started_at is None else started_at
-        trace_id = log_episode_trace(episode, started_at=started, experiment_id=self.experiment_id,
-                                     run_id=run_id, tags=tags)
+        trace_id = log_episode_trace(
+            episode, started_at=started, experiment_id=self.experiment_id, run_id=run_id, tags=tags
+        )
         with self._lock:
             self._trace_ids[episode_key(episode)] = trace_id
         return trace_id
@@ -456,7 +502,10 @@ class MlflowTracker(Tracker):
                 token = None
                 while True:
                     page = self.client.search_traces(
-                        locations=[self.experiment_id], run_id=run_id, include_spans=False, max_results=500,
+                        locations=[self.experiment_id],
+                        run_id=run_id,
+                        include_spans=False,
+                        max_results=500,
                         page_token=token,
                     )
                     keys.update(t.info.tags[EPISODE_TAG] for t in page if EPISODE_TAG in t.info.tags)
@@ -472,9 +521,14 @@ class MlflowTracker(Tracker):
 
     # Prompt registry --------------------------------------------------------------------------------
 
-    def register_guideline(self, guideline: Guideline, *, alias: str | None = None,
-                           tags: Mapping[str, str] | None = None, message: str | None = None
-                           ) -> RegisteredGuideline:
+    def register_guideline(
+        self,
+        guideline: Guideline,
+        *,
+        alias: str | None = None,
+        tags: Mapping[str, str] | None = None,
+        message: str | None = None,
+    ) -> RegisteredGuideline:
         with self._lock:
             registered = self.registry.register(guideline, alias=alias, tags=dict(tags or {}), message=message)
             run_id = self.active_run_id()
@@ -487,8 +541,7 @@ class MlflowTracker(Tracker):
         with self._lock:
             self.registry.tag_version(guideline, {k: str(v) for k, v in tags.items()})
 
-    def set_best(self, guideline: Guideline, *, prompt_tags: Mapping[str, str] | None = None
-                 ) -> RegisteredGuideline:
+    def set_best(self, guideline: Guideline, *, prompt_tags: Mapping[str, str] | None = None) -> RegisteredGuideline:
         registered = self.register_guideline(guideline, alias=BEST)
         if prompt_tags:
             tags = {k: str(v) for k, v in prompt_tags.items()}
@@ -496,6 +549,8 @@ class MlflowTracker(Tracker):
                 self.registry.tag_prompts(tags)
                 self.registry.tag_version(guideline, tags)
         if self._job_run_id is not None:
-            self.set_tags({"acon.best_guideline": guideline.version, "acon.best_prompt": registered.history},
-                          run_id=self._job_run_id)
+            self.set_tags(
+                {"acon.best_guideline": guideline.version, "acon.best_prompt": registered.history},
+                run_id=self._job_run_id,
+            )
         return registered

@@ -41,8 +41,10 @@ def endpoint_params(endpoint: EndpointConfig) -> dict[str, Any]:
     """An endpoint's identity and sampling settings; `describe()` guarantees no key is included."""
     described = endpoint.describe()
     return {
-        "model": described["model"], "base_url": public_url(described["base_url"]),
-        "temperature": endpoint.temperature, "max_tokens": endpoint.max_tokens,
+        "model": described["model"],
+        "base_url": public_url(described["base_url"]),
+        "temperature": endpoint.temperature,
+        "max_tokens": endpoint.max_tokens,
     }
 
 
@@ -53,25 +55,31 @@ def experiment_params(config: ExperimentConfig, *, optimize: bool = False) -> di
     from the seed, on train, and reports on test): those params would contradict its tags, so they are left out.
     """
     endpoints = config.endpoints
-    return flatten({
-        "experiment": config.name,
-        "seed": config.seed,
-        "suite": config.suite.model_dump(mode="json"),
-        **({} if optimize else {"run": config.run.model_dump(mode="json"),
-                                "strategy": config.strategy.model_dump(mode="json")}),
-        "guideline": config.guideline,
-        "endpoints": {
-            "agent": endpoint_params(endpoints.agent),
-            "compressor": endpoint_params(endpoints.compressor),
-            "optimizer": endpoint_params(endpoints.optimizer),
-        },
-        "optimize": config.optimize.model_dump(mode="json"),
-        "acceptance": config.acceptance.model_dump(mode="json"),
-    })
+    return flatten(
+        {
+            "experiment": config.name,
+            "seed": config.seed,
+            "suite": config.suite.model_dump(mode="json"),
+            **(
+                {}
+                if optimize
+                else {"run": config.run.model_dump(mode="json"), "strategy": config.strategy.model_dump(mode="json")}
+            ),
+            "guideline": config.guideline,
+            "endpoints": {
+                "agent": endpoint_params(endpoints.agent),
+                "compressor": endpoint_params(endpoints.compressor),
+                "optimizer": endpoint_params(endpoints.optimizer),
+            },
+            "optimize": config.optimize.model_dump(mode="json"),
+            "acceptance": config.acceptance.model_dump(mode="json"),
+        }
+    )
 
 
-def experiment_tags(config: ExperimentConfig, *, strategy: str | None = None, split: str | None = None,
-                    agent: str | None = None) -> dict[str, str]:
+def experiment_tags(
+    config: ExperimentConfig, *, strategy: str | None = None, split: str | None = None, agent: str | None = None
+) -> dict[str, str]:
     """Tags a reviewer filters on: suite, split, agent, strategy, tier (0 reference, 1 llm agent)."""
     agent = agent or config.run.agent
     return {

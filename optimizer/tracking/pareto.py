@@ -29,8 +29,7 @@ def pareto_front(points: Sequence[ParetoPoint]) -> list[str]:
     return [p.label for p in points if not any(q.dominates(p) for q in points)]
 
 
-def plot_png(points: Sequence[ParetoPoint], front: Collection[str] | None = None, *,
-             title: str = "") -> bytes:
+def plot_png(points: Sequence[ParetoPoint], front: Collection[str] | None = None, *, title: str = "") -> bytes:
     """Success vs peak tokens: baselines as squares, the front highlighted, every point labelled.
 
     Points are numbered by peak tokens, and a key beside the plot names each number (with its success and
@@ -48,27 +47,61 @@ def plot_png(points: Sequence[ParetoPoint], front: Collection[str] | None = None
     for is_baseline, marker, color, name in ((False, "o", "#4c72b0", "candidate"), (True, "s", "#8c8c8c", "baseline")):
         chosen = [p for p in ordered if p.baseline is is_baseline]
         if chosen:
-            ax.scatter([p.peak_tokens for p in chosen], [p.success for p in chosen], marker=marker, s=46,
-                       color=color, label=name, zorder=3)
+            ax.scatter(
+                [p.peak_tokens for p in chosen],
+                [p.success for p in chosen],
+                marker=marker,
+                s=46,
+                color=color,
+                label=name,
+                zorder=3,
+            )
     frontier = [p for p in ordered if p.label in on_front]
     if frontier:
-        ax.step([p.peak_tokens for p in frontier], [p.success for p in frontier], where="post",
-                color=FRONT_COLOR, linewidth=1.5, zorder=2)
-        ax.scatter([p.peak_tokens for p in frontier], [p.success for p in frontier], s=150, facecolors="none",
-                   edgecolors=FRONT_COLOR, linewidths=2, label="Pareto front", zorder=4)
+        ax.step(
+            [p.peak_tokens for p in frontier],
+            [p.success for p in frontier],
+            where="post",
+            color=FRONT_COLOR,
+            linewidth=1.5,
+            zorder=2,
+        )
+        ax.scatter(
+            [p.peak_tokens for p in frontier],
+            [p.success for p in frontier],
+            s=150,
+            facecolors="none",
+            edgecolors=FRONT_COLOR,
+            linewidths=2,
+            label="Pareto front",
+            zorder=4,
+        )
     key = []
     for number, point in enumerate(ordered, start=1):
         color = FRONT_COLOR if point.label in on_front else "#333333"
-        ax.annotate(str(number), (point.peak_tokens, point.success), textcoords="offset points",
-                    xytext=(5, 4 + 7 * (number % 3)), fontsize=8, color=color)
+        ax.annotate(
+            str(number),
+            (point.peak_tokens, point.success),
+            textcoords="offset points",
+            xytext=(5, 4 + 7 * (number % 3)),
+            fontsize=8,
+            color=color,
+        )
         mark = "*" if point.label in on_front else " "
         key.append((f"{number:>2}{mark} {point.label}  ({point.success:.2f}, {point.peak_tokens:,.0f})", color))
     for row, (text, color) in enumerate(key):
-        figure.text(0.65, 0.9 - row * 0.8 / max(len(key), 20), text, fontsize=8, family="monospace",
-                    color=color, va="top")
+        figure.text(
+            0.65, 0.9 - row * 0.8 / max(len(key), 20), text, fontsize=8, family="monospace", color=color, va="top"
+        )
     if key:
-        figure.text(0.65, 0.93, "#  label  (success, peak tokens)   * on the front", fontsize=8,
-                    family="monospace", weight="bold")
+        figure.text(
+            0.65,
+            0.93,
+            "#  label  (success, peak tokens)   * on the front",
+            fontsize=8,
+            family="monospace",
+            weight="bold",
+        )
     ax.set_xlabel("peak input tokens (mean per episode; lower is better)")
     ax.set_ylabel("success rate (higher is better)")
     ax.set_ylim(-0.05, 1.1)

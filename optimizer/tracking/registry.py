@@ -63,8 +63,14 @@ class GuidelineRegistry:
             return None
         return self._registered(version, found[HISTORY], found[OBSERVATION])
 
-    def register(self, guideline: Guideline, *, alias: str | None = None, tags: dict[str, str] | None = None,
-                 message: str | None = None) -> RegisteredGuideline:
+    def register(
+        self,
+        guideline: Guideline,
+        *,
+        alias: str | None = None,
+        tags: dict[str, str] | None = None,
+        message: str | None = None,
+    ) -> RegisteredGuideline:
         """Register `guideline` unless its hash already is (a crash between the two halves is repaired).
 
         `tags` (candidate, origin, scores) and `message` go on a new version only: a version is registered once.
@@ -76,7 +82,9 @@ class GuidelineRegistry:
             if number is None:
                 text = guideline.history if part == HISTORY else guideline.observation
                 created = self.client.register_prompt(
-                    name, text, commit_message=message or f"{guideline.name} {version}",
+                    name,
+                    text,
+                    commit_message=message or f"{guideline.name} {version}",
                     tags={**_tags(guideline, part), **(tags or {})},
                 )
                 number = int(created.version)
@@ -195,28 +203,40 @@ def load_from_registry(ref: str, tracking_uri: str | None = None, *, provenance:
         provenance=json.loads(tags.get(TAG_PROVENANCE, "{}")),
     )
     if guideline.version != tags[TAG_VERSION]:
-        raise ConfigError(f"{ref}: rebuilt guideline hashes to {guideline.version}, "
-                          f"the registry says {tags[TAG_VERSION]}")
+        raise ConfigError(
+            f"{ref}: rebuilt guideline hashes to {guideline.version}, the registry says {tags[TAG_VERSION]}"
+        )
     if not provenance:
         return guideline
     return with_registry_provenance(guideline, ref, parts[HISTORY], parts[OBSERVATION], tracking_uri)
 
 
-def with_registry_provenance(guideline: Guideline, ref: str, history: PromptVersion, observation: PromptVersion,
-                             tracking_uri: str | None) -> Guideline:
+def with_registry_provenance(
+    guideline: Guideline, ref: str, history: PromptVersion, observation: PromptVersion, tracking_uri: str | None
+) -> Guideline:
     """The guideline as exported from the registry: where it was read, what the job said of that version.
 
     Candidates inherit the seed's description, so a description of its own is written from the version's tags.
     """
     tags = history.tags
-    candidate = {k.removeprefix("acon."): v for k, v in tags.items()
-                 if k.startswith("acon.") and k not in _GUIDELINE_TAGS}
-    provenance = {**guideline.provenance, "registry": {
-        "ref": ref, "tracking_uri": tracking_uri, "history": f"{history.name}/{history.version}",
-        "observation": f"{observation.name}/{observation.version}", **candidate}}
+    candidate = {
+        k.removeprefix("acon."): v for k, v in tags.items() if k.startswith("acon.") and k not in _GUIDELINE_TAGS
+    }
+    provenance = {
+        **guideline.provenance,
+        "registry": {
+            "ref": ref,
+            "tracking_uri": tracking_uri,
+            "history": f"{history.name}/{history.version}",
+            "observation": f"{observation.name}/{observation.version}",
+            **candidate,
+        },
+    }
     if "candidate" in candidate:
-        description = (f"Registered by acon: {candidate['candidate']} (round {candidate.get('round', '?')}, "
-                       f"{candidate.get('status', 'screened')}), read from {history.name}/{history.version}.")
+        description = (
+            f"Registered by acon: {candidate['candidate']} (round {candidate.get('round', '?')}, "
+            f"{candidate.get('status', 'screened')}), read from {history.name}/{history.version}."
+        )
     else:
         description = guideline.description or f"Read from the prompt registry: {history.name}/{history.version}."
     return guideline.model_copy(update={"provenance": provenance, "description": description})

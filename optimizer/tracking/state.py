@@ -25,8 +25,9 @@ class JobState:
     def read(cls, job_dir: Path) -> JobState | None:
         try:
             data: dict[str, Any] = json.loads((job_dir / STATE_FILE).read_text())
-            return cls(data["tracking_uri"], str(data["experiment_id"]), data.get("experiment", ""),
-                       dict(data.get("runs", {})))
+            return cls(
+                data["tracking_uri"], str(data["experiment_id"]), data.get("experiment", ""), dict(data.get("runs", {}))
+            )
         except (FileNotFoundError, ValueError, KeyError, TypeError):
             return None
 
@@ -36,13 +37,23 @@ class JobState:
         return self.runs.get(job)
 
 
-def remember_run(job_dir: Path, *, tracking_uri: str, experiment_id: str, experiment: str, job: str,
-                 run_id: str) -> None:
+def remember_run(
+    job_dir: Path, *, tracking_uri: str, experiment_id: str, experiment: str, job: str, run_id: str
+) -> None:
     """Record `job → run_id`, keeping other jobs' entries unless the store or experiment changed."""
     current = JobState.read(job_dir)
-    runs = dict(current.runs) if current and (current.tracking_uri, current.experiment_id) == (
-        tracking_uri, experiment_id) else {}
+    runs = (
+        dict(current.runs)
+        if current and (current.tracking_uri, current.experiment_id) == (tracking_uri, experiment_id)
+        else {}
+    )
     runs[job] = run_id
-    atomic_write_json(job_dir / STATE_FILE, {
-        "tracking_uri": tracking_uri, "experiment_id": experiment_id, "experiment": experiment, "runs": runs,
-    })
+    atomic_write_json(
+        job_dir / STATE_FILE,
+        {
+            "tracking_uri": tracking_uri,
+            "experiment_id": experiment_id,
+            "experiment": experiment,
+            "runs": runs,
+        },
+    )

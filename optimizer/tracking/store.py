@@ -60,8 +60,10 @@ def check_reachable(store: Store, timeout_s: float = 5.0) -> None:
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         problem = str(reason).strip() or type(reason).__name__
-    raise AconError(f"tracking server {store.uri} is not reachable ({problem}); start it, or set [tracking] uri "
-                    "to another server (or leave it empty for the job's sqlite store)")
+    raise AconError(
+        f"tracking server {store.uri} is not reachable ({problem}); start it, or set [tracking] uri "
+        "to another server (or leave it empty for the job's sqlite store)"
+    )
 
 
 def sqlite_uri(path: Path) -> str:

@@ -65,22 +65,45 @@ def episode_assessments(episode: Episode) -> list[Feedback]:
     out = [Feedback(name="success", value=success, source=SOURCE, rationale=reasons)]
     peak = episode.metrics.get("peak_tokens")
     if isinstance(peak, int | float):
-        out.append(Feedback(name="peak_tokens", value=int(peak), source=SOURCE,
-                            rationale="largest single agent input, system prompt excluded"))
-    out.append(Feedback(name="blocking", value=len(episode.blocking), source=SOURCE,
-                        rationale="; ".join(episode.blocking) or "no blocking fault"))
+        out.append(
+            Feedback(
+                name="peak_tokens",
+                value=int(peak),
+                source=SOURCE,
+                rationale="largest single agent input, system prompt excluded",
+            )
+        )
+    out.append(
+        Feedback(
+            name="blocking",
+            value=len(episode.blocking),
+            source=SOURCE,
+            rationale="; ".join(episode.blocking) or "no blocking fault",
+        )
+    )
     return out
 
 
 def log_episode_trace(
-    episode: Episode, *, started_at: float, experiment_id: str, run_id: str | None,
+    episode: Episode,
+    *,
+    started_at: float,
+    experiment_id: str,
+    run_id: str | None,
     tags: Mapping[str, str] | None = None,
 ) -> str:
     """Write the trace (exported asynchronously; flush before reading it back). Returns its id."""
     metadata = {TraceMetadataKey.SOURCE_RUN: run_id} if run_id else None
     all_tags = {**episode_tags(episode), **{k: str(v) for k, v in (tags or {}).items()}}
-    root = _emit(episode_tree(episode), None, int(started_at * 1e9), experiment_id, all_tags, metadata,
-                 episode_assessments(episode))
+    root = _emit(
+        episode_tree(episode),
+        None,
+        int(started_at * 1e9),
+        experiment_id,
+        all_tags,
+        metadata,
+        episode_assessments(episode),
+    )
     return root.trace_id
 
 
@@ -88,15 +111,25 @@ def pair_tags(diff: PairDiff, *, diff_ref: tuple[str, str] | None) -> dict[str, 
     """The tags both traces of a pair get (the role and the other trace are added per trace)."""
     literals = ", ".join(dict.fromkeys(f.literal for f in diff.missing)) or "none found"
     checkpoints = ", ".join(dict.fromkeys(f.checkpoint_name for f in diff.missing)) or "none found"
-    tags = {PAIR_TAG: f"{diff.task_id} · {diff.strategy}", MISSING_TAG: _short(literals),
-            CHECKPOINT_TAG: _short(checkpoints)}
+    tags = {
+        PAIR_TAG: f"{diff.task_id} · {diff.strategy}",
+        MISSING_TAG: _short(literals),
+        CHECKPOINT_TAG: _short(checkpoints),
+    }
     if diff_ref:
         tags[DIFF_RUN_TAG], tags[DIFF_TAG] = diff_ref
     return tags
 
 
-def mark_pair(client: TracingClient, diff: PairDiff, *, full_trace: str | None, compressed_trace: str | None,
-              diff_ref: tuple[str, str] | None, near_miss: bool = False) -> None:
+def mark_pair(
+    client: TracingClient,
+    diff: PairDiff,
+    *,
+    full_trace: str | None,
+    compressed_trace: str | None,
+    diff_ref: tuple[str, str] | None,
+    near_miss: bool = False,
+) -> None:
     """Tag both traces of a pair and give the compressed one a `missing_facts` feedback.
 
     The traces must already be in the store (flush first): tags and assessments are written to it.
@@ -108,19 +141,26 @@ def mark_pair(client: TracingClient, diff: PairDiff, *, full_trace: str | None, 
         for key, value in {**tags, ROLE_TAG: role, **({OTHER_TAG: other} if other else {})}.items():
             client.set_trace_tag(trace, key, value)
     if compressed_trace is not None:
-        client.log_assessment(compressed_trace, Feedback(
-            name="missing_facts", value=[f.literal for f in diff.missing], source=SOURCE,
-            rationale=_missing_rationale(diff), metadata={"pair": tags[PAIR_TAG], **(
-                {"diff": tags[DIFF_TAG]} if diff_ref else {})},
-        ))
+        client.log_assessment(
+            compressed_trace,
+            Feedback(
+                name="missing_facts",
+                value=[f.literal for f in diff.missing],
+                source=SOURCE,
+                rationale=_missing_rationale(diff),
+                metadata={"pair": tags[PAIR_TAG], **({"diff": tags[DIFF_TAG]} if diff_ref else {})},
+            ),
+        )
 
 
 def _missing_rationale(diff: PairDiff) -> str:
     if not diff.missing:
         return "the provenance diff found no missing literal; see the pair's diff"
-    lines = [f"{f.literal} ({f.retention or 'unknown class'}): {f.checkpoint_name}, agent {f.behaviour}"
-             + (f", removed by {f.record.get('stage')} {f.record.get('action')}" if f.record else "")
-             for f in diff.missing]
+    lines = [
+        f"{f.literal} ({f.retention or 'unknown class'}): {f.checkpoint_name}, agent {f.behaviour}"
+        + (f", removed by {f.record.get('stage')} {f.record.get('action')}" if f.record else "")
+        for f in diff.missing
+    ]
     return "; ".join(lines)
 
 
@@ -128,13 +168,25 @@ def _short(text: str) -> str:
     return text if len(text) <= MAX_TAG else text[: MAX_TAG - 1] + "…"
 
 
-def _emit(node: SpanNode, parent: LiveSpan | None, t0_ns: int, experiment_id: str | None,
-          tags: dict[str, str] | None, metadata: dict[str, str] | None,
-          assessments: Sequence[Any] = ()) -> LiveSpan:
+def _emit(
+    node: SpanNode,
+    parent: LiveSpan | None,
+    t0_ns: int,
+    experiment_id: str | None,
+    tags: dict[str, str] | None,
+    metadata: dict[str, str] | None,
+    assessments: Sequence[Any] = (),
+) -> LiveSpan:
     """Start, fill and end one span and its subtree; trace-level fields only on the root."""
     span = mlflow.start_span_no_context(
-        node.name, span_type=node.span_type, parent_span=parent, inputs=node.inputs,
-        attributes=node.attributes, tags=tags, metadata=metadata, experiment_id=experiment_id,
+        node.name,
+        span_type=node.span_type,
+        parent_span=parent,
+        inputs=node.inputs,
+        attributes=node.attributes,
+        tags=tags,
+        metadata=metadata,
+        experiment_id=experiment_id,
         start_time_ns=t0_ns + int(node.start_s * 1e9),
     )
     if node.usage is not None:

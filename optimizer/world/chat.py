@@ -34,8 +34,9 @@ def message_text(message: Mapping[str, Any], where: str, error: type[Exception] 
     raise error(f"{where}: 'content' must be a string, null or a list of text parts")
 
 
-def parse_tool_call(item: Any, where: str, calls: dict[str, ToolCall], error: type[Exception] = ConfigError
-                    ) -> ToolCall:
+def parse_tool_call(
+    item: Any, where: str, calls: dict[str, ToolCall], error: type[Exception] = ConfigError
+) -> ToolCall:
     """One entry of an assistant message's `tool_calls`, recorded in `calls` (an id may be used once)."""
     function = item.get("function") if isinstance(item, Mapping) else None
     if not isinstance(function, Mapping) or not isinstance(function.get("name"), str) or not function["name"]:

@@ -181,9 +181,7 @@ def _render(result: Any) -> ToolOutput:
     if error is None:
         return ToolOutput(content=content)
     fragment = f'"error": {json.dumps(error)}'
-    return ToolOutput(
-        content=content, is_error=True, must_keep=(fragment if fragment in content else content,)
-    )
+    return ToolOutput(content=content, is_error=True, must_keep=(fragment if fragment in content else content,))
 
 
 def _error_value(result: Any) -> Any:

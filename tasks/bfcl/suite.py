@@ -25,9 +25,7 @@ from tasks.bfcl import data
 from tasks.bfcl.calls import parse_reference_call
 from tasks.bfcl.env import BfclCase, BfclEnvironment
 
-Category = Literal[
-    "multi_turn_base", "multi_turn_long_context", "multi_turn_miss_func", "multi_turn_miss_param"
-]
+Category = Literal["multi_turn_base", "multi_turn_long_context", "multi_turn_miss_func", "multi_turn_miss_param"]
 
 
 class BfclSuite(SuiteSource):
@@ -55,8 +53,7 @@ class BfclSuite(SuiteSource):
         name = "bfcl_" + self.category.removeprefix("multi_turn_")
         entries = data.read_jsonl(f"BFCL_v4_{self.category}.json")
         truth = {
-            e["id"]: e["ground_truth"]
-            for e in data.read_jsonl("possible_answer", f"BFCL_v4_{self.category}.json")
+            e["id"]: e["ground_truth"] for e in data.read_jsonl("possible_answer", f"BFCL_v4_{self.category}.json")
         }
         if self.limit is not None:
             entries = entries[: self.limit]
@@ -126,9 +123,7 @@ def build_task(case: BfclCase, entry: Mapping[str, Any], suite: str) -> Task:
         meta={
             "category": case.category,
             "involved_classes": tuple(entry["involved_classes"]),
-            "missed_function": {
-                int(turn): tuple(names) for turn, names in entry.get("missed_function", {}).items()
-            },
+            "missed_function": {int(turn): tuple(names) for turn, names in entry.get("missed_function", {}).items()},
             "ground_truth": case.ground_truth,
         },
     )

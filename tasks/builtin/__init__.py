@@ -57,7 +57,8 @@ class BuiltinSuite(SuiteSource):
         position = {self._task_id(i): i for i in range(self.n_tasks)}
         train, test = split_by_seed(list(position), self.seed)
         kept = [
-            task_id for task_id, i in position.items()
+            task_id
+            for task_id, i in position.items()
             if (self.families is None or FAMILIES[i % len(FAMILIES)].name in self.families)
             # Planned sizes are known only once a task is drawn; it is dropped again right after.
             and (self.max_output_tokens is None or self._task(i).meta["max_output_tokens"] <= self.max_output_tokens)
@@ -76,9 +77,12 @@ class BuiltinSuite(SuiteSource):
         rng = random.Random(f"{SUITE_NAME}:{self.seed}:{task_id}")
         inject = self.injections == "all" or (self.injections == "some" and i % 8 == 5)
         planted = (
-            pick_injections(random.Random(f"{SUITE_NAME}:{self.seed}:{task_id}:inject"),
-                            AGENT_INJECTIONS if self.injection_target == "agent" else INJECTIONS)
-            if inject else ()
+            pick_injections(
+                random.Random(f"{SUITE_NAME}:{self.seed}:{task_id}:inject"),
+                AGENT_INJECTIONS if self.injection_target == "agent" else INJECTIONS,
+            )
+            if inject
+            else ()
         )
         draft = family.build(Seed(task_id, index, rng, f"{self.seed}:{task_id}", planted))
         steps = draft.script.steps

@@ -52,9 +52,7 @@ class Verdict:
         if not done:
             claimed = bool(self.answer and self.answer.strip())
             self.fail(
-                f"finish claimed without required step: {step}"
-                if claimed
-                else f"required step not done: {step}",
+                f"finish claimed without required step: {step}" if claimed else f"required step not done: {step}",
                 blocking=claimed,
             )
         return done

@@ -127,16 +127,12 @@ class OpsEnv(Environment):
         article = next((a for a in self.world.articles if a.article_id == article_id), None)
         if article is None:
             return failure(f"error E-NO-ARTICLE: article {article_id} not found")
-        return ToolOutput(
-            self._static("get_article", article_id, lambda: render_article(self.world, article))
-        )
+        return ToolOutput(self._static("get_article", article_id, lambda: render_article(self.world, article)))
 
     def _get_statement(self, customer_id: str) -> ToolOutput:
         if customer_id not in self.world.statements:
             return failure(f"error E-NO-CUSTOMER: customer {customer_id} not found")
-        return ToolOutput(
-            self._static("get_statement", customer_id, lambda: render_statement(self.world, customer_id))
-        )
+        return ToolOutput(self._static("get_statement", customer_id, lambda: render_statement(self.world, customer_id)))
 
     def _list_tickets(self, queue: str) -> ToolOutput:
         return ToolOutput(self._static("list_tickets", queue, lambda: render_ticket_list(self.world, queue)))
@@ -157,8 +153,7 @@ class OpsEnv(Environment):
             f"for it are routed to fallback warehouse {outage.fallback}.",
             [
                 f"request: {request} warehouse={warehouse}",
-                f"incident: INC-{rng.randint(10000, 99999)} opened {TODAY}T06:00Z, expected back "
-                f"{TODAY}T22:00Z",
+                f"incident: INC-{rng.randint(10000, 99999)} opened {TODAY}T06:00Z, expected back {TODAY}T22:00Z",
             ],
         )
 
@@ -217,8 +212,7 @@ class OpsEnv(Environment):
         assert line is not None
         if amount > line.total + 0.005:
             return failure(
-                f"error E-REFUND-EXCEEDS-LINE: {money(amount)} is more than line {line_id} "
-                f"total {money(line.total)}"
+                f"error E-REFUND-EXCEEDS-LINE: {money(amount)} is more than line {line_id} total {money(line.total)}"
             )
         refund = self.world.next_receipt("RFD")
         return receipt(
@@ -251,14 +245,12 @@ class OpsEnv(Environment):
             return failure(f"error E-NO-STOCK-RECORD: no stock record for {sku} at {warehouse}")
         if record[0] - record[1] < quantity:
             return failure(
-                f"error E-INSUFFICIENT-STOCK: only {record[0] - record[1]} units of {sku} available "
-                f"at {warehouse}"
+                f"error E-INSUFFICIENT-STOCK: only {record[0] - record[1]} units of {sku} available at {warehouse}"
             )
         record[1] += quantity
         reservation = self.world.next_receipt("RSV")
         return receipt(
-            f"reservation {reservation} status=held order={order_id} sku={sku} "
-            f"warehouse={warehouse} qty={quantity}",
+            f"reservation {reservation} status=held order={order_id} sku={sku} warehouse={warehouse} qty={quantity}",
             [
                 f"held_until: 2024-05-21T23:59Z   created: {TODAY}T10:43:12Z",
                 "note: reserving again holds additional units",

@@ -89,9 +89,7 @@ def render_order(world: World, order: Order) -> str:
 
     def event() -> str:
         template = rng.choice(_EVENTS)
-        body = template.format(
-            wh=wh, hub=rng.choice(_HUBS), n=rng.randint(1, 3), w=round(rng.uniform(0.4, 9), 1)
-        )
+        body = template.format(wh=wh, hub=rng.choice(_HUBS), n=rng.randint(1, 3), w=round(rng.uniform(0.4, 9), 1))
         return f"{TS}  {body}"
 
     fixed = "\n".join([*head, *item_rows])
@@ -241,12 +239,8 @@ def _prose(rng: random.Random) -> Iterator[str]:
     while True:
         category = rng.choice(sorted(text.CATEGORIES))
         sizes, _ = text.CATEGORIES[category]
-        product = text.product_name(
-            rng.choice(text.BRANDS), category, rng.choice(sizes), rng.choice(text.COLOURS)
-        )
-        yield rng.choice(_EXAMPLES).format(
-            name=text.person(rng), product=product, language=rng.choice(_LANGUAGES)
-        )
+        product = text.product_name(rng.choice(text.BRANDS), category, rng.choice(sizes), rng.choice(text.COLOURS))
+        yield rng.choice(_EXAMPLES).format(name=text.person(rng), product=product, language=rng.choice(_LANGUAGES))
 
 
 def render_skill(world: World, path: str, skill: Skill) -> str:
@@ -314,9 +308,7 @@ def skill_rules(
 def render_catalog_page(world: World, query: str, page: int) -> tuple[str, bool, tuple[str, ...]]:
     words = [w for w in query.lower().replace(",", " ").split() if len(w) > 1]
     hits = [
-        p
-        for p in world.products
-        if p.listed and words and all(w in f"{p.name} {p.category}".lower() for w in words)
+        p for p in world.products if p.listed and words and all(w in f"{p.name} {p.category}".lower() for w in words)
     ]
     if not hits:
         return f"catalog search {query!r}: no products match. Try fewer or more general words.", False, ()
@@ -380,14 +372,11 @@ _KB_PARAS = (
     "Agents should quote the policy code in replies so that customers and the audit team can "
     "trace the answer to "
     "a specific version of the policy.",
-    "Return windows start on the day the parcel is delivered, as recorded by the carrier, not on "
-    "the order date.",
+    "Return windows start on the day the parcel is delivered, as recorded by the carrier, not on the order date.",
     "Items must be returned with all accessories. Missing accessories are charged at the spare-part price.",
-    "Hygiene products can only be returned sealed. Opened hygiene products are excluded from "
-    "every return window.",
+    "Hygiene products can only be returned sealed. Opened hygiene products are excluded from every return window.",
     "Restocking fees are deducted from the refund. They are never charged separately.",
-    "Customers returning through a partner drop-off point receive their refund after the partner "
-    "scans the parcel.",
+    "Customers returning through a partner drop-off point receive their refund after the partner scans the parcel.",
     "Seasonal extensions (for example the holiday extension) apply only to orders placed inside "
     "the extension "
     "period and are listed in a separate article.",
@@ -425,9 +414,7 @@ def render_article(world: World, article: Article) -> str:
 
     budget = max(80, article.budget - text.count_tokens("\n".join([*head, *article.key_rows])) - 20)
     blocks = text.fill(block, budget)
-    key_block = "\n".join(
-        ["| category | region | window | restocking fee | policy code |", *article.key_rows]
-    )
+    key_block = "\n".join(["| category | region | window | restocking fee | policy code |", *article.key_rows])
     body = text.place(blocks, key_block, article.position) if article.key_rows else blocks
     lines = [*head, *"\n\n".join(body).split("\n")]
     return text.clamp_tokens(lines, article.budget, keep=[*head, *article.key_rows])
@@ -445,8 +432,7 @@ def render_kb_search(world: World, query: str) -> str:
     if not scored:
         return f"knowledge base search {query!r}: no articles match."
     rows = [
-        f"{a.article_id} | {a.title} | {a.status} | updated {a.updated}\n    {a.snippet}"
-        for _, _, a in scored[:25]
+        f"{a.article_id} | {a.title} | {a.status} | updated {a.updated}\n    {a.snippet}" for _, _, a in scored[:25]
     ]
     return "\n".join([f"knowledge base search {query!r}: {len(scored)} article(s)", *rows])
 
@@ -511,11 +497,9 @@ def render_stock(world: World, sku: str, warehouse: str) -> str:
             f"on_hand: {on_hand} units",
             f"reserved: {reserved} units",
             f"available: {on_hand - reserved} units",
-            f"inbound: {rng.randint(10, 60)} units expected "
-            f"2024-{rng.choice(('05', '06'))}-{rng.randint(16, 28)}",
+            f"inbound: {rng.randint(10, 60)} units expected 2024-{rng.choice(('05', '06'))}-{rng.randint(16, 28)}",
             f"bin: {warehouse[3:]}-{rng.choice('ABCDEF')}-{rng.randint(1, 40):02d}-{rng.randint(1, 6)}",
-            f"as_of: {TODAY}T{time_of_day(rng)}:{rng.randint(10, 59)}Z "
-            "(stock changes with every reservation)",
+            f"as_of: {TODAY}T{time_of_day(rng)}:{rng.randint(10, 59)}Z (stock changes with every reservation)",
         ]
     )
 
@@ -539,8 +523,7 @@ def render_ticket(world: World, ticket: Ticket) -> str:
     customer = world.customers.get(ticket.customer_id)
     name = customer.name if customer else "customer"
     head = [
-        f"ticket {ticket.ticket_id}  status: {ticket.status}  priority: {ticket.priority}  queue: "
-        f"{ticket.queue}",
+        f"ticket {ticket.ticket_id}  status: {ticket.status}  priority: {ticket.priority}  queue: {ticket.queue}",
         f"customer: {ticket.customer_id} ({name})  assignee: {ticket.assignee}"
         + (f"  escalated to: {ticket.escalated_to}" if ticket.escalated_to else ""),
         f"subject: {ticket.subject}",
@@ -567,8 +550,7 @@ def render_ticket_list(world: World, queue: str) -> str:
     if not tickets:
         return f"queue {queue}: no open tickets."
     rows = [
-        f"{t.ticket_id} | {t.priority} | {t.status} | {t.assignee} | {t.customer_id} | {t.subject}"
-        for t in tickets
+        f"{t.ticket_id} | {t.priority} | {t.status} | {t.assignee} | {t.customer_id} | {t.subject}" for t in tickets
     ]
     return "\n".join(
         [

@@ -90,8 +90,7 @@ _SPECS = (
     ),
     ToolSpec(
         "get_stock",
-        "Current stock of a SKU at a warehouse: on hand, reserved, available. Changes with every "
-        "reservation.",
+        "Current stock of a SKU at a warehouse: on hand, reserved, available. Changes with every reservation.",
         _object({"sku": _string("Product SKU."), "warehouse": _string("Warehouse code, e.g. WH-XXX1.")}),
         RetentionClass.DYNAMIC_STATE,
     ),
@@ -137,9 +136,7 @@ _SPECS = (
     ToolSpec(
         "send_email",
         "Send an email to a customer. Returns a message receipt.",
-        _object(
-            {"customer_id": _string("Customer id."), "subject": _string("Subject."), "body": _string("Body.")}
-        ),
+        _object({"customer_id": _string("Customer id."), "subject": _string("Subject."), "body": _string("Body.")}),
         RetentionClass.WRITE_RECEIPT,
         side_effect=True,
     ),
@@ -210,9 +207,7 @@ _SPECS = (
     ToolSpec(
         "close_ticket",
         "Close a ticket. Needs the ticket's current closure code.",
-        _object(
-            {"ticket_id": _string("Ticket id."), "closure_code": _string("Closure code from get_ticket.")}
-        ),
+        _object({"ticket_id": _string("Ticket id."), "closure_code": _string("Closure code from get_ticket.")}),
         RetentionClass.WRITE_RECEIPT,
         side_effect=True,
     ),

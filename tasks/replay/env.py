@@ -107,14 +107,16 @@ def replay_task(stored: StoredTask) -> Task:
 def _with_call_classes(spec: ToolSpec, recording: Sequence[RecordedCall]) -> ToolSpec:
     """The spec, plus the per-call classes the original registration gave from the arguments."""
     classes = {
-        r.call.signature(): r.call_class
-        for r in recording
-        if r.call.name == spec.name and r.call_class is not None
+        r.call.signature(): r.call_class for r in recording if r.call.name == spec.name and r.call_class is not None
     }
     if not classes:
         return spec
     return ToolSpec(
-        spec.name, spec.description, spec.parameters, spec.retention_class, spec.side_effect,
+        spec.name,
+        spec.description,
+        spec.parameters,
+        spec.retention_class,
+        spec.side_effect,
         classify_call=functools.partial(_recorded_class, spec.name, classes),
     )
 

@@ -29,8 +29,12 @@ class TracedRun:
 
 
 def traced_runs(
-    tracking_uri: str, experiment: str, *, filter_string: str | None = None,
-    retention: Mapping[str, Any] | None = None, max_traces: int = 10_000,
+    tracking_uri: str,
+    experiment: str,
+    *,
+    filter_string: str | None = None,
+    retention: Mapping[str, Any] | None = None,
+    max_traces: int = 10_000,
 ) -> list[TracedRun]:
     """Every finished run in `experiment`'s traces (oldest first), as JSONL records with `retention`."""
     from mlflow import MlflowClient
@@ -57,8 +61,10 @@ def traced_runs(
     calls.sort(key=lambda c: c[0])
     runs = []
     for index, (_, trace_id, conversation, tools) in enumerate(calls):
-        extended = any(len(other) > len(conversation) and other[: len(conversation)] == conversation
-                       for _, _, other, _ in calls[index + 1:])
+        extended = any(
+            len(other) > len(conversation) and other[: len(conversation)] == conversation
+            for _, _, other, _ in calls[index + 1 :]
+        )
         if extended or conversation[-1].get("tool_calls"):
             continue  # a step of a longer run, or a run that never answered
         record: dict[str, Any] = {"id": trace_id, "messages": conversation, "meta": {"mlflow_trace": trace_id}}
@@ -72,8 +78,10 @@ def traced_runs(
         if ids.count(run.trace_id) > 1:
             run.record["id"] = f"{run.trace_id}-{ids[: runs.index(run)].count(run.trace_id) + 1}"
     if not runs:
-        raise ConfigError(f"{tracking_uri}: experiment {experiment!r} has no traced chat run that ends in an answer"
-                          + (f" (filter {filter_string!r})" if filter_string else ""))
+        raise ConfigError(
+            f"{tracking_uri}: experiment {experiment!r} has no traced chat run that ends in an answer"
+            + (f" (filter {filter_string!r})" if filter_string else "")
+        )
     return runs
 
 
@@ -81,8 +89,13 @@ def _all_traces(client, experiment_id: str, filter_string: str | None, limit: in
     traces: list[Any] = []
     token = None
     while len(traces) < limit:
-        page = client.search_traces(experiment_ids=[experiment_id], filter_string=filter_string, max_results=100,
-                                    page_token=token, order_by=["timestamp_ms ASC"])
+        page = client.search_traces(
+            experiment_ids=[experiment_id],
+            filter_string=filter_string,
+            max_results=100,
+            page_token=token,
+            order_by=["timestamp_ms ASC"],
+        )
         traces.extend(page)
         token = page.token
         if not token:
@@ -111,24 +124,32 @@ def _normal(message: Any) -> Any:
         return message
     out = {k: v for k, v in message.items() if v is not None and k in ("role", "content", "tool_calls")}
     if out.get("tool_calls"):
-        out["tool_calls"] = [{k: c[k] for k in ("id", "type", "function") if k in c} if isinstance(c, Mapping) else c
-                             for c in out["tool_calls"]]
+        out["tool_calls"] = [
+            {k: c[k] for k in ("id", "type", "function") if k in c} if isinstance(c, Mapping) else c
+            for c in out["tool_calls"]
+        ]
     else:
         out.pop("tool_calls", None)
     return out
 
 
 def read_mlflow_runs(
-    tracking_uri: str, experiment: str, suite: str, *, filter_string: str | None = None,
-    retention: Mapping[str, Any] | None = None, seed: int = 0,
+    tracking_uri: str,
+    experiment: str,
+    suite: str,
+    *,
+    filter_string: str | None = None,
+    retention: Mapping[str, Any] | None = None,
+    seed: int = 0,
 ) -> list[Any]:
     """Stored replay tasks from `experiment`'s traces: the JSONL import's parser, split and conversion."""
     from optimizer.world.suite import split_by_seed
     from tasks.replay.trajectories import RunError, build_task, parse_run
 
     runs = []
-    for number, traced in enumerate(traced_runs(tracking_uri, experiment, filter_string=filter_string,
-                                                retention=retention), start=1):
+    for number, traced in enumerate(
+        traced_runs(tracking_uri, experiment, filter_string=filter_string, retention=retention), start=1
+    ):
         try:
             runs.append(parse_run(traced.record, number))
         except RunError as exc:

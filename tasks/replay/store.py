@@ -41,8 +41,17 @@ from optimizer.world.tool import ToolCall, ToolOutput, ToolSpec
 
 SCHEMA_VERSION = 1
 COLUMNS = (
-    "id", "suite", "split", "instruction", "turns", "tools", "reference", "recording", "max_steps_per_turn",
-    "meta", "schema_version",
+    "id",
+    "suite",
+    "split",
+    "instruction",
+    "turns",
+    "tools",
+    "reference",
+    "recording",
+    "max_steps_per_turn",
+    "meta",
+    "schema_version",
 )
 UNSPLIT = "unsplit"
 
@@ -120,9 +129,15 @@ def stored_from_task(task: Task, split: str) -> StoredTask:
     finally:
         env.close()
     return StoredTask(
-        id=task.id, suite=task.suite, split=split, turns=tuple(t.content for t in task.turns),
-        tools=tuple(tools.values()), reference=task.reference, recording=tuple(recording),
-        max_steps_per_turn=task.max_steps_per_turn, meta=dict(task.meta),
+        id=task.id,
+        suite=task.suite,
+        split=split,
+        turns=tuple(t.content for t in task.turns),
+        tools=tuple(tools.values()),
+        reference=task.reference,
+        recording=tuple(recording),
+        max_steps_per_turn=task.max_steps_per_turn,
+        meta=dict(task.meta),
     )
 
 
@@ -135,7 +150,9 @@ def _plain(spec: ToolSpec) -> ToolSpec:
 
 def to_row(task: StoredTask) -> dict[str, Any]:
     return {
-        "id": task.id, "suite": task.suite, "split": task.split,
+        "id": task.id,
+        "suite": task.suite,
+        "split": task.split,
         "instruction": task.turns[0] if task.turns else "",
         "turns": _dumps(list(task.turns)),
         "tools": _dumps([_tool_dict(t) for t in task.tools]),
@@ -149,7 +166,9 @@ def to_row(task: StoredTask) -> dict[str, Any]:
 
 def from_row(row: Mapping[str, Any]) -> StoredTask:
     return StoredTask(
-        id=str(row["id"]), suite=str(row["suite"]), split=str(row["split"]),
+        id=str(row["id"]),
+        suite=str(row["suite"]),
+        split=str(row["split"]),
         turns=tuple(str(t) for t in json.loads(row["turns"])),
         tools=tuple(_tool(t) for t in json.loads(row["tools"])),
         reference=tuple(_step(s) for s in json.loads(row["reference"])),
@@ -179,46 +198,62 @@ def _call(data: Mapping[str, Any]) -> ToolCall:
 
 def need_dict(need: Need) -> dict[str, Any]:
     return {
-        "kind": need.kind.value, "literal": need.literal, "argument": need.argument, "guess": need.guess,
+        "kind": need.kind.value,
+        "literal": need.literal,
+        "argument": need.argument,
+        "guess": need.guess,
         "repeat": call_dict(need.repeat) if need.repeat is not None else None,
-        "source_class": need.source_class, "shown_as": need.shown_as,
+        "source_class": need.source_class,
+        "shown_as": need.shown_as,
     }
 
 
 def _need(data: Mapping[str, Any]) -> Need:
     return Need(
-        kind=NeedKind(data["kind"]), literal=str(data["literal"]), argument=data.get("argument"),
-        guess=data.get("guess"), repeat=_call(data["repeat"]) if data.get("repeat") else None,
-        source_class=data.get("source_class"), shown_as=data.get("shown_as"),
+        kind=NeedKind(data["kind"]),
+        literal=str(data["literal"]),
+        argument=data.get("argument"),
+        guess=data.get("guess"),
+        repeat=_call(data["repeat"]) if data.get("repeat") else None,
+        source_class=data.get("source_class"),
+        shown_as=data.get("shown_as"),
     )
 
 
 def step_dict(step: ReferenceStep) -> dict[str, Any]:
     return {
-        "turn": step.turn, "call": call_dict(step.call) if step.call is not None else None,
-        "answer": step.answer, "needs": [need_dict(n) for n in step.needs],
+        "turn": step.turn,
+        "call": call_dict(step.call) if step.call is not None else None,
+        "answer": step.answer,
+        "needs": [need_dict(n) for n in step.needs],
     }
 
 
 def _step(data: Mapping[str, Any]) -> ReferenceStep:
     return ReferenceStep(
-        turn=int(data["turn"]), call=_call(data["call"]) if data.get("call") else None,
-        answer=data.get("answer"), needs=tuple(_need(n) for n in data.get("needs", ())),
+        turn=int(data["turn"]),
+        call=_call(data["call"]) if data.get("call") else None,
+        answer=data.get("answer"),
+        needs=tuple(_need(n) for n in data.get("needs", ())),
     )
 
 
 def _tool_dict(tool: StoredTool) -> dict[str, Any]:
     spec = tool.spec
     return {
-        "name": spec.name, "description": spec.description, "parameters": dict(spec.parameters),
-        "retention_class": spec.retention_class.value, "side_effect": spec.side_effect,
+        "name": spec.name,
+        "description": spec.description,
+        "parameters": dict(spec.parameters),
+        "retention_class": spec.retention_class.value,
+        "side_effect": spec.side_effect,
         "from_turn": tool.from_turn,
     }
 
 
 def _tool(data: Mapping[str, Any]) -> StoredTool:
     spec = ToolSpec(
-        name=str(data["name"]), description=str(data.get("description", "")),
+        name=str(data["name"]),
+        description=str(data.get("description", "")),
         parameters=dict(data.get("parameters") or {"type": "object", "properties": {}}),
         retention_class=RetentionClass(data.get("retention_class", "unknown")),
         side_effect=bool(data.get("side_effect", False)),
@@ -229,9 +264,14 @@ def _tool(data: Mapping[str, Any]) -> StoredTool:
 def _recorded_dict(recorded: RecordedCall) -> dict[str, Any]:
     output = recorded.output
     return {
-        "turn": recorded.turn, "call": call_dict(recorded.call),
-        "output": {"content": output.content, "is_error": output.is_error, "partial": output.partial,
-                   "must_keep": list(output.must_keep)},
+        "turn": recorded.turn,
+        "call": call_dict(recorded.call),
+        "output": {
+            "content": output.content,
+            "is_error": output.is_error,
+            "partial": output.partial,
+            "must_keep": list(output.must_keep),
+        },
         "call_class": recorded.call_class.value if recorded.call_class is not None else None,
     }
 
@@ -239,10 +279,13 @@ def _recorded_dict(recorded: RecordedCall) -> dict[str, Any]:
 def _recorded(data: Mapping[str, Any]) -> RecordedCall:
     output = data["output"]
     return RecordedCall(
-        turn=int(data["turn"]), call=_call(data["call"]),
+        turn=int(data["turn"]),
+        call=_call(data["call"]),
         output=ToolOutput(
-            str(output["content"]), is_error=bool(output.get("is_error", False)),
-            partial=bool(output.get("partial", False)), must_keep=tuple(output.get("must_keep", ())),
+            str(output["content"]),
+            is_error=bool(output.get("is_error", False)),
+            partial=bool(output.get("partial", False)),
+            must_keep=tuple(output.get("must_keep", ())),
         ),
         call_class=RetentionClass(data["call_class"]) if data.get("call_class") else None,
     )
@@ -254,11 +297,13 @@ def _recorded(data: Mapping[str, Any]) -> RecordedCall:
 def _features():
     from datasets import Features, Value
 
-    return Features({
-        **{name: Value("string") for name in COLUMNS if name not in ("max_steps_per_turn", "schema_version")},
-        "max_steps_per_turn": Value("int64"),
-        "schema_version": Value("int64"),
-    })
+    return Features(
+        {
+            **{name: Value("string") for name in COLUMNS if name not in ("max_steps_per_turn", "schema_version")},
+            "max_steps_per_turn": Value("int64"),
+            "schema_version": Value("int64"),
+        }
+    )
 
 
 def write_parquet(tasks: Sequence[StoredTask], path: Path) -> Path:
@@ -295,13 +340,16 @@ def read_parquet(path: Path) -> list[StoredTask]:
     tasks = []
     for index, row in enumerate(dataset):
         if row["schema_version"] != SCHEMA_VERSION:
-            raise ConfigError(f"{path}: row {index + 1} has schema version {row['schema_version']}, "
-                              f"this acon reads version {SCHEMA_VERSION}")
+            raise ConfigError(
+                f"{path}: row {index + 1} has schema version {row['schema_version']}, "
+                f"this acon reads version {SCHEMA_VERSION}"
+            )
         try:
             tasks.append(from_row(row))
         except (ValueError, KeyError, TypeError) as exc:
-            raise ConfigError(f"{path}: row {index + 1} (task {row.get('id')!r}) is malformed: "
-                              f"{type(exc).__name__}: {exc}"[:300]) from None
+            raise ConfigError(
+                f"{path}: row {index + 1} (task {row.get('id')!r}) is malformed: {type(exc).__name__}: {exc}"[:300]
+            ) from None
     if not tasks:
         raise ConfigError(f"{path}: the replay suite has no tasks")
     return tasks

@@ -62,8 +62,10 @@ class ReplaySuite(SuiteSource):
             stored = read_trajectories(file, file.stem, seed=self.seed)
         else:
             if self.name is not None and not file.exists():
-                raise ConfigError(f"no imported suite {self.name!r} ({file} does not exist); "
-                                  f"create it with `acon suites import FILE.jsonl --name {self.name}`")
+                raise ConfigError(
+                    f"no imported suite {self.name!r} ({file} does not exist); "
+                    f"create it with `acon suites import FILE.jsonl --name {self.name}`"
+                )
             stored = read_parquet(file)
         return suite_of(stored, str(file))
 
@@ -101,8 +103,15 @@ def import_trajectories(
 
 
 def import_mlflow_traces(
-    tracking_uri: str, experiment: str, name: str, *, filter_string: str | None = None,
-    retention: dict | None = None, out: Path = DEFAULT_DIR, seed: int = 0, force: bool = False,
+    tracking_uri: str,
+    experiment: str,
+    name: str,
+    *,
+    filter_string: str | None = None,
+    retention: dict | None = None,
+    out: Path = DEFAULT_DIR,
+    seed: int = 0,
+    force: bool = False,
 ) -> tuple[Path, Suite]:
     """`import_trajectories` for the runs traced in an MLflow experiment (`tasks.replay.mlflow_traces`)."""
     from tasks.replay.mlflow_traces import read_mlflow_runs
@@ -111,8 +120,9 @@ def import_mlflow_traces(
     target = out / f"{name}.parquet"
     if target.exists() and not force:
         raise ConfigError(f"{target} already exists; pass --force to replace it")
-    stored = read_mlflow_runs(tracking_uri, experiment, name, filter_string=filter_string, retention=retention,
-                              seed=seed)
+    stored = read_mlflow_runs(
+        tracking_uri, experiment, name, filter_string=filter_string, retention=retention, seed=seed
+    )
     return store_imported(stored, name, f"mlflow:{experiment}", out=out)
 
 

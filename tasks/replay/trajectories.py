@@ -251,9 +251,7 @@ def _retention_map(data: Any) -> dict[str, tuple[RetentionClass, bool]]:
     return out
 
 
-def _tool_specs(
-    data: Any, retention: Mapping[str, tuple[RetentionClass, bool]], run: Run
-) -> dict[str, ToolSpec]:
+def _tool_specs(data: Any, retention: Mapping[str, tuple[RetentionClass, bool]], run: Run) -> dict[str, ToolSpec]:
     if not isinstance(data, list):
         raise RunError("'tools' must be a list of OpenAI tool schemas")
     specs: dict[str, ToolSpec] = {}
@@ -296,7 +294,10 @@ def build_task(run: Run, suite: str, split: str, source: str) -> StoredTask:
             seen, seen_classes = list(outputs), list(classes)
             for call in pending[1]:
                 needs = find_needs(
-                    call, user_texts=run.turns[: turn + 1], tool_outputs=seen, known_texts=known,
+                    call,
+                    user_texts=run.turns[: turn + 1],
+                    tool_outputs=seen,
+                    known_texts=known,
                     output_classes=seen_classes,
                 )
                 output = run.outputs[call.id]
@@ -311,9 +312,13 @@ def build_task(run: Run, suite: str, split: str, source: str) -> StoredTask:
     if run.system:
         meta["system"] = "\n\n".join(run.system)
     return StoredTask(
-        id=run.id, suite=suite, split=split, turns=tuple(run.turns),
+        id=run.id,
+        suite=suite,
+        split=split,
+        turns=tuple(run.turns),
         tools=tuple(StoredTool(spec) for spec in run.tools.values()),
-        reference=tuple(reference), recording=tuple(recording),
+        reference=tuple(reference),
+        recording=tuple(recording),
         # One step per call, room for one recall and one repeated write each, and the answer.
         max_steps_per_turn=2 * max(per_turn) + 6,
         meta={**run.meta, **meta},

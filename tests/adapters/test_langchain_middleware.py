@@ -43,14 +43,19 @@ def agent(request: dict) -> dict:
 
 
 def call(call_id: str, name: str, arguments: dict) -> dict:
-    return {"content": None, "tool_calls": [{"id": call_id, "type": "function",
-                                             "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+    return {
+        "content": None,
+        "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+        ],
+    }
 
 
 def test_create_agent_with_the_middleware_sends_compacted_requests(stub):
     server = stub(agent)
-    runtime = ContextRuntime("guidelines/learned/bfcl_long_context.md",
-                             retention={"read_doc": "static", "pay": {"side_effect": True}})
+    runtime = ContextRuntime(
+        "guidelines/learned/bfcl_long_context.md", retention={"read_doc": "static", "pay": {"side_effect": True}}
+    )
     model = ChatOpenAI(base_url=server.base_url, api_key="unused", model="m", max_retries=0)
     graph = create_agent(model, [read_doc, pay], system_prompt="Be brief.", middleware=[AconMiddleware(runtime)])
     result = graph.invoke({"messages": [{"role": "user", "content": "Who approves refunds?"}]})

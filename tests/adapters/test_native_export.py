@@ -14,10 +14,15 @@ from optimizer.runtime.retention_map import ToolRetention
 from optimizer.world.retention import RetentionClass
 from tests.conftest import ROOT
 
-GUIDELINES = ["guidelines/seed/seed.md", *sorted(f"guidelines/learned/{p.name}"
-                                                 for p in (ROOT / "guidelines" / "learned").glob("*.md"))]
-RETENTION = {"read_doc": ToolRetention(RetentionClass.STATIC), "pay": ToolRetention(side_effect=True),
-             "read_skill": ToolRetention(RetentionClass.SKILL)}
+GUIDELINES = [
+    "guidelines/seed/seed.md",
+    *sorted(f"guidelines/learned/{p.name}" for p in (ROOT / "guidelines" / "learned").glob("*.md")),
+]
+RETENTION = {
+    "read_doc": ToolRetention(RetentionClass.STATIC),
+    "pay": ToolRetention(side_effect=True),
+    "read_skill": ToolRetention(RetentionClass.SKILL),
+}
 
 
 def typed_dict_keys(cls) -> tuple[set[str], set[str]]:
@@ -48,8 +53,10 @@ def test_anthropic_settings_use_the_sdks_field_names(path):
     moves = [m.move for m in guideline.policy.history if m.move in ("clear", "summarize")]
     config = exported.settings.get("context_management", {"edits": []})
     assert set(config) <= typed_dict_keys(BetaContextManagementConfigParam)[1]
-    by_type = {"clear_tool_uses_20250919": BetaClearToolUses20250919EditParam,
-               "compact_20260112": BetaCompact20260112EditParam}
+    by_type = {
+        "clear_tool_uses_20250919": BetaClearToolUses20250919EditParam,
+        "compact_20260112": BetaCompact20260112EditParam,
+    }
     assert len(config["edits"]) == len(moves)
     for edit in config["edits"]:
         check_against(edit, by_type[edit["type"]])
@@ -82,7 +89,8 @@ def test_langchain_settings_build_the_real_middleware(path):
         built.append(construct(spec["class"], kwargs))
     moves = {m.move for m in guideline.policy.history} & {"clear", "summarize"}
     assert {type(m).__name__ for m in built} == {
-        {"clear": "ContextEditingMiddleware", "summarize": "SummarizationMiddleware"}[m] for m in moves}
+        {"clear": "ContextEditingMiddleware", "summarize": "SummarizationMiddleware"}[m] for m in moves
+    }
     assert_every_entry_has_a_verdict(guideline, exported)
 
 
@@ -109,8 +117,16 @@ def test_cli_prints_what_does_not_map_and_writes_the_settings(run_cli, tmp_path)
     retention = tmp_path / "retention.json"
     retention.write_text(json.dumps({"read_doc": "static", "pay": {"side_effect": True}}))
     out = tmp_path / "anthropic.json"
-    code, _, err = run_cli("export", "guidelines/learned/bfcl_long_context.md", "--format", "anthropic",
-                           "--retention", str(retention), "--out", str(out))
+    code, _, err = run_cli(
+        "export",
+        "guidelines/learned/bfcl_long_context.md",
+        "--format",
+        "anthropic",
+        "--retention",
+        str(retention),
+        "--out",
+        str(out),
+    )
     assert code == 0, err
     assert "anthropic: write[0] extract: not mapped: no native write-time stage" in err
     assert "anthropic: history[0] clear: lossy: cleared results are gone for good" in err
@@ -119,11 +135,14 @@ def test_cli_prints_what_does_not_map_and_writes_the_settings(run_cli, tmp_path)
     assert settings["context_management"]["edits"][0]["exclude_tools"] == ["pay"]
 
 
-@pytest.mark.parametrize(("args", "says"), [
-    (["--format", "gemini"], "--format must be md, json, anthropic or langchain"),
-    (["--format", "md", "--retention", "x.json"], "--retention applies to --format anthropic|langchain only"),
-    (["--format", "langchain", "--retention", "missing.json"], "retention file not found"),
-])
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--format", "gemini"], "--format must be md, json, anthropic or langchain"),
+        (["--format", "md", "--retention", "x.json"], "--retention applies to --format anthropic|langchain only"),
+        (["--format", "langchain", "--retention", "missing.json"], "retention file not found"),
+    ],
+)
 def test_cli_refuses_bad_export_options(run_cli, args, says):
     code, _, err = run_cli("export", "guidelines/seed/seed.md", *args)
     assert code == 2 and says in err

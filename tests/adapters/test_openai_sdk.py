@@ -10,8 +10,16 @@ from optimizer.adapters.openai_sdk import compacting
 from optimizer.runtime import ContextRuntime
 
 DOC = "Refunds over 50 EUR are approved by team REF-7.\n" + "Boilerplate line.\n" * 300
-TOOLS = [{"type": "function", "function": {"name": "read_doc", "description": "Read a document.",
-                                           "parameters": {"type": "object", "properties": {}}}}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "read_doc",
+            "description": "Read a document.",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
+]
 
 
 def agent(request: dict) -> dict:
@@ -19,12 +27,22 @@ def agent(request: dict) -> dict:
     messages = request["messages"]
     tool_messages = [m for m in messages if m["role"] == "tool"]
     if not tool_messages:
-        return {"content": None, "tool_calls": [{"id": "c1", "type": "function",
-                                                 "function": {"name": "read_doc", "arguments": "{}"}}]}
+        return {
+            "content": None,
+            "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "read_doc", "arguments": "{}"}}],
+        }
     if len(tool_messages) == 1:
         handle = tool_messages[0]["content"].split('recall(handle="')[1].split('"')[0]
-        return {"content": None, "tool_calls": [{"id": "c2", "type": "function", "function": {
-            "name": "recall", "arguments": json.dumps({"handle": handle})}}]}
+        return {
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c2",
+                    "type": "function",
+                    "function": {"name": "recall", "arguments": json.dumps({"handle": handle})},
+                }
+            ],
+        }
     return {"content": f"Saw {len(tool_messages[-1]['content'])} characters after recall."}
 
 

@@ -78,7 +78,9 @@ def test_literals_the_agent_writes_out_are_needs_of_that_step():
     needs = written_needs(task.reference)
     email, answer = needs[4], needs[5]
     assert {n.literal for n in task.reference[4].needs} == {
-        task.reference[4].needs[0].literal, "RFD-DC2A3"}  # the suite declared the rule and the receipt
+        task.reference[4].needs[0].literal,
+        "RFD-DC2A3",
+    }  # the suite declared the rule and the receipt
     assert "EUR 145.04" in {n.literal for n in email}  # implied: the body quotes the amount
     assert {"LN-903308", "EUR 145.04", "RFD-DC2A3"} <= {n.literal for n in answer}
 
@@ -93,8 +95,9 @@ def test_an_answer_quoting_a_lost_literal_quotes_a_wrong_one():
     @dataclasses.dataclass
     class Blind(ReferenceAgent):
         def act(self, agent_input: AgentInput):
-            messages = [{**m, "content": (m.get("content") or "").replace("LN-903308", "[gone]")}
-                        for m in agent_input.messages]
+            messages = [
+                {**m, "content": (m.get("content") or "").replace("LN-903308", "[gone]")} for m in agent_input.messages
+            ]
             return super().act(dataclasses.replace(agent_input, messages=messages))
 
     episode = run_episode(task, Blind(task.reference), parse_strategy("none"), EpisodeServices())

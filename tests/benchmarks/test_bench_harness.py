@@ -42,8 +42,9 @@ def test_replay_responder_answers_with_the_reference_then_finish(bench):
 
 def test_benchmark_runs_end_to_end_and_writes_json(bench, tmp_path, capsys):
     out = tmp_path / "harness.json"
-    result = bench.main(["--tasks", "3", "--repeats", "1", "--concurrency", "1,2", "--latency-ms", "5",
-                         "--out", str(out)])
+    result = bench.main(
+        ["--tasks", "3", "--repeats", "1", "--concurrency", "1,2", "--latency-ms", "5", "--out", str(out)]
+    )
     printed = capsys.readouterr().out
     assert "episodes/min" in printed and "speed-up" in printed
     assert json.loads(out.read_text()) == json.loads(json.dumps(result))
@@ -69,8 +70,9 @@ def test_real_part_accounts_wall_time_against_any_endpoint(bench, tmp_path):
 
     tasks = bench.real_tasks(2)
     with StubServer(bench.ReplayResponder(tasks), latency_s=0.05) as url:
-        real = bench.bench_real(2, workdir=tmp_path, log=lambda _: None,
-                                config=EndpointConfig(base_url=url, model="stub", backoff_s=0.0))
+        real = bench.bench_real(
+            2, workdir=tmp_path, log=lambda _: None, config=EndpointConfig(base_url=url, model="stub", backoff_s=0.0)
+        )
     assert [e["outcome"] for e in real["episodes"]] == ["success", "success"]
     assert real["retries"] == 0 and real["system_probe_s"] > 0
     assert real["model_s"] < real["endpoint_s"] < real["wall_s"]  # the probe is an endpoint call, not a step

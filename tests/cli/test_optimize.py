@@ -20,8 +20,9 @@ def test_optimize_then_diff_and_export_through_the_cli(run_cli, tmp_path, script
     diff = json.loads((tmp_path / "diff.json").read_text())
     assert diff["pairs"] and diff["pairs"][0]["missing"]
 
-    code, out, err = run_cli("export", str(job), "--format", "md", "--out", str(tmp_path / "g.md"),
-                             "--distill", str(tmp_path / "distill"))
+    code, out, err = run_cli(
+        "export", str(job), "--format", "md", "--out", str(tmp_path / "g.md"), "--distill", str(tmp_path / "distill")
+    )
     assert code == 0, err
     from optimizer.context import load_guideline
 
@@ -44,8 +45,9 @@ def test_optimize_refuses_to_overwrite_a_job_without_resume(run_cli, tmp_path, s
 
 
 def test_report_adds_llm_agent_rows_on_the_first_test_tasks(run_cli, tmp_path, scripted_url):
-    config = job_config(tmp_path, scripted_url, train_limit=3, test_limit=2, rounds=1, llm_proposers=False,
-                        final_llm_limit=1)
+    config = job_config(
+        tmp_path, scripted_url, train_limit=3, test_limit=2, rounds=1, llm_proposers=False, final_llm_limit=1
+    )
     code, out, err = run_cli("optimize", str(tmp_path / "job.toml"))
     assert code == 0, err
     report = json.loads((config.out_dir / "report.json").read_text())
@@ -59,8 +61,17 @@ def test_report_adds_llm_agent_rows_on_the_first_test_tasks(run_cli, tmp_path, s
 
 
 def test_pareto_table_shows_the_tier1_confirmation_beside_the_screen(run_cli, tmp_path, scripted_url):
-    config = job_config(tmp_path, scripted_url, train_limit=3, test_limit=1, rounds=1, llm_proposers=False,
-                        confirm_top=1, confirm_limit=1, max_agent_episodes=4)
+    config = job_config(
+        tmp_path,
+        scripted_url,
+        train_limit=3,
+        test_limit=1,
+        rounds=1,
+        llm_proposers=False,
+        confirm_top=1,
+        confirm_limit=1,
+        max_agent_episodes=4,
+    )
     code, out, err = run_cli("optimize", str(tmp_path / "job.toml"))
     assert code == 0, err
     points = json.loads((config.out_dir / "report.json").read_text())["points"]

@@ -21,8 +21,17 @@ def test_run_with_reference_agent_writes_the_json_interface(run_cli, tmp_path, m
     data = json.loads((tmp_path / "out.json").read_text())
     assert data["summary"]["success"] == 1.0 and data["summary"]["tasks"] == 3
     for row in data["episodes"]:
-        assert {"task_id", "success", "outcome", "steps", "peak_tokens", "dependency", "total_tokens", "cost",
-                "wall_s"} <= set(row)
+        assert {
+            "task_id",
+            "success",
+            "outcome",
+            "steps",
+            "peak_tokens",
+            "dependency",
+            "total_tokens",
+            "cost",
+            "wall_s",
+        } <= set(row)
         assert row["peak_tokens"] > 0
     assert "success" in out
 
@@ -31,8 +40,9 @@ def test_run_against_a_second_server_given_by_url(run_cli, tmp_path, monkeypatch
     monkeypatch.chdir(tmp_path)
     replies = [json.dumps({"tool": "finish", "arguments": {"answer": "shipped 42.5 RF-0001-3003"}})]
     server = stub(scripted(replies))
-    code, _, err = run_cli("run", SMOKE, "--base-url", server.base_url, "--model", "any-model",
-                           "--json", str(tmp_path / "out.json"))
+    code, _, err = run_cli(
+        "run", SMOKE, "--base-url", server.base_url, "--model", "any-model", "--json", str(tmp_path / "out.json")
+    )
     assert code == 0, err
     data = json.loads((tmp_path / "out.json").read_text())
     assert data["summary"]["tasks"] == 3

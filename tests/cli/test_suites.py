@@ -57,7 +57,11 @@ def test_list_shows_an_imported_suite(run_cli, few_suites, tmp_path):
     assert code == 0
     row = next(line for line in out.splitlines() if "│ bike_ops" in line)
     assert [cell.strip() for cell in row.split("│")[2:7]] == [
-        "replay", "4", "2", "2", "example_trajectories.jsonl (4)",
+        "replay",
+        "4",
+        "2",
+        "2",
+        "example_trajectories.jsonl (4)",
     ]
 
 
@@ -109,8 +113,13 @@ def test_export_writes_the_suite_and_its_splits_to_parquet(run_cli, tmp_path):
     need = step.needs[0]
     assert steps[index]["call"] == {"id": step.call.id, "name": step.call.name, "arguments": step.call.arguments}
     assert steps[index]["needs"][0] == {
-        "kind": need.kind.value, "literal": need.literal, "argument": need.argument, "guess": need.guess,
-        "source_class": need.source_class, "repeat": None, "shown_as": need.shown_as,
+        "kind": need.kind.value,
+        "literal": need.literal,
+        "argument": need.argument,
+        "guess": need.guess,
+        "source_class": need.source_class,
+        "repeat": None,
+        "shown_as": need.shown_as,
     }
     assert json.loads(row["meta"])["family"] == "catalog_quote"
     assert len(json.loads(row["recording"])) == sum(s["call"] is not None for s in steps)
@@ -120,8 +129,10 @@ def test_an_exported_suite_runs_as_a_replay_config(run_cli, tmp_path, monkeypatc
     monkeypatch.chdir(tmp_path)
     assert run_cli("suites", "export", "smoke", "--out", "exported")[0] == 0
     config = tmp_path / "exp.toml"
-    config.write_text('name = "again"\n[suite]\ntype = "replay"\npath = "exported/smoke.parquet"\n'
-                      '[run]\nsplit = "all"\nagent = "reference"\n')
+    config.write_text(
+        'name = "again"\n[suite]\ntype = "replay"\npath = "exported/smoke.parquet"\n'
+        '[run]\nsplit = "all"\nagent = "reference"\n'
+    )
     code, _, err = run_cli("run", str(config), "--json", "out.json")
     assert code == 0, err
     summary = json.loads((tmp_path / "out.json").read_text())["summary"]
@@ -136,8 +147,9 @@ def test_import_then_run_by_name(run_cli, tmp_path, monkeypatch):
     assert (tmp_path / "suites" / "bike_ops.parquet").exists()
     assert registry._NAMED["bike_ops"]() == ReplaySuite(name="bike_ops")
     config = tmp_path / "exp.toml"
-    config.write_text('name = "bikes"\n[suite]\ntype = "replay"\nname = "bike_ops"\n'
-                      '[run]\nsplit = "all"\nagent = "reference"\n')
+    config.write_text(
+        'name = "bikes"\n[suite]\ntype = "replay"\nname = "bike_ops"\n[run]\nsplit = "all"\nagent = "reference"\n'
+    )
     code, _, err = run_cli("compare", str(config), "--strategies", "none,fifo", "--json", "cmp.json")
     assert code == 0, err
     rows = {r["strategy"]: r for r in json.loads((tmp_path / "cmp.json").read_text())["rows"]}

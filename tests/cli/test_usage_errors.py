@@ -89,8 +89,15 @@ def _ids(value: object) -> str:
 
 def test_the_app_is_read_in_full():
     """Guards the introspection: if it found nothing, the tests below would pass vacuously."""
-    assert {("run",), ("compare",), ("optimize",), ("export",), ("setup",), ("models", "start"),
-            ("suites", "import")} <= set(COMMANDS)
+    assert {
+        ("run",),
+        ("compare",),
+        ("optimize",),
+        ("export",),
+        ("setup",),
+        ("models", "start"),
+        ("suites", "import"),
+    } <= set(COMMANDS)
     assert {("run",), ("optimize",), ("diff",), ("suites", "show")} <= set(WITH_ARGUMENT)
     assert (("run",), "--limit", int) in TYPED and (("ui",), "--port", int) in TYPED
 

@@ -58,8 +58,12 @@ def tasks_of(suite: dict, count: int):
 
 SUITES = [
     pytest.param({"type": "builtin"}, 10, id="builtin"),
-    pytest.param({"type": "bfcl", "category": "multi_turn_long_context"}, 16, id="bfcl_long_context",
-                 marks=pytest.mark.skipif(not install.ready(), reason="bfcl-eval not installed (acon setup)")),
+    pytest.param(
+        {"type": "bfcl", "category": "multi_turn_long_context"},
+        16,
+        id="bfcl_long_context",
+        marks=pytest.mark.skipif(not install.ready(), reason="bfcl-eval not installed (acon setup)"),
+    ),
 ]
 
 

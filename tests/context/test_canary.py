@@ -119,8 +119,9 @@ def test_cli_all_strategies_against_a_compressor_url(run_cli, stub, tmp_path, mo
     monkeypatch.setenv("ACON_HOME", str(tmp_path / "home"))
     server = stub(lossy)
     path = tmp_path / "canary.json"
-    code, out, err = run_cli("canary", "--strategy", "all", "--json", str(path),
-                             "--base-url", server.base_url, "--model", "stub-model")
+    code, out, err = run_cli(
+        "canary", "--strategy", "all", "--json", str(path), "--base-url", server.base_url, "--model", "stub-model"
+    )
     assert code == 0, err
     data = json.loads(path.read_text())
     assert list(data["strategies"]) == list(STRATEGY_NAMES)
@@ -141,11 +142,12 @@ def test_cli_takes_endpoint_and_guideline_from_an_experiment_config(run_cli, stu
     monkeypatch.setenv("ACON_HOME", str(tmp_path / "home"))
     server = stub(lossy)
     config = tmp_path / "exp.toml"
-    config.write_text(f'name = "c"\nguideline = "{canary_guideline(tmp_path)}"\n[suite]\ntype = "smoke"\n'
-                      f'[endpoints.compressor]\nbase_url = "{server.base_url}"\nmodel = "from-config"\n')
+    config.write_text(
+        f'name = "c"\nguideline = "{canary_guideline(tmp_path)}"\n[suite]\ntype = "smoke"\n'
+        f'[endpoints.compressor]\nbase_url = "{server.base_url}"\nmodel = "from-config"\n'
+    )
     path = tmp_path / "canary.json"
-    code, out, err = run_cli("canary", "--strategy", "guideline", "--config", str(config),
-                             "--json", str(path))
+    code, out, err = run_cli("canary", "--strategy", "guideline", "--config", str(config), "--json", str(path))
     assert code == 0, err
     assert server.requests and {r["model"] for r in server.requests} == {"from-config"}
     assert "guideline:canary-copy@" in out
@@ -158,10 +160,13 @@ def canary_guideline(tmp_path) -> str:
     return str(save_guideline(seed.model_copy(update={"name": "canary-copy"}), tmp_path / "copy.md"))
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (("--strategy", "lifo"), "unknown strategy 'lifo'"),
-    (("--strategy", "guideline", "--base-url", "ftp://x"), "--base-url"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--strategy", "lifo"), "unknown strategy 'lifo'"),
+        (("--strategy", "guideline", "--base-url", "ftp://x"), "--base-url"),
+    ],
+)
 def test_cli_bad_options_exit_2_in_one_line(run_cli, args, message):
     code, _, err = run_cli("canary", *args)
     assert code == 2 and message in err and err.strip().count("\n") == 0

@@ -29,19 +29,22 @@ STATIC = RetentionClass.STATIC
 
 
 def test_config_round_trips():
-    strategy = ClearToolUses(
-        trigger_tokens=900, keep_last=1, clear_at_least=200, exclude_tools=("read_file",)
-    )
+    strategy = ClearToolUses(trigger_tokens=900, keep_last=1, clear_at_least=200, exclude_tools=("read_file",))
     assert parse_strategy(strategy.model_dump()) == strategy
     default = ClearToolUses(trigger_tokens=4000, keep_last=3, clear_at_least=0, exclude_tools=())
     assert parse_strategy("clear_tool_uses") == default
 
 
-@pytest.mark.parametrize("config", [
-    {"type": "clear_tool_uses", "trigger_tokens": 0}, {"type": "clear_tool_uses", "keep_last": -1},
-    {"type": "clear_tool_uses", "clear_at_least": -5}, {"type": "clear_tool_uses", "exclude_tools": 7},
-    {"type": "clear_tool_uses", "exclude": ["read_file"]},
-])
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"type": "clear_tool_uses", "trigger_tokens": 0},
+        {"type": "clear_tool_uses", "keep_last": -1},
+        {"type": "clear_tool_uses", "clear_at_least": -5},
+        {"type": "clear_tool_uses", "exclude_tools": 7},
+        {"type": "clear_tool_uses", "exclude": ["read_file"]},
+    ],
+)
 def test_invalid_config_is_rejected(config):
     with pytest.raises(ValidationError):
         parse_strategy(config)
@@ -54,10 +57,21 @@ def test_expected_size():
     # and receipt are never candidates; the error and the superseded stock read are shorter than their
     # placeholders, so clearing them would save nothing); at step 10 the web page follows.
     assert [(r["step"], r["entry_ids"], r["tokens_before"], r["tokens_after"]) for r in records] == [
-        (8, [4, 6], 1366, 77), (10, [16], 559, 37)
+        (8, [4, 6], 1366, 77),
+        (10, [16], 559, 37),
     ]
     assert [s.input_tokens for s in result.episode.steps] == [
-        24, 491, 1634, 1946, 2007, 2071, 2133, 2197, 1515, 1681, 2286
+        24,
+        491,
+        1634,
+        1946,
+        2007,
+        2071,
+        2133,
+        2197,
+        1515,
+        1681,
+        2286,
     ]
     assert records[0]["handles"] == ["h1", "h2"]
 

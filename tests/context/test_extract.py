@@ -32,15 +32,17 @@ from tests.context.conftest import (
     run,
 )
 
-ORDER = "\n".join([
-    "order ORD-66682  placed 2024-04-29  status: delivered",
-    "customer: CUS-96928 (Tomasz Weber)",
-    "--- line items (4) ---",
-    "LN-273754 | Nordvik kettle 1.0L, sand | unit EUR 29.12",
-    "LN-915147 | Verano desk lamp medium, brushed steel | unit EUR 47.58",
-    "LN-903308 | Halden desk lamp small, slate blue | unit EUR 145.04",
-    "LN-361330 | Halden headphones over-ear, forest green | unit EUR 306.47",
-])
+ORDER = "\n".join(
+    [
+        "order ORD-66682  placed 2024-04-29  status: delivered",
+        "customer: CUS-96928 (Tomasz Weber)",
+        "--- line items (4) ---",
+        "LN-273754 | Nordvik kettle 1.0L, sand | unit EUR 29.12",
+        "LN-915147 | Verano desk lamp medium, brushed steel | unit EUR 47.58",
+        "LN-903308 | Halden desk lamp small, slate blue | unit EUR 145.04",
+        "LN-361330 | Halden headphones over-ear, forest green | unit EUR 306.47",
+    ]
+)
 NO_MENTIONS = Selection(mention_task=False, mention_calls=False, head=0)
 
 
@@ -93,8 +95,7 @@ def test_quoted_phrases_and_call_arguments_are_strong_terms():
 
 
 def test_json_results_keep_structure_and_split_long_strings_into_lines():
-    content = json.dumps({"file_content": "\n".join(f"row {i}: value {i * 7}" for i in range(40)),
-                          "owner": "alice"})
+    content = json.dumps({"file_content": "\n".join(f"row {i}: value {i * 7}" for i in range(40)), "owner": "alice"})
     rule = ExtractRule(pattern=r"^row 1\d:", field="file_content")
     out = json.loads(kept(content, NO_MENTIONS.model_copy(update={"rules": (rule,)})))
     assert out == {"file_content": "\n".join(f"row {i}: value {i * 7}" for i in range(10, 20))}
@@ -103,12 +104,15 @@ def test_json_results_keep_structure_and_split_long_strings_into_lines():
     assert json.loads(kept(nested, Selection(head=0), terms)) == {"tickets": [{"id": 4202}]}
 
 
-@pytest.mark.parametrize("rule", [
-    {"pattern": "(a)\\1"},  # a backreference: not linear time, RE2 refuses it
-    {"pattern": ""},
-    {"pattern": "x" * 201},
-    {"pattern": "ok", "scope": "get_order"},
-])
+@pytest.mark.parametrize(
+    "rule",
+    [
+        {"pattern": "(a)\\1"},  # a backreference: not linear time, RE2 refuses it
+        {"pattern": ""},
+        {"pattern": "x" * 201},
+        {"pattern": "ok", "scope": "get_order"},
+    ],
+)
 def test_invalid_rules_are_rejected(rule):
     with pytest.raises(ValidationError):
         ExtractRule.model_validate(rule)
@@ -154,14 +158,20 @@ def test_the_extract_move_keeps_selected_lines_and_names_the_handle():
 
 def test_must_keep_lines_survive_an_extraction_that_selects_nothing():
     script = (
-        Scripted("search", {"query": "widget"}, ok("\n".join([PAGE_WARNING, *(f"hit {i}" for i in range(300))]),
-                                                   PAGE_WARNING)),
+        Scripted(
+            "search",
+            {"query": "widget"},
+            ok("\n".join([PAGE_WARNING, *(f"hit {i}" for i in range(300))]), PAGE_WARNING),
+        ),
         *STANDARD[3:5],
     )
     seed = read_guideline(SEED_GUIDELINE)
     policy = RetentionPolicy.model_validate(
-        {"write": [{"move": "extract", "over": 100, "select": {"head": 0, "mention_task": False,
-                                                                "mention_calls": False}}]}
+        {
+            "write": [
+                {"move": "extract", "over": 100, "select": {"head": 0, "mention_task": False, "mention_calls": False}}
+            ]
+        }
     )
     strategy = GuidelineStrategy(guideline=seed.model_copy(update={"policy": policy}))
     result = run(strategy, script)
@@ -173,8 +183,16 @@ def test_must_keep_lines_survive_an_extraction_that_selects_nothing():
 def test_extract_old_cuts_results_once_they_are_old():
     seed = read_guideline(SEED_GUIDELINE)
     policy = RetentionPolicy.model_validate(
-        {"history": [{"move": "extract_old", "keep_last": 2, "over": 300,
-                      "select": {"head": 0, "rules": [{"pattern": "FACT-"}]}}]}
+        {
+            "history": [
+                {
+                    "move": "extract_old",
+                    "keep_last": 2,
+                    "over": 300,
+                    "select": {"head": 0, "rules": [{"pattern": "FACT-"}]},
+                }
+            ]
+        }
     )
     result = run(GuidelineStrategy(guideline=seed.model_copy(update={"policy": policy})))
     first = next(r for r in result.episode.records if r["action"] == "extract")

@@ -21,9 +21,9 @@ def test_config_round_trips():
     assert parse_strategy("fifo") == Fifo(keep_last=5)
 
 
-@pytest.mark.parametrize("config", [
-    {"type": "fifo", "keep_last": 0}, {"type": "fifo", "keep_last": "many"}, {"type": "fifo", "keep": 3}
-])
+@pytest.mark.parametrize(
+    "config", [{"type": "fifo", "keep_last": 0}, {"type": "fifo", "keep_last": "many"}, {"type": "fifo", "keep": 3}]
+)
 def test_invalid_config_is_rejected(config):
     with pytest.raises(ValidationError):
         parse_strategy(config)
@@ -37,7 +37,17 @@ def test_expected_size():
     # the receipt and the latest stock read keep their steps.
     assert (full, result.final_tokens()) == (4097, 2630)
     assert [s.input_tokens for s in result.episode.steps] == [
-        24, 491, 1634, 1946, 2007, 928, 730, 794, 1337, 1503, 2630
+        24,
+        491,
+        1634,
+        1946,
+        2007,
+        928,
+        730,
+        794,
+        1337,
+        1503,
+        2630,
     ]
 
 
@@ -56,8 +66,16 @@ def test_a_kept_action_keeps_every_one_of_its_results():
     history.append(EntryKind.TASK, TASK, step=0, turn=0)
     calls = (ToolCall("a", "search", {"query": "x["}), ToolCall("b", "read_file", {"path": "docs/a.md"}))
     history.append(EntryKind.ACTION, "two calls", step=0, turn=0, calls=calls)
-    history.append(EntryKind.RESULT, ERROR_LINE, step=0, turn=0, call=calls[0],
-                   retention=RetentionClass.ERROR_PARTIAL, must_keep=(ERROR_LINE,), is_error=True)
+    history.append(
+        EntryKind.RESULT,
+        ERROR_LINE,
+        step=0,
+        turn=0,
+        call=calls[0],
+        retention=RetentionClass.ERROR_PARTIAL,
+        must_keep=(ERROR_LINE,),
+        is_error=True,
+    )
     history.append(EntryKind.RESULT, CATALOG, step=0, turn=0, call=calls[1], retention=STATIC)
     for step in (1, 2):
         call = ToolCall(f"c{step}", "read_file", {"path": f"docs/{step}.md"})

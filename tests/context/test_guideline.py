@@ -56,15 +56,18 @@ def inline(history: str = "h", **policy: Any) -> dict[str, Any]:
     return {"type": "guideline", "guideline": {"history": history, "observation": "o", "policy": policy}}
 
 
-@pytest.mark.parametrize("config", [
-    {"type": "guideline", "guidline": "x.md"},
-    inline(history=[{"move": "summarize", "over": 0}]),
-    inline(history=[{"move": "clear", "classes": ["skill"]}]),  # the contract never lets a skill be cleared
-    inline(write=[{"move": "compress", "classes": ["unknown"]}]),  # nor unclassified content be compressed
-    inline(write=[{"move": "extract", "classes": ["write_receipt"]}]),  # nor a receipt be cut
-    inline(write=[{"move": "squeeze"}]),
-    inline(history=""),
-])
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"type": "guideline", "guidline": "x.md"},
+        inline(history=[{"move": "summarize", "over": 0}]),
+        inline(history=[{"move": "clear", "classes": ["skill"]}]),  # the contract never lets a skill be cleared
+        inline(write=[{"move": "compress", "classes": ["unknown"]}]),  # nor unclassified content be compressed
+        inline(write=[{"move": "extract", "classes": ["write_receipt"]}]),  # nor a receipt be cut
+        inline(write=[{"move": "squeeze"}]),
+        inline(history=""),
+    ],
+)
 def test_invalid_config_is_rejected(config):
     with pytest.raises(ValidationError):
         parse_strategy(config)
@@ -95,7 +98,9 @@ def test_expected_size(compressor_for):
     # compressed (to the lossy compressor's 3 tokens). The history never passes 800 tokens of
     # compressible content afterwards, so no summary.
     assert [(r["step"], r["entry_ids"], r["tokens_before"], r["tokens_after"]) for r in records] == [
-        (1, [4], 1097, 3), (7, [16], 559, 3), (9, [20], 1080, 3)
+        (1, [4], 1097, 3),
+        (7, [16], 559, 3),
+        (9, [20], 1080, 3),
     ]
     assert {(r["stage"], r["action"]) for r in records} == {("write", "compress")}
     assert len(server.requests) == 3
@@ -153,8 +158,9 @@ def test_pinning_is_what_keeps_the_skill(compressor_for):
 
 def test_offload_keeps_a_preview_and_a_recall_handle(compressor_for):
     compressor, server = compressor_for()
-    strategy = guideline(write=[{"move": "offload", "classes": STATIC, "over": 500, "head_tokens": 120,
-                                 "tail_tokens": 0}])
+    strategy = guideline(
+        write=[{"move": "offload", "classes": STATIC, "over": 500, "head_tokens": 120, "tail_tokens": 0}]
+    )
     assert strategy.offers_recall and not strategy.uses_compressor
     result = run(strategy, compressor=compressor)
     written = result.episode.text(next(e["text"] for e in result.episode.entries if e["id"] == 4))
@@ -168,8 +174,12 @@ def test_offload_keeps_a_preview_and_a_recall_handle(compressor_for):
 def test_write_moves_chain_in_order(compressor_for):
     """An extraction that leaves the result over the offload threshold is offloaded in turn."""
     compressor, server = compressor_for()
-    extract = {"move": "extract", "classes": STATIC, "over": 500, "select": {"head": 40, "mention_task": False,
-                                                                            "mention_calls": False}}
+    extract = {
+        "move": "extract",
+        "classes": STATIC,
+        "over": 500,
+        "select": {"head": 40, "mention_task": False, "mention_calls": False},
+    }
     strategy = guideline(write=[extract, {"move": "offload", "classes": STATIC, "over": 500}])
     result = run(strategy, compressor=compressor)
     catalogue = [r for r in result.episode.records if r["entry_ids"] == [4]]
@@ -222,8 +232,10 @@ def test_the_budget_cuts_static_first_and_never_skills_or_receipts(compressor_fo
 def test_the_compressor_is_told_its_length_limit(compressor_for):
     """Unprompted, a small model writes until its cap cuts it off; the prompt states the cap as words."""
     compressor, server = compressor_for()
-    run(guideline(write=[compress(300, max_tokens=100)], history=[summarize(300, max_tokens=200)]),
-        compressor=compressor)
+    run(
+        guideline(write=[compress(300, max_tokens=100)], history=[summarize(300, max_tokens=200)]),
+        compressor=compressor,
+    )
     prompts = compressor_prompts(server)
     summaries = [p for p in prompts if "Write the new summary now" in p]
     observations = [p for p in prompts if "Write the compressed tool result now" in p]

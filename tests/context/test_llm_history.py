@@ -33,10 +33,15 @@ def test_config_round_trips():
     assert parse_strategy("llm_history") == LlmHistory(t_hist=2048, keep_last=1, max_tokens=512, pinned=())
 
 
-@pytest.mark.parametrize("config", [
-    {"type": "llm_history", "t_hist": 0}, {"type": "llm_history", "keep_last": 0},
-    {"type": "llm_history", "pinned": ["rules"]}, {"type": "llm_history", "summary_tokens": 100},
-])
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"type": "llm_history", "t_hist": 0},
+        {"type": "llm_history", "keep_last": 0},
+        {"type": "llm_history", "pinned": ["rules"]},
+        {"type": "llm_history", "summary_tokens": 100},
+    ],
+)
 def test_invalid_config_is_rejected(config):
     with pytest.raises(ValidationError):
         parse_strategy(config)
@@ -56,12 +61,11 @@ def test_expected_size(compressor_for):
     # tokens with the page warning and error line restored. The skill and receipt steps (pinned) and
     # the probe step (unknown: the contract keeps it) never enter the summary.
     assert [(r["step"], r["entry_ids"], r["tokens_before"], r["tokens_after"]) for r in records] == [
-        (3, [3, 4], 1115, 13), (9, [5, 6, 7, 8, 9, 10, 13, 14, 15, 16], 981, 36)
+        (3, [3, 4], 1115, 13),
+        (9, [5, 6, 7, 8, 9, 10, 13, 14, 15, 16], 981, 36),
     ]
     assert len(server.requests) == 2
-    assert [s.input_tokens for s in result.episode.steps] == [
-        24, 491, 1634, 828, 889, 953, 1015, 1079, 1686, 767, 1894
-    ]
+    assert [s.input_tokens for s in result.episode.steps] == [24, 491, 1634, 828, 889, 953, 1015, 1079, 1686, 767, 1894]
 
 
 def test_invariants_with_skills_and_receipts_pinned(compressor_for):

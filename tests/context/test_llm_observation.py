@@ -28,10 +28,14 @@ def test_config_round_trips():
     assert parse_strategy("llm_observation") == LlmObservation(t_obs=1024, max_tokens=384)
 
 
-@pytest.mark.parametrize("config", [
-    {"type": "llm_observation", "t_obs": 0}, {"type": "llm_observation", "max_tokens": -1},
-    {"type": "llm_observation", "threshold": 500},
-])
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"type": "llm_observation", "t_obs": 0},
+        {"type": "llm_observation", "max_tokens": -1},
+        {"type": "llm_observation", "threshold": 500},
+    ],
+)
 def test_invalid_config_is_rejected(config):
     with pytest.raises(ValidationError):
         parse_strategy(config)
@@ -48,7 +52,9 @@ def test_expected_size(compressor_for):
     records = result.episode.records
     # The lossy compressor answers "key facts only" (3 tokens) for the three results over 500 tokens.
     assert [(r["action"], r["entry_ids"], r["tokens_before"], r["tokens_after"]) for r in records] == [
-        ("compress", [4], 1097, 3), ("compress", [16], 559, 3), ("compress", [20], 1080, 3)
+        ("compress", [4], 1097, 3),
+        ("compress", [16], 559, 3),
+        ("compress", [20], 1080, 3),
     ]
     assert {r["stage"] for r in records} == {"write"}
     assert len(server.requests) == 3 and result.episode.metrics["compressor_calls"] == 3
@@ -107,8 +113,9 @@ def test_an_output_longer_than_the_compressor_context_is_compressed_in_chunks(st
     config = EndpointConfig(base_url=server.base_url, model="stub", context_tokens=4096, backoff_s=0.0)
     compressor = Compressor(ChatClient(config, base_url=server.base_url, model="stub"))
     observation = "\n".join(f"row {i}: ORD-{i:05d} status shipped to warehouse bay {i % 7}" for i in range(900))
-    out = compressor.compress_observation(guideline="keep ids", task="t", tool="list", observation=observation,
-                                          max_tokens=200)
+    out = compressor.compress_observation(
+        guideline="keep ids", task="t", tool="list", observation=observation, max_tokens=200
+    )
     chunks = split_by_tokens(observation, 4096 - 2048 - 200)
     assert len(chunks) > 1 and "\n".join(chunks) == observation
     assert len(server.requests) == len(chunks)

@@ -24,10 +24,15 @@ def test_config_round_trips():
     assert parse_strategy("mask_last_n") == MaskLastN(n=3, polling=1, keep_first=True, recoverable=False)
 
 
-@pytest.mark.parametrize("config", [
-    {"type": "mask_last_n", "n": 0}, {"type": "mask_last_n", "polling": 0},
-    {"type": "mask_last_n", "recoverable": "perhaps"}, {"type": "mask_last_n", "window": 3},
-])
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"type": "mask_last_n", "n": 0},
+        {"type": "mask_last_n", "polling": 0},
+        {"type": "mask_last_n", "recoverable": "perhaps"},
+        {"type": "mask_last_n", "window": 3},
+    ],
+)
 def test_invalid_config_is_rejected(config):
     with pytest.raises(ValidationError):
         parse_strategy(config)
@@ -38,7 +43,17 @@ def test_expected_size():
     # The catalogue read (1,097 tokens) shrinks to "[Old tool output omitted: 61 lines]" at step 5,
     # the page to its warning at step 6, and so on; the last three steps stay raw.
     assert [s.input_tokens for s in result.episode.steps] == [
-        24, 491, 1634, 1946, 2007, 984, 796, 860, 1459, 1625, 2752
+        24,
+        491,
+        1634,
+        1946,
+        2007,
+        984,
+        796,
+        860,
+        1459,
+        1625,
+        2752,
     ]
     record = result.episode.records[0]
     summary = (record["step"], record["entry_ids"], record["tokens_before"], record["tokens_after"])

@@ -18,10 +18,15 @@ def test_config_round_trips():
     assert parse_strategy("offload_preview") == default
 
 
-@pytest.mark.parametrize("config", [
-    {"type": "offload_preview", "max_tokens": 0}, {"type": "offload_preview", "head_tokens": -1},
-    {"type": "offload_preview", "tail_tokens": "some"}, {"type": "offload_preview", "preview": 100},
-])
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"type": "offload_preview", "max_tokens": 0},
+        {"type": "offload_preview", "head_tokens": -1},
+        {"type": "offload_preview", "tail_tokens": "some"},
+        {"type": "offload_preview", "preview": 100},
+    ],
+)
 def test_invalid_config_is_rejected(config):
     with pytest.raises(ValidationError):
         parse_strategy(config)
@@ -34,7 +39,9 @@ def test_expected_size():
     # 40-token head and a 20-token tail. Stock reads, the receipt and the page of hits stay.
     assert (count_tokens(CATALOG), count_tokens(PAGE_HTML), count_tokens(SHIPPING)) == (1097, 559, 1080)
     assert [(r["stage"], r["entry_ids"], r["tokens_before"], r["tokens_after"]) for r in records] == [
-        ("write", [4], 1097, 103), ("write", [16], 559, 103), ("write", [20], 1080, 104)
+        ("write", [4], 1097, 103),
+        ("write", [16], 559, 103),
+        ("write", [20], 1080, 104),
     ]
     assert result.final_tokens() == 1671  # none: 4,097
 

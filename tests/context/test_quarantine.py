@@ -71,7 +71,8 @@ def parrot(request: dict) -> str:
     prompt = request["messages"][-1]["content"]
     copied = "\n".join(m.group(2) for m in _DATA.finditer(prompt))
     return f"PROGRESS:\n{copied[:1500]}\nTODO: " + " ".join(
-        line for line in copied.splitlines() if is_instruction_like(line))
+        line for line in copied.splitlines() if is_instruction_like(line)
+    )
 
 
 class Recording(ReferenceAgent):
@@ -84,10 +85,13 @@ class Recording(ReferenceAgent):
         return super().act(agent_input)
 
 
-@pytest.mark.parametrize("strategy", [
-    {"type": "llm_history", "t_hist": 300},
-    {"type": "llm_observation", "t_obs": 100},
-])
+@pytest.mark.parametrize(
+    "strategy",
+    [
+        {"type": "llm_history", "t_hist": 300},
+        {"type": "llm_observation", "t_obs": 100},
+    ],
+)
 def test_no_request_carries_a_planted_instruction_outside_a_fence(strategy, compressor_for):
     compressor, server = compressor_for(parrot)
     tasks = BuiltinSuite(injections="all", injection_target="agent", n_tasks=8).load().tasks
@@ -97,11 +101,15 @@ def test_no_request_carries_a_planted_instruction_outside_a_fence(strategy, comp
         episode = run_episode(task, agent, parse_strategy(strategy), EpisodeServices(compressor=compressor))
         # Compressor-written text: summaries as the agent is shown them, results rewritten at write time.
         # Raw tool results carry a planted line too, as data in a tool result of their own.
-        written = [summary for request in agent.requests for m in request
-                   for summary in re.findall(r"<history_summary>\n.*?\n</history_summary>", str(m.get("content") or ""),
-                                             re.DOTALL)]
-        written += [episode.text(e["text"]) for e in episode.entries
-                    if e["kind"] == "result" and e["text"] != e["raw"]]
+        written = [
+            summary
+            for request in agent.requests
+            for m in request
+            for summary in re.findall(
+                r"<history_summary>\n.*?\n</history_summary>", str(m.get("content") or ""), re.DOTALL
+            )
+        ]
+        written += [episode.text(e["text"]) for e in episode.entries if e["kind"] == "result" and e["text"] != e["raw"]]
         carried += sum(any(marker in unfenced(text) for marker in INJECTION_MARKERS) for text in written)
         fenced += sum(FENCE_LABEL in text for text in written)
     prompts = compressor_prompts(server)

@@ -53,10 +53,10 @@ def test_a_recalled_result_is_not_cleared_again():
 def test_an_unknown_handle_is_an_error_result_not_a_crash():
     script = (*STANDARD[:3],)
     task = make_task(script)
-    replies = [
-        json.dumps({"tool": item.tool, "arguments": dict(item.arguments)}) for item in script
-    ] + [json.dumps({"tool": "recall", "arguments": {"handle": "h99"}}),
-         json.dumps({"tool": "finish", "arguments": {"answer": "done"}})]
+    replies = [json.dumps({"tool": item.tool, "arguments": dict(item.arguments)}) for item in script] + [
+        json.dumps({"tool": "recall", "arguments": {"handle": "h99"}}),
+        json.dumps({"tool": "finish", "arguments": {"answer": "done"}}),
+    ]
     from optimizer.testing.stub_server import StubServer
 
     with StubServer(scripted(replies)) as url:
@@ -89,9 +89,10 @@ def test_a_recall_shows_in_the_agent_tokens_and_cost(stub):
     extra_prompt = recalled.metrics["agent_prompt_tokens"] - plain.metrics["agent_prompt_tokens"]
     assert extra_prompt >= 1097
     assert recalled.metrics["cost"] - plain.metrics["cost"] >= 1097 / 1e6
-    assert recalled.metrics["cost"] == (
-        recalled.metrics["agent_prompt_tokens"] * 1.0 + recalled.metrics["agent_completion_tokens"] * 2.0
-    ) / 1e6
+    assert (
+        recalled.metrics["cost"]
+        == (recalled.metrics["agent_prompt_tokens"] * 1.0 + recalled.metrics["agent_completion_tokens"] * 2.0) / 1e6
+    )
 
 
 # --- honest recall: decided from what the context shows, never from the store -------------------------
@@ -135,10 +136,14 @@ def test_the_honest_agent_does_not_recall_what_no_placeholder_points_to():
     hits = "\n".join(["hit: widget W-778 in bin B-14", *filler("bins", 40)])
     search = Scripted("search", {"query": "bins"}, ok(hits))
     script = (*STANDARD[:2], search, *STANDARD[4:6])
-    policy = RetentionPolicy.model_validate({"history": [
-        {"move": "clear", "trigger_tokens": 0, "keep_last": 0, "exclude_tools": ["read_file"]},
-        {"move": "mask", "keep_last": 1, "keep_first": False},
-    ]})
+    policy = RetentionPolicy.model_validate(
+        {
+            "history": [
+                {"move": "clear", "trigger_tokens": 0, "keep_last": 0, "exclude_tools": ["read_file"]},
+                {"move": "mask", "keep_last": 1, "keep_first": False},
+            ]
+        }
+    )
     strategy = GuidelineStrategy(guideline=read_guideline(SEED_GUIDELINE).model_copy(update={"policy": policy}))
     peek = recall_run(strategy, "peek", script=script)
     honest = recall_run(strategy, "honest", script=script)

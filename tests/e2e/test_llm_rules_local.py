@@ -26,12 +26,14 @@ from tests.context.conftest import RecordingReference, Scripted, Workbench, make
 
 pytestmark = pytest.mark.llm
 
-ORDER = "\n".join([
-    "order ORD-66682  placed 2024-04-29  status: delivered",
-    *(f"LN-{310000 + i * 7} | Nordvik kettle {i}.0L, sand | qty 1 | EUR {20 + i}.50" for i in range(14)),
-    "payment: card ending 8457, captured EUR 311.50",
-    *(f"LN-{320000 + i * 7} | Lumea desk lamp {i}, ivory | qty 1 | EUR {30 + i}.25" for i in range(14)),
-])
+ORDER = "\n".join(
+    [
+        "order ORD-66682  placed 2024-04-29  status: delivered",
+        *(f"LN-{310000 + i * 7} | Nordvik kettle {i}.0L, sand | qty 1 | EUR {20 + i}.50" for i in range(14)),
+        "payment: card ending 8457, captured EUR 311.50",
+        *(f"LN-{320000 + i * 7} | Lumea desk lamp {i}, ivory | qty 1 | EUR {30 + i}.25" for i in range(14)),
+    ]
+)
 SCRIPT = (Scripted("read_file", {"path": "orders/ORD-66682.txt"}, ok(ORDER)),)
 NEED = (Need(NeedKind.VALUE, "8457", guess="8458", source_class="static"),)
 
@@ -43,11 +45,17 @@ class Desk(Workbench):
 
 
 def test_the_local_optimizer_writes_a_selective_rule_for_the_lost_line():
-    task = dataclasses.replace(make_task(SCRIPT, answer="card ending 8457", answer_needs=NEED),
-                               make_env=lambda: Desk(SCRIPT))
+    task = dataclasses.replace(
+        make_task(SCRIPT, answer="card ending 8457", answer_needs=NEED), make_env=lambda: Desk(SCRIPT)
+    )
     seed = read_guideline(SEED_GUIDELINE)
-    policy = RetentionPolicy.model_validate({"write": [{"move": "extract", "over": 100, "select": {
-        "head": 1, "mention_task": False, "mention_calls": False}}]})
+    policy = RetentionPolicy.model_validate(
+        {
+            "write": [
+                {"move": "extract", "over": 100, "select": {"head": 1, "mention_task": False, "mention_calls": False}}
+            ]
+        }
+    )
     parent = Candidate(seed.model_copy(update={"policy": policy}), "seed", 0)
 
     def episode(strategy):
@@ -63,7 +71,14 @@ def test_the_local_optimizer_writes_a_selective_rule_for_the_lost_line():
     assert proposal.guideline is not None, proposal.error
     rules = proposal.guideline.policy.write[0].select.rules
     parsed = parse_units(ORDER)
-    kept = render(parsed, select(parsed, Selection(rules=rules, mention_task=False, mention_calls=False, head=0),
-                                 tool="read_file", terms=None))
+    kept = render(
+        parsed,
+        select(
+            parsed,
+            Selection(rules=rules, mention_task=False, mention_calls=False, head=0),
+            tool="read_file",
+            terms=None,
+        ),
+    )
     assert "payment: card ending 8457" in kept, rules
     assert len(kept.splitlines()) <= 10, rules  # selective: not the order's 28 item rows

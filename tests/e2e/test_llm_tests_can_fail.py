@@ -12,9 +12,26 @@ from tests.conftest import ROOT
 def test_every_llm_test_fails_against_a_garbage_model(tmp_path):
     report = tmp_path / "junit.xml"
     process = subprocess.run(
-        [sys.executable, "-m", "pytest", "-m", "llm", "-p", "tests.e2e.garbage_model", "tests/e2e", "-q",
-         "-p", "no:cacheprovider", f"--junitxml={report}", "--basetemp", str(tmp_path / "base")],
-        cwd=ROOT, capture_output=True, text=True, timeout=1200,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-m",
+            "llm",
+            "-p",
+            "tests.e2e.garbage_model",
+            "tests/e2e",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            f"--junitxml={report}",
+            "--basetemp",
+            str(tmp_path / "base"),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=1200,
     )
     cases = ElementTree.parse(report).getroot().iter("testcase")
     outcomes = {f"{c.get('classname')}.{c.get('name')}": [child.tag for child in c] for c in cases}

@@ -36,14 +36,23 @@ def test_real_local_model_completes_a_task_with_reported_usage():
 def test_real_compressor_keeps_the_ids_and_amounts_the_task_asks_about():
     # A short result: on a 30-row listing both local models copy rows from the top until their cap and lose the
     # row the task is about (measured), which is why extraction in code is the guideline's first move.
-    rows = [f"LN-{310000 + i * 7} | SKU-{20000 + i * 13} | Nordvik kettle {i}.0L, sand | qty 1 | EUR {20 + i}.50"
-            for i in range(4)]
+    rows = [
+        f"LN-{310000 + i * 7} | SKU-{20000 + i * 13} | Nordvik kettle {i}.0L, sand | qty 1 | EUR {20 + i}.50"
+        for i in range(4)
+    ]
     rows[2] = "LN-903308 | SKU-42278 | Halden desk lamp small, slate blue | qty 1 | EUR 145.04"
     output = "\n".join(["order ORD-66682  placed 2024-04-29  status: delivered", "--- line items (4) ---", *rows])
-    task = ("The Halden desk lamp small, slate blue from order ORD-66682 arrived broken. Refund that line: "
-            "reply with its line id and amount.")
+    task = (
+        "The Halden desk lamp small, slate blue from order ORD-66682 arrived broken. Refund that line: "
+        "reply with its line id and amount."
+    )
     with ModelEndpoints({"compressor": EndpointConfig()}) as endpoints:
         compressor = Compressor(endpoints.client("compressor"))
-        out = compressor.compress_observation(guideline=read_guideline(SEED_GUIDELINE).observation, task=task,
-                                              tool="get_order", observation=output, max_tokens=160)
+        out = compressor.compress_observation(
+            guideline=read_guideline(SEED_GUIDELINE).observation,
+            task=task,
+            tool="get_order",
+            observation=output,
+            max_tokens=160,
+        )
     assert "LN-903308" in out.text and "145.04" in out.text and "ORD-66682" in out.text, out.text

@@ -18,7 +18,7 @@ def test_one_round_job_on_the_local_model(run_cli, tmp_path):
     config = tmp_path / "tiny.toml"
     config.write_text(f"""
 name = "e2e-tiny"
-out = "{tmp_path / 'job'}"
+out = "{tmp_path / "job"}"
 [suite]
 type = "builtin"
 max_output_tokens = 1300
@@ -46,8 +46,9 @@ model = "qwen2.5-coder-0.5b"
     from optimizer.search.state import JobDir
 
     state = JobDir(tmp_path / "job").load_state()
-    batches = [json.loads(p.read_text()) for p in (tmp_path / "job" / "rounds" / "01" / "proposals").glob(
-        "*-llm_rewrite.json")]
+    batches = [
+        json.loads(p.read_text()) for p in (tmp_path / "job" / "rounds" / "01" / "proposals").glob("*-llm_rewrite.json")
+    ]
     proposals = [p for batch in batches for p in batch]
     assert proposals, "the LLM proposer never ran (no pair or near miss to learn from)"
     parsed = [p for p in proposals if p["guideline"] is not None or p["error"].startswith("no usable rule")]

@@ -39,12 +39,27 @@ def _interrupt(episode) -> None:
 def test_an_interrupted_concurrent_run_does_not_run_the_queued_tasks(tmp_path):
     tasks = _slow_tasks(12)
     with pytest.raises(KeyboardInterrupt):
-        run_tasks(tasks, parse_strategy("none"), AgentSpec("reference"), endpoints=None, directory=tmp_path,
-                  meta={"key": "k"}, concurrency=2, on_episode=_interrupt)
+        run_tasks(
+            tasks,
+            parse_strategy("none"),
+            AgentSpec("reference"),
+            endpoints=None,
+            directory=tmp_path,
+            meta={"key": "k"},
+            concurrency=2,
+            on_episode=_interrupt,
+        )
     stored = EpisodeStore(tmp_path).load()
     assert 1 <= len(stored) <= 3  # the first one and those in flight, not all 12
 
-    resumed = run_tasks(tasks, parse_strategy("none"), AgentSpec("reference"), endpoints=None,
-                        directory=tmp_path, meta={"key": "k"}, concurrency=2)
+    resumed = run_tasks(
+        tasks,
+        parse_strategy("none"),
+        AgentSpec("reference"),
+        endpoints=None,
+        directory=tmp_path,
+        meta={"key": "k"},
+        concurrency=2,
+    )
     assert [e.task_id for e in resumed] == [t.id for t in tasks]
     assert len(EpisodeStore(tmp_path).records()) == 12  # nothing ran twice

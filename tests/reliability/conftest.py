@@ -13,20 +13,43 @@ from tests.tracking.conftest import migrated_db as migrated_db  # one migrated M
 
 
 def write_job(
-    tmp: Path, url: str, *, name: str = "reliability", tracking: bool = False, suite: dict[str, Any] | None = None,
-    endpoint: dict[str, Any] | None = None, guideline: Path | None = None, **optimize: Any,
+    tmp: Path,
+    url: str,
+    *,
+    name: str = "reliability",
+    tracking: bool = False,
+    suite: dict[str, Any] | None = None,
+    endpoint: dict[str, Any] | None = None,
+    guideline: Path | None = None,
+    **optimize: Any,
 ) -> Path:
     """Write a tier-0 `acon optimize` config with every model role at `url`; returns the TOML path.
 
     The job directory is `<tmp>/job`. Traces are off: they are tested in tests/tracking and cost seconds.
     """
-    settings = {"rounds": 1, "train_limit": 4, "test_limit": 2, "confirm_top": 0,
-                "final_strategies": ["none"], **optimize}
+    settings = {
+        "rounds": 1,
+        "train_limit": 4,
+        "test_limit": 2,
+        "confirm_top": 0,
+        "final_strategies": ["none"],
+        **optimize,
+    }
     role = {"base_url": url, "model": "scripted", "backoff_s": 0.0, **(endpoint or {})}
-    lines = [f"name = {json.dumps(name)}", f"out = {json.dumps(str(tmp / 'job'))}",
-             *([f"guideline = {json.dumps(str(guideline))}"] if guideline else []), "[suite]",
-             *_table({"type": "builtin", **(suite or {})}), "[run]", 'agent = "reference"', "[tracking]",
-             f"enabled = {json.dumps(tracking)}", "traces = false", "[optimize]", *_table(settings)]
+    lines = [
+        f"name = {json.dumps(name)}",
+        f"out = {json.dumps(str(tmp / 'job'))}",
+        *([f"guideline = {json.dumps(str(guideline))}"] if guideline else []),
+        "[suite]",
+        *_table({"type": "builtin", **(suite or {})}),
+        "[run]",
+        'agent = "reference"',
+        "[tracking]",
+        f"enabled = {json.dumps(tracking)}",
+        "traces = false",
+        "[optimize]",
+        *_table(settings),
+    ]
     for name_ in ("agent", "compressor", "optimizer"):
         lines += [f"[endpoints.{name_}]", *_table(role)]
     path = tmp / "job.toml"

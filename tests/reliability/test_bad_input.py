@@ -101,7 +101,7 @@ def test_missing_suite_section(fails, tmp_path):
 
 
 def test_mistyped_value(fails, tmp_path):
-    path = config(tmp_path, BASE + "[optimize]\nrounds = \"two\"\n")
+    path = config(tmp_path, BASE + '[optimize]\nrounds = "two"\n')
     fails("optimize", path, says=(path, "'optimize.rounds'", "'two'"))
 
 
@@ -200,8 +200,7 @@ def test_replay_parquet_with_a_broken_row(fails, run_cli, tmp_path):
     table = pq.read_table(file)
     reference = table.column("reference").to_pylist()
     reference[1] = reference[1][: len(reference[1]) // 2]  # row 2: its reference cut in half
-    pq.write_table(table.set_column(table.schema.get_field_index("reference"), "reference",
-                                    pa.array(reference)), file)
+    pq.write_table(table.set_column(table.schema.get_field_index("reference"), "reference", pa.array(reference)), file)
     path = config(tmp_path, f'name = "x"\n[suite]\ntype = "replay"\npath = "{file}"\n')
     fails("run", path, "--agent", "reference", says=(str(file), "row 2", "malformed"))
 
@@ -216,8 +215,16 @@ def test_trajectory_file_with_invalid_json_on_line_n(fails, tmp_path):
     lines[2] = lines[2][:-7]  # line 3 loses its closing characters
     source = tmp_path / "runs.jsonl"
     source.write_text("\n".join(lines) + "\n")
-    fails("suites", "import", str(source), "--name", "bikes", "--out", str(tmp_path / "suites"),
-          says=(f"{source}:3:", "invalid JSON"))
+    fails(
+        "suites",
+        "import",
+        str(source),
+        "--name",
+        "bikes",
+        "--out",
+        str(tmp_path / "suites"),
+        says=(f"{source}:3:", "invalid JSON"),
+    )
     assert not (tmp_path / "suites").exists()
     path = config(tmp_path, f'name = "x"\n[suite]\ntype = "replay"\npath = "{source}"\n')
     fails("run", path, "--agent", "reference", says=(f"{source}:3:", "invalid JSON"))
@@ -251,8 +258,11 @@ def test_guideline_without_front_matter(fails, tmp_path, scripted_url):
 def test_guideline_that_breaks_the_retention_contract(fails, tmp_path, scripted_url):
     broken = _guideline(tmp_path, SEED.replace("  history:\n", "  history:\n    - {move: clear, classes: [skill]}\n"))
     path = write_job(tmp_path, scripted_url, guideline=broken)
-    fails("optimize", str(path), says=(str(broken), "policy.history.0.classes",
-                                        "skill: move 'clear' breaks the retention contract"))
+    fails(
+        "optimize",
+        str(path),
+        says=(str(broken), "policy.history.0.classes", "skill: move 'clear' breaks the retention contract"),
+    )
 
 
 def test_guideline_file_missing(fails, tmp_path, scripted_url):
@@ -352,7 +362,6 @@ def test_diff_of_a_directory_without_pairs(fails, tmp_path):
 def test_unknown_strategy_on_the_command_line(fails, tmp_path):
     path = config(tmp_path, BASE)
     fails("run", path, "--strategy", "zip", "--agent", "reference", says=("unknown strategy 'zip'",))
-
 
 
 # ---------------------------------------------------------------------------------------------- command lines

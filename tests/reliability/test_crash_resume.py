@@ -202,9 +202,11 @@ def runs(tmp_path_factory, migrated_db):
         # call to land on.
         before_optimizer = killer.roles[: killer.roles.index("optimizer call")].count("compressor call")
         assert before_optimizer >= 2, killer.roles
-        points = [{"role": "compressor call", "at": before_optimizer},
-                  {"role": "optimizer call", "at": rng.randint(1, roles["optimizer call"])},
-                  {"delay": round(rng.uniform(0.2, 1.5), 2)}]
+        points = [
+            {"role": "compressor call", "at": before_optimizer},
+            {"role": "optimizer call", "at": rng.randint(1, roles["optimizer call"])},
+            {"delay": round(rng.uniform(0.2, 1.5), 2)},
+        ]
         log: list[str] = []
         leftovers = 0
         finished = False

@@ -14,13 +14,20 @@ from optimizer.agent.reference import ReferenceAgent
 from optimizer.context.strategies import parse_strategy
 from tests.conftest import ROOT
 
-POINTS = [("output", 1_000_000, "none"), ("output", 1_000_000, "clear_tool_uses"), ("steps", 100, "none"),
-          ("steps", 200, "none"), ("steps", 200, "clear_tool_uses")]
+POINTS = [
+    ("output", 1_000_000, "none"),
+    ("output", 1_000_000, "clear_tool_uses"),
+    ("steps", 100, "none"),
+    ("steps", 200, "none"),
+    ("steps", 200, "clear_tool_uses"),
+]
 
 
 def test_a_megabyte_output_and_a_200_step_episode_stay_within_bounds():
-    code = ("import json, sys; from benchmarks.bench_limits import measure; "
-            f"print(json.dumps([measure(*p) for p in {POINTS!r}]))")
+    code = (
+        "import json, sys; from benchmarks.bench_limits import measure; "
+        f"print(json.dumps([measure(*p) for p in {POINTS!r}]))"
+    )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     points = {(p["case"], p["size"], p["strategy"]): p for p in json.loads(done.stdout.strip().splitlines()[-1])}
@@ -34,8 +41,7 @@ def test_a_megabyte_output_and_a_200_step_episode_stay_within_bounds():
 
 def test_an_episode_record_round_trips_and_old_records_still_load():
     task = archive_task(40, 400)
-    episode = run_episode(task, ReferenceAgent(task.reference), parse_strategy("clear_tool_uses"),
-                          EpisodeServices())
+    episode = run_episode(task, ReferenceAgent(task.reference), parse_strategy("clear_tool_uses"), EpisodeServices())
     record = json.loads(json.dumps(episode.to_dict()))
     assert any(isinstance(step["replayed"], dict) for step in record["steps"])  # deltas on disk
     again = Episode.from_dict(record)

@@ -174,8 +174,9 @@ def test_one_process_may_hold_a_directory_twice_and_keeps_it_until_the_outer_hol
         with exclusive(tmp_path / "a"), exclusive(tmp_path / "b"):
             pass
         assert json.loads((tmp_path / "a" / LOCK_NAME).read_text())["pid"] == os.getpid()
-        probe = subprocess.run([sys.executable, "-c", HOLD, str(tmp_path / "a")], capture_output=True, text=True,
-                               timeout=WAIT_S)
+        probe = subprocess.run(
+            [sys.executable, "-c", HOLD, str(tmp_path / "a")], capture_output=True, text=True, timeout=WAIT_S
+        )
         assert probe.returncode != 0 and f"pid {os.getpid()}" in probe.stderr
     assert not (tmp_path / "a").exists()
 

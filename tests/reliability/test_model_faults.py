@@ -53,13 +53,24 @@ class Run:
     def __init__(self, tmp: Path, upstream: str, seed: int) -> None:
         self.proxy = StubServer(upstream=upstream, faults=FaultPlan(rate=0.1, seed=seed, timeout_s=0.2))
         with self.proxy as url:
-            self.config = load_experiment(write_job(
-                tmp, url, guideline=eager_guideline(tmp), endpoint={"max_retries": ATTEMPTS - 1}, train_limit=6,
-                rounds=2, confirm_top=1, confirm_limit=3, max_agent_episodes=12,
-            ))
+            self.config = load_experiment(
+                write_job(
+                    tmp,
+                    url,
+                    guideline=eager_guideline(tmp),
+                    endpoint={"max_retries": ATTEMPTS - 1},
+                    train_limit=6,
+                    rounds=2,
+                    confirm_top=1,
+                    confirm_limit=3,
+                    max_agent_episodes=12,
+                )
+            )
             self.report = OptimizationJob(self.config, log=lambda m: None).run()
-        self.sent = [(json.dumps(r, sort_keys=True), role(r), fault)
-                     for r, fault in zip(self.proxy.requests, self.proxy.faulted, strict=True)]
+        self.sent = [
+            (json.dumps(r, sort_keys=True), role(r), fault)
+            for r, fault in zip(self.proxy.requests, self.proxy.faulted, strict=True)
+        ]
         self.job = self.config.out_dir
         self.infra = self.report["infrastructure"]
 
@@ -80,8 +91,11 @@ def runs(tmp_path_factory) -> list[Run]:
 def _covered(runs: list[Run]) -> bool:
     faults = {fault for run in runs for *_, fault in run.sent if fault}
     failed_roles = {kind for run in runs for _, kind, _ in _failed_for_good(run)}
-    return (faults == set(FAULTS) and {"agent", "compressor"} <= failed_roles
-            and sum(run.infra["failed_optimizer_calls"] for run in runs) > 0)
+    return (
+        faults == set(FAULTS)
+        and {"agent", "compressor"} <= failed_roles
+        and sum(run.infra["failed_optimizer_calls"] for run in runs) > 0
+    )
 
 
 def _records(job: Path) -> list[dict[str, Any]]:
@@ -108,8 +122,11 @@ def test_the_seeds_cover_every_fault_kind_and_both_outcomes(runs):
 def _failed_for_good(run: Run) -> list[tuple[str, str, str | None]]:
     """Retryable faults the client did not retry: one request at a time, so a retry is the next request."""
     following = [body for body, _, _ in run.sent[1:]] + [None]
-    return [(body, kind, fault) for (body, kind, fault), after in zip(run.sent, following, strict=True)
-            if fault in RETRYABLE and after != body]
+    return [
+        (body, kind, fault)
+        for (body, kind, fault), after in zip(run.sent, following, strict=True)
+        if fault in RETRYABLE and after != body
+    ]
 
 
 def test_every_fault_is_retried_or_recorded(runs):
@@ -119,8 +136,10 @@ def test_every_fault_is_retried_or_recorded(runs):
         # A call the client gave up on is an infrastructure-error episode (recorded); one that is still
         # the newest record of its task is excluded and counted, the others were run again.
         assert unretried["agent"] + unretried["compressor"] == sum(r["outcome"] == "infra_error" for r in records)
-        assert run.infra["excluded_episodes"] + run.infra["redone_episodes"] == unretried["agent"] + unretried[
-            "compressor"]
+        assert (
+            run.infra["excluded_episodes"] + run.infra["redone_episodes"]
+            == unretried["agent"] + unretried["compressor"]
+        )
         assert unretried["probe"] == 0  # probes are retried until they answer (or the job stops, one line)
         # An optimizer call that failed for good is a failed diagnosis or proposal, recorded as such.
         assert unretried["optimizer"] <= run.infra["failed_optimizer_calls"]
@@ -162,8 +181,9 @@ def _never_pairs_or_scores(job: Path) -> None:
         for diff in json.loads(diffs.read_text()):
             outcome = _train_run(job, diff["strategy"].rsplit("@", 1)[1])[diff["task_id"]]
             # A pair is a real failure (or a success that needed a recall), never an outage.
-            assert outcome == "failure" or (outcome == "success" and any(
-                f["behaviour"] == "recall" for f in diff["missing"])), diff["task_id"]
+            assert outcome == "failure" or (
+                outcome == "success" and any(f["behaviour"] == "recall" for f in diff["missing"])
+            ), diff["task_id"]
 
 
 def _train_run(job: Path, version: str) -> dict[str, str]:
@@ -176,12 +196,31 @@ def _train_run(job: Path, version: str) -> dict[str, str]:
 
 def test_pair_mining_and_scores_ignore_infrastructure_errors():
     """The same rule on hand-made episodes: an outage on either side is neither a pair nor a success."""
+
     def episode(task: str, outcome: str) -> Episode:
-        return Episode(task_id=task, suite="s", strategy="x", strategy_version="v", agent="reference",
-                       outcome=outcome, metrics={"peak_tokens": 1, "dependency": 0, "steps": 1, "agent_tokens": 0,
-                                                 "compressor_tokens": 0, "compressor_calls": 0, "total_tokens": 0,
-                                                 "cache_breaks": 0, "recall_calls": 0, "duplicate_writes": 0,
-                                                 "blocking": 0, "retries": 0})
+        return Episode(
+            task_id=task,
+            suite="s",
+            strategy="x",
+            strategy_version="v",
+            agent="reference",
+            outcome=outcome,
+            metrics={
+                "peak_tokens": 1,
+                "dependency": 0,
+                "steps": 1,
+                "agent_tokens": 0,
+                "compressor_tokens": 0,
+                "compressor_calls": 0,
+                "total_tokens": 0,
+                "cache_breaks": 0,
+                "recall_calls": 0,
+                "duplicate_writes": 0,
+                "blocking": 0,
+                "retries": 0,
+            },
+        )
+
     full = [episode("a", "success"), episode("b", "success"), episode("c", "infra_error")]
     compressed = [episode("a", "infra_error"), episode("b", "failure"), episode("c", "failure")]
     assert [(f.task_id, c.task_id) for f, c in find_pairs(full, compressed)] == [("b", "b")]
@@ -207,6 +246,7 @@ def test_an_infrastructure_error_is_run_again_and_superseded(tmp_path, monkeypat
             tasks = select_tasks(config, "train", 3)
             strategy = GuidelineStrategy(guideline=read_guideline(eager_guideline(tmp_path)))
             with ModelEndpoints({"compressor": config.endpoints.compressor}) as endpoints:
+
                 def evaluate():
                     return run_strategy(config, tasks, strategy, agent="reference", endpoints=endpoints, split="train")
 

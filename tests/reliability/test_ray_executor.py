@@ -45,11 +45,20 @@ def timeless(value, skip: tuple[str, ...] = ()):
     return value
 
 
-def run(tasks, directory: Path, executor, strategy: str = "fifo", *, endpoints=None, concurrency: int = 3,
-        on_episode=None):
-    return run_tasks(tasks, parse_strategy(strategy), AgentSpec("reference"), endpoints=endpoints,
-                     directory=directory, meta={"key": strategy}, concurrency=concurrency, executor=executor,
-                     on_episode=on_episode)
+def run(
+    tasks, directory: Path, executor, strategy: str = "fifo", *, endpoints=None, concurrency: int = 3, on_episode=None
+):
+    return run_tasks(
+        tasks,
+        parse_strategy(strategy),
+        AgentSpec("reference"),
+        endpoints=endpoints,
+        directory=directory,
+        meta={"key": strategy},
+        concurrency=concurrency,
+        executor=executor,
+        on_episode=on_episode,
+    )
 
 
 def records(directory: Path) -> list[dict]:
@@ -156,7 +165,7 @@ def test_a_429_with_retry_after_pauses_every_worker(tmp_path):
             continue
         # No request from any worker reached the server within the pause the server asked for (less the
         # requests already past the gate when the 429 arrived: up to the bound, 2).
-        window = [t for t in stub.times[index + 1:] if t - stub.times[index] < 0.5]
+        window = [t for t in stub.times[index + 1 :] if t - stub.times[index] < 0.5]
         assert len(window) <= 2, (index, len(window))
 
 
@@ -169,8 +178,9 @@ def test_an_optimize_job_under_ray_chooses_what_it_chooses_locally(tmp_path):
         (tmp_path / executor).mkdir()
         with StubServer(scripted_models) as url:
             path = write_job(tmp_path / executor, url, rounds=2, train_limit=6)
-            text = path.read_text().replace('agent = "reference"', f'agent = "reference"\nexecutor = "{executor}"\n'
-                                            "concurrency = 3", 1)
+            text = path.read_text().replace(
+                'agent = "reference"', f'agent = "reference"\nexecutor = "{executor}"\nconcurrency = 3', 1
+            )
             path.write_text(text)
             config = load_experiment(path)
             assert config.run.executor.type == executor
@@ -181,8 +191,13 @@ def test_an_optimize_job_under_ray_chooses_what_it_chooses_locally(tmp_path):
             "rounds": [(r["round"], r["pairs"], r["screened"], r["best"]) for r in report["rounds"]],
             "test": [(r["strategy"], r["tasks"], r["success"], r["peak_tokens_mean"]) for r in report["rows"]],
             # By content: a run's key names the compressor endpoint, and each job's stub has its own port.
-            "runs": sorted((run.rsplit("-", 1)[0], sorted((r["task_id"], r["outcome"], r["metrics"]["peak_tokens"])
-                                                          for r in records)) for run, records in runs.items()),
+            "runs": sorted(
+                (
+                    run.rsplit("-", 1)[0],
+                    sorted((r["task_id"], r["outcome"], r["metrics"]["peak_tokens"]) for r in records),
+                )
+                for run, records in runs.items()
+            ),
         }
 
     local, remote = outcome("local"), outcome("ray")

@@ -25,8 +25,14 @@ from tasks.builtin import BuiltinSuite
 
 
 def _run(tasks, directory: Path, strategy: str = "none") -> EpisodeRecords:
-    return run_tasks(tasks, parse_strategy(strategy), AgentSpec("reference"), endpoints=None, directory=directory,
-                     meta={"key": strategy})
+    return run_tasks(
+        tasks,
+        parse_strategy(strategy),
+        AgentSpec("reference"),
+        endpoints=None,
+        directory=directory,
+        meta={"key": strategy},
+    )
 
 
 def _retained_bytes(n_tasks: int, tmp: Path) -> int:

@@ -209,8 +209,11 @@ def test_no_learned_guideline_carries_planted_text(injected, run_cli, tmp_path):
 
     uri = resolve_uri(job)
     client = MlflowClient(tracking_uri=uri, registry_uri=uri)
-    prompts = [v.template for part in ("history", "observation")
-               for v in client.search_prompt_versions(f"acon-injected-{part}", max_results=1000)]
+    prompts = [
+        v.template
+        for part in ("history", "observation")
+        for v in client.search_prompt_versions(f"acon-injected-{part}", max_results=1000)
+    ]
     assert len(prompts) == 2 * len(registered)  # every guideline screened on train is registered, nothing else
     for text in [*texts, *prompts]:
         assert not [line for line in planted if line in text]

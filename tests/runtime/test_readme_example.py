@@ -36,8 +36,16 @@ def scripted_agent(compress):
         reads = asked["n"]
         asked["n"] += 1
         if reads < 3:
-            return {"content": None, "tool_calls": [{"id": f"c{reads}", "type": "function", "function": {
-                "name": "read_doc", "arguments": json.dumps({"name": "refunds"})}}]}
+            return {
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": f"c{reads}",
+                        "type": "function",
+                        "function": {"name": "read_doc", "arguments": json.dumps({"name": "refunds"})},
+                    }
+                ],
+            }
         seen = "\n".join(str(m.get("content") or "") for m in messages)
         return {"content": "Team REF-7 approves it." if "REF-7" in seen else "I cannot tell."}
 
@@ -96,5 +104,6 @@ def test_readme_example_with_an_llm_compressing_guideline_on_the_local_model(stu
     check_run(server, namespace, recall=False, sent_reads=2.5)
     runtime = namespace["runtime"]
     assert runtime.stats.compressor_calls >= 1
-    assert any("<history_summary>" in str(m.get("content")) for r in server.requests if r.get("tools")
-               for m in r["messages"])
+    assert any(
+        "<history_summary>" in str(m.get("content")) for r in server.requests if r.get("tools") for m in r["messages"]
+    )

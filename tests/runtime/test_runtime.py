@@ -35,11 +35,14 @@ def call(call_id: str, name: str, **arguments) -> dict:
 
 def conversation(turns: int) -> list[dict]:
     """A user's agent reading `turns` long documents, then writing once."""
-    messages: list[dict] = [{"role": "system", "content": "You are a shop assistant."},
-                            {"role": "user", "content": "Quote SKU-3007 and open ticket T-9."}]
+    messages: list[dict] = [
+        {"role": "system", "content": "You are a shop assistant."},
+        {"role": "user", "content": "Quote SKU-3007 and open ticket T-9."},
+    ]
     for n in range(turns):
-        messages.append({"role": "assistant", "content": f"Reading doc {n}.",
-                         "tool_calls": [call(f"c{n}", "read_doc", n=n)]})
+        messages.append(
+            {"role": "assistant", "content": f"Reading doc {n}.", "tool_calls": [call(f"c{n}", "read_doc", n=n)]}
+        )
         messages.append({"role": "tool", "tool_call_id": f"c{n}", "content": doc(n)})
     messages.append({"role": "assistant", "content": None, "tool_calls": [call("w", "open_ticket", id="T-9")]})
     messages.append({"role": "tool", "tool_call_id": "w", "content": "created ticket T-9 (status open) " + doc(99, 40)})
@@ -54,8 +57,10 @@ def texts(messages: list[dict]) -> str:
 
 
 def test_write_time_offload_keeps_a_handle_and_recall_answers_it():
-    runtime = ContextRuntime(policy_guideline(write=[{"move": "offload", "over": 300, "head_tokens": 40,
-                                                      "tail_tokens": 10}]), retention=RETENTION)
+    runtime = ContextRuntime(
+        policy_guideline(write=[{"move": "offload", "over": 300, "head_tokens": 40, "tail_tokens": 10}]),
+        retention=RETENTION,
+    )
     messages = conversation(2)
     sent = runtime.compact(messages)
     assert sent[0] == messages[0] and sent[1] == messages[1]
@@ -69,8 +74,10 @@ def test_write_time_offload_keeps_a_handle_and_recall_answers_it():
     recall = call("r1", "recall", handle=handle)
     assert runtime.answer(recall) == doc(0) and runtime.answer(call("c9", "read_doc", n=1)) is None
     assert runtime.answer(call("r2", "recall", handle="h999")).startswith("Error: no stored content")
-    messages += [{"role": "assistant", "content": None, "tool_calls": [recall]},
-                 {"role": "tool", "tool_call_id": "r1", "content": doc(0)}]
+    messages += [
+        {"role": "assistant", "content": None, "tool_calls": [recall]},
+        {"role": "tool", "tool_call_id": "r1", "content": doc(0)},
+    ]
     again = runtime.compact(messages)
     assert again[-1]["content"] == doc(0)  # a recalled result is not offloaded again
     assert runtime.stats.recalls == 2 - 1  # the unknown handle restored nothing
@@ -78,10 +85,14 @@ def test_write_time_offload_keeps_a_handle_and_recall_answers_it():
 
 def test_history_summary_is_made_once_and_replayed_with_a_stable_prefix(stub):
     server = stub(scripted_models)
-    compressor = Compressor(ChatClient(EndpointConfig(base_url=server.base_url, model="s", backoff_s=0.0),
-                                       base_url=server.base_url, model="s"))
-    guideline = policy_guideline(history=[{"move": "summarize", "over": 1500, "keep_last": 1, "max_tokens": 128,
-                                           "index": False}])
+    compressor = Compressor(
+        ChatClient(
+            EndpointConfig(base_url=server.base_url, model="s", backoff_s=0.0), base_url=server.base_url, model="s"
+        )
+    )
+    guideline = policy_guideline(
+        history=[{"move": "summarize", "over": 1500, "keep_last": 1, "max_tokens": 128, "index": False}]
+    )
     runtime = ContextRuntime(guideline, retention=RETENTION, compressor=compressor)
     full = conversation(8)
     requests, compressed = [], []
@@ -104,8 +115,9 @@ def test_state_survives_a_restart_without_compressing_again(stub, tmp_path):
 
     def runtime() -> ContextRuntime:
         compressor = Compressor(ChatClient(config, base_url=server.base_url, model="s"))
-        return ContextRuntime(read_guideline("guidelines/examples/summarize_early.md"), retention=RETENTION,
-                              compressor=compressor)
+        return ContextRuntime(
+            read_guideline("guidelines/examples/summarize_early.md"), retention=RETENTION, compressor=compressor
+        )
 
     full = conversation(8)
     straight = runtime()
@@ -151,27 +163,41 @@ def test_retention_map_classifies_by_name_arguments_and_runtime_status():
     assert retention.classify(ToolCall("6", "read_file", {"path": "x"}), claims) is RetentionClass.STATIC
 
 
-@pytest.mark.parametrize(("make", "message"), [
-    (lambda: ContextRuntime("guidelines/seed/seed.md"), "compresses with an LLM: pass compressor="),
-    (lambda: ContextRuntime(policy_guideline(), retention={"x": "secret"}), "unknown retention class 'secret'"),
-    (lambda: ContextRuntime(policy_guideline(), retention={"x": {"side": 1}}), "unknown key 'side'"),
-    (lambda: ContextRuntime("no/such/guideline.md"), "guideline file not found"),
-    (lambda: ContextRuntime(policy_guideline(), compressor=object()), "compressor must be"),
-])
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: ContextRuntime("guidelines/seed/seed.md"), "compresses with an LLM: pass compressor="),
+        (lambda: ContextRuntime(policy_guideline(), retention={"x": "secret"}), "unknown retention class 'secret'"),
+        (lambda: ContextRuntime(policy_guideline(), retention={"x": {"side": 1}}), "unknown key 'side'"),
+        (lambda: ContextRuntime("no/such/guideline.md"), "guideline file not found"),
+        (lambda: ContextRuntime(policy_guideline(), compressor=object()), "compressor must be"),
+    ],
+)
 def test_bad_construction_is_one_clear_error(make, message):
     with pytest.raises(ConfigError, match=message):
         make()
 
 
-@pytest.mark.parametrize(("messages", "message"), [
-    ([{"role": "assistant", "content": "hi"}], "comes before the first user message"),
-    ([{"role": "user", "content": "t"}, {"role": "tool", "tool_call_id": "x", "content": "r"}], "matches no earlier"),
-    ([{"role": "user", "content": "t"}, {"role": "system", "content": "late"}], "after the conversation started"),
-    ([{"role": "user", "content": [{"type": "image_url"}]}], "content part of type 'image_url'"),
-    ([{"role": "user", "content": "t"}, {"role": "assistant", "tool_calls": [{"id": "a", "function": {
-        "name": "f", "arguments": "{oops"}}]}], "not valid JSON"),
-    ([{"role": "system", "content": "only"}], "no user message yet"),
-])
+@pytest.mark.parametrize(
+    ("messages", "message"),
+    [
+        ([{"role": "assistant", "content": "hi"}], "comes before the first user message"),
+        (
+            [{"role": "user", "content": "t"}, {"role": "tool", "tool_call_id": "x", "content": "r"}],
+            "matches no earlier",
+        ),
+        ([{"role": "user", "content": "t"}, {"role": "system", "content": "late"}], "after the conversation started"),
+        ([{"role": "user", "content": [{"type": "image_url"}]}], "content part of type 'image_url'"),
+        (
+            [
+                {"role": "user", "content": "t"},
+                {"role": "assistant", "tool_calls": [{"id": "a", "function": {"name": "f", "arguments": "{oops"}}]},
+            ],
+            "not valid JSON",
+        ),
+        ([{"role": "system", "content": "only"}], "no user message yet"),
+    ],
+)
 def test_malformed_conversations_are_refused(messages, message):
     with pytest.raises(ConfigError, match=message):
         ContextRuntime(policy_guideline()).compact(messages)

@@ -26,8 +26,17 @@ def finished(tmp_path_factory, scripted_url):
 
 def test_report_rows_stand_on_the_same_test_tasks(finished):
     config, report, _ = finished
-    assert {"chosen", "rows", "paired", "best_baseline", "rounds", "budget", "acceptance", "tier0_limits",
-            "parts"} <= set(report)
+    assert {
+        "chosen",
+        "rows",
+        "paired",
+        "best_baseline",
+        "rounds",
+        "budget",
+        "acceptance",
+        "tier0_limits",
+        "parts",
+    } <= set(report)
     rows = {r["strategy"]: r for r in report["rows"]}
     assert {"chosen", "seed", "none", "fifo", "oracle"} <= set(rows)
     assert {r["tasks"] for r in report["rows"]} == {4}
@@ -68,8 +77,11 @@ def test_the_guideline_is_chosen_on_the_validation_split_and_beats_every_shortli
     assert "val" in chosen.screens and state.chosen in state.shortlist
     none_val = next(s for s in report["shortlist"] if s["version"] == "none")
     tolerance = 0.05
-    feasible = [state.candidates[v].screens["val"] for v in state.shortlist
-                if state.candidates[v].screens["val"].success >= none_val["success"] - tolerance]
+    feasible = [
+        state.candidates[v].screens["val"]
+        for v in state.shortlist
+        if state.candidates[v].screens["val"].success >= none_val["success"] - tolerance
+    ]
     if feasible:  # the constrained objective: lowest peak among those within the tolerance of `none`
         assert chosen.screens["val"] in feasible
         assert chosen.screens["val"].peak_mean == min(s.peak_mean for s in feasible)

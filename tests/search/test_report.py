@@ -62,11 +62,20 @@ def test_the_best_baseline_is_the_cheapest_that_keeps_success():
 
 
 def test_the_report_compares_against_none_and_the_best_baseline_and_names_the_llm_parts():
-    parts = [Part("root: offload_preview", "baseline:offload_preview", False, 0, "r"),
-             Part("write extract: rules /^payment:/", "llm_rewrite", True, 1, "v1")]
-    inputs = ReportInputs("exp", "builtin", {"train": 2, "val": 1, "test": 2},
-                          {"version": "v1", "name": "x", "origin": "llm_rewrite", "path": "g.md"}, rows(),
-                          AcceptanceConfig(min_peak_reduction=0.5), tolerance=0.05, parts=parts)
+    parts = [
+        Part("root: offload_preview", "baseline:offload_preview", False, 0, "r"),
+        Part("write extract: rules /^payment:/", "llm_rewrite", True, 1, "v1"),
+    ]
+    inputs = ReportInputs(
+        "exp",
+        "builtin",
+        {"train": 2, "val": 1, "test": 2},
+        {"version": "v1", "name": "x", "origin": "llm_rewrite", "path": "g.md"},
+        rows(),
+        AcceptanceConfig(min_peak_reduction=0.5),
+        tolerance=0.05,
+        parts=parts,
+    )
     report = build_report(inputs)
     assert report["best_baseline"] == "offload_preview"
     assert report["paired"]["best_baseline"]["peak_diff"] == -250
@@ -82,17 +91,34 @@ def test_the_report_compares_against_none_and_the_best_baseline_and_names_the_ll
 
 
 def test_the_report_states_the_cut_the_wall_time_and_its_mlflow_run():
-    inputs = ReportInputs("exp", "builtin", {"train": 2, "val": 0, "test": 2},
-                          {"version": "v1", "name": "x", "origin": "tighten", "path": "g.md"}, rows(),
-                          AcceptanceConfig(), tolerance=0.05, wall_s=125.4,
-                          rounds=[{"round": 1, "pairs": 2, "screened": ["a", "b", "c", "d"], "improved": True,
-                                   "best": "a", "origins": {"tighten": 3, "llm_shorten": 1}}],
-                          mlflow={"tracking_uri": "sqlite:////j/mlflow.db", "experiment_id": "3", "run_id": "r9"})
+    inputs = ReportInputs(
+        "exp",
+        "builtin",
+        {"train": 2, "val": 0, "test": 2},
+        {"version": "v1", "name": "x", "origin": "tighten", "path": "g.md"},
+        rows(),
+        AcceptanceConfig(),
+        tolerance=0.05,
+        wall_s=125.4,
+        rounds=[
+            {
+                "round": 1,
+                "pairs": 2,
+                "screened": ["a", "b", "c", "d"],
+                "improved": True,
+                "best": "a",
+                "origins": {"tighten": 3, "llm_shorten": 1},
+            }
+        ],
+        mlflow={"tracking_uri": "sqlite:////j/mlflow.db", "experiment_id": "3", "run_id": "r9"},
+    )
     report = build_report(inputs)
     assert report["cut"]["vs_none"] == 400 / 1500 - 1 and report["cut"]["best_baseline"] == "offload_preview"
     assert report["cut"]["vs_best"] == 400 / 650 - 1
     text = report_markdown(report)
-    assert "**Cut:** mean peak 400 tokens vs 1,500 under `none` (-73.3%), success 1.00 vs 1.00; vs the best " \
-           "baseline `offload_preview` 650 (-38.5%)" in text
+    assert (
+        "**Cut:** mean peak 400 tokens vs 1,500 under `none` (-73.3%), success 1.00 vs 1.00; vs the best "
+        "baseline `offload_preview` 650 (-38.5%)" in text
+    )
     assert "**Wall time:** 2 min 5 s." in text and "**MLflow run:** `r9` in experiment 3" in text
     assert "| 1 | 2 | 4 | 3 tighten, 1 llm_shorten | True | a |" in text

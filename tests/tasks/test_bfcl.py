@@ -148,9 +148,7 @@ def test_every_need_is_visible_on_full_context_and_its_guess_fails_the_checker(s
                     def swap(i, call, index=index, need=need):
                         if i != index:
                             return call
-                        return dataclasses.replace(
-                            call, arguments={**call.arguments, need.argument: need.guess}
-                        )
+                        return dataclasses.replace(call, arguments={**call.arguments, need.argument: need.guess})
 
                     env, _, verdict = replay(task, swap)
                     env.close()
@@ -178,9 +176,7 @@ def test_corrupting_one_argument_fails_with_the_official_reason(suites):
 
     def corrupt(_, call):
         if call.name == "diff":
-            return dataclasses.replace(
-                call, arguments={**call.arguments, "file_name1": "final_report.pdf_wrong"}
-            )
+            return dataclasses.replace(call, arguments={**call.arguments, "file_name1": "final_report.pdf_wrong"})
         return call
 
     env, _, verdict = replay(task, corrupt)
@@ -306,10 +302,7 @@ def test_miss_func_hides_held_out_tools_until_their_turn(suites):
     for turn in range(len(task.turns)):
         names = {tool.name for tool in env.tools(turn)}
         assert ("sort" in names) == (turn >= reveal)
-    assert (
-        task.turns[reveal].content
-        == "I have updated some more functions you can choose from. What about now?"
-    )
+    assert task.turns[reveal].content == "I have updated some more functions you can choose from. What about now?"
     early = env.call(ToolCall("x", "sort", {"file_name": "final_report.pdf"}), reveal - 1)
     assert early.is_error and "not one of the tools available" in early.content
     assert env.decoded[reveal - 1] == []
@@ -441,9 +434,7 @@ def test_errors_come_from_runtime_status_not_from_text(suites):
     assert raised.is_error and raised.content.startswith("Error during execution: ")
     # A successful result that talks about errors is not an error.
     assert not env.call(ToolCall("x", "touch", {"file_name": "e.txt"}), 0).is_error
-    assert not env.call(
-        ToolCall("x", "echo", {"content": "Error: disk full", "file_name": "e.txt"}), 0
-    ).is_error
+    assert not env.call(ToolCall("x", "echo", {"content": "Error: disk full", "file_name": "e.txt"}), 0).is_error
     said = env.call(ToolCall("x", "cat", {"file_name": "e.txt"}), 0)
     assert "Error: disk full" in said.content and not said.is_error
     env.close()
@@ -510,9 +501,7 @@ def test_import_works_without_bfcl_eval_and_load_says_to_run_setup():
             print(exc)
         """
     )
-    done = subprocess.run(
-        [sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=True
-    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, check=True)
     message = done.stdout.strip()
     assert "\n" not in message and "acon setup" in message and "bfcl-eval" in message
 

@@ -141,9 +141,7 @@ def test_default_suite_has_64_tasks_in_a_disjoint_50_50_split() -> None:
 
 
 def _fingerprint(task: Task) -> str:
-    return repr(
-        (task.id, task.suite, task.turns, task.reference, task.max_steps_per_turn, sorted(task.meta.items()))
-    )
+    return repr((task.id, task.suite, task.turns, task.reference, task.max_steps_per_turn, sorted(task.meta.items())))
 
 
 def test_same_seed_gives_byte_identical_tasks_and_outputs() -> None:
@@ -158,9 +156,7 @@ def test_same_seed_gives_byte_identical_tasks_and_outputs() -> None:
 def test_another_seed_gives_other_tasks() -> None:
     other = BuiltinSuite(seed=1).load()
     assert [t.id for t in other.tasks] == [t.id for t in SUITE.tasks]
-    assert (
-        sum(_fingerprint(a) != _fingerprint(b) for a, b in zip(other.tasks, SUITE.tasks, strict=True)) == 64
-    )
+    assert sum(_fingerprint(a) != _fingerprint(b) for a, b in zip(other.tasks, SUITE.tasks, strict=True)) == 64
 
 
 def test_generation_is_fast_and_lazy() -> None:
@@ -265,9 +261,7 @@ def _kinds_in(family: str) -> list[NeedKind]:
     return sorted({n.kind for t in family_tasks(family) for _, n in first_needs(t)})
 
 
-@pytest.mark.parametrize(
-    ("family", "kind"), [(f, k) for f in FAMILY_NAMES for k in _kinds_in(f)], ids=lambda v: str(v)
-)
+@pytest.mark.parametrize(("family", "kind"), [(f, k) for f in FAMILY_NAMES for k in _kinds_in(f)], ids=lambda v: str(v))
 def test_losing_a_needed_literal_fails_the_task(family: str, kind: NeedKind) -> None:
     checked = 0
     for task in family_tasks(family):

@@ -14,9 +14,17 @@ from tasks.replay import ReplaySuite, import_mlflow_traces, import_trajectories
 
 EXPERIMENT = "shop-agent"
 RETENTION = {"lookup": {"retention_class": "static"}, "reserve": {"side_effect": True}}
-TOOLS = [{"type": "function", "function": {"name": name, "description": f"{name} a catalogue item.",
-                                           "parameters": {"type": "object", "properties": {arg: {"type": "string"}}}}}
-         for name, arg in (("lookup", "sku"), ("reserve", "item_id"))]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": f"{name} a catalogue item.",
+            "parameters": {"type": "object", "properties": {arg: {"type": "string"}}},
+        },
+    }
+    for name, arg in (("lookup", "sku"), ("reserve", "item_id"))
+]
 
 
 def shop_agent(request: dict) -> dict:
@@ -32,29 +40,46 @@ def shop_agent(request: dict) -> dict:
 
 
 def call(call_id: str, name: str, arguments: dict) -> dict:
-    return {"content": None, "tool_calls": [{"id": call_id, "type": "function",
-                                             "function": {"name": name, "arguments": json.dumps(arguments)}}]}
+    return {
+        "content": None,
+        "tool_calls": [
+            {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+        ],
+    }
 
 
 def tool_result(name: str, arguments: dict) -> str:
     if name == "lookup":
         n = arguments["sku"].split("-")[1]
-        return "\n".join([f"catalogue entry for {arguments['sku']}", f"item_id: IT-{n}7", "price: 12.50 EUR",
-                          *[f"note {i}: unrelated text" for i in range(20)]])
+        return "\n".join(
+            [
+                f"catalogue entry for {arguments['sku']}",
+                f"item_id: IT-{n}7",
+                "price: 12.50 EUR",
+                *[f"note {i}: unrelated text" for i in range(20)],
+            ]
+        )
     return f"reservation RS-{arguments['item_id'][3:]} created (status: held)"
 
 
 def run_agent(client: openai.OpenAI, sku: str) -> list:
-    messages: list = [{"role": "system", "content": "You reserve catalogue items."},
-                      {"role": "user", "content": f"Reserve one {sku}."}]
+    messages: list = [
+        {"role": "system", "content": "You reserve catalogue items."},
+        {"role": "user", "content": f"Reserve one {sku}."},
+    ]
     while True:
         reply = client.chat.completions.create(model="m", messages=messages, tools=TOOLS).choices[0].message
         messages.append(reply.model_dump(exclude_none=True))
         if not reply.tool_calls:
             return messages
         for c in reply.tool_calls:
-            messages.append({"role": "tool", "tool_call_id": c.id,
-                             "content": tool_result(c.function.name, json.loads(c.function.arguments))})
+            messages.append(
+                {
+                    "role": "tool",
+                    "tool_call_id": c.id,
+                    "content": tool_result(c.function.name, json.loads(c.function.arguments)),
+                }
+            )
 
 
 @pytest.fixture(scope="module")
@@ -91,8 +116,12 @@ def traced(tmp_path_factory):
         mlflow.openai.autolog(disable=True)
         mlflow.set_tracking_uri(previous)
     jsonl = tmp / "runs.jsonl"
-    jsonl.write_text("".join(json.dumps({"id": trace_id, "messages": messages, "tools": TOOLS,
-                                         "retention": RETENTION}) + "\n" for trace_id, messages in runs))
+    jsonl.write_text(
+        "".join(
+            json.dumps({"id": trace_id, "messages": messages, "tools": TOOLS, "retention": RETENTION}) + "\n"
+            for trace_id, messages in runs
+        )
+    )
     return uri, jsonl, tmp
 
 
@@ -129,16 +158,30 @@ def test_cli_imports_an_experiment_and_refuses_bad_sources_in_one_line(traced, r
     uri, _, _ = traced
     retention = tmp_path / "retention.json"
     retention.write_text(json.dumps(RETENTION))
-    code, out, err = run_cli("suites", "import", "--experiment", EXPERIMENT, "--tracking-uri", uri,
-                             "--retention", str(retention), "--name", "shop", "--out", str(tmp_path))
+    code, out, err = run_cli(
+        "suites",
+        "import",
+        "--experiment",
+        EXPERIMENT,
+        "--tracking-uri",
+        uri,
+        "--retention",
+        str(retention),
+        "--name",
+        "shop",
+        "--out",
+        str(tmp_path),
+    )
     assert code == 0, err
     assert f"imported 4 runs from MLflow experiment '{EXPERIMENT}'" in out
     for args, says in [
         (["--experiment", "nope", "--tracking-uri", uri], "no experiment named 'nope'"),
         (["--experiment", EXPERIMENT], "--experiment needs --tracking-uri"),
         (["--experiment", EXPERIMENT, "--tracking-uri", uri, "--filter", "tag.x = 'y'"], "no traced chat run"),
-        (["--experiment", EXPERIMENT, "--tracking-uri", uri, "--retention", str(tmp_path / "no.json")],
-         "file not found"),
+        (
+            ["--experiment", EXPERIMENT, "--tracking-uri", uri, "--retention", str(tmp_path / "no.json")],
+            "file not found",
+        ),
     ]:
         code, _, err = run_cli("suites", "import", *args, "--name", "other", "--out", str(tmp_path / "x"))
         assert code == 2 and says in err, (args, err)

@@ -96,7 +96,8 @@ def test_split_is_seeded_and_fixed(example, tmp_path):
 def test_turns_and_answers_follow_the_messages(example):
     task = example[1].task("canal-street-faults")
     assert [t.content.split(".")[0] for t in task.turns] == [
-        "Canal Street station (ST-1130) has a bike with a brake problem", "Thanks",
+        "Canal Street station (ST-1130) has a bike with a brake problem",
+        "Thanks",
     ]
     answers = [(s.turn, s.answer) for s in task.reference if s.call is None]
     assert answers == [
@@ -146,14 +147,20 @@ class BlindReference(ReferenceAgent):
     hidden: str = ""
 
     def act(self, agent_input: AgentInput) -> AgentAction:
-        messages = [{**m, "content": (m.get("content") or "").replace(self.hidden, "[edited]")}
-                    for m in agent_input.messages]
+        messages = [
+            {**m, "content": (m.get("content") or "").replace(self.hidden, "[edited]")} for m in agent_input.messages
+        ]
         return super().act(dataclasses.replace(agent_input, messages=messages))
 
 
-@pytest.mark.parametrize(("task_id", "literal"), [
-    ("duplicate-day-pass", "CH-90318"), ("museum-quarter-top-up", "ST-3301"), ("rebalance-harbor-square", "ST-2214"),
-])
+@pytest.mark.parametrize(
+    ("task_id", "literal"),
+    [
+        ("duplicate-day-pass", "CH-90318"),
+        ("museum-quarter-top-up", "ST-3301"),
+        ("rebalance-harbor-square", "ST-2214"),
+    ],
+)
 def test_editing_a_needed_literal_out_of_the_context_fails_the_task(example, task_id, literal):
     task = example[1].task(task_id)
     result = episode(task, agent=BlindReference(task.reference, hidden=literal))
@@ -180,8 +187,11 @@ def test_retention_classes_come_from_the_metadata_map_only(tmp_path):
         {"role": "assistant", "content": None, "tool_calls": [call("e", "cancel_order", order_id="ORD-7781")]},
         {"role": "tool", "tool_call_id": "e", "content": "cancelled CXL-5521"},
         {"role": "assistant", "content": "Cancelled ORD-7781 (CXL-5521)."},
-        retention={"find_orders": {"retention_class": "static"}, "order_status": {"retention_class": "dynamic_state"},
-                   "cancel_order": {"side_effect": True}},
+        retention={
+            "find_orders": {"retention_class": "static"},
+            "order_status": {"retention_class": "dynamic_state"},
+            "cancel_order": {"side_effect": True},
+        },
     )
     suite = ReplaySuite(path=str(write_runs(tmp_path, run))).load()
     task = suite.tasks[0]
@@ -191,7 +201,11 @@ def test_retention_classes_come_from_the_metadata_map_only(tmp_path):
     result = episode(task)
     assert result.outcome == "success", result.reasons
     assert [c["retention"] for c in result.tool_calls] == [
-        "static", "dynamic_state", "error_partial", "unknown", "write_receipt",
+        "static",
+        "dynamic_state",
+        "error_partial",
+        "unknown",
+        "write_receipt",
     ]
     error = next(e for e in result.entries if e["is_error"])
     assert error["must_keep"] == ["Error: order is locked"]  # an error without must_keep keeps its first line
@@ -248,30 +262,50 @@ def test_recorded_errors_and_pages_are_returned_with_their_status(example):
 # -- malformed files
 
 
-GOOD = json.dumps(run_with(
-    {"role": "assistant", "content": None, "tool_calls": [call("a", "find", q="x")]},
-    {"role": "tool", "tool_call_id": "a", "content": "ORD-1"},
-    {"role": "assistant", "content": "ORD-1"},
-))
+GOOD = json.dumps(
+    run_with(
+        {"role": "assistant", "content": None, "tool_calls": [call("a", "find", q="x")]},
+        {"role": "tool", "tool_call_id": "a", "content": "ORD-1"},
+        {"role": "assistant", "content": "ORD-1"},
+    )
+)
 
 MALFORMED = {
     "invalid_json": ([GOOD, "", '{"messages": [', GOOD], 3, "invalid JSON"),
     "no_user": ([GOOD, json.dumps({"messages": [{"role": "system", "content": "hi"}]})], 2, "no user message"),
-    "assistant_first": ([json.dumps({"messages": [{"role": "assistant", "content": "hi"}]})], 1,
-                        "before the first user message"),
-    "unknown_call_id": ([GOOD, GOOD.replace('"tool_call_id": "a"', '"tool_call_id": "zz"')], 2,
-                        "tool_call_id 'zz' matches no earlier tool call"),
-    "bad_arguments": ([GOOD, GOOD.replace('{\\"q\\": \\"x\\"}', '{q: x}')], 2, "not valid JSON"),
-    "arguments_not_object": ([GOOD.replace('{\\"q\\": \\"x\\"}', '[1, 2]')], 1, "must be a JSON object"),
-    "missing_result": ([json.dumps(run_with({"role": "assistant", "tool_calls": [call("a", "find")]}))], 1,
-                       "has no tool message"),
+    "assistant_first": (
+        [json.dumps({"messages": [{"role": "assistant", "content": "hi"}]})],
+        1,
+        "before the first user message",
+    ),
+    "unknown_call_id": (
+        [GOOD, GOOD.replace('"tool_call_id": "a"', '"tool_call_id": "zz"')],
+        2,
+        "tool_call_id 'zz' matches no earlier tool call",
+    ),
+    "bad_arguments": ([GOOD, GOOD.replace('{\\"q\\": \\"x\\"}', "{q: x}")], 2, "not valid JSON"),
+    "arguments_not_object": ([GOOD.replace('{\\"q\\": \\"x\\"}', "[1, 2]")], 1, "must be a JSON object"),
+    "missing_result": (
+        [json.dumps(run_with({"role": "assistant", "tool_calls": [call("a", "find")]}))],
+        1,
+        "has no tool message",
+    ),
     "duplicate_id": ([GOOD.replace("{", '{"id": "r1", ', 1)] * 2, 2, "duplicate run id 'r1'"),
-    "unknown_class": ([GOOD.replace("{", '{"retention": {"find": {"retention_class": "sticky"}}, ', 1)], 1,
-                      "unknown retention_class 'sticky'"),
-    "is_error_not_bool": ([GOOD.replace('"content": "ORD-1"}', '"content": "ORD-1", "is_error": "yes"}', 1)], 1,
-                          "'is_error' must be true or false"),
-    "extra_key_clash": ([GOOD.replace("{", '{"model": "gpt", "meta": {"model": "x"}, ', 1)], 1,
-                        "top-level key 'model' is also in 'meta'"),
+    "unknown_class": (
+        [GOOD.replace("{", '{"retention": {"find": {"retention_class": "sticky"}}, ', 1)],
+        1,
+        "unknown retention_class 'sticky'",
+    ),
+    "is_error_not_bool": (
+        [GOOD.replace('"content": "ORD-1"}', '"content": "ORD-1", "is_error": "yes"}', 1)],
+        1,
+        "'is_error' must be true or false",
+    ),
+    "extra_key_clash": (
+        [GOOD.replace("{", '{"model": "gpt", "meta": {"model": "x"}, ', 1)],
+        1,
+        "top-level key 'model' is also in 'meta'",
+    ),
 }
 
 
@@ -314,8 +348,11 @@ def test_import_refuses_taken_names_bad_names_and_existing_files(tmp_path, examp
 def test_replay_config_needs_exactly_one_source(tmp_path, monkeypatch):
     adapter = TypeAdapter(SuiteConfig)
     assert isinstance(adapter.validate_python({"type": "replay", "name": "x"}), ReplaySuite)
-    for bad in ({"type": "replay"}, {"type": "replay", "name": "x", "path": "y.parquet"},
-                {"type": "replay", "name": "x", "extra": 1}):
+    for bad in (
+        {"type": "replay"},
+        {"type": "replay", "name": "x", "path": "y.parquet"},
+        {"type": "replay", "name": "x", "extra": 1},
+    ):
         with pytest.raises(ValidationError):
             adapter.validate_python(bad)
     monkeypatch.chdir(tmp_path)

@@ -33,8 +33,7 @@ def job_dir(migrated_db, tmp_path_factory) -> Path:
     return path
 
 
-def make_guideline(history: str = "Keep every id, error and amount verbatim.", name: str = "seed"
-                   ) -> Guideline:
+def make_guideline(history: str = "Keep every id, error and amount verbatim.", name: str = "seed") -> Guideline:
     return Guideline(name=name, history=history, observation="Keep the lines that answer the task.")
 
 
@@ -51,8 +50,16 @@ def make_episode(task_id: str = "t-1", *, strategy: str = "guideline", outcome: 
         "cprompt": 'Guideline: keep ids.\n<data source="history">\norder ORD-1: 3 items\n</data>',
         "creply": "# History Summary\nORD-1 has 3 items.",
     }
-    episode = Episode(task_id=task_id, suite="smoke", strategy=strategy, strategy_version="abc123",
-                      agent="llm", outcome=outcome, answers=["refunded"], wall_s=4.0)
+    episode = Episode(
+        task_id=task_id,
+        suite="smoke",
+        strategy=strategy,
+        strategy_version="abc123",
+        agent="llm",
+        outcome=outcome,
+        answers=["refunded"],
+        wall_s=4.0,
+    )
     h = {k: episode.store(v) for k, v in texts.items()}
     episode.entries = [
         {"id": 0, "kind": "task", "step": 0, "text": h["task"], "raw": h["task"]},
@@ -62,35 +69,99 @@ def make_episode(task_id: str = "t-1", *, strategy: str = "guideline", outcome: 
         {"id": 4, "kind": "result", "step": 1, "text": h["res1"], "raw": h["res1"]},
     ]
     episode.steps = [
-        StepRecord(step=0, turn=0, replayed=[h["task"]], budgeted=[h["task"]],
-                   request=[{"role": "system", "text": h["system"]}, {"role": "user", "text": h["task"]}],
-                   input_tokens=100, action={"calls": [{"name": "get_order", "arguments": {"id": "ORD-1"}}]},
-                   usage={"prompt_tokens": 120, "completion_tokens": 20, "cached_tokens": 50}, latency_s=1.0,
-                   started_s=0.5),
-        StepRecord(step=1, turn=0, replayed=[h["task"]], budgeted=[h["task"]],
-                   request=[{"role": "system", "text": h["system"]}, {"role": "user", "text": h["task"]},
-                            {"role": "assistant", "text": h["act0"]}, {"role": "user", "text": h["res0w"]}],
-                   input_tokens=160, action={"calls": [], "answer": "refunded"},
-                   usage={"prompt_tokens": 180, "completion_tokens": 10}, latency_s=1.0, started_s=2.5),
+        StepRecord(
+            step=0,
+            turn=0,
+            replayed=[h["task"]],
+            budgeted=[h["task"]],
+            request=[{"role": "system", "text": h["system"]}, {"role": "user", "text": h["task"]}],
+            input_tokens=100,
+            action={"calls": [{"name": "get_order", "arguments": {"id": "ORD-1"}}]},
+            usage={"prompt_tokens": 120, "completion_tokens": 20, "cached_tokens": 50},
+            latency_s=1.0,
+            started_s=0.5,
+        ),
+        StepRecord(
+            step=1,
+            turn=0,
+            replayed=[h["task"]],
+            budgeted=[h["task"]],
+            request=[
+                {"role": "system", "text": h["system"]},
+                {"role": "user", "text": h["task"]},
+                {"role": "assistant", "text": h["act0"]},
+                {"role": "user", "text": h["res0w"]},
+            ],
+            input_tokens=160,
+            action={"calls": [], "answer": "refunded"},
+            usage={"prompt_tokens": 180, "completion_tokens": 10},
+            latency_s=1.0,
+            started_s=2.5,
+        ),
     ]
     episode.tool_calls = [
-        {"step": 0, "name": "get_order", "arguments": {"id": "ORD-1"}, "side_effect": False,
-         "is_error": False, "retention": "dynamic_state", "result_tokens": 12},
-        {"step": 1, "name": "recall", "arguments": {"handle": "h1"}, "side_effect": False, "is_error": False,
-         "retention": "dynamic_state", "result_tokens": 12},
+        {
+            "step": 0,
+            "name": "get_order",
+            "arguments": {"id": "ORD-1"},
+            "side_effect": False,
+            "is_error": False,
+            "retention": "dynamic_state",
+            "result_tokens": 12,
+        },
+        {
+            "step": 1,
+            "name": "recall",
+            "arguments": {"handle": "h1"},
+            "side_effect": False,
+            "is_error": False,
+            "retention": "dynamic_state",
+            "result_tokens": 12,
+        },
     ]
-    base = {"strategy": strategy, "handles": [], "compressor_cached": False, "breaks_cache": False,
-            "guideline_version": "g123"}
+    base = {
+        "strategy": strategy,
+        "handles": [],
+        "compressor_cached": False,
+        "breaks_cache": False,
+        "guideline_version": "g123",
+    }
     episode.records = [
-        {**base, "stage": "write", "step": 0, "action": "offload", "entry_ids": [2], "tokens_before": 12,
-         "tokens_after": 5, "dropped_by_class": {"dynamic_state": 7}, "handles": ["h1"],
-         "compressor_usage": None},
-        {**base, "stage": "replay", "step": 1, "action": "summarize", "entry_ids": [1, 2],
-         "tokens_before": 40, "tokens_after": 15, "dropped_by_class": {"static": 25},
-         "compressor_usage": {"prompt_tokens": 300, "completion_tokens": 30, "cached_tokens": 0},
-         "compressor_io": [h["cprompt"], h["creply"]]},
-        {**base, "stage": "budget", "step": 1, "action": "truncate", "entry_ids": [1], "tokens_before": 15,
-         "tokens_after": 10, "dropped_by_class": {"static": 5}, "compressor_usage": None},
+        {
+            **base,
+            "stage": "write",
+            "step": 0,
+            "action": "offload",
+            "entry_ids": [2],
+            "tokens_before": 12,
+            "tokens_after": 5,
+            "dropped_by_class": {"dynamic_state": 7},
+            "handles": ["h1"],
+            "compressor_usage": None,
+        },
+        {
+            **base,
+            "stage": "replay",
+            "step": 1,
+            "action": "summarize",
+            "entry_ids": [1, 2],
+            "tokens_before": 40,
+            "tokens_after": 15,
+            "dropped_by_class": {"static": 25},
+            "compressor_usage": {"prompt_tokens": 300, "completion_tokens": 30, "cached_tokens": 0},
+            "compressor_io": [h["cprompt"], h["creply"]],
+        },
+        {
+            **base,
+            "stage": "budget",
+            "step": 1,
+            "action": "truncate",
+            "entry_ids": [1],
+            "tokens_before": 15,
+            "tokens_after": 10,
+            "dropped_by_class": {"static": 5},
+            "compressor_usage": None,
+        },
     ]
     episode.metrics = {"success": outcome == "success", "peak_tokens": 160, "steps": 2}
     assert text_hash(texts["task"]) == h["task"]

@@ -5,15 +5,28 @@ from __future__ import annotations
 from optimizer.tracking.front_page import MAX_CHARS, PairLink, artifact_url, description, trace_url
 
 REPORT = {
-    "experiment": "quickstart", "chosen": {"name": "seed+lower", "version": "abc", "origin": "tighten", "round": 1},
-    "rows": [], "best_baseline": None, "wall_s": 61.0, "acceptance": {"tiers": {"tier0": {
-        "pass": False, "checks": {"peak_reduction": {"value": 0.2, "bar": 0.3, "pass": False}}}}},
+    "experiment": "quickstart",
+    "chosen": {"name": "seed+lower", "version": "abc", "origin": "tighten", "round": 1},
+    "rows": [],
+    "best_baseline": None,
+    "wall_s": 61.0,
+    "acceptance": {
+        "tiers": {"tier0": {"pass": False, "checks": {"peak_reduction": {"value": 0.2, "bar": 0.3, "pass": False}}}}
+    },
 }
 
 
 def link(task: str, near_miss: bool = False) -> PairLink:
-    return PairLink(f"{task} · guideline:seed@abc", "SKU-42278", "history as written", f"tr-{task}", f"tr-{task}-full",
-                    "round-run", f"pairs/r01/{task}.html", near_miss=near_miss)
+    return PairLink(
+        f"{task} · guideline:seed@abc",
+        "SKU-42278",
+        "history as written",
+        f"tr-{task}",
+        f"tr-{task}-full",
+        "round-run",
+        f"pairs/r01/{task}.html",
+        near_miss=near_miss,
+    )
 
 
 def test_failed_pairs_come_first_each_linked_to_its_diff_and_both_traces():
@@ -33,5 +46,8 @@ def test_pairs_that_do_not_fit_in_one_tag_are_counted_not_cut_mid_row():
     assert len(text) <= MAX_CHARS
     shown = sum(1 for line in text.splitlines() if line.startswith("| task-"))
     assert 0 < shown < 200 and f"{200 - shown} more pair(s) did not fit here" in text
-    assert description(REPORT, [], experiment_id="7", run_id="p").rstrip().endswith("no candidate lost a task "
-                                                                                   "that full context solved.")
+    assert (
+        description(REPORT, [], experiment_id="7", run_id="p")
+        .rstrip()
+        .endswith("no candidate lost a task that full context solved.")
+    )

@@ -27,7 +27,10 @@ def no_network(monkeypatch):
     """Refuse (and record) every connection or lookup that would leave the machine."""
     attempts: list[str] = []
     real_connect, real_connect_ex, real_getaddrinfo = (
-        socket.socket.connect, socket.socket.connect_ex, socket.getaddrinfo)
+        socket.socket.connect,
+        socket.socket.connect_ex,
+        socket.getaddrinfo,
+    )
 
     def connect(self, address):
         if not _is_local(address):

@@ -23,13 +23,30 @@ from optimizer.tracking.state import JobState
 def job_config(tmp: Path, url: str) -> ExperimentConfig:
     """Two rounds on four built-in train tasks, tier 0 only, every model role on the scripted server."""
     endpoint = f'base_url = "{url}"\nmodel = "scripted"\nbackoff_s = 0.0\n'
-    text = "\n".join([
-        'name = "scripted-job"', f'out = "{tmp / "job"}"', "[suite]", 'type = "builtin"', "[run]",
-        'agent = "reference"', "[tracking]", 'experiment = "scripted"', "[optimize]", "rounds = 2",
-        "train_limit = 6", "test_limit = 4", "confirm_top = 0",
-        'final_strategies = ["none", "fifo"]',
-        "[endpoints.agent]", endpoint, "[endpoints.compressor]", endpoint, "[endpoints.optimizer]", endpoint,
-    ])
+    text = "\n".join(
+        [
+            'name = "scripted-job"',
+            f'out = "{tmp / "job"}"',
+            "[suite]",
+            'type = "builtin"',
+            "[run]",
+            'agent = "reference"',
+            "[tracking]",
+            'experiment = "scripted"',
+            "[optimize]",
+            "rounds = 2",
+            "train_limit = 6",
+            "test_limit = 4",
+            "confirm_top = 0",
+            'final_strategies = ["none", "fifo"]',
+            "[endpoints.agent]",
+            endpoint,
+            "[endpoints.compressor]",
+            endpoint,
+            "[endpoints.optimizer]",
+            endpoint,
+        ]
+    )
     path = tmp / "job.toml"
     path.write_text(text)
     return load_experiment(path)
@@ -105,8 +122,7 @@ def test_diff_html_pareto_png_and_report_artifacts(finished):
         return {str(p.relative_to(root)) for p in root.rglob("*") if p.is_file()}
 
     job_files = files(runs["optimize"])
-    assert {"report.md", "report.json", "pareto/final.png", "pareto/test.png",
-            "diffs/seed-to-chosen.html"} <= job_files
+    assert {"report.md", "report.json", "pareto/final.png", "pareto/test.png", "diffs/seed-to-chosen.html"} <= job_files
     round1 = files(runs["round/01"])
     assert "pareto/r01.png" in round1 and "tables/pairs.json" in round1
     pairs = report["rounds"][0]["pairs"]
@@ -170,13 +186,23 @@ def test_failed_traces_carry_their_pair_and_assessments_compressor_spans_their_i
     """Read through the MLflow client, as the UI does: what a reviewer needs is on the traces themselves."""
     client, state = finished.client, finished.state
     traces = _traces(client, state.experiment_id)
-    assert traces and all({"success", "peak_tokens", "blocking"} <= {a.name for a in t.info.assessments}
-                          for t in traces)
-    full = {(t.info.tags["acon.task"], t.info.tags["acon.agent"], t.info.tags["acon.split"]): t for t in traces
-            if t.info.tags["acon.strategy"] == "none"}
+    assert traces and all(
+        {"success", "peak_tokens", "blocking"} <= {a.name for a in t.info.assessments} for t in traces
+    )
+    full = {
+        (t.info.tags["acon.task"], t.info.tags["acon.agent"], t.info.tags["acon.split"]): t
+        for t in traces
+        if t.info.tags["acon.strategy"] == "none"
+    }
     failed = [t for t in traces if t.info.tags["acon.outcome"] == "failure" and t.info.tags["acon.strategy"] != "none"]
-    paired = [t for t in failed if full[(t.info.tags["acon.task"], t.info.tags["acon.agent"],
-                                        t.info.tags["acon.split"])].info.tags["acon.outcome"] == "success"]
+    paired = [
+        t
+        for t in failed
+        if full[(t.info.tags["acon.task"], t.info.tags["acon.agent"], t.info.tags["acon.split"])].info.tags[
+            "acon.outcome"
+        ]
+        == "success"
+    ]
     assert paired, "the scripted job must produce at least one failure full context solved"
     for trace in paired:
         tags = trace.info.tags
@@ -193,8 +219,7 @@ def test_failed_traces_carry_their_pair_and_assessments_compressor_spans_their_i
         diff_run = client.get_run(tags["acon.pair.diff_run"])
         root = Path(diff_run.info.artifact_uri.removeprefix("file://"))
         assert tags["acon.task"] in (root / tags["acon.pair.diff"]).read_text()
-    assert all(t.info.tags["mlflow.traceName"].startswith(f"episode {t.info.tags['acon.task']} · ")
-               for t in traces)
+    assert all(t.info.tags["mlflow.traceName"].startswith(f"episode {t.info.tags['acon.task']} · ") for t in traces)
     compressors = [s for t in traces for s in t.data.spans if s.name == "compressor"]
     assert compressors, "the seed's LLM compressor ran: its spans must be there"
     for span in compressors:

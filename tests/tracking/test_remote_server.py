@@ -31,8 +31,13 @@ def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("server")
     port = free_port(0)
     target = UiTarget(sqlite_uri(root / "server.db"), root / "artifacts")
-    process = subprocess.Popen(server_command(target, port), env=server_env(), start_new_session=True,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        server_command(target, port),
+        env=server_env(),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://{HOST}:{port}"
     try:
         wait_healthy(url, process)
@@ -43,13 +48,31 @@ def server(tmp_path_factory):
 
 def write_config(tmp: Path, model_url: str, tracking_uri: str) -> Path:
     endpoint = f'base_url = "{model_url}"\nmodel = "scripted"\nbackoff_s = 0.0\n'
-    text = "\n".join([
-        'name = "remote-job"', f'out = "{tmp / "job"}"', "[suite]", 'type = "builtin"', "[run]",
-        'agent = "reference"', "[tracking]", f'experiment = "{EXPERIMENT}"', f'uri = "{tracking_uri}"',
-        "[optimize]", "rounds = 1", "train_limit = 4", "test_limit = 2", "confirm_top = 0",
-        'final_strategies = ["none"]',
-        "[endpoints.agent]", endpoint, "[endpoints.compressor]", endpoint, "[endpoints.optimizer]", endpoint,
-    ])
+    text = "\n".join(
+        [
+            'name = "remote-job"',
+            f'out = "{tmp / "job"}"',
+            "[suite]",
+            'type = "builtin"',
+            "[run]",
+            'agent = "reference"',
+            "[tracking]",
+            f'experiment = "{EXPERIMENT}"',
+            f'uri = "{tracking_uri}"',
+            "[optimize]",
+            "rounds = 1",
+            "train_limit = 4",
+            "test_limit = 2",
+            "confirm_top = 0",
+            'final_strategies = ["none"]',
+            "[endpoints.agent]",
+            endpoint,
+            "[endpoints.compressor]",
+            endpoint,
+            "[endpoints.optimizer]",
+            endpoint,
+        ]
+    )
     tmp.mkdir(parents=True, exist_ok=True)
     path = tmp / "job.toml"
     path.write_text(text)
@@ -84,25 +107,37 @@ def snapshot(client: MlflowClient, job_dir: Path) -> dict:
         name = key[run.info.run_id]
         metrics = {k: v for k, v in run.data.metrics.items() if not TIMED.search(k)}
         history = {k: [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, k)] for k in metrics}
-        traces = client.search_traces(locations=[experiment.experiment_id], run_id=run.info.run_id,
-                                      max_results=500)  # the server refuses more per page
+        traces = client.search_traces(
+            locations=[experiment.experiment_id], run_id=run.info.run_id, max_results=500
+        )  # the server refuses more per page
         out["runs"][name] = {
-            "status": run.info.status, "parent": key.get(run.data.tags.get("mlflow.parentRunId", "")),
-            "params": run.data.params, "metrics": metrics, "history": history,
-            "tags": {k: v.replace(str(job_dir), "<job>") for k, v in run.data.tags.items()
-                     if k.startswith("acon.") or k in ("suite", "strategy")},
+            "status": run.info.status,
+            "parent": key.get(run.data.tags.get("mlflow.parentRunId", "")),
+            "params": run.data.params,
+            "metrics": metrics,
+            "history": history,
+            "tags": {
+                k: v.replace(str(job_dir), "<job>")
+                for k, v in run.data.tags.items()
+                if k.startswith("acon.") or k in ("suite", "strategy")
+            },
             "artifacts": artifacts(client, run.info.run_id),
             "traces": sorted(
-                (t.info.tags.get("acon.task"), t.info.state, (t.info.token_usage or {}).get("total_tokens"),
-                 sorted(s.name for s in client.get_trace(t.info.trace_id).data.spans))
+                (
+                    t.info.tags.get("acon.task"),
+                    t.info.state,
+                    (t.info.token_usage or {}).get("total_tokens"),
+                    sorted(s.name for s in client.get_trace(t.info.trace_id).data.spans),
+                )
                 for t in traces
             ),
         }
     for prompt in client.search_prompts(max_results=1000):
         versions = client.search_prompt_versions(prompt.name)
         out["prompts"][prompt.name] = {
-            "versions": sorted((v.version, v.template, v.commit_message, tuple(sorted(v.aliases or ())))
-                               for v in versions),
+            "versions": sorted(
+                (v.version, v.template, v.commit_message, tuple(sorted(v.aliases or ()))) for v in versions
+            ),
             "best": client.get_prompt_version_by_alias(prompt.name, "best").version,
         }
     return out

@@ -15,10 +15,15 @@ from optimizer.tracking.state import JobState
 
 
 def smoke_config(tmp_path, *, enabled: bool = True) -> ExperimentConfig:
-    return ExperimentConfig.model_validate({
-        "name": "smoke-run", "out": str(tmp_path / "job"), "suite": {"type": "smoke"},
-        "run": {"agent": "reference", "split": "all"}, "tracking": {"enabled": enabled},
-    })
+    return ExperimentConfig.model_validate(
+        {
+            "name": "smoke-run",
+            "out": str(tmp_path / "job"),
+            "suite": {"type": "smoke"},
+            "run": {"agent": "reference", "split": "all"},
+            "tracking": {"enabled": enabled},
+        }
+    )
 
 
 def test_tracked_compare_job_records_each_evaluation_once(tmp_path, migrated_db):
@@ -28,8 +33,7 @@ def test_tracked_compare_job_records_each_evaluation_once(tmp_path, migrated_db)
     tasks = select_tasks(config, "all", None)
     with tracked_job(config, "compare", split="all", agent="reference") as tracking:
         for name in ("none", "fifo"):
-            result = run_strategy(config, tasks, parse_strategy(name), agent="reference", endpoints=None,
-                                  split="all")
+            result = run_strategy(config, tasks, parse_strategy(name), agent="reference", endpoints=None, split="all")
             tracking.record_run(result, agent="reference", split="all")
             tracking.record_run(result, agent="reference", split="all")  # a repeat is a no-op
     state = JobState.read(config.out_dir)

@@ -52,7 +52,8 @@ def test_compressions_show_what_went_in_and_came_out_with_tool_text_marked_untru
     compressor = summarize.children[0]
     assert compressor.inputs == {
         "prompt": 'Guideline: keep ids.\n<data source="history">\norder ORD-1: 3 items\n</data>',
-        "trust": UNTRUSTED}
+        "trust": UNTRUSTED,
+    }
     assert compressor.outputs == {"reply": "# History Summary\nORD-1 has 3 items."}
     assert compressor.attributes["acon.untrusted_input"] is True
 
@@ -94,8 +95,7 @@ def test_model_call_shows_only_new_messages_and_the_action():
     assert step0.outputs == {"tool_calls": [{"name": "get_order", "arguments": {"id": "ORD-1"}}]}
     assert step1.outputs == {"answer": "refunded"}
     tool = root.children[1]
-    assert tool.outputs == {"result": "order ORD-1: 3 items, total 42.00",
-                            "as_written": "[offloaded: handle h1]"}
+    assert tool.outputs == {"result": "order ORD-1: 3 items, total 42.00", "as_written": "[offloaded: handle h1]"}
 
 
 def test_failed_episode_marks_its_root_span():
@@ -139,4 +139,7 @@ def test_helpers():
     assert clip("short") == "short" and clip(None) is None
     assert token_usage(None) is None
     assert token_usage({"prompt_tokens": 3, "completion_tokens": 2}) == {
-        "input_tokens": 3, "output_tokens": 2, "total_tokens": 5}
+        "input_tokens": 3,
+        "output_tokens": 2,
+        "total_tokens": 5,
+    }

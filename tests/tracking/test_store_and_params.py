@@ -34,11 +34,15 @@ def test_config_uri_then_environment(tmp_path, monkeypatch):
 
 def test_params_name_models_and_endpoints_but_never_keys(monkeypatch):
     monkeypatch.setenv("ACON_TEST_KEY", "sk-very-secret")
-    config = ExperimentConfig.model_validate({
-        "name": "exp", "suite": {"type": "smoke"},
-        "endpoints": {"agent": {"base_url": "https://user:pw@api.example/v1", "model": "m1",
-                                "api_key_env": "ACON_TEST_KEY"}},
-    })
+    config = ExperimentConfig.model_validate(
+        {
+            "name": "exp",
+            "suite": {"type": "smoke"},
+            "endpoints": {
+                "agent": {"base_url": "https://user:pw@api.example/v1", "model": "m1", "api_key_env": "ACON_TEST_KEY"}
+            },
+        }
+    )
     params = experiment_params(config)
     assert params["endpoints.agent.model"] == "m1"
     assert params["endpoints.agent.base_url"] == "https://api.example/v1"
@@ -46,22 +50,32 @@ def test_params_name_models_and_endpoints_but_never_keys(monkeypatch):
     assert "strategy.type" in params and "run.split" in params
     joined = " ".join(f"{k}={v}" for k, v in params.items())
     assert "sk-very-secret" not in joined and "pw@" not in joined and "ACON_TEST_KEY" not in joined
-    assert experiment_tags(config) == {"suite": "smoke", "split": "test", "agent": "llm", "strategy": "none",
-                                       "tier": "1"}
+    assert experiment_tags(config) == {
+        "suite": "smoke",
+        "split": "test",
+        "agent": "llm",
+        "strategy": "none",
+        "tier": "1",
+    }
     assert experiment_tags(config, agent="reference", split="train")["tier"] == "0"
 
 
 def test_flatten_and_public_url():
     assert flatten({"a": {"b": 1, "c": None}, "d": [1, 2], "e": "x" * 7000}) == {
-        "a.b": "1", "d": "[1, 2]", "e": "x" * 6000}
+        "a.b": "1",
+        "d": "[1, 2]",
+        "e": "x" * 6000,
+    }
     assert public_url("http://127.0.0.1:8000/v1") == "http://127.0.0.1:8000/v1"
     assert public_url("http://u:p@host:8000/v1") == "http://host:8000/v1"
 
 
 def test_pareto_front_and_plot():
     points = [
-        ParetoPoint("none", 0.9, 6000, baseline=True), ParetoPoint("seed", 0.6, 3000),
-        ParetoPoint("cand-1", 0.8, 2500), ParetoPoint("fifo", 0.4, 2000, baseline=True),
+        ParetoPoint("none", 0.9, 6000, baseline=True),
+        ParetoPoint("seed", 0.6, 3000),
+        ParetoPoint("cand-1", 0.8, 2500),
+        ParetoPoint("fifo", 0.4, 2000, baseline=True),
         ParetoPoint("worse", 0.5, 2600),
     ]
     assert pareto_front(points) == ["none", "cand-1", "fifo"]
@@ -81,7 +95,10 @@ def test_html_diffs_show_both_sides():
 
 def test_tables_registry_refs_and_prefix():
     assert to_columns([{"a": 1, "b": {"x": 1}}, {"c": True}]) == {
-        "a": [1, None], "b": ['{"x": 1}', None], "c": [None, True]}
+        "a": [1, None],
+        "b": ['{"x": 1}', None],
+        "c": [None, True],
+    }
     assert parse_ref("acon-x-history@best") == ("acon-x-history", None, "best")
     assert parse_ref("prompts:/acon-x-history/3") == ("acon-x-history", "3", None)
     assert prompt_prefix("my exp/1") == "acon-my-exp-1"
@@ -128,6 +145,5 @@ assert not job.exists(), "nothing is written"
 assert "mlflow" not in sys.modules, "mlflow was imported"
 """
     root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -44,8 +44,9 @@ def children(client: MlflowClient, tracker: MlflowTracker, parent: str) -> dict[
 
 def test_job_run_nests_rounds_and_candidates_with_one_point_per_round(store, job_dir, client, tmp_path):
     tracker = open_tracker(store, tmp_path, "nesting")
-    with tracker.job_run("optimize", params={"endpoints": {"agent": {"model": "m1"}}, "seed": 0},
-                         tags={"suite": "smoke", "tier": "0"}) as parent:
+    with tracker.job_run(
+        "optimize", params={"endpoints": {"agent": {"model": "m1"}}, "seed": 0}, tags={"suite": "smoke", "tier": "0"}
+    ) as parent:
         assert mlflow.active_run().info.run_id == parent
         for round in (1, 2, 3):
             with tracker.child_run(f"round-{round}", f"round {round}", tags={"round": str(round)}) as rid:
@@ -127,14 +128,14 @@ def test_logging_outside_a_job_run_is_an_error(store, tmp_path):
         pass
     with pytest.raises(RuntimeError, match="no active run"):
         tracker.log_metrics({"success": 1.0}, step=1)
-    with tracker.job_run("optimize"), pytest.raises(RuntimeError, match="already open"), \
-            tracker.job_run("compare"):
+    with tracker.job_run("optimize"), pytest.raises(RuntimeError, match="already open"), tracker.job_run("compare"):
         pass
 
 
 def test_child_runs_from_worker_threads_nest_under_the_job(store, client, tmp_path):
     tracker = open_tracker(store, tmp_path, "threads")
     with tracker.job_run("compare") as parent:
+
         def evaluate(name: str) -> None:
             with tracker.child_run(name) as rid:
                 tracker.log_metrics({"success": 1.0}, step=0)
@@ -155,14 +156,16 @@ def test_artifacts_a_reviewer_opens(store, client, tmp_path):
     tracker = open_tracker(store, tmp_path, "artifacts")
     seed = make_guideline()
     better = make_guideline("Keep every id, error, amount and date verbatim.", name="round-1")
-    points = [ParetoPoint("none", 0.9, 6000, baseline=True), ParetoPoint("seed", 0.6, 3000),
-              ParetoPoint("cand-1", 0.8, 2500)]
+    points = [
+        ParetoPoint("none", 0.9, 6000, baseline=True),
+        ParetoPoint("seed", 0.6, 3000),
+        ParetoPoint("cand-1", 0.8, 2500),
+    ]
     with tracker.job_run("optimize") as parent:
         assert tracker.log_guideline(seed, round=0) == f"guidelines/r00-seed-{seed.version}.md"
         assert tracker.log_guideline(better) == f"guidelines/round-1-{better.version}.md"
         diff_path = tracker.log_guideline_diff(seed, better)
-        tracker.log_pair_diff("task/7", "<html><body>side by side</body></html>", "### task 7\n- missing",
-                              round=1)
+        tracker.log_pair_diff("task/7", "<html><body>side by side</body></html>", "### task 7\n- missing", round=1)
         rows = [{"task_id": "a", "success": True, "missing": ["ORD-1"]}, {"task_id": "b", "x": 1.5}]
         tracker.log_table(rows, "tables/pairs_r01.json")
         assert tracker.log_pareto(points, round=1) == "pareto/r01.png"
@@ -174,12 +177,22 @@ def test_artifacts_a_reviewer_opens(store, client, tmp_path):
     root = Path(client.get_run(parent).info.artifact_uri.removeprefix("file://"))
     assert root.is_relative_to(store.artifact_root)
     files = sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
-    assert files == sorted([
-        f"guidelines/r00-seed-{seed.version}.md", f"guidelines/round-1-{better.version}.md", diff_path,
-        "pairs/r01/task_7.html", "pairs/r01/task_7.md", "tables/pairs_r01.json",
-        "pareto/r01.png", "pareto/r01.json", "pareto/final.png", "pareto/final.json",
-        "report.md", "report.json",
-    ])
+    assert files == sorted(
+        [
+            f"guidelines/r00-seed-{seed.version}.md",
+            f"guidelines/round-1-{better.version}.md",
+            diff_path,
+            "pairs/r01/task_7.html",
+            "pairs/r01/task_7.md",
+            "tables/pairs_r01.json",
+            "pareto/r01.png",
+            "pareto/r01.json",
+            "pareto/final.png",
+            "pareto/final.json",
+            "report.md",
+            "report.json",
+        ]
+    )
     assert Guideline.from_markdown((root / f"guidelines/round-1-{better.version}.md").read_text()) == better
     assert diff_path.endswith(".html") and better.version in (root / diff_path).read_text()
     assert (root / "pareto/r01.png").read_bytes().startswith(b"\x89PNG")
@@ -195,8 +208,9 @@ def test_one_trace_per_episode_with_token_usage_linked_to_its_run(store, client,
     started = time.time() - 60
     with tracker.job_run("run") as parent:
         with tracker.child_run("eval-guideline") as child:
-            ids = [tracker.trace_episode(make_episode(f"t-{i}"), {"acon.round": "1"}, started_at=started)
-                   for i in range(2)]
+            ids = [
+                tracker.trace_episode(make_episode(f"t-{i}"), {"acon.round": "1"}, started_at=started) for i in range(2)
+            ]
         assert tracker.trace_episode(make_episode("t-job", outcome="failure")) is not None
     # job_run flushed on exit: everything is readable now.
     traces = client.search_traces(locations=[tracker.experiment_id], run_id=child)
@@ -206,7 +220,11 @@ def test_one_trace_per_episode_with_token_usage_linked_to_its_run(store, client,
     assert trace.info.trace_metadata["mlflow.sourceRun"] == child
     tags = trace.info.tags
     assert (tags["acon.task"], tags["acon.strategy"], tags["acon.outcome"], tags["acon.guideline"]) == (
-        "t-0", "guideline", "success", "g123")
+        "t-0",
+        "guideline",
+        "success",
+        "g123",
+    )
     assert tags["acon.round"] == "1"
     assert trace.info.request_time == int(started * 1000)
     spans = trace.data.spans
@@ -240,9 +258,14 @@ def test_registered_guidelines_round_trip_and_best_alias(store, client, tmp_path
     tracker = open_tracker(store, tmp_path, "registry")
     seed = make_guideline()
     policy = RetentionPolicy(history=(SummarizeOld(over=999, keep_last=3),))
-    chosen = Guideline(name="round-2", description="fewer tokens", policy=policy,
-                       history="Summarize {{x}} tersely.", observation="Quote ids.",
-                       provenance={"round": 2, "origin": "llm-co"})
+    chosen = Guideline(
+        name="round-2",
+        description="fewer tokens",
+        policy=policy,
+        history="Summarize {{x}} tersely.",
+        observation="Quote ids.",
+        provenance={"round": 2, "origin": "llm-co"},
+    )
     with tracker.job_run("optimize") as parent:
         first = tracker.register_guideline(seed)
         assert first.history == "prompts:/acon-registry-history/1"
@@ -251,12 +274,20 @@ def test_registered_guidelines_round_trip_and_best_alias(store, client, tmp_path
         assert best.observation == "prompts:/acon-registry-observation/2"
     linked = json.loads(client.get_run(parent).data.tags["mlflow.linkedPrompts"])  # the run's Prompts panel
     logged = {f"{p['name']}/{p['version']}" for p in linked}
-    assert logged == {"acon-registry-history/1", "acon-registry-observation/1", "acon-registry-history/2",
-                      "acon-registry-observation/2"}
+    assert logged == {
+        "acon-registry-history/1",
+        "acon-registry-observation/1",
+        "acon-registry-history/2",
+        "acon-registry-observation/2",
+    }
     assert client.get_run(parent).data.tags["acon.best_guideline"] == chosen.version
 
-    for ref in ("acon-registry-history@best", "acon-registry-observation@best", "acon-registry@best",
-                "prompts:/acon-registry-history/2"):
+    for ref in (
+        "acon-registry-history@best",
+        "acon-registry-observation@best",
+        "acon-registry@best",
+        "prompts:/acon-registry-history/2",
+    ):
         loaded = load_from_registry(ref, store.uri)
         assert loaded == chosen and loaded.version == chosen.version, ref
     assert load_from_registry("acon-registry-observation/1", store.uri) == seed

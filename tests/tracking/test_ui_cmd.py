@@ -29,11 +29,13 @@ def test_target_is_the_job_store(job_dir):
 
 
 def test_target_follows_the_state_file_and_refuses_remote_stores(tmp_path, job_dir):
-    (tmp_path / STATE_FILE).write_text(json.dumps(
-        {"tracking_uri": job_store(job_dir).uri, "experiment_id": "7", "experiment": "x", "runs": {}}))
+    (tmp_path / STATE_FILE).write_text(
+        json.dumps({"tracking_uri": job_store(job_dir).uri, "experiment_id": "7", "experiment": "x", "runs": {}})
+    )
     assert find_target(tmp_path) == UiTarget(job_store(job_dir).uri, job_dir.resolve() / "mlartifacts", "7")
-    (tmp_path / STATE_FILE).write_text(json.dumps(
-        {"tracking_uri": "http://mlflow.example", "experiment_id": "1", "runs": {}}))
+    (tmp_path / STATE_FILE).write_text(
+        json.dumps({"tracking_uri": "http://mlflow.example", "experiment_id": "1", "runs": {}})
+    )
     with pytest.raises(AconError, match=r"http://mlflow\.example"):
         find_target(tmp_path)
     with pytest.raises(ConfigError, match="no MLflow store"):
@@ -74,8 +76,12 @@ def test_acon_ui_serves_the_job_and_stops_on_ctrl_c(job_dir):
         tracker.log_text("# hello from the report", "report.md")
     port = free_port(0)  # any free port
     process = subprocess.Popen(
-        [sys.executable, "-m", "optimizer", "ui", str(job_dir), "--port", str(port)], cwd=ROOT,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        [sys.executable, "-m", "optimizer", "ui", str(job_dir), "--port", str(port)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     try:
         url = process.stdout.readline().strip()  # printed once the server answers /health
@@ -111,8 +117,14 @@ def test_acon_ui_on_a_busy_port_fails_in_one_line(job_dir):
         busy.bind((HOST, 0))
         busy.listen()
         port = busy.getsockname()[1]
-        done = subprocess.run([sys.executable, "-m", "optimizer", "ui", str(job_dir), "--port", str(port)],
-                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-m", "optimizer", "ui", str(job_dir), "--port", str(port)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert done.returncode != 0 and done.stdout == ""  # no URL: nothing of ours is serving
     assert done.stderr.strip().splitlines() == [
-        f"acon: error: port {port} on 127.0.0.1 is already in use; pick another --port or leave it out"]
+        f"acon: error: port {port} on 127.0.0.1 is already in use; pick another --port or leave it out"
+    ]

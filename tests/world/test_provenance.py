@@ -6,15 +6,11 @@ from optimizer.world.provenance import find_needs, guesses
 from optimizer.world.task import NeedKind
 from optimizer.world.tool import ToolCall
 
-USERS = json.dumps(
-    {"users": [{"id": "USR001", "name": "Alice"}, {"id": "USR002", "name": "Bob"}], "ticket": "TCK0009"}
-)
+USERS = json.dumps({"users": [{"id": "USR001", "name": "Alice"}, {"id": "USR002", "name": "Bob"}], "ticket": "TCK0009"})
 
 
 def needs(arguments, *, user="Please do the thing.", outputs=(USERS,), **kwargs):
-    return find_needs(
-        ToolCall("c1", "tool", arguments), user_texts=[user], tool_outputs=list(outputs), **kwargs
-    )
+    return find_needs(ToolCall("c1", "tool", arguments), user_texts=[user], tool_outputs=list(outputs), **kwargs)
 
 
 def test_value_seen_only_in_tool_output_is_a_need_with_a_sibling_guess():
@@ -98,9 +94,7 @@ def test_accept_vets_guesses_in_order_and_drops_a_need_none_can_replace():
 
 def test_source_class_comes_from_the_first_output_carrying_the_literal():
     outputs = ["nothing here", USERS, USERS]
-    (need,) = needs(
-        {"receiver_id": "USR002"}, outputs=outputs, output_classes=["static", "dynamic_state", "x"]
-    )
+    (need,) = needs({"receiver_id": "USR002"}, outputs=outputs, output_classes=["static", "dynamic_state", "x"])
     assert need.source_class == "dynamic_state"
 
 

@@ -194,8 +194,14 @@ def replay_record(
             key = str(entry.retention or "unknown") if entry.kind is EntryKind.RESULT else entry.kind.value
             by_class[key] = by_class.get(key, 0) + lost
     return CompressionRecord(
-        strategy=ctx.strategy, stage="replay", step=ctx.step, action=action, entry_ids=tuple(affected),
-        tokens_before=tokens_before, tokens_after=tokens_after, dropped_by_class=by_class,
+        strategy=ctx.strategy,
+        stage="replay",
+        step=ctx.step,
+        action=action,
+        entry_ids=tuple(affected),
+        tokens_before=tokens_before,
+        tokens_after=tokens_after,
+        dropped_by_class=by_class,
         **extra,  # type: ignore[arg-type]
     )
 
@@ -204,8 +210,13 @@ def write_record(
     action: str, raw: Entry, before: int, after: int, ctx: StrategyContext, **extra: object
 ) -> CompressionRecord:
     return CompressionRecord(
-        strategy=ctx.strategy, stage="write", step=ctx.step, action=action, entry_ids=(raw.id,),
-        tokens_before=before, tokens_after=after,
+        strategy=ctx.strategy,
+        stage="write",
+        step=ctx.step,
+        action=action,
+        entry_ids=(raw.id,),
+        tokens_before=before,
+        tokens_after=after,
         dropped_by_class={str(raw.retention or "unknown"): max(0, before - after)},
         **extra,  # type: ignore[arg-type]
     )

@@ -66,6 +66,7 @@ class Clear(HistoryMove):
             handles.append(handle)
         if not edits or freed < self.clear_at_least:
             return None
-        record = replay_record("clear", history, edits, ctx, handles=tuple(handles),
-                               guideline_version=texts.version if texts else None)
+        record = replay_record(
+            "clear", history, edits, ctx, handles=tuple(handles), guideline_version=texts.version if texts else None
+        )
         return Condensation(tuple(edits), (record,))

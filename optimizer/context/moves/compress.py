@@ -56,8 +56,16 @@ class Compress(WriteMove):
         elif self.recoverable:
             handles = (ctx.store.put(raw),)
         record = write_record(
-            "compress", raw, before, count_tokens(content), ctx, guideline_version=texts.version, handles=handles,
-            compressor_usage=out.usage, compressor_cached=out.cached, compressor_retries=out.retries,
+            "compress",
+            raw,
+            before,
+            count_tokens(content),
+            ctx,
+            guideline_version=texts.version,
+            handles=handles,
+            compressor_usage=out.usage,
+            compressor_cached=out.cached,
+            compressor_retries=out.retries,
             compressor_io=(out.prompt, out.text) if out.prompt else None,
         )
         return Written(content, (record,))

@@ -64,8 +64,15 @@ class Extract(WriteMove):
         if content is None:
             return None
         handle = ctx.store.put(raw)
-        record = write_record("extract", raw, count_tokens(current), count_tokens(content), ctx, handles=(handle,),
-                              guideline_version=texts.version if texts else None)
+        record = write_record(
+            "extract",
+            raw,
+            count_tokens(current),
+            count_tokens(content),
+            ctx,
+            handles=(handle,),
+            guideline_version=texts.version if texts else None,
+        )
         return Written(content, (record,))
 
 
@@ -100,6 +107,7 @@ class ExtractOld(HistoryMove):
                 edits.append(Replace(entry.id, content))
         if not edits:
             return None
-        record = replay_record("extract", history, edits, ctx, handles=tuple(handles),
-                               guideline_version=texts.version if texts else None)
+        record = replay_record(
+            "extract", history, edits, ctx, handles=tuple(handles), guideline_version=texts.version if texts else None
+        )
         return Condensation(tuple(edits), (record,))

@@ -73,6 +73,7 @@ class Mask(HistoryMove):
                 edits.append(edit)
         if not edits:
             return None
-        record = replay_record("mask", history, edits, ctx, handles=tuple(handles),
-                               guideline_version=texts.version if texts else None)
+        record = replay_record(
+            "mask", history, edits, ctx, handles=tuple(handles), guideline_version=texts.version if texts else None
+        )
         return Condensation(tuple(edits), (record,))

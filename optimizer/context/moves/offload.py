@@ -31,6 +31,13 @@ class Offload(WriteMove):
         preview = f"{head}\n[... preview cut ...]\n{tail}" if tail else head
         handle = ctx.store.put(raw)
         content = placeholder(raw, handle, reason="offloaded", preview=preview)
-        record = write_record("offload", raw, count_tokens(current), count_tokens(content), ctx, handles=(handle,),
-                              guideline_version=texts.version if texts else None)
+        record = write_record(
+            "offload",
+            raw,
+            count_tokens(current),
+            count_tokens(content),
+            ctx,
+            handles=(handle,),
+            guideline_version=texts.version if texts else None,
+        )
         return Written(content, (record,))

@@ -64,15 +64,25 @@ class SummarizeOld(HistoryMove):
         if ctx.compressor is None or texts is None:
             raise ConfigError(f"strategy {ctx.strategy!r} needs a compressor endpoint")
         out = ctx.compressor.summarize_history(
-            guideline=texts.history, task=ctx.task, previous_summary=previous.summary if previous else None,
-            history=render_transcript(shown.get(e.id, e) for e in entries), max_tokens=self.max_tokens,
+            guideline=texts.history,
+            task=ctx.task,
+            previous_summary=previous.summary if previous else None,
+            history=render_transcript(shown.get(e.id, e) for e in entries),
+            max_tokens=self.max_tokens,
         )
         covered = tuple(sorted({*(previous.entry_ids if previous else ()), *(e.id for e in entries)}))
         # A summary is read as the agent's own notes: an instruction copied from tool output must not
         # become one of its steps. Skills are instructions by registration and are not searched.
-        source = "\n".join([previous.summary if previous else "",
-                             *(shown.get(e.id, e).content for e in entries
-                               if e.is_result and e.retention is not RetentionClass.SKILL)])
+        source = "\n".join(
+            [
+                previous.summary if previous else "",
+                *(
+                    shown.get(e.id, e).content
+                    for e in entries
+                    if e.is_result and e.retention is not RetentionClass.SKILL
+                ),
+            ]
+        )
         summary = quarantine(out.text, source=source, task=ctx.task).text
         # The previous summary went into this one, so its entries' must-keep lines must come out of it too.
         summary = restore_must_keep(summary, [history.entry(i) for i in covered])
@@ -80,8 +90,15 @@ class SummarizeOld(HistoryMove):
         index, handles = summary_index(results, ctx.store) if self.index else ("", ())
         edits = (Summarize(covered, summary, index=index),)
         record = replay_record(
-            "summarize", history, edits, ctx, guideline_version=texts.version, handles=handles,
-            compressor_usage=out.usage, compressor_cached=out.cached, compressor_retries=out.retries,
+            "summarize",
+            history,
+            edits,
+            ctx,
+            guideline_version=texts.version,
+            handles=handles,
+            compressor_usage=out.usage,
+            compressor_cached=out.cached,
+            compressor_retries=out.retries,
             compressor_io=(out.prompt, out.text) if out.prompt else None,
         )
         return Condensation(edits, (record,))

@@ -21,8 +21,15 @@ from optimizer.context.strategies.offload_preview import OffloadPreview
 from optimizer.context.strategies.oracle import Oracle
 
 StrategyConfig = Annotated[
-    NoCompression | Fifo | MaskLastN | ClearToolUses | OffloadPreview | LlmHistory | LlmObservation
-    | GuidelineStrategy | Oracle,
+    NoCompression
+    | Fifo
+    | MaskLastN
+    | ClearToolUses
+    | OffloadPreview
+    | LlmHistory
+    | LlmObservation
+    | GuidelineStrategy
+    | Oracle,
     Field(discriminator="type"),
 ]
 

@@ -84,8 +84,14 @@ class ContextStrategy(BaseModel, ABC):
     def version(self) -> str:
         """Content hash of what the strategy does: identical policies and texts compress identically."""
         texts = self.texts()
-        payload = json.dumps({"type": self.type, "policy": self._policy.model_dump(mode="json"),
-                              "texts": texts.version if texts else None}, sort_keys=True)
+        payload = json.dumps(
+            {
+                "type": self.type,
+                "policy": self._policy.model_dump(mode="json"),
+                "texts": texts.version if texts else None,
+            },
+            sort_keys=True,
+        )
         return hashlib.sha256(payload.encode()).hexdigest()[:12]
 
     def label(self) -> str:
@@ -97,8 +103,10 @@ class ContextStrategy(BaseModel, ABC):
 
         own = self.texts()
         return Guideline(
-            name=self.type, description=f"The `{self.type}` baseline translated into a guideline.",
-            policy=self.policy(), history=texts.history if own is None else own.history,
+            name=self.type,
+            description=f"The `{self.type}` baseline translated into a guideline.",
+            policy=self.policy(),
+            history=texts.history if own is None else own.history,
             observation=texts.observation if own is None else own.observation,
         )
 

@@ -27,6 +27,10 @@ class ClearToolUses(ContextStrategy):
     exclude_tools: tuple[str, ...] = Field((), description="Tools whose results are never cleared.")
 
     def policy(self) -> RetentionPolicy:
-        clear = Clear(trigger_tokens=self.trigger_tokens, keep_last=self.keep_last,
-                      clear_at_least=self.clear_at_least, exclude_tools=self.exclude_tools)
+        clear = Clear(
+            trigger_tokens=self.trigger_tokens,
+            keep_last=self.keep_last,
+            clear_at_least=self.clear_at_least,
+            exclude_tools=self.exclude_tools,
+        )
         return RetentionPolicy(pinned=(), history=(clear,))

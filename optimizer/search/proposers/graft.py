@@ -20,10 +20,13 @@ from optimizer.search.proposers.base import ProposalInput, Proposer, derived, un
 from optimizer.search.proposers.edits import HISTORY_ORDER, WRITE_ORDER, inserted
 
 DEFAULT_WRITE: tuple[Any, ...] = (
-    Extract(over=300, select=Selection()), Offload(over=400, head_tokens=120, tail_tokens=40),
+    Extract(over=300, select=Selection()),
+    Offload(over=400, head_tokens=120, tail_tokens=40),
 )
 DEFAULT_HISTORY: tuple[Any, ...] = (
-    Clear(trigger_tokens=0, keep_last=2, over=200), ExtractOld(), Mask(keep_last=2, recoverable=True, over=200),
+    Clear(trigger_tokens=0, keep_last=2, over=200),
+    ExtractOld(),
+    Mask(keep_last=2, recoverable=True, over=200),
 )
 
 
@@ -50,8 +53,10 @@ class Graft(Proposer):
         library_history = [_floored(m) for other in inputs.others for m in other.guideline.policy.history]
         library_history += list(DEFAULT_HISTORY)
         out: list[Proposal] = []
-        stages = (("write", library_write, has_write, WRITE_ORDER), ("history", library_history, has_history,
-                                                                       HISTORY_ORDER))
+        stages = (
+            ("write", library_write, has_write, WRITE_ORDER),
+            ("history", library_history, has_history, HISTORY_ORDER),
+        )
         for stage, library, present, order in stages:
             for move in library:
                 if move.move in present or move.uses_compressor:
@@ -63,5 +68,8 @@ class Graft(Proposer):
 
     def _child(self, parent, policy: RetentionPolicy, move, stage: str) -> Proposal:
         settings = ", ".join(f"{k}={v}" for k, v in move.model_dump(exclude={"move", "classes", "select"}).items())
-        return Proposal(self.type, derived(parent, RetentionPolicy.model_validate(policy.model_dump()), f"{move.move}"),
-                        rationale=f"add {stage} move {move.move} ({settings})")
+        return Proposal(
+            self.type,
+            derived(parent, RetentionPolicy.model_validate(policy.model_dump()), f"{move.move}"),
+            rationale=f"add {stage} move {move.move} ({settings})",
+        )

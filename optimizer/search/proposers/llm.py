@@ -63,9 +63,14 @@ ShortenGuideline = ShortenGuideline.with_instructions(f"{ShortenGuideline.instru
 def make_lm(client: ChatClient, *, temperature: float, seed: int) -> dspy.LM:
     """A DSPy LM on the same OpenAI-compatible endpoint as `client` (never the network)."""
     return dspy.LM(
-        f"openai/{client.model}", api_base=client.base_url, api_key=client.config.api_key(),
-        temperature=temperature, max_tokens=client.config.max_tokens, cache=False,
-        num_retries=client.config.max_retries, seed=seed,
+        f"openai/{client.model}",
+        api_base=client.base_url,
+        api_key=client.config.api_key(),
+        temperature=temperature,
+        max_tokens=client.config.max_tokens,
+        cache=False,
+        num_retries=client.config.max_retries,
+        seed=seed,
     )
 
 

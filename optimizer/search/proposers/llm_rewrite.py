@@ -47,8 +47,10 @@ class LlmRewrite(Proposer):
         if not facts:
             return []
         parent = inputs.parent.guideline
-        losses = "\n".join(f"- {f['retention']} result of {f['tool']} lost at checkpoint {f['checkpoint']} "
-                           f"by {f['action']}" for f in facts)
+        losses = "\n".join(
+            f"- {f['retention']} result of {f['tool']} lost at checkpoint {f['checkpoint']} by {f['action']}"
+            for f in facts
+        )
         examples = "\n\n".join(f["example"] for f in facts)
         literals = {f["literal"] for f in facts}
         retention = Counter(f["retention"] for f in facts).most_common(1)[0][0]
@@ -59,20 +61,32 @@ class LlmRewrite(Proposer):
             seed = inputs.seed * 1000 + inputs.round * 10 + index
             try:
                 prediction = inputs.llm.run(
-                    ProposeRules, temperature=0.0 if index == 0 else 0.7, seed=seed,
+                    ProposeRules,
+                    temperature=0.0 if index == 0 else 0.7,
+                    seed=seed,
                     policy=json.dumps(parent.policy.model_dump(mode="json")),
-                    losses=fence(losses, "losses"), examples=fence(examples, "examples"),
+                    losses=fence(losses, "losses"),
+                    examples=fence(examples, "examples"),
                 )
                 rules, dropped = _rules(prediction.rules, literals, tools, [f["raw"] for f in facts], self.max_share)
                 if not rules:
                     why = "; ".join(dropped) or "the model found no pattern that separates the needed lines"
-                    out.append(Proposal(self.type, None, error=f"no usable rule: {why}", llm=True,
-                                        optimizer_tokens=inputs.llm.tokens - before))
+                    out.append(
+                        Proposal(
+                            self.type,
+                            None,
+                            error=f"no usable rule: {why}",
+                            llm=True,
+                            optimizer_tokens=inputs.llm.tokens - before,
+                        )
+                    )
                     continue
-                write, history = with_rules(parent.policy.write, parent.policy.history, RetentionClass(retention),
-                                            rules)
-                policy = RetentionPolicy(pinned=parent.policy.pinned, write=write, history=history,
-                                         budget_tokens=parent.policy.budget_tokens)
+                write, history = with_rules(
+                    parent.policy.write, parent.policy.history, RetentionClass(retention), rules
+                )
+                policy = RetentionPolicy(
+                    pinned=parent.policy.pinned, write=write, history=history, budget_tokens=parent.policy.budget_tokens
+                )
                 edit = _edit(prediction.instruction_edit)
                 updates = {}
                 if edit and any(f["action"] == "compress" for f in facts) and policy.uses_compressor:
@@ -85,11 +99,22 @@ class LlmRewrite(Proposer):
                     rationale += f" (refused: {'; '.join(dropped)})"
                 if updates:
                     rationale += f"; edit: {edit}"
-                out.append(Proposal(self.type, guideline, rationale=rationale, llm=True,
-                                    optimizer_tokens=inputs.llm.tokens - before))
+                out.append(
+                    Proposal(
+                        self.type, guideline, rationale=rationale, llm=True, optimizer_tokens=inputs.llm.tokens - before
+                    )
+                )
             except Exception as exc:  # a reply the model could not format: a failed proposal, on the record
-                out.append(Proposal(self.type, None, error=f"{type(exc).__name__}: {str(exc)[:200]}", llm=True,
-                                    call_failed=True, optimizer_tokens=inputs.llm.tokens - before))
+                out.append(
+                    Proposal(
+                        self.type,
+                        None,
+                        error=f"{type(exc).__name__}: {str(exc)[:200]}",
+                        llm=True,
+                        call_failed=True,
+                        optimizer_tokens=inputs.llm.tokens - before,
+                    )
+                )
         return out
 
 
@@ -107,9 +132,17 @@ def _lost_facts(pairs: list[Pair] | tuple[Pair, ...]) -> list[dict]:
             seen.add((fact.literal, tool or ""))
             example = _example(raw, fact.literal, tool)
             if example:
-                facts.append({"literal": fact.literal, "tool": tool or "?", "retention": fact.retention,
-                              "checkpoint": fact.checkpoint, "action": (fact.record or {}).get("action", "?"),
-                              "example": example, "raw": raw})
+                facts.append(
+                    {
+                        "literal": fact.literal,
+                        "tool": tool or "?",
+                        "retention": fact.retention,
+                        "checkpoint": fact.checkpoint,
+                        "action": (fact.record or {}).get("action", "?"),
+                        "example": example,
+                        "raw": raw,
+                    }
+                )
     return facts
 
 
@@ -123,8 +156,9 @@ def _example(raw: str, literal: str, tool: str | None) -> str | None:
     return "\n".join([f"result of {tool}:", *(f"NEEDED: {n}" for n in needed), *(f"DROPPED: {d}" for d in dropped)])
 
 
-def _rules(reply: object, literals: set[str], tools: set[str], raws: list[str], max_share: float
-           ) -> tuple[list[ExtractRule], list[str]]:
+def _rules(
+    reply: object, literals: set[str], tools: set[str], raws: list[str], max_share: float
+) -> tuple[list[ExtractRule], list[str]]:
     """The reply's valid rules, and why each other one was refused (RE2, a value, a copied line, too broad)."""
     rules: list[ExtractRule] = []
     dropped: list[str] = []

@@ -35,19 +35,39 @@ class LlmShorten(Proposer):
             before = inputs.llm.tokens
             try:
                 prediction = inputs.llm.run(
-                    ShortenGuideline, temperature=0.7, seed=inputs.seed * 1000 + inputs.round * 10 + 5 + index,
-                    history_instruction=parent.history, observation_instruction=parent.observation,
-                    retention_rules=summary_rules(), unused_content=fence(analysis, "analysis"),
+                    ShortenGuideline,
+                    temperature=0.7,
+                    seed=inputs.seed * 1000 + inputs.round * 10 + 5 + index,
+                    history_instruction=parent.history,
+                    observation_instruction=parent.observation,
+                    retention_rules=summary_rules(),
+                    unused_content=fence(analysis, "analysis"),
                 )
                 history = str(prediction.new_history_instruction).strip()
                 observation = str(prediction.new_observation_instruction).strip()
                 if not history or not observation:
                     raise ValueError("an empty instruction in the reply")
-                guideline = derived(parent, parent.policy, f"co{inputs.round}.{index}", history=history,
-                                    observation=observation)
-                out.append(Proposal(self.type, guideline, rationale=analysis[:500], llm=True,
-                                    optimizer_tokens=inputs.llm.tokens - before))
+                guideline = derived(
+                    parent, parent.policy, f"co{inputs.round}.{index}", history=history, observation=observation
+                )
+                out.append(
+                    Proposal(
+                        self.type,
+                        guideline,
+                        rationale=analysis[:500],
+                        llm=True,
+                        optimizer_tokens=inputs.llm.tokens - before,
+                    )
+                )
             except Exception as exc:  # a reply the model could not format: a failed proposal, on the record
-                out.append(Proposal(self.type, None, error=f"{type(exc).__name__}: {str(exc)[:200]}", llm=True,
-                                    call_failed=True, optimizer_tokens=inputs.llm.tokens - before))
+                out.append(
+                    Proposal(
+                        self.type,
+                        None,
+                        error=f"{type(exc).__name__}: {str(exc)[:200]}",
+                        llm=True,
+                        call_failed=True,
+                        optimizer_tokens=inputs.llm.tokens - before,
+                    )
+                )
         return out

@@ -33,7 +33,9 @@ class Patch(Proposer):
         policy = parent.policy
         losses = Counter(
             (f.retention, f.checkpoint, (f.record or {}).get("action"))
-            for pair in inputs.pairs for f in pair.diff.missing if f.retention and f.checkpoint
+            for pair in inputs.pairs
+            for f in pair.diff.missing
+            if f.retention and f.checkpoint
         )
         if not losses:
             return []
@@ -71,20 +73,28 @@ class Patch(Proposer):
                     cleared = any(isinstance(m, Clear) and retention in classes_of(m) for m in history)
                     if Action.CLEAR in CONTRACT[retention].allowed and not cleared:
                         keep_last = min((m.keep_last for m in summaries), default=1)
-                        history = inserted(history, Clear(classes=(retention,), trigger_tokens=0, keep_last=keep_last),
-                                           HISTORY_ORDER)
+                        history = inserted(
+                            history, Clear(classes=(retention,), trigger_tokens=0, keep_last=keep_last), HISTORY_ORDER
+                        )
                     reasons.append(f"{where}: clear old {retention.value} to recall placeholders instead")
                 elif checkpoint == 3 and action in (*_CLEARING, "extract"):
-                    history = without(history, retention, lambda m, a=action: m.move == a or (
-                        a == "extract" and isinstance(m, ExtractOld)))
+                    history = without(
+                        history,
+                        retention,
+                        lambda m, a=action: m.move == a or (a == "extract" and isinstance(m, ExtractOld)),
+                    )
                     reasons.append(f"{where}: keep old {retention.value} results")
                 elif checkpoint == 4 and budget is not None:
                     budget = int(budget * 1.5)
                     reasons.append(f"{where}: raise the pre-send budget to {budget}")
             if not reasons:
                 continue
-            new = RetentionPolicy(pinned=tuple(c for c in RetentionClass if c in pinned), write=write,
-                                  history=history, budget_tokens=budget)
+            new = RetentionPolicy(
+                pinned=tuple(c for c in RetentionClass if c in pinned),
+                write=write,
+                history=history,
+                budget_tokens=budget,
+            )
             suffix = "patch" if write_remedy == "keep" else "patch-offload"
             out.append(Proposal(self.type, derived(parent, new, suffix), rationale="; ".join(reasons)))
         return unique(out, parent)
@@ -97,13 +107,22 @@ def _keep_more(write: tuple, retention: RetentionClass, action: str) -> tuple[tu
             continue
         if isinstance(move, Extract):
             select = move.select
-            looser = select.model_copy(update={"min_words": max(1, select.min_words - 1), "head": select.head + 2,
-                                               "top_ratio": round(select.top_ratio / 2, 2)})
+            looser = select.model_copy(
+                update={
+                    "min_words": max(1, select.min_words - 1),
+                    "head": select.head + 2,
+                    "top_ratio": round(select.top_ratio / 2, 2),
+                }
+            )
             new = move.model_copy(update={"select": looser})
             what = f"extract: min_words {select.min_words}->{looser.min_words}, head {select.head}->{looser.head}"
         else:
-            new = move.model_copy(update={"head_tokens": scaled(move.head_tokens, 1.6, 0) or 120,
-                                          "tail_tokens": scaled(move.tail_tokens, 1.6, 0) or 60})
+            new = move.model_copy(
+                update={
+                    "head_tokens": scaled(move.head_tokens, 1.6, 0) or 120,
+                    "tail_tokens": scaled(move.tail_tokens, 1.6, 0) or 60,
+                }
+            )
             what = f"offload preview {move.head_tokens}/{move.tail_tokens}->{new.head_tokens}/{new.tail_tokens}"
         if new != move:
             return tuple(new if m is move else m for m in write), what

@@ -34,8 +34,9 @@ def _shorter(move: Any) -> Any:
     if isinstance(move, SummarizeOld):
         return move.model_copy(update={"max_tokens": scaled(move.max_tokens, 0.6, MIN_SUMMARY_TOKENS)})
     if isinstance(move, Offload):
-        return move.model_copy(update={"head_tokens": scaled(move.head_tokens, 0.6, 16),
-                                       "tail_tokens": scaled(move.tail_tokens, 0.6, 0)})
+        return move.model_copy(
+            update={"head_tokens": scaled(move.head_tokens, 0.6, 16), "tail_tokens": scaled(move.tail_tokens, 0.6, 0)}
+        )
     return move
 
 
@@ -51,10 +52,13 @@ def _stricter(move: Any) -> Any:
     if not isinstance(move, Extract | ExtractOld):
         return move
     select = move.select
-    stricter = select.model_copy(update={
-        "min_words": min(20, select.min_words + 1), "head": max(0, select.head - 1),
-        "top_ratio": min(1.0, round(select.top_ratio + 0.25, 2)),
-    })
+    stricter = select.model_copy(
+        update={
+            "min_words": min(20, select.min_words + 1),
+            "head": max(0, select.head - 1),
+            "top_ratio": min(1.0, round(select.top_ratio + 0.25, 2)),
+        }
+    )
     return move.model_copy(update={"select": stricter})
 
 
@@ -77,8 +81,12 @@ class Tighten(Proposer):
         policy = parent.policy
         out = []
         for suffix, change, what in KNOBS:
-            changed = policy.model_copy(update={"write": tuple(change(m) for m in policy.write),
-                                                "history": tuple(change(m) for m in policy.history)})
+            changed = policy.model_copy(
+                update={
+                    "write": tuple(change(m) for m in policy.write),
+                    "history": tuple(change(m) for m in policy.history),
+                }
+            )
             if changed != policy:
                 out.append(Proposal(self.type, derived(parent, changed, suffix), rationale=what))
         return unique(out, parent)

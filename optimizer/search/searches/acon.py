@@ -60,8 +60,10 @@ class AconSearch:
         found = sum(len(v) for v in pairs.values())
         near = sum(1 for v in pairs.values() for p in v if p.compressed.success)
         provoking = f" (provoked by {provoked.guideline.name})" if provoked else ""
-        ctx.log(f"round {index}: {found - near} pair(s) where compression broke a task full context solved, "
-                f"{near} near miss(es) saved by a recall{provoking}")
+        ctx.log(
+            f"round {index}: {found - near} pair(s) where compression broke a task full context solved, "
+            f"{near} near miss(es) saved by a recall{provoking}"
+        )
         if ctx.on_diffs is not None:
             ctx.on_diffs(index, [pair for v in pairs.values() for pair in v])
         self._write_diffs(ctx, index, [pair for v in pairs.values() for pair in v])
@@ -72,8 +74,15 @@ class AconSearch:
         llm_parents = {p.version for p in parents if pairs.get(p.version)}
         llm_parents = {v for v in [p.version for p in parents if p.version in llm_parents][: ctx.options.llm_parents]}
         for parent in parents:
-            inputs = ProposalInput(parent, pairs.get(parent.version, []), (), others, index, ctx.config.seed,
-                                   ctx.llm if parent.version in llm_parents else None)
+            inputs = ProposalInput(
+                parent,
+                pairs.get(parent.version, []),
+                (),
+                others,
+                index,
+                ctx.config.seed,
+                ctx.llm if parent.version in llm_parents else None,
+            )
             screened += self._apply(ctx, index, parent, inputs, step="ut")
         for rank, parent in enumerate(self._co_parents(ctx, index)):
             llm = ctx.llm if rank < ctx.options.llm_parents else None
@@ -85,12 +94,19 @@ class AconSearch:
             best is not None and best_before is not None and best.version != best_before.version
         )
         summary = RoundSummary(
-            round=index, pairs=found, parents=[p.version for p in parents],
+            round=index,
+            pairs=found,
+            parents=[p.version for p in parents],
             screened=list(dict.fromkeys(c.version for c in screened)),
-            rejected=[{"origin": c.origin, "version": c.version, "reason": c.rejected}
-                      for c in ctx.state.candidates.values() if c.round == index and c.rejected],
-            best=best.version if best else "", improved=improved,
-            provoked=provoked.version if provoked else None, front=[p.to_dict() for p in front_after],
+            rejected=[
+                {"origin": c.origin, "version": c.version, "reason": c.rejected}
+                for c in ctx.state.candidates.values()
+                if c.round == index and c.rejected
+            ],
+            best=best.version if best else "",
+            improved=improved,
+            provoked=provoked.version if provoked else None,
+            front=[p.to_dict() for p in front_after],
         )
         ctx.dir.write_json(f"rounds/{index:02d}/summary.json", summary.__dict__)
         ctx.state.rounds = [r for r in ctx.state.rounds if r.round != index] + [summary]
@@ -100,11 +116,14 @@ class AconSearch:
         ctx.save()
         if best is not None:
             scores = best.screens["train"]
-            ctx.log(f"round {index}: best {best.guideline.name}@{best.version} (success {scores.success:.2f}, "
-                    f"peak {scores.peak_mean:,.0f}), {len(summary.screened)} screened, front {len(front_after)}")
+            ctx.log(
+                f"round {index}: best {best.guideline.name}@{best.version} (success {scores.success:.2f}, "
+                f"peak {scores.peak_mean:,.0f}), {len(summary.screened)} screened, front {len(front_after)}"
+            )
 
-    def _plan(self, ctx: SearchContext, index: int, ranked: list[Candidate]
-              ) -> tuple[list[Candidate], Candidate | None]:
+    def _plan(
+        self, ctx: SearchContext, index: int, ranked: list[Candidate]
+    ) -> tuple[list[Candidate], Candidate | None]:
         """The round's parents, fixed when it starts and checkpointed: a resumed round proposes from the same."""
         relative = f"rounds/{index:02d}/plan.json"
         saved = ctx.dir.read_json(relative)
@@ -121,8 +140,9 @@ class AconSearch:
             provoked = self._provoke(ctx, parents[0], index)
             if provoked is not None:
                 parents = [*parents, provoked]
-        ctx.dir.write_json(relative, {"parents": [p.version for p in parents],
-                                      "provoked": provoked.version if provoked else None})
+        ctx.dir.write_json(
+            relative, {"parents": [p.version for p in parents], "provoked": provoked.version if provoked else None}
+        )
         ctx.log(f"round {index}: parents " + ", ".join(f"{p.guideline.name}@{p.version}" for p in parents))
         return parents, provoked
 
@@ -136,8 +156,9 @@ class AconSearch:
         ctx.dir.write_json(relative, {**plan, "co_parents": [p.version for p in parents]})
         return parents
 
-    def _apply(self, ctx: SearchContext, index: int, parent: Candidate, inputs: ProposalInput, *, step: str
-               ) -> list[Candidate]:
+    def _apply(
+        self, ctx: SearchContext, index: int, parent: Candidate, inputs: ProposalInput, *, step: str
+    ) -> list[Candidate]:
         out = []
         for proposer in ctx.options.proposers:
             if proposer.step != step or (proposer.uses_llm and (inputs.llm is None or not ctx.options.llm_proposers)):
@@ -151,8 +172,9 @@ class AconSearch:
                     out.append(candidate)
         return out
 
-    def _proposals(self, ctx: SearchContext, index: int, parent: Candidate, proposer: Proposer,
-                   inputs: ProposalInput) -> list[Proposal]:
+    def _proposals(
+        self, ctx: SearchContext, index: int, parent: Candidate, proposer: Proposer, inputs: ProposalInput
+    ) -> list[Proposal]:
         """A proposer's batch, checkpointed: a resumed job reuses it instead of asking the model again."""
         relative = f"rounds/{index:02d}/proposals/{parent.version}-{proposer.type}.json"
         saved = ctx.dir.read_json(relative)
@@ -179,10 +201,17 @@ class AconSearch:
         known = ctx.state.candidates.get(proposal.guideline.version)
         if known is not None:
             return ctx.screen(known) if not known.rejected else None
-        candidate = Candidate(proposal.guideline, proposal.origin, index, parent=parent.version,
-                              rationale=proposal.rationale, llm=proposal.llm)
-        candidate.rejected = validate(proposal.guideline, parent.guideline, ctx.outputs,
-                                      max_chars=ctx.options.max_guideline_chars)
+        candidate = Candidate(
+            proposal.guideline,
+            proposal.origin,
+            index,
+            parent=parent.version,
+            rationale=proposal.rationale,
+            llm=proposal.llm,
+        )
+        candidate.rejected = validate(
+            proposal.guideline, parent.guideline, ctx.outputs, max_chars=ctx.options.max_guideline_chars
+        )
         if candidate.rejected:
             ctx.remember(candidate)
             ctx.log(f"round {index}: rejected {proposal.origin} candidate: {candidate.rejected}")
@@ -192,16 +221,24 @@ class AconSearch:
     def _provoke(self, ctx: SearchContext, parent: Candidate, index: int) -> Candidate | None:
         """The parent with every trigger lowered to its floor: every run compresses, so something fails."""
         policy = parent.guideline.policy
-        lowered = policy.model_copy(update={
-            "write": tuple(_floor(m) for m in policy.write),
-            "history": tuple(_floor(m) for m in policy.history),
-        })
+        lowered = policy.model_copy(
+            update={
+                "write": tuple(_floor(m) for m in policy.write),
+                "history": tuple(_floor(m) for m in policy.history),
+            }
+        )
         if lowered == policy:
             return None
-        guideline = parent.guideline.model_copy(update={"policy": lowered,
-                                                        "name": f"{parent.guideline.name.split('+')[0]}+provoked"})
-        candidate = Candidate(guideline, "provoke", index, parent=parent.version,
-                              rationale="triggers lowered to their floor to find what compression breaks")
+        guideline = parent.guideline.model_copy(
+            update={"policy": lowered, "name": f"{parent.guideline.name.split('+')[0]}+provoked"}
+        )
+        candidate = Candidate(
+            guideline,
+            "provoke",
+            index,
+            parent=parent.version,
+            rationale="triggers lowered to their floor to find what compression breaks",
+        )
         return ctx.screen(candidate)
 
     def _write_diffs(self, ctx: SearchContext, index: int, pairs: Sequence[Pair]) -> None:

@@ -112,8 +112,10 @@ class SearchContext:
         mine = self.key(subset, none)
         if mine >= self.key(theirs, none):
             return True
-        self.log(f"{candidate.guideline.name}@{candidate.version}: not better than {best.guideline.name} on the "
-                 f"{len(subset.tasks)}-task subset; stays subset-only")
+        self.log(
+            f"{candidate.guideline.name}@{candidate.version}: not better than {best.guideline.name} on the "
+            f"{len(subset.tasks)}-task subset; stays subset-only"
+        )
         return False
 
     def over_budget(self, more_tasks: int = 0) -> bool:
@@ -122,8 +124,15 @@ class SearchContext:
         if limit is None:
             return False
         spent = sum(s.compressor_calls for c in self.state.candidates.values() for s in c.screens.values())
-        per_task = max((s.compressor_calls / s.n for c in self.state.candidates.values()
-                        for s in c.screens.values() if s.n and s.compressor_calls), default=1.0)
+        per_task = max(
+            (
+                s.compressor_calls / s.n
+                for c in self.state.candidates.values()
+                for s in c.screens.values()
+                if s.n and s.compressor_calls
+            ),
+            default=1.0,
+        )
         return spent + per_task * more_tasks > limit
 
     # -------------------------------------------------------------------------------------- ranking
@@ -133,8 +142,15 @@ class SearchContext:
         return scores.success >= none.success - self.tolerance - 1e-9
 
     def key(self, scores: Scores, none: Scores) -> tuple[float, ...]:
-        return rank_key(scores.success, scores.peak_mean, none_success=none.success, none_peak=none.peak_mean,
-                        objective=self.options.objective, lam=self.options.lam, tolerance=self.tolerance)
+        return rank_key(
+            scores.success,
+            scores.peak_mean,
+            none_success=none.success,
+            none_peak=none.peak_mean,
+            objective=self.options.objective,
+            lam=self.options.lam,
+            tolerance=self.tolerance,
+        )
 
     def ranked(self, *, model_free: bool = False, before_round: int | None = None) -> list[Candidate]:
         """Candidates fully screened on train and not rejected, best first (ties: fewer compressor calls).
@@ -142,11 +158,24 @@ class SearchContext:
         `before_round`: only candidates proposed before that round (what a round started from, also when it
         is resumed after some of its own candidates were screened)."""
         none = self.none_train.scores
-        pool = [c for c in self.state.candidates.values()
-                if "train" in c.screens and not c.rejected and not (model_free and c.uses_compressor)
-                and (before_round is None or c.round < before_round)]
-        return sorted(pool, key=lambda c: (self.key(c.screens["train"], none), -c.screens["train"].compressor_calls,
-                                           -c.round, c.version), reverse=True)
+        pool = [
+            c
+            for c in self.state.candidates.values()
+            if "train" in c.screens
+            and not c.rejected
+            and not (model_free and c.uses_compressor)
+            and (before_round is None or c.round < before_round)
+        ]
+        return sorted(
+            pool,
+            key=lambda c: (
+                self.key(c.screens["train"], none),
+                -c.screens["train"].compressor_calls,
+                -c.round,
+                c.version,
+            ),
+            reverse=True,
+        )
 
     def best(self, *, model_free: bool = False) -> Candidate | None:
         ranked = self.ranked(model_free=model_free)
@@ -155,15 +184,35 @@ class SearchContext:
     def points(self, screen: str = "train", *, before_round: int | None = None) -> list[Point]:
         none = self.none_train.scores
         confirmed = self.none_confirm
-        points = [Point("none", "none", "baseline", none.success, none.peak_mean, 0,
-                        confirmed.success if confirmed else None, confirmed.peak_mean if confirmed else None)]
+        points = [
+            Point(
+                "none",
+                "none",
+                "baseline",
+                none.success,
+                none.peak_mean,
+                0,
+                confirmed.success if confirmed else None,
+                confirmed.peak_mean if confirmed else None,
+            )
+        ]
         for c in self.state.candidates.values():
             if screen in c.screens and not c.rejected and (before_round is None or c.round < before_round):
                 s = c.screens[screen]
                 confirm = c.screens.get("confirm")
                 kind = "baseline" if c.origin.startswith("baseline:") else "candidate"
-                points.append(Point(f"{c.origin}:{c.guideline.name}", c.version, kind, s.success, s.peak_mean, c.round,
-                                    confirm.success if confirm else None, confirm.peak_mean if confirm else None))
+                points.append(
+                    Point(
+                        f"{c.origin}:{c.guideline.name}",
+                        c.version,
+                        kind,
+                        s.success,
+                        s.peak_mean,
+                        c.round,
+                        confirm.success if confirm else None,
+                        confirm.peak_mean if confirm else None,
+                    )
+                )
         return points
 
     def front(self, *, before_round: int | None = None) -> list[Point]:

@@ -40,9 +40,13 @@ class GuidelineAdapter:
         self.metric_calls = 0
 
     def guideline(self, candidate: Mapping[str, str]) -> Guideline:
-        return self.seed.model_copy(update={
-            "history": candidate["history"], "observation": candidate["observation"], "name": f"{self.seed.name}+gepa",
-        })
+        return self.seed.model_copy(
+            update={
+                "history": candidate["history"],
+                "observation": candidate["observation"],
+                "name": f"{self.seed.name}+gepa",
+            }
+        )
 
     def evaluate(self, batch: list[Task], candidate: dict[str, str], capture_traces: bool = False) -> EvaluationBatch:
         strategy = GuidelineStrategy(guideline=self.guideline(candidate))
@@ -68,14 +72,20 @@ class GuidelineAdapter:
                 feedback = "FAILED where full context succeeded.\n" + diff_markdown(diff_pair(none, episode, task))
             else:
                 peak_none = none.metrics["peak_tokens"] if none else 0
-                feedback = (f"{'Succeeded' if episode.success else 'Failed (also failed with full context)'}; "
-                            f"peak tokens {episode.metrics['peak_tokens']} vs {peak_none} with full context.")
+                feedback = (
+                    f"{'Succeeded' if episode.success else 'Failed (also failed with full context)'}; "
+                    f"peak tokens {episode.metrics['peak_tokens']} vs {peak_none} with full context."
+                )
             outputs = [episode.text(r["compressor_io"][1]) for r in episode.records if r.get("compressor_io")]
-            records.append({
-                "Inputs": {"task": fence(task.instruction, "task")},
-                "Generated Outputs": fence("\n---\n".join(outputs)[:2000] or "(no compression happened)", "outputs"),
-                "Feedback": f"score {score:.3f}. {feedback}",
-            })
+            records.append(
+                {
+                    "Inputs": {"task": fence(task.instruction, "task")},
+                    "Generated Outputs": fence(
+                        "\n---\n".join(outputs)[:2000] or "(no compression happened)", "outputs"
+                    ),
+                    "Feedback": f"score {score:.3f}. {feedback}",
+                }
+            )
         return {name: records for name in components_to_update}
 
 
@@ -91,22 +101,44 @@ class GepaSearch:
         adapter = GuidelineAdapter(ctx, seed)
         result = gepa.optimize(
             seed_candidate={"history": seed.history, "observation": seed.observation},
-            trainset=list(ctx.train), valset=list(ctx.train), adapter=adapter,
-            reflection_lm=_reflection_lm(ctx), max_metric_calls=ctx.options.gepa_metric_calls,
-            reflection_minibatch_size=min(3, len(ctx.train)), run_dir=str(ctx.dir.path / "gepa"),
-            seed=ctx.config.seed, display_progress_bar=False, raise_on_exception=False, logger=_Log(ctx),
+            trainset=list(ctx.train),
+            valset=list(ctx.train),
+            adapter=adapter,
+            reflection_lm=_reflection_lm(ctx),
+            max_metric_calls=ctx.options.gepa_metric_calls,
+            reflection_minibatch_size=min(3, len(ctx.train)),
+            run_dir=str(ctx.dir.path / "gepa"),
+            seed=ctx.config.seed,
+            display_progress_bar=False,
+            raise_on_exception=False,
+            logger=_Log(ctx),
         )
-        best = Candidate(adapter.guideline(result.best_candidate), "gepa", 1, parent=seed.version, llm=True,
-                         rationale=f"GEPA best of {len(result.candidates)} candidates")
+        best = Candidate(
+            adapter.guideline(result.best_candidate),
+            "gepa",
+            1,
+            parent=seed.version,
+            llm=True,
+            rationale=f"GEPA best of {len(result.candidates)} candidates",
+        )
         best = ctx.screen(best)
-        ctx.state.rounds = [RoundSummary(
-            round=1, pairs=0, parents=[seed.version], screened=[best.version], rejected=[],
-            best=(ctx.best() or best).version, improved=best.version != seed.version,
-            front=[p.to_dict() for p in ctx.front()],
-        )]
+        ctx.state.rounds = [
+            RoundSummary(
+                round=1,
+                pairs=0,
+                parents=[seed.version],
+                screened=[best.version],
+                rejected=[],
+                best=(ctx.best() or best).version,
+                improved=best.version != seed.version,
+                front=[p.to_dict() for p in ctx.front()],
+            )
+        ]
         ctx.state.search_done = True
-        ctx.state.stopped = (f"GEPA used its budget of {ctx.options.gepa_metric_calls} tier-0 episodes "
-                             f"({adapter.metric_calls} run, {len(result.candidates)} candidates)")
+        ctx.state.stopped = (
+            f"GEPA used its budget of {ctx.options.gepa_metric_calls} tier-0 episodes "
+            f"({adapter.metric_calls} run, {len(result.candidates)} candidates)"
+        )
         ctx.save()
         return SearchResult(ctx.best(), 1, ctx.state.stopped)
 

@@ -119,9 +119,7 @@ def build(seed: Seed) -> Draft:
     final = {w.product.sku: w.quantity for w in wanted}
     if successor is not None:
         final = {successor.sku if sku == wanted[0].product.sku else sku: q for sku, q in final.items()}
-    prices = {w.product.sku: w.product.price for w in wanted} | (
-        {successor.sku: successor.price} if successor else {}
-    )
+    prices = {w.product.sku: w.product.price for w in wanted} | ({successor.sku: successor.price} if successor else {})
     quote_total = round(sum(prices[sku] * q for sku, q in final.items()), 2)
     ids.reserve(money(quote_total))
     quote, message, made_up = (ids.new(kind, 5, hexa=True) for kind in ("QTE", "MSG", "QTE"))
@@ -185,9 +183,7 @@ def build(seed: Seed) -> Draft:
         pages = -(-total // PRODUCTS_PER_PAGE)
         script.call("search_catalog", status="partial" if pages > 1 else "ok", query=category)
         for p in range(2, max(w.page for w in wants) + 1):
-            shown = (
-                f"showing {(p - 2) * PRODUCTS_PER_PAGE + 1}-{(p - 1) * PRODUCTS_PER_PAGE} of {total} products"
-            )
+            shown = f"showing {(p - 2) * PRODUCTS_PER_PAGE + 1}-{(p - 1) * PRODUCTS_PER_PAGE} of {total} products"
             status = "partial" if p < pages else "ok"
             script.call("search_catalog", page(shown), status=status, query=category, page=p)
         for w in wants:
@@ -200,18 +196,14 @@ def build(seed: Seed) -> Draft:
         """One VALUE need per wanted SKU in `skus`; the guess swaps it for its look-alike."""
         swap = {w.product.sku: w.decoy.sku for w in wanted}
         return [
-            value(
-                sku, "lines", lines_of({swap[s] if s == sku else s: q for s, q in skus.items()}), sources[sku]
-            )
+            value(sku, "lines", lines_of({swap[s] if s == sku else s: q for s, q in skus.items()}), sources[sku])
             for sku in skus
             if sku in swap
         ]
 
     requested = {w.product.sku: w.quantity for w in wanted}
     if successor is None:
-        quoted = script.call(
-            "create_quote", *sku_needs(final), customer_id=customer_id, lines=lines_of(final)
-        )
+        quoted = script.call("create_quote", *sku_needs(final), customer_id=customer_id, lines=lines_of(final))
         proof = receipt(quote, quoted)
     else:
         script.call(

@@ -69,11 +69,9 @@ def build(seed: Seed) -> Draft:
     other_days = WINDOWS[(WINDOWS.index(days) + 1) % len(WINDOWS)]  # no draw: the task stays as it was
     old_days, old_fee = rng.choice((14, 21)), rng.choice((10, 15))
     rows = (
-        f"| {category} | {neighbour} | {rng.choice((14, 21, 30))} days | {rng.choice((5, 10))}% | "
-        f"{neighbour_code} |",
+        f"| {category} | {neighbour} | {rng.choice((14, 21, 30))} days | {rng.choice((5, 10))}% | {neighbour_code} |",
         f"| {category} | {region} | {days} days | {fee}% | {key_code} |",
-        f"| {other_category} | {region} | {rng.choice((14, 21))} days | {rng.choice((3, 10))}% | "
-        f"{other_code} |",
+        f"| {other_category} | {region} | {rng.choice((14, 21))} days | {rng.choice((3, 10))}% | {other_code} |",
     )
     old_rows = (f"| {category} | {region} | {old_days} days | {old_fee}% | {old_code} |",)
     customer = Customer(ids.new("CUS"), text.person(rng), region)
@@ -132,12 +130,8 @@ def build(seed: Seed) -> Draft:
         v = Verdict(env, answers)
         if v.answer:
             if not mentions(v.answer, key_code):
-                wrong = next(
-                    (c for c in (neighbour_code, other_code, old_code) if mentions(v.answer, c)), None
-                )
-                v.fail(
-                    f"final answer does not quote policy {key_code}" + (f" (quotes {wrong})" if wrong else "")
-                )
+                wrong = next((c for c in (neighbour_code, other_code, old_code) if mentions(v.answer, c)), None)
+                v.fail(f"final answer does not quote policy {key_code}" + (f" (quotes {wrong})" if wrong else ""))
             if not mentions_number(v.answer, days):
                 v.fail(f"final answer does not give the {days}-day window")
         if email:
@@ -159,8 +153,13 @@ def build(seed: Seed) -> Draft:
     reply = f"{days} days to return, restocking fee {fee}%, policy code {key_code}."
     # The checker wants the window in the answer, and only the key row says which window applies: "30 days"
     # also stands in other rows, so the need is the key row's cells, and an agent without it guesses a window.
-    window = Need(NeedKind.VALUE, f"| {days} days | {fee}% | {key_code} |", guess=f"{other_days} days",
-                  source_class=STATIC, shown_as=f"{days} days")
+    window = Need(
+        NeedKind.VALUE,
+        f"| {days} days | {fee}% | {key_code} |",
+        guess=f"{other_days} days",
+        source_class=STATIC,
+        shown_as=f"{days} days",
+    )
     if email:
         body = (
             f"Dear {customer.name}, for {category} items in {region} you have {days} days to return, with a "
@@ -184,8 +183,7 @@ def build(seed: Seed) -> Draft:
         + (f" (article {current})" if given else "")
         + " and answer with the number of days, the fee and the policy code."
         + (
-            f" Also email the answer to the customer ({customer.customer_id}) and report the "
-            "email's message id."
+            f" Also email the answer to the customer ({customer.customer_id}) and report the email's message id."
             if email
             else ""
         )

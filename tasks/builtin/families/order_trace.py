@@ -92,9 +92,7 @@ def build(seed: Seed) -> Draft:
                 exclude=frozenset({product.name}),
             )
             lines = (
-                [Line(world.ids.new("LN", 6), product.sku, product.name, 1, product.price), *extra]
-                if wanted
-                else extra
+                [Line(world.ids.new("LN", 6), product.sku, product.name, 1, product.price), *extra] if wanted else extra
             )
             amount = round(sum(ln.total for ln in lines), 2)
             summary = lines[0].name + (f" + {len(lines) - 1} more" if len(lines) > 1 else "")
@@ -127,10 +125,7 @@ def build(seed: Seed) -> Draft:
         opened = env.writes_of("create_ticket")
         for w in opened:
             if w.arguments["order_id"] != ord_id:
-                v.fail(
-                    f"ticket {w.receipt} opened for order {w.arguments['order_id']}, not the "
-                    "undelivered order"
-                )
+                v.fail(f"ticket {w.receipt} opened for order {w.arguments['order_id']}, not the undelivered order")
         mine = [w for w in opened if w.arguments["order_id"] == ord_id]
         if v.require_step(bool(mine), f"create_ticket for the undelivered order {ord_id}"):
             if not mentions(mine[0].arguments["summary"], tracking):
@@ -160,9 +155,7 @@ def build(seed: Seed) -> Draft:
         order_id=ord_id,
         summary=summary,
     )
-    script.answer(
-        f"Opened ticket {ticket} for order {ord_id}; outbound tracking {tracking}.", receipt(ticket, created)
-    )
+    script.answer(f"Opened ticket {ticket} for order {ord_id}; outbound tracking {tracking}.", receipt(ticket, created))
     year, mon = month.split("-")
     instruction = (
         f"Customer {customer.name} ({customer.customer_id}) says the {product.name} they ordered in "

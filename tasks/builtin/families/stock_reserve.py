@@ -99,9 +99,7 @@ def build(seed: Seed) -> Draft:
         world.catalog_page_budget = page_budget
         for product in (target, *variants):
             for wh in (home, fallback):
-                on, res = (
-                    (on_hand, reserved) if product is target else (wrng.randint(80, 300), wrng.randint(0, 40))
-                )
+                on, res = (on_hand, reserved) if product is target else (wrng.randint(80, 300), wrng.randint(0, 40))
                 world.stock[(product.sku, wh)] = [on, res]
         if fails_on:
             world.outages[home] = Outage(code, fallback)
@@ -135,19 +133,14 @@ def build(seed: Seed) -> Draft:
                         if mentions_number(v.answer, before)
                         else ""
                     )
-                    v.fail(
-                        f"final answer does not give the {on - res} units available after the "
-                        f"reservation{stale}"
-                    )
+                    v.fail(f"final answer does not give the {on - res} units available after the reservation{stale}")
         return v.result()
 
     script = Script()
     query = category
     script.call("search_catalog", status="partial" if total > PRODUCTS_PER_PAGE else "ok", query=query)
     if target_page == 2:
-        script.call(
-            "search_catalog", page(f"showing 1-{PRODUCTS_PER_PAGE} of {total} products"), query=query, page=2
-        )
+        script.call("search_catalog", page(f"showing 1-{PRODUCTS_PER_PAGE} of {total} products"), query=query, page=2)
     source = ERROR_PARTIAL if total > target_page * PRODUCTS_PER_PAGE else STATIC
     sku = value(target.sku, "sku", variants[0].sku, source)
     reacting = (error(code), value(fallback, "warehouse", home, ERROR_PARTIAL)) if fails_on else ()
@@ -189,6 +182,4 @@ def build(seed: Seed) -> Draft:
     return Draft(instruction, script, make_env, difficulty, largest, facts)
 
 
-FAMILY = Family(
-    "stock_reserve", "catalog SKU, offline warehouse fallback, availability read after the write", build
-)
+FAMILY = Family("stock_reserve", "catalog SKU, offline warehouse fallback, availability read after the write", build)

@@ -50,9 +50,7 @@ def build(seed: Seed) -> Draft:
     world_seed = seed.world_seed
 
     def make_env() -> OpsEnv:
-        world = World(
-            world_seed, Ids(random.Random(world_seed), taken), receipts={"CRD": [credit], "MSG": [message]}
-        )
+        world = World(world_seed, Ids(random.Random(world_seed), taken), receipts={"CRD": [credit], "MSG": [message]})
         world.customers[customer.customer_id] = customer
         keys = [
             StatementEntry(refs[0], order_id, "card charge", charge),
@@ -70,20 +68,13 @@ def build(seed: Seed) -> Draft:
         credits = env.writes_of("add_store_credit")
         for w in credits:
             if w.arguments["customer_id"] != customer.customer_id:
-                v.fail(
-                    f"store credit {w.receipt} posted to {w.arguments['customer_id']}, not "
-                    f"{customer.customer_id}"
-                )
+                v.fail(f"store credit {w.receipt} posted to {w.arguments['customer_id']}, not {customer.customer_id}")
         mine = [w for w in credits if w.arguments["customer_id"] == customer.customer_id]
         if v.require_step(bool(mine), f"add_store_credit of {money(charge)} for {customer.customer_id}"):
             if abs(mine[0].arguments["amount"] - charge) > 0.005:
-                v.fail(
-                    f"credited {money(mine[0].arguments['amount'])}; the duplicate charge was {money(charge)}"
-                )
+                v.fail(f"credited {money(mine[0].arguments['amount'])}; the duplicate charge was {money(charge)}")
             v.answer_mentions(mine[0].receipt, "the credit id")
-        emails = [
-            w for w in env.writes_of("send_email") if w.arguments["customer_id"] == customer.customer_id
-        ]
+        emails = [w for w in env.writes_of("send_email") if w.arguments["customer_id"] == customer.customer_id]
         if v.require_step(bool(emails), f"send_email to {customer.customer_id}"):
             email = emails[0]
             if mine and email.index < mine[0].index:
@@ -92,9 +83,7 @@ def build(seed: Seed) -> Draft:
             if mine and not mentions(body, mine[0].receipt):
                 v.fail(f"email does not quote the credit id {mine[0].receipt}")
             if not mentions_money(body, after):
-                stale = (
-                    " (it quotes the balance read before the credit)" if mentions_money(body, before) else ""
-                )
+                stale = " (it quotes the balance read before the credit)" if mentions_money(body, before) else ""
                 v.fail(f"email does not give the new balance {money(after)}{stale}")
             v.answer_mentions(email.receipt, "the email id")
         if v.answer and not mentions_money(v.answer, after):

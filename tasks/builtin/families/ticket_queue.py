@@ -235,9 +235,7 @@ def build(seed: Seed) -> Draft:
                     f"{reread_rule} not followed: {m.ticket_id} was not read again after the reply",
                     blocking=True,
                 )
-            v.require_step(
-                env.world.tickets[m.ticket_id].status == "closed", f"close_ticket on {m.ticket_id}"
-            )
+            v.require_step(env.world.tickets[m.ticket_id].status == "closed", f"close_ticket on {m.ticket_id}")
             v.answer_mentions(sent[0].receipt, f"the reply id of {m.ticket_id}")
         return v.result()
 
@@ -252,9 +250,7 @@ def build(seed: Seed) -> Draft:
         script.call("get_ticket", tid, ticket_id=m.ticket_id)
         writes = 0
         if m.priority == "P1":
-            script.call(
-                "escalate_ticket", rule(skill.key_clause("escalate")), tid, ticket_id=m.ticket_id, team="tier2"
-            )
+            script.call("escalate_ticket", rule(skill.key_clause("escalate")), tid, ticket_id=m.ticket_id, team="tier2")
             writes += 1
         replied = script.call(
             "reply_ticket",
@@ -292,6 +288,4 @@ def build(seed: Seed) -> Draft:
     return Draft(instruction, script, make_env, difficulty, largest, facts)
 
 
-FAMILY = Family(
-    "ticket_queue", "skill-gated ticket work with closure codes that change on every write", build
-)
+FAMILY = Family("ticket_queue", "skill-gated ticket work with closure codes that change on every write", build)

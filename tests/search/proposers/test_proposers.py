@@ -35,8 +35,16 @@ def candidate(**policy) -> Candidate:
 
 # Keeps only the first line of a large static result, so the bin's line is lost. The agent never recalls
 # (the extract names a handle, which an honest agent would use), so the loss is a failure, not a near miss.
-LOSSY = {"write": [{"move": "extract", "classes": ["static"], "over": 300,
-                    "select": {"head": 1, "mention_task": False, "mention_calls": False}}]}
+LOSSY = {
+    "write": [
+        {
+            "move": "extract",
+            "classes": ["static"],
+            "over": 300,
+            "select": {"head": 1, "mention_task": False, "mention_calls": False},
+        }
+    ]
+}
 
 
 @pytest.fixture(scope="module")
@@ -52,8 +60,9 @@ class CheckedWorkbench(Workbench):
 
 
 def pairs_of_never(parent: Candidate) -> list[Pair]:
-    task = dataclasses.replace(make_task(answer="ORD-5521 from bin B-14", answer_needs=NEEDS_BIN),
-                               make_env=lambda: CheckedWorkbench(STANDARD))
+    task = dataclasses.replace(
+        make_task(answer="ORD-5521 from bin B-14", answer_needs=NEEDS_BIN), make_env=lambda: CheckedWorkbench(STANDARD)
+    )
 
     def episode(strategy):
         agent = RecordingReference(task.reference, sources=need_sources(task), recall_mode="never")
@@ -86,24 +95,31 @@ def test_extract_rules_learns_a_rule_for_the_kind_of_line_that_held_the_fact(los
     (proposal,) = ExtractRules().propose(ProposalInput(parent, pairs))
     (rule,) = proposal.guideline.policy.write[0].select.rules
     assert rule.tool == "read_file" and "B-14" not in rule.pattern
-    result = run(GuidelineStrategy(guideline=proposal.guideline), answer="ORD-5521 from bin B-14",
-                 answer_needs=NEEDS_BIN)
+    result = run(
+        GuidelineStrategy(guideline=proposal.guideline), answer="ORD-5521 from bin B-14", answer_needs=NEEDS_BIN
+    )
     assert result.visible_at_end("FACT-STATIC-77: widget W-778 ships from bin B-14.")
     assert not result.visible_at_end("catalog note 40:")  # the rule is selective
     assert validate(proposal.guideline, parent.guideline, ToolOutputIndex([CATALOG]), max_chars=10_000) is None
 
 
 def test_derive_rule_prefers_a_label_and_refuses_broad_rules():
-    listing = "\n".join(["order ORD-1 status: delivered", "payment: card ending 8457, captured EUR 12.00",
-                         *(f"LN-{i:06d} | item {i} | EUR {i}.00" for i in range(30))])
+    listing = "\n".join(
+        [
+            "order ORD-1 status: delivered",
+            "payment: card ending 8457, captured EUR 12.00",
+            *(f"LN-{i:06d} | item {i} | EUR {i}.00" for i in range(30)),
+        ]
+    )
     assert derive_rule(listing, "8457", "get_order", max_share=0.34).pattern == r"^\s*payment\s*[:=|]"
     assert derive_rule(listing, "LN-000007", "get_order", max_share=0.34) is None  # every row has that shape
     assert shape_pattern("RFD-DC2A3") == r"\b[A-Z]+\-[A-Z]+\d+[A-Z]+\d+\b"
 
 
 def test_extract_rules_adds_an_extraction_where_the_parent_had_none():
-    parent = candidate(write=[{"move": "offload", "classes": ["static"], "over": 300, "head_tokens": 20,
-                               "tail_tokens": 0}])
+    parent = candidate(
+        write=[{"move": "offload", "classes": ["static"], "over": 300, "head_tokens": 20, "tail_tokens": 0}]
+    )
     pairs = pairs_of_never(parent)
     (proposal,) = ExtractRules().propose(ProposalInput(parent, pairs))
     first, second = proposal.guideline.policy.write
@@ -121,18 +137,25 @@ def test_graft_adds_moves_the_parent_lacks_from_other_candidates_first():
 
 
 def test_tighten_offers_one_variant_per_knob():
-    parent = candidate(write=[{"move": "extract", "over": 1000, "select": {"min_words": 3, "head": 2}},
-                              {"move": "compress", "classes": ["static"], "over": 1000, "max_tokens": 160}],
-                       history=[{"move": "summarize", "over": 2000, "keep_last": 2, "max_tokens": 250}])
-    variants = {p.guideline.name.rsplit("+", 1)[1]: p.guideline.policy for p in Tighten().propose(
-        ProposalInput(parent, ()))}
+    parent = candidate(
+        write=[
+            {"move": "extract", "over": 1000, "select": {"min_words": 3, "head": 2}},
+            {"move": "compress", "classes": ["static"], "over": 1000, "max_tokens": 160},
+        ],
+        history=[{"move": "summarize", "over": 2000, "keep_last": 2, "max_tokens": 250}],
+    )
+    variants = {
+        p.guideline.name.rsplit("+", 1)[1]: p.guideline.policy for p in Tighten().propose(ProposalInput(parent, ()))
+    }
     assert set(variants) == {"lower", "short", "fewer", "strict"}
     assert (variants["lower"].write[0].over, variants["lower"].history[0].over) == (600, 1200)
     assert (variants["short"].write[1].max_tokens, variants["short"].history[0].max_tokens) == (96, 150)
     assert variants["fewer"].history[0].keep_last == 1
     assert (variants["strict"].write[0].select.min_words, variants["strict"].write[0].select.head) == (4, 1)
-    floor = candidate(write=[{"move": "compress", "over": 128, "max_tokens": 64}],
-                      history=[{"move": "summarize", "over": 128, "keep_last": 1, "max_tokens": 96}])
+    floor = candidate(
+        write=[{"move": "compress", "over": 128, "max_tokens": 64}],
+        history=[{"move": "summarize", "over": 128, "keep_last": 1, "max_tokens": 96}],
+    )
     assert Tighten().propose(ProposalInput(floor, ())) == []
 
 
@@ -152,8 +175,11 @@ class FakeLM:
 
 def test_llm_rewrite_applies_valid_rules_and_refuses_ones_that_name_a_value(lossy_pairs):
     parent, pairs = lossy_pairs
-    lm = FakeLM(rules='[{"pattern": "^FACT-[A-Z]+-\\\\d+:", "tool": "read_file"}, {"pattern": "B-14"}, '
-                      '{"pattern": "(a)\\\\1"}]', instruction_edit="none")
+    lm = FakeLM(
+        rules='[{"pattern": "^FACT-[A-Z]+-\\\\d+:", "tool": "read_file"}, {"pattern": "B-14"}, '
+        '{"pattern": "(a)\\\\1"}]',
+        instruction_edit="none",
+    )
     (proposal,) = LlmRewrite().propose(ProposalInput(parent, pairs, llm=lm))
     assert proposal.llm and proposal.optimizer_tokens == 100
     learned = ExtractRule(pattern=r"^FACT-[A-Z]+-\d+:", tool="read_file")
