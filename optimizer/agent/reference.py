@@ -141,7 +141,7 @@ class ReferenceAgent(Agent):
                 ),
                 None,
             )
-            if receipt is not None and index not in self.repeated:
+            if receipt is not None and receipt.repeat is not None and index not in self.repeated:
                 self.repeated.add(index)
                 self.deviations.append(Deviation(agent_input.step, index, receipt, "repeat"))
                 return AgentAction(calls=(self._call(receipt.repeat.name, dict(receipt.repeat.arguments)),))

@@ -52,7 +52,7 @@ def _compressor_endpoint(config_path: Path | None, base_url: str | None, model: 
         return load_with_overrides(config_path, base_url=base_url, model=model).endpoints.compressor
     overrides = {k: v for k, v in (("base_url", base_url), ("model", model)) if v}
     try:
-        return EndpointConfig(**overrides)
+        return EndpointConfig.model_validate(overrides)
     except ValidationError as exc:
         raise ConfigError(f"--base-url: {exc.errors()[0]['msg']}") from None
 

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from optimizer.context.contract import CONTRACT
-from optimizer.context.history import Entry, History
+from optimizer.context.history import Edit, Entry, History
 from optimizer.context.moves import (
     CompressorTexts,
     Condensation,
@@ -24,6 +24,7 @@ from optimizer.context.moves import (
     WriteMoveConfig,
     Written,
 )
+from optimizer.context.record import CompressionRecord
 from optimizer.tokens import count_tokens
 from optimizer.world.retention import RetentionClass
 
@@ -74,7 +75,7 @@ class RetentionPolicy(BaseModel):
     def apply_write(self, raw: Entry, history: History, ctx: StrategyContext, texts: CompressorTexts | None) -> Written:
         """Checkpoint 1 → 2 for one tool result."""
         content, tokens = raw.content, raw.tokens
-        records = []
+        records: list[CompressionRecord] = []
         for move in self.write:
             if tokens <= move.over or not move.applies_to(raw.retention, self.pinned):
                 continue
@@ -90,8 +91,8 @@ class RetentionPolicy(BaseModel):
         self, history: History, ctx: StrategyContext, texts: CompressorTexts | None
     ) -> Condensation | None:
         """Checkpoint 2 → 3: every history move's edits, each move seeing the edits before it."""
-        edits: list = []
-        records: list = []
+        edits: list[Edit] = []
+        records: list[CompressionRecord] = []
         view = history
         for move in self.history:
             condensation = move.condense(view, ctx, texts, self.pinned)

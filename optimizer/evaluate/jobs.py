@@ -42,7 +42,7 @@ def select_tasks(config: ExperimentConfig, split: str, limit: int | None) -> lis
         tasks = tasks[:limit]
     if not tasks:
         raise ConfigError(f"suite {suite.name!r} has no tasks in split {split!r}")
-    return tasks
+    return list(tasks)
 
 
 def strategy_named(config: ExperimentConfig, name: str | None) -> ContextStrategy:
@@ -166,10 +166,10 @@ def run_strategy(
     return RunResult(strategy, plan.directory, episodes, summarize(episodes))
 
 
-def summarize(episodes: Sequence[Episode] | Sequence[EpisodeSummary]) -> dict[str, Any]:
-    episodes = summaries_of(episodes)  # a run's summaries: the records stay on disk
-    summary = summarize_episodes(episodes)
-    scored = [1.0 if e.success else 0.0 for e in episodes if e.outcome != "infra_error"]
+def summarize(episodes: Sequence[Episode] | EpisodeRecords) -> dict[str, Any]:
+    outcomes = summaries_of(episodes)  # a run's summaries: the records stay on disk
+    summary = summarize_episodes(outcomes)
+    scored = [1.0 if e.success else 0.0 for e in outcomes if e.outcome != "infra_error"]
     summary["success_ci"] = list(bootstrap_ci(scored))
     return summary
 

@@ -238,8 +238,9 @@ class ContextRuntime:
 
         retention = classify_result(spec, call, output) if spec is not None else self.retention.classify(call, output)
         recalled = call.arguments.get("handle") if call.name == RECALL_TOOL and not output.is_error else None
-        if recalled is not None:
-            retention = self.store.get(str(recalled)).retention  # a recall restores the original class
+        original = self.store.get(str(recalled)) if recalled is not None else None
+        if original is not None and original.retention is not None:
+            retention = original.retention  # a recall restores the original class
         raw = self.history.draft(
             EntryKind.RESULT,
             output.content,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import Any, Literal
 
 Objective = Literal["constrained", "penalized", "success"]
 
@@ -21,7 +21,7 @@ class Point:
     confirm_success: float | None = None
     confirm_peak_tokens: float | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 

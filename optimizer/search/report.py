@@ -232,7 +232,7 @@ def acceptance(inputs: ReportInputs, rows: Mapping[tuple[str, str], Row], best: 
             continue
         drop = none.scores.success - chosen.scores.success
         reduction = 1 - chosen.scores.peak_mean / none.scores.peak_mean if none.scores.peak_mean else 0.0
-        checks = {
+        checks: dict[str, dict[str, Any]] = {
             "success_drop": {"value": drop, "bar": bars.max_success_drop, "pass": drop <= bars.max_success_drop + 1e-9},
             "peak_reduction": {
                 "value": reduction,

@@ -13,7 +13,7 @@ import dataclasses
 import functools
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import ConfigDict, Field
 
@@ -200,6 +200,7 @@ def _fails_with(case: BfclCase, flat: Sequence[tuple[int, ToolCall]], index: int
 
 
 def _replay_fails(case: BfclCase, flat: Sequence[tuple[int, ToolCall]], index: int, need: Need) -> bool:
+    assert need.argument is not None  # find_needs guesses an argument's value, so it names one
     env = BfclEnvironment(case)
     try:
         for position, (turn, call) in enumerate(flat):
@@ -213,7 +214,7 @@ def _replay_fails(case: BfclCase, flat: Sequence[tuple[int, ToolCall]], index: i
         env.close()
 
 
-for _category in Category.__args__:
+for _category in get_args(Category):
     register_suite(
         "bfcl_" + _category.removeprefix("multi_turn_"),
         functools.partial(BfclSuite, category=_category),

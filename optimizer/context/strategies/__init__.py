@@ -5,7 +5,7 @@ Adding a strategy: one module with one `ContextStrategy` subclass, one entry in 
 
 from __future__ import annotations
 
-from typing import Annotated, get_args
+from typing import Annotated, Any, get_args
 
 from pydantic import Field, TypeAdapter
 
@@ -42,7 +42,7 @@ LLM_BASELINES = tuple(n for cls, n in zip(STRATEGY_CLASSES, STRATEGY_NAMES, stri
 _ADAPTER: TypeAdapter[ContextStrategy] = TypeAdapter(StrategyConfig)
 
 
-def parse_strategy(data: dict | str) -> ContextStrategy:
+def parse_strategy(data: dict[str, Any] | str) -> ContextStrategy:
     """Build a strategy from a config mapping, or from a bare name with default settings."""
     if isinstance(data, str):
         data = {"type": data}

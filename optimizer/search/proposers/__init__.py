@@ -24,8 +24,8 @@ from optimizer.search.proposers.tighten import Tighten
 ProposerConfig = Annotated[
     Patch | ExtractRules | Graft | Tighten | LlmRewrite | LlmShorten, Field(discriminator="type")
 ]
-PROPOSER_CLASSES: tuple[type[Proposer], ...] = get_args(get_args(ProposerConfig)[0])
-DEFAULT_PROPOSERS: tuple[Proposer, ...] = tuple(cls() for cls in PROPOSER_CLASSES)
+PROPOSER_CLASSES: tuple[type[ProposerConfig], ...] = get_args(get_args(ProposerConfig)[0])
+DEFAULT_PROPOSERS: tuple[ProposerConfig, ...] = tuple(cls() for cls in PROPOSER_CLASSES)
 
 __all__ = [
     "DEFAULT_PROPOSERS",

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from optimizer.agent.episode import Episode
-from optimizer.config import ExperimentConfig
+from optimizer.config import ExperimentConfig, OptimizeConfig
 from optimizer.context.strategies import GuidelineStrategy
 from optimizer.mining.pairs import compressed_successes, find_pairs
 from optimizer.mining.provenance import diff_pair
@@ -51,7 +51,7 @@ class SearchContext:
     _pairs: dict[str, list[Pair]] = field(default_factory=dict)
 
     @property
-    def options(self):
+    def options(self) -> OptimizeConfig:
         return self.config.optimize
 
     @property
