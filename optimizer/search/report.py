@@ -77,7 +77,7 @@ def build_report(inputs: ReportInputs) -> dict[str, Any]:
         "best_baseline": best.name if best else None,
         "paired": {
             name: paired(chosen.scores, other.scores)
-            for name, other in (("none", none), ("best_baseline", best))
+            for name, other in (("none", none), ("seed", rows.get(("seed", "reference"))), ("best_baseline", best))
             if chosen and other is not None
         },
         "llm_parts": [p.to_dict() for p in inputs.parts if p.llm],
@@ -224,16 +224,28 @@ def both_solved(chosen: Scores, other: Scores) -> dict[str, Any]:
 
 
 def acceptance(inputs: ReportInputs, rows: Mapping[tuple[str, str], Row], best: Row | None) -> dict[str, Any]:
+    """Each declared bar against `none`, the seed and the best baseline, paired over common tasks.
+
+    The point estimate decides pass or fail, as declared; the paired 95 % interval stands beside it and
+    says whether a difference is significant, because on 16 tasks a mean can pass by luck.
+    """
     bars = inputs.acceptance
     out: dict[str, Any] = {"declared": bars.model_dump(), "tiers": {}}
     for tier in ("reference", "llm"):
         chosen, none = rows.get(("chosen", tier)), rows.get(("none", tier))
         if chosen is None or none is None:
             continue
+        vs_none = paired(chosen.scores, none.scores)
         drop = none.scores.success - chosen.scores.success
         reduction = 1 - chosen.scores.peak_mean / none.scores.peak_mean if none.scores.peak_mean else 0.0
         checks = {
-            "success_drop": {"value": drop, "bar": bars.max_success_drop, "pass": drop <= bars.max_success_drop + 1e-9},
+            "success_drop": {
+                "value": drop,
+                "bar": bars.max_success_drop,
+                "pass": drop <= bars.max_success_drop + 1e-9,
+                "paired_ci": _negated(vs_none.get("success_diff_ci")),
+                "significant": bool(vs_none.get("tasks")) and vs_none["success_diff_ci"][1] < 0,
+            },
             "peak_reduction": {
                 "value": reduction,
                 "bar": bars.min_peak_reduction,
@@ -245,17 +257,32 @@ def acceptance(inputs: ReportInputs, rows: Mapping[tuple[str, str], Row], best: 
                 "pass": chosen.scores.blocking <= bars.max_blocking,
             },
         }
-        if tier == "reference" and best is not None:
-            checks["at_or_below_best_baseline"] = {
-                "value": chosen.scores.peak_mean,
-                "bar": best.scores.peak_mean,
-                "pass": chosen.scores.peak_mean <= best.scores.peak_mean + 1e-9,
-                "baseline": best.name,
+        for name, other in (
+            ("seed", rows.get(("seed", tier))),
+            ("best_baseline", best if tier == "reference" else None),
+        ):
+            if other is None:
+                continue
+            versus = paired(chosen.scores, other.scores)
+            if not versus.get("tasks"):
+                continue
+            checks[f"at_or_below_{name}"] = {
+                "value": versus["peak_diff"],
+                "bar": 0,
+                "pass": versus["peak_diff"] <= 1e-9,
+                "paired_ci": versus["peak_diff_ci"],
+                "tasks": versus["tasks"],
+                "against": other.name if name == "best_baseline" else "seed",
+                "significant": versus["peak_diff_ci"][1] < 0,
             }
         name = "tier0" if tier == "reference" else "tier1"
         out["tiers"][name] = {"suite": inputs.suite, "checks": checks, "pass": all(c["pass"] for c in checks.values())}
     out["pass"] = all(t["pass"] for t in out["tiers"].values())
     return out
+
+
+def _negated(ci: Sequence[float] | None) -> list[float] | None:
+    return [-ci[1], -ci[0]] if ci else None
 
 
 def report_markdown(report: Mapping[str, Any]) -> str:
@@ -293,7 +320,7 @@ def report_markdown(report: Mapping[str, Any]) -> str:
     for name, p in report["paired"].items():
         if not p.get("tasks"):
             continue
-        other = report["best_baseline"] if name == "best_baseline" else "none"
+        other = report["best_baseline"] if name == "best_baseline" else name
         low, high = p["peak_diff_ci"]
         slow, shigh = p["success_diff_ci"]
         lines.append(
@@ -386,11 +413,23 @@ def report_markdown(report: Mapping[str, Any]) -> str:
     for tier, verdict in report["acceptance"]["tiers"].items():
         lines.append(f"- {tier} ({verdict['suite']}): {'PASS' if verdict['pass'] else 'FAIL'}")
         for name, check in verdict["checks"].items():
-            lines.append(
-                f"  - {name}: {check['value']:,.3f} (bar {check['bar']:,}) {'pass' if check['pass'] else 'fail'}"
-            )
+            lines.append(f"  - {check_line(name, check)}")
     lines += ["", "## What tier 0 does not track", ""] + [f"- {item}" for item in report["tier0_limits"]]
     return "\n".join(lines) + "\n"
+
+
+def check_line(name: str, check: Mapping[str, Any]) -> str:
+    """One acceptance check as every surface prints it (report, CLI, MLflow front page)."""
+    verdict = "pass" if check["pass"] else "FAIL"
+    if name.startswith("at_or_below_"):
+        low, high = check["paired_ci"]
+        sure = "significant" if check["significant"] else "not significant"
+        return (
+            f"{name} (`{check['against']}`, paired over {check['tasks']} tasks): peak {check['value']:+,.0f} tokens "
+            f"[{low:+,.0f}, {high:+,.0f}], {sure}: {verdict}"
+        )
+    interval = f" [{check['paired_ci'][0]:+.3f}, {check['paired_ci'][1]:+.3f}]" if check.get("paired_ci") else ""
+    return f"{name}: {check['value']:,.3f}{interval} (bar {check['bar']:,}) {verdict}"
 
 
 def both_solved_cell(row: Mapping[str, Any]) -> str:

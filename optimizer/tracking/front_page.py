@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from optimizer.search.report import headline
+from optimizer.search.report import check_line, headline
 
 MAX_CHARS = 8000  # MLflow's limit on a tag value; the description is the `mlflow.note.content` tag
 RESERVED = 200
@@ -111,10 +111,7 @@ def description(report: Mapping[str, object], pairs: Sequence[PairLink], *, expe
 def _bars(report: Mapping[str, object]) -> list[str]:
     lines = []
     for tier, verdict in (report.get("acceptance") or {}).get("tiers", {}).items():
-        checks = ", ".join(
-            f"{name} {check['value']:,.3f} (bar {check['bar']:,}) {'✔' if check['pass'] else '✘'}"
-            for name, check in verdict["checks"].items()
-        )
+        checks = "; ".join(check_line(name, check) for name, check in verdict["checks"].items())
         lines.append(f"- {tier}: {'PASS' if verdict['pass'] else 'FAIL'}: {checks}")
     return lines
 
