@@ -6,10 +6,9 @@ import importlib.metadata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optimizer.agent.episode import Episode, summarize_episodes
-from optimizer.config import ExperimentConfig
 from optimizer.context.strategies import parse_strategy
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import ConfigError
@@ -19,6 +18,9 @@ from optimizer.evaluate.runner import AgentSpec, OnEpisode, run_key, run_tasks
 from optimizer.evaluate.stats import bootstrap_ci
 from optimizer.world.suite import task_ids
 from optimizer.world.task import Task
+
+if TYPE_CHECKING:
+    from optimizer.config import ExperimentConfig
 
 RUN_FORMAT = 4
 """Bumped when a change makes episodes recorded before it unfit for reuse (1: keys held the strategy's config;

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from optimizer.config import AcceptanceConfig
 from optimizer.evaluate.stats import paired_bootstrap_diff
 from optimizer.search.lineage import Part
 from optimizer.search.scores import Scores
+
+if TYPE_CHECKING:
+    from optimizer.config import AcceptanceConfig
 
 # What the reference agent (tier 0) does not model; every report repeats it next to tier-0 figures.
 TIER0_LIMITS = (
