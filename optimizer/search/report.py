@@ -197,7 +197,16 @@ def _row(row: Row, chosen: Row | None, none: Row | None) -> dict[str, Any]:
     out = {"strategy": row.name, "kind": row.kind, "tier": row.tier, "version": row.version, **row.scores.headline()}
     out["summary"] = {
         k: row.scores.summary.get(k)
-        for k in ("dependency_mean", "total_tokens", "cache_breaks", "duplicate_writes", "infra_errors")
+        for k in (
+            "dependency_mean",
+            "total_tokens",
+            "cache_breaks",
+            "cache_breaks_per_episode",
+            "duplicate_writes",
+            "infra_errors",
+            "cost_source",
+            "projected",
+        )
     }
     if none is not None and none.scores.peak_mean:
         out["peak_vs_none"] = row.scores.peak_mean / none.scores.peak_mean
