@@ -4,7 +4,8 @@ peeked into the recall store and one that never recalls.
 
     python benchmarks/bench_quality.py [--suites bfcl_long_context,builtin,bfcl_base]
         [--learned bfcl_long_context=guidelines/learned/bfcl_long_context.md,builtin=guidelines/learned/builtin.md]
-        [--recall honest,peek,never] [--llm-tasks 8] [--out benchmarks/results/quality.json]
+        [--recall honest,peek,never] [--llm-tasks 8] [--batch-tokens 500,2000]
+        [--out benchmarks/results/quality.json]
 
 Model-free strategies run on every test task (they cost CPU only). A strategy that calls the compressor (the
 seed; a learned guideline with an LLM move) runs on the first `--llm-tasks` test tasks whose full context
@@ -34,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from optimizer import _offline  # noqa: E402,F401
 from optimizer.config import ExperimentConfig, load_experiment  # noqa: E402
-from optimizer.context.guideline import read_guideline  # noqa: E402
+from optimizer.context.guideline import Guideline, read_guideline  # noqa: E402
 from optimizer.context.strategies import DETERMINISTIC, GuidelineStrategy, parse_strategy  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.evaluate.jobs import select_tasks  # noqa: E402
@@ -57,7 +58,9 @@ def configured(name: str, recall: str, runs: Path) -> ExperimentConfig:
     )
 
 
-def suite_rows(name: str, learned: list[str], recalls: list[str], llm_tasks: int, runs: Path) -> list[dict]:
+def suite_rows(
+    name: str, learned: list[str], recalls: list[str], llm_tasks: int, runs: Path, batches: tuple[int, ...] = ()
+) -> list[dict]:
     out = []
     base = configured(name, "honest", runs)
     tasks = select_tasks(base, "test", None)
@@ -68,7 +71,13 @@ def suite_rows(name: str, learned: list[str], recalls: list[str], llm_tasks: int
     strategies += [
         (f"learned ({Path(p).stem})", "learned", GuidelineStrategy(guideline=read_guideline(p))) for p in learned
     ]
-    needs_model = any(s.uses_compressor for _, _, s in strategies)
+    strategies += [
+        (f"learned ({Path(p).stem}), batch {n}", "learned", GuidelineStrategy(guideline=batched(read_guideline(p), n)))
+        for p in learned
+        for n in batches
+    ]
+    # `--llm-tasks 0` runs no compressing row, so no model server is started for them.
+    needs_model = llm_tasks > 0 and any(s.uses_compressor for _, _, s in strategies)
     roles = {"compressor": base.endpoints.compressor} if needs_model else {}
     with ModelEndpoints(roles, log=lambda m: print(m, file=sys.stderr)) as endpoints:
         for recall in recalls:
@@ -92,6 +101,11 @@ def suite_rows(name: str, learned: list[str], recalls: list[str], llm_tasks: int
                 )
             out += [_row(name, recall, r, rows, none, base.cost.primary) for r in rows]
     return out
+
+
+def batched(guideline: Guideline, tokens: int) -> Guideline:
+    """The same guideline with the policy's batching knob set (history moves wait until `tokens` go at once)."""
+    return guideline.model_copy(update={"policy": guideline.policy.model_copy(update={"batch_tokens": tokens})})
 
 
 def _row(suite: str, recall: str, row: Row, rows: list[Row], none: Scores, primary: str | None) -> dict[str, Any]:
@@ -199,7 +213,7 @@ def _why(a: dict, b: dict, model: str) -> str:
         reasons.append(f"it solves fewer ({a['success']:.2f} vs {b['success']:.2f}), so each success carries more")
     tokens_a, tokens_b = a.get("tokens_per_episode"), b.get("tokens_per_episode")
     if tokens_a is not None and tokens_b is not None and tokens_a > tokens_b:
-        reasons.append(f"it sends more tokens in all ({tokens_a:,.0f} vs {tokens_b:,.0f} per episode: more steps)")
+        reasons.append(f"it sends more tokens in all ({tokens_a:,.0f} vs {tokens_b:,.0f} per episode)")
     return "; ".join(reasons) or "output and compressor tokens"
 
 
@@ -290,6 +304,11 @@ def main() -> None:
     parser.add_argument("--learned", default="", help="suite=path[,suite=path]: learned guidelines per suite")
     parser.add_argument("--recall", default="honest,peek,never")
     parser.add_argument("--llm-tasks", type=int, default=8)
+    parser.add_argument(
+        "--batch-tokens",
+        default="",
+        help="n[,n]: also run each learned guideline with the policy's `batch_tokens` set to each n",
+    )
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "quality.json"))
     parser.add_argument("--runs", default=str(ROOT / "runs" / "bench_quality"))
     args = parser.parse_args()
@@ -300,7 +319,10 @@ def main() -> None:
     started = time.perf_counter()
     rows = []
     for suite in args.suites.split(","):
-        rows += suite_rows(suite, learned.get(suite, []), args.recall.split(","), args.llm_tasks, Path(args.runs))
+        batches = tuple(int(n) for n in filter(None, args.batch_tokens.split(",")))
+        rows += suite_rows(
+            suite, learned.get(suite, []), args.recall.split(","), args.llm_tasks, Path(args.runs), batches
+        )
     found = disagreements(rows)
     print(table(rows))
     print("\nWhere the peak and the cost rankings disagree:")

@@ -196,6 +196,7 @@ def episode_row(episode: Episode | EpisodeSummary) -> dict[str, Any]:
         "dependency": m["dependency"],
         "total_tokens": m["total_tokens"],
         "cost": m["cost"],
+        "projected_cost": m.get("projected_cost"),  # under the run's headline price model
         "wall_s": m["wall_s"],
         "agent_tokens": m["agent_tokens"],
         "compressor_tokens": m["compressor_tokens"],
