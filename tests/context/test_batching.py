@@ -13,6 +13,7 @@ from optimizer.context.policy import RetentionPolicy
 from optimizer.context.strategies import GuidelineStrategy
 from optimizer.world.sources import need_sources
 from optimizer.world.suite import load_suite
+from tests.context.conftest import run as run_context
 
 SEED = read_guideline(SEED_GUIDELINE)
 # Clear volatile results early and mask old steps: model-free moves that edit the history often.
@@ -67,3 +68,18 @@ def test_the_knob_off_leaves_guideline_files_and_versions_as_they_were():
     assert Guideline.from_markdown(on.to_markdown()).policy.batch_tokens == 500
     with pytest.raises(ValidationError):
         RetentionPolicy.model_validate({"batch_tokens": -1})
+
+
+def test_edits_a_compressor_call_paid_for_are_kept_whatever_the_batch(compressor_for):
+    compressor, _ = compressor_for()
+    summarize = {"history": [{"move": "summarize", "over": 800}]}
+
+    def episode(batch_tokens: int) -> Episode:
+        policy = RetentionPolicy.model_validate({**summarize, "batch_tokens": batch_tokens})
+        strategy = GuidelineStrategy(guideline=SEED.model_copy(update={"policy": policy}))
+        return run_context(strategy, compressor=compressor).episode
+
+    eager, batched = episode(0), episode(10**6)
+    summaries = [r for r in batched.compression_records() if r.action == "summarize"]
+    assert summaries and all(r.tokens_before - r.tokens_after < 10**6 for r in summaries)
+    assert [s.request for s in batched.steps] == [s.request for s in eager.steps]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from optimizer.agent.episode import Episode, StepRecord
@@ -125,7 +127,7 @@ def test_cost_config_validates_presets_and_names():
     with pytest.raises(ValueError, match="distinct"):
         CostConfig(presets=(), custom=(OPENAI, OPENAI))
     for name, preset in PRESETS.items():
-        assert preset.name == name and name[-7:-3] == "2025"  # every preset names the date of its figures
+        assert preset.name == name and re.search(r"-\d{4}-\d{2}$", name)  # named with its figures' date
 
 
 def smoke_config(tmp_path, cost: dict | None = None) -> ExperimentConfig:
@@ -165,3 +167,15 @@ def test_an_unknown_preset_in_a_config_is_one_line(tmp_path):
     with pytest.raises(ConfigError, match="unknown price preset 'nope'") as info:
         load_experiment(path)
     assert "\n" not in str(info.value)
+
+
+def test_a_custom_price_table_missing_a_field_is_named_in_one_line(tmp_path):
+    path = tmp_path / "x.toml"
+    path.write_text(
+        'name = "x"\n[suite]\ntype = "smoke"\n[[cost.custom]]\nname = "mine"\ncache = "explicit"\n'
+        "input_per_mtok = 3.0\noutput_per_mtok = 15.0\ncache_write_per_mtok = 3.75\n"
+    )
+    from optimizer.config import load_experiment
+
+    with pytest.raises(ConfigError, match=r"missing key 'cost.custom.0.cache_read_per_mtok'"):
+        load_experiment(path)
