@@ -9,6 +9,9 @@ the same prices; a call answered from acon's response cache cost nothing. A reca
 paid: its result is input to every later request that shows it, and its step is one more request;
 `recall_tokens` says how much of the input was text read back.
 
+Tokens are acon's count of the messages sent (the system prompt included; native tool definitions sent
+beside them are not) at both tiers, so tiers and
+strategies are billed alike; a tier-1 step's output is the completion its server reported.
 Prefixes are compared at message boundaries: a message edited near its end still shares its head with
 the old one on a real server, so the projection is slightly pessimistic about such edits.
 """
@@ -74,19 +77,15 @@ def project_bills(episode: Episode, cost: CostConfig) -> dict[str, Bill]:
     """The episode's bill under every price model of `cost`, by model name."""
     requests = _requests(episode, cost.seconds_per_request)
     outputs = [_output_tokens(s) for s in episode.steps]
-    return {m.name: project_bill(episode, m, requests=requests, outputs=outputs) for m in cost.models}
+    return {m.name: _bill(episode, m, requests, outputs) for m in cost.models}
 
 
-def project_bill(
-    episode: Episode,
-    price: Price,
-    *,
-    seconds_per_request: float | None = None,
-    requests: Sequence[_Request] | None = None,
-    outputs: Sequence[int] | None = None,
-) -> Bill:
-    requests = _requests(episode, seconds_per_request) if requests is None else requests
-    outputs = [_output_tokens(s) for s in episode.steps] if outputs is None else outputs
+def project_bill(episode: Episode, price: Price, *, seconds_per_request: float | None = None) -> Bill:
+    """The episode's bill under one price model (`seconds_per_request`: as in `CostConfig`)."""
+    return _bill(episode, price, _requests(episode, seconds_per_request), [_output_tokens(s) for s in episode.steps])
+
+
+def _bill(episode: Episode, price: Price, requests: Sequence[_Request], outputs: Sequence[int]) -> Bill:
     if isinstance(price, AutomaticCache):
         served = _automatic(requests, price)
     elif isinstance(price, ExplicitCache):
