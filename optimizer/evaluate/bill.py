@@ -11,8 +11,9 @@ paid: its result is input to every later request that shows it, and its step is 
 
 Tokens are acon's count of the messages sent (the system prompt included; native tool definitions sent
 beside them are not) at both tiers, so tiers and strategies are billed alike; a tier-1 step's output is
-the completion its server reported. Prefixes are compared at message boundaries: a message edited near its end still shares its head with
-the old one on a real server, so the projection is slightly pessimistic about such edits.
+the completion its server reported. Prefixes are compared at message boundaries: a message edited near
+its end still shares its head with the old one on a real server, so the projection is slightly
+pessimistic about such edits.
 """
 
 from __future__ import annotations
