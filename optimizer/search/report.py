@@ -199,13 +199,32 @@ def _row(row: Row, chosen: Row | None, none: Row | None) -> dict[str, Any]:
     out = {"strategy": row.name, "kind": row.kind, "tier": row.tier, "version": row.version, **row.scores.headline()}
     out["summary"] = {
         k: row.scores.summary.get(k)
-        for k in ("dependency_mean", "total_tokens", "cache_breaks", "duplicate_writes", "infra_errors")
+        for k in (
+            "dependency_mean",
+            "total_tokens",
+            "cache_breaks",
+            "cache_breaks_per_episode",
+            "duplicate_writes",
+            "infra_errors",
+            "cost_source",
+            "projected",
+        )
     }
     if none is not None and none.scores.peak_mean:
         out["peak_vs_none"] = row.scores.peak_mean / none.scores.peak_mean
     if chosen is not None and row is not chosen:
         out["both_solved"] = both_solved(chosen.scores, row.scores)
     return out
+
+
+def _breaks_cell(row: Mapping[str, Any]) -> str:
+    breaks = row.get("summary", {}).get("cache_breaks_per_episode")
+    return f"{breaks:.2f}" if breaks is not None else "–"
+
+
+def _cost_cell(row: Mapping[str, Any]) -> str:
+    cost = row.get("cost_per_success")
+    return f"{cost:.4f}" if cost is not None else "–"
 
 
 def both_solved(chosen: Scores, other: Scores) -> dict[str, Any]:
@@ -300,8 +319,9 @@ def report_markdown(report: Mapping[str, Any]) -> str:
         *[f"{line}  " for line in headline(report)],
         "",
         "| strategy | tier | tasks | success | 95% CI | never recalls | recalls | peak mean | peak 95% CI | "
-        "× none | peak max | compressor | blocking | peak, both solved (chosen vs this) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "× none | peak max | compressor | blocking | peak, both solved (chosen vs this) | breaks/episode | "
+        "$/success |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in report["rows"]:
         low, high = r["success_ci"]
@@ -311,12 +331,14 @@ def report_markdown(report: Mapping[str, Any]) -> str:
             f"| {r['strategy']} | {r['tier']} | {r['tasks']} | {r['success']:.2f} | [{low:.2f}, {high:.2f}] | "
             f"{r['success_without_recall']:.2f} | {r['recall_calls']} | {r['peak_tokens_mean']:,.0f} | "
             f"[{plow:,.0f}, {phigh:,.0f}] | {ratio} | {r['peak_tokens_max']:,} | {r['compressor_tokens']:,} | "
-            f"{r['blocking']} | {both_solved_cell(r)} |"
+            f"{r['blocking']} | {both_solved_cell(r)} | {_breaks_cell(r)} | {_cost_cell(r)} |"
         )
+    sources = sorted({str(r.get("summary", {}).get("cost_source")) for r in report["rows"]} - {"None"})
     lines += [
         "",
         "*never recalls*: share of tasks solved without a single recall (what an agent that never "
-        "recalls would at least solve). The oracle keeps exactly what the reference needs: the floor.",
+        "recalls would at least solve). The oracle keeps exactly what the reference needs: the floor. "
+        f"*$/success*: {', '.join(sources) or 'not priced'}; *breaks*: requests that rewrote the previous one.",
         "",
     ]
     for name, p in report["paired"].items():

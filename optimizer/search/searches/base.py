@@ -153,6 +153,8 @@ class SearchContext:
             objective=self.options.objective,
             lam=self.options.lam,
             tolerance=self.tolerance,
+            cost=scores.projected_cost_per_success,
+            none_cost=none.projected_cost_per_success,
         )
 
     def ranked(self, *, model_free: bool = False, before_round: int | None = None) -> list[Candidate]:
