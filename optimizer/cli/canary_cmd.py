@@ -11,11 +11,11 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from optimizer.context.canary import CONTROL, CanaryReport, StrategyResult, run_canary
 from optimizer.context.compressor import Compressor
 from optimizer.context.strategies import STRATEGY_NAMES, parse_strategy
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import ConfigError
+from optimizer.evaluate.canary import CONTROL, CanaryReport, StrategyResult, run_canary
 from optimizer.llm.endpoint import EndpointConfig
 from optimizer.storage import atomic_write_json
 

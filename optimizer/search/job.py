@@ -18,9 +18,8 @@ import contextlib
 import hashlib
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from optimizer.config import ExperimentConfig
 from optimizer.context.guideline import read_guideline
 from optimizer.context.strategies import GuidelineStrategy, parse_strategy
 from optimizer.context.strategies.base import ContextStrategy
@@ -39,6 +38,9 @@ from optimizer.search.searches import SEARCHES, SearchContext
 from optimizer.search.state import JobDir, JobState
 from optimizer.search.validate import ToolOutputIndex
 from optimizer.world.task import Task
+
+if TYPE_CHECKING:
+    from optimizer.config import ExperimentConfig
 
 Log = Callable[[str], None]
 

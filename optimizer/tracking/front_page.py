@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-from optimizer.search.report import headline
+from optimizer.search.report import check_line, headline
 
 MAX_CHARS = 8000  # MLflow's limit on a tag value; the description is the `mlflow.note.content` tag
 RESERVED = 200
@@ -112,10 +112,7 @@ def description(report: Mapping[str, Any], pairs: Sequence[PairLink], *, experim
 def _bars(report: Mapping[str, Any]) -> list[str]:
     lines = []
     for tier, verdict in (report.get("acceptance") or {}).get("tiers", {}).items():
-        checks = ", ".join(
-            f"{name} {check['value']:,.3f} (bar {check['bar']:,}) {'✔' if check['pass'] else '✘'}"
-            for name, check in verdict["checks"].items()
-        )
+        checks = "; ".join(check_line(name, check) for name, check in verdict["checks"].items())
         lines.append(f"- {tier}: {'PASS' if verdict['pass'] else 'FAIL'}: {checks}")
     return lines
 

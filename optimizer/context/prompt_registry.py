@@ -247,10 +247,12 @@ def with_registry_provenance(
 
 
 def _get(client: MlflowClient, name: str, version: str | None, alias: str | None, ref: str) -> PromptVersion:
+    prompt: PromptVersion | None
     try:
         if alias is not None:
-            return client.get_prompt_version_by_alias(name, alias)
-        prompt = client.get_prompt_version(name, version)
+            prompt = client.get_prompt_version_by_alias(name, alias)
+        else:
+            prompt = client.get_prompt_version(name, version)
     except MlflowException as exc:
         raise ConfigError(f"{ref}: {exc.message}") from None
     if prompt is None:
