@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol
 
 from optimizer.context.record import CompressionRecord
 from optimizer.llm.usage import Usage, total_usage
-from optimizer.world.provenance import occurs
+from optimizer.world.needs import occurs
 
 Outcome = Literal["success", "failure", "infra_error"]
 CHECKPOINTS = {

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from optimizer.agent.base import Agent, AgentAction, AgentInput
 from optimizer.context.recall import RECALL_TOOL
 from optimizer.runtime.render import request_text
-from optimizer.world.provenance import alter_text, occurs
+from optimizer.world.needs import alter_text, occurs
 from optimizer.world.task import Need, NeedKind, ReferenceStep
 from optimizer.world.tool import ToolCall, ToolSpec
 

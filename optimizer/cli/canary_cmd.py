@@ -39,7 +39,7 @@ def _strategies(name: str, config_path: Path | None) -> dict[str, ContextStrateg
     if config_path is None:
         return {n: parse_strategy(n) for n in names}
     from optimizer.config import load_experiment
-    from optimizer.evaluate.jobs import strategy_named
+    from optimizer.evaluate.strategy_runs import strategy_named
 
     config = load_experiment(config_path)
     return {n: strategy_named(config, n) for n in names}

@@ -122,8 +122,8 @@ def summary_table(rows: list[tuple[str, dict[str, Any]]], title: str) -> Table:
 @contextlib.contextmanager
 def hold_runs(config: ExperimentConfig, tasks: Sequence[Task], strategies: Sequence[ContextStrategy]) -> Iterator[None]:
     """This process's claim on the run directory of each strategy, for as long as the command runs."""
-    from optimizer.evaluate.jobs import plan_run
     from optimizer.evaluate.runner import BUSY_HINT
+    from optimizer.evaluate.strategy_runs import plan_run
     from optimizer.locking import exclusive
 
     with contextlib.ExitStack() as stack:
@@ -144,7 +144,7 @@ def run(
     json_path: Path | None = typer.Option(None, "--json", help="Write summary and episodes as JSON."),
 ) -> None:
     """Run episodes of one strategy and print the run table."""
-    from optimizer.evaluate.jobs import (
+    from optimizer.evaluate.strategy_runs import (
         check_tier,
         endpoints_for,
         episode_row,
@@ -211,7 +211,7 @@ def compare(
     json_path: Path | None = typer.Option(None, "--json", help="Write the table as JSON."),
 ) -> None:
     """Run several strategies on the same tasks and print one comparison table."""
-    from optimizer.evaluate.jobs import check_tier, endpoints_for, run_strategy, select_tasks, strategy_named
+    from optimizer.evaluate.strategy_runs import check_tier, endpoints_for, run_strategy, select_tasks, strategy_named
     from optimizer.tracking import tracked_job
 
     config = load_with_overrides(experiment, split=split, limit=limit, agent=agent, base_url=base_url, model=model)

@@ -24,7 +24,7 @@ from optimizer.context.guideline import read_guideline
 from optimizer.context.strategies import GuidelineStrategy, parse_strategy
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.evaluate.endpoints import ModelEndpoints
-from optimizer.evaluate.jobs import RunResult, select_tasks, strategy_named
+from optimizer.evaluate.strategy_runs import RunResult, select_tasks, strategy_named
 from optimizer.search import accounting
 from optimizer.search.candidate import Candidate
 from optimizer.search.evaluator import Evaluation, Evaluator, Progress
@@ -35,7 +35,7 @@ from optimizer.search.proposers.llm import OptimizerLM
 from optimizer.search.report import ReportInputs, Row, build_report, report_markdown
 from optimizer.search.scores import Scores
 from optimizer.search.searches import SEARCHES, SearchContext
-from optimizer.search.state import JobDir, JobState
+from optimizer.search.state import JobDir, SearchState
 from optimizer.search.validate import ToolOutputIndex
 from optimizer.world.task import Task
 
@@ -70,7 +70,7 @@ class OptimizationJob:
         for name in (*self.options.warm_start, *self.options.final_strategies):
             strategy_named(config, name)  # an unknown baseline name fails here, not after the search
         self.dir = JobDir(config.out_dir)
-        self.state = self.dir.claim(config, resume=resume) or JobState()
+        self.state = self.dir.claim(config, resume=resume) or SearchState()
         self.log = log
         self.progress = progress
         self.tracker: Any = None
@@ -314,7 +314,7 @@ class OptimizationJob:
             ],
             parts=parts(self.state.candidates, chosen.version),
             deterministic=det_info,
-            budget=accounting.budget(
+            budget=accounting.spent(
                 self.dir.path,
                 optimizer_tokens=self.state.optimizer_tokens,
                 candidates=sum(1 for c in self.state.candidates.values() if c.screens),

@@ -23,14 +23,14 @@ from typing import TYPE_CHECKING, Any
 
 from optimizer.agent.episode import Episode
 from optimizer.config import ExperimentConfig
-from optimizer.evaluate.jobs import RunResult, episode_row
+from optimizer.evaluate.strategy_runs import RunResult, episode_row
 from optimizer.tracking.base import Tracker
 from optimizer.tracking.front_page import VIEW_KEY, description, review_view
 from optimizer.tracking.params import TIERS, experiment_params, experiment_tags, flatten
 from optimizer.tracking.pareto import ParetoPoint
 
 if TYPE_CHECKING:
-    from optimizer.mining.provenance import PairDiff
+    from optimizer.mining.pair_diff import PairDiff
     from optimizer.search.candidate import Candidate
     from optimizer.search.job import OptimizationJob
     from optimizer.search.proposers.base import Pair
@@ -138,9 +138,9 @@ class OptimizeTracking(JobTracking):
 
     def _pair_failures(self, job: OptimizationJob, result: RunResult, *, agent: str, split: str) -> None:
         """Every failure whose full-context run succeeded: its diff in this run, both traces tagged."""
+        from optimizer.mining.diff_render import diff_html, diff_markdown
+        from optimizer.mining.pair_diff import diff_pair
         from optimizer.mining.pairs import find_pairs
-        from optimizer.mining.provenance import diff_pair
-        from optimizer.mining.report import diff_html, diff_markdown
 
         if result.strategy.type == "none":
             self._full.setdefault((split, agent), {}).update({e.task_id: e for e in result.episodes})
@@ -186,7 +186,7 @@ class OptimizeTracking(JobTracking):
         self._sync_rounds(job)
 
     def on_diffs(self, job: OptimizationJob, index: int, pairs: Sequence[Pair]) -> None:
-        from optimizer.mining.report import diff_html, diff_markdown
+        from optimizer.mining.diff_render import diff_html, diff_markdown
 
         diffs = [p.diff for p in pairs]
         with self._round(index):

@@ -35,8 +35,8 @@ from optimizer.tracking.base import Tracker
 from optimizer.tracking.diffs import guideline_diff
 from optimizer.tracking.front_page import PairLink
 from optimizer.tracking.params import flatten
+from optimizer.tracking.parent_runs import ParentRuns, remember_run
 from optimizer.tracking.pareto import ParetoPoint, pareto_front, plot_png
-from optimizer.tracking.state import JobState, remember_run
 from optimizer.tracking.store import Store
 from optimizer.tracking.tables import to_columns
 from optimizer.tracking.traces import (
@@ -56,7 +56,7 @@ from optimizer.tracking.traces import (
 )
 
 if TYPE_CHECKING:
-    from optimizer.mining.provenance import PairDiff
+    from optimizer.mining.pair_diff import PairDiff
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +135,7 @@ class MlflowTracker(Tracker):
     ) -> Iterator[str | None]:
         if self._job_run_id is not None:
             raise RuntimeError(f"job run {self._job_run_id} is already open; nest with child_run instead")
-        state = JobState.read(self.job_dir)
+        state = ParentRuns.read(self.job_dir)
         run_id = state.run_for(self.store.uri, self.experiment_id, name) if state else None
         if run_id is not None and not self._reopen(run_id, tags):
             run_id = None

@@ -3,7 +3,7 @@
 Each BFCL turn is one user turn. miss_func's empty turn gets the message BFCL injects there, and the
 functions held out until that turn are hidden from `tools(turn)` before it. The reference solution is
 BFCL's ground truth, one step per call plus an answer step closing each turn; every call is annotated
-with the values it copies from earlier tool output (`optimizer.world.provenance.find_needs`), found
+with the values it copies from earlier tool output (`optimizer.world.needs.find_needs`), found
 by replaying the ground truth once through the environment at load time.
 """
 
@@ -17,7 +17,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import ConfigDict, Field
 
-from optimizer.world.provenance import find_needs
+from optimizer.world.needs import find_needs
 from optimizer.world.suite import Suite, SuiteSource, register_suite, split_by_seed
 from optimizer.world.task import Need, ReferenceStep, Task, UserTurn
 from optimizer.world.tool import ToolCall, ToolSpec, classify_result

@@ -11,8 +11,8 @@ from optimizer.config import ExperimentConfig
 from optimizer.context.strategies import parse_strategy
 from optimizer.errors import ConfigError
 from optimizer.evaluate.bill import project_bill
-from optimizer.evaluate.jobs import run_strategy, select_tasks
 from optimizer.evaluate.pricing import PRESETS, AutomaticCache, CostConfig, ExplicitCache, NoCache
+from optimizer.evaluate.strategy_runs import run_strategy, select_tasks
 from optimizer.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 
 OPENAI = AutomaticCache(

@@ -19,7 +19,7 @@ from optimizer.context.policy import RetentionPolicy
 from optimizer.context.recall import restore_must_keep
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.tokens import count_tokens
-from optimizer.world.provenance import occurs
+from optimizer.world.needs import occurs
 
 
 class KeepNeeded(WriteMove):

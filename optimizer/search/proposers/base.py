@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from optimizer.agent.episode import Episode
 from optimizer.context.guideline import Guideline
 from optimizer.context.policy import RetentionPolicy
-from optimizer.mining.provenance import PairDiff
+from optimizer.mining.pair_diff import PairDiff
 from optimizer.search.candidate import Candidate, Proposal
 from optimizer.world.task import Task
 

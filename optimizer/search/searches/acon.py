@@ -242,7 +242,7 @@ class AconSearch:
         return ctx.screen(candidate)
 
     def _write_diffs(self, ctx: SearchContext, index: int, pairs: Sequence[Pair]) -> None:
-        from optimizer.mining.report import diff_html, diff_markdown
+        from optimizer.mining.diff_render import diff_html, diff_markdown
 
         rdir = f"rounds/{index:02d}"
         ctx.dir.write_json(f"{rdir}/diffs.json", [p.diff.to_dict() for p in pairs])

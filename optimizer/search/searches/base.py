@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING
 
 from optimizer.agent.episode import Episode
 from optimizer.context.strategies import GuidelineStrategy
+from optimizer.mining.pair_diff import diff_pair
 from optimizer.mining.pairs import compressed_successes, find_pairs
-from optimizer.mining.provenance import diff_pair
 from optimizer.search.candidate import Candidate
 from optimizer.search.evaluator import Evaluation, Evaluator
 from optimizer.search.front import Point, pareto_front, rank_key
 from optimizer.search.proposers.base import Pair
 from optimizer.search.proposers.llm import OptimizerLM
 from optimizer.search.scores import Scores
-from optimizer.search.state import JobDir, JobState
+from optimizer.search.state import JobDir, SearchState
 from optimizer.search.validate import ToolOutputIndex
 from optimizer.world.task import Task
 
@@ -37,7 +37,7 @@ Log = Callable[[str], None]
 class SearchContext:
     config: ExperimentConfig
     evaluator: Evaluator
-    state: JobState
+    state: SearchState
     dir: JobDir
     train: list[Task]
     none_train: Evaluation

@@ -20,8 +20,8 @@ from gepa.proposer.reflective_mutation.base import LanguageModel
 from optimizer.agent.episode import Episode
 from optimizer.context.guideline import Guideline
 from optimizer.context.strategies import GuidelineStrategy
-from optimizer.mining.provenance import diff_pair
-from optimizer.mining.report import diff_markdown
+from optimizer.mining.diff_render import diff_markdown
+from optimizer.mining.pair_diff import diff_pair
 from optimizer.search.candidate import Candidate
 from optimizer.search.searches.acon import SearchResult
 from optimizer.search.searches.base import SearchContext
