@@ -22,7 +22,7 @@ from optimizer.context.guideline import Guideline
 from optimizer.tracking.base import Tracker
 from optimizer.tracking.hooks import JobTracking, OptimizeTracking, tracked_job, tracker_for
 from optimizer.tracking.params import experiment_params, experiment_tags
-from optimizer.tracking.pareto import ParetoPoint, pareto_front
+from optimizer.tracking.pareto import ParetoPoint, front_labels
 from optimizer.tracking.store import Store, check_reachable, job_store, resolve_store, resolve_uri
 
 
@@ -59,10 +59,10 @@ __all__ = [
     "Tracker",
     "experiment_params",
     "experiment_tags",
+    "front_labels",
     "job_store",
     "load_from_registry",
     "open_tracker",
-    "pareto_front",
     "resolve_store",
     "resolve_uri",
     "tracked_job",

@@ -36,7 +36,7 @@ from optimizer.tracking.diffs import guideline_diff
 from optimizer.tracking.front_page import PairLink
 from optimizer.tracking.params import flatten
 from optimizer.tracking.parent_runs import ParentRuns, remember_run
-from optimizer.tracking.pareto import ParetoPoint, pareto_front, plot_png
+from optimizer.tracking.pareto import ParetoPoint, front_labels, plot_png
 from optimizer.tracking.store import Store
 from optimizer.tracking.tables import to_columns
 from optimizer.tracking.traces import (
@@ -455,7 +455,7 @@ class MlflowTracker(Tracker):
         name: str | None = None,
         title: str | None = None,
     ) -> str | None:
-        front = list(pareto_front(points) if front is None else front)
+        front = list(front_labels(points) if front is None else front)
         title = title or "success vs peak tokens" + ("" if round is None else f", round {round}")
         stem = _safe_name(name) if name else "final" if round is None else f"r{round:02d}"
         with tempfile.TemporaryDirectory() as tmp:
