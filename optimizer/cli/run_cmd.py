@@ -13,6 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from optimizer.config import ExperimentConfig, load_experiment
+from optimizer.context.strategies import DETERMINISTIC, STRATEGY_NAMES
 from optimizer.storage import atomic_write_json
 
 if TYPE_CHECKING:
@@ -201,7 +202,7 @@ def run(
 def compare(
     experiment: Path = typer.Argument(..., help="Experiment config (TOML)."),
     strategies: str = typer.Option(
-        "none,fifo,mask_last_n,clear_tool_uses,offload_preview", help="Comma-separated strategy names."
+        ",".join(DETERMINISTIC), help=f"Comma-separated strategy names: {', '.join(STRATEGY_NAMES)}."
     ),
     split: str | None = typer.Option(None, help="train | test | all."),
     limit: int | None = typer.Option(None, help="Run only the first N tasks."),
