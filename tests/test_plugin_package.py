@@ -1,8 +1,8 @@
 """A user's strategy, suite and agent in their own package join acon through entry points, with no edit to acon.
 
 The test builds a throwaway plugin distribution with setuptools into a temporary site directory (its
-package and the metadata setuptools writes for it, offline), and runs the `acon` command line with that directory on the path:
-the plugin's names appear in `acon suites list`, the strategy lists of `acon compare --help` and
+package and the metadata setuptools writes for it, offline), and runs the `acon` command line with that
+directory on the path: the plugin's names appear in `acon suites list`, the strategy lists of `acon compare --help` and
 `acon canary --strategy all`, config validation and its errors, and a `compare` run.
 """
 
