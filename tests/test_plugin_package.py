@@ -118,27 +118,31 @@ type = "{strategy}"
 """
 
 
-@pytest.fixture(scope="module")
-def plugin(tmp_path_factory) -> Path:
-    """The plugin, built into a fresh site directory; returns that directory."""
-    root = tmp_path_factory.mktemp("plugin")
+def build(root: Path, pyproject: str, modules: dict[str, str]) -> Path:
+    """A plugin distribution built into a fresh site directory under `root`; returns that directory."""
     source = root / "src"
     (source / "acon_pair").mkdir(parents=True)
-    (source / "pyproject.toml").write_text(PYPROJECT)
-    for name, text in MODULES.items():
+    (source / "pyproject.toml").write_text(pyproject)
+    for name, text in modules.items():
         (source / "acon_pair" / name).write_text(textwrap.dedent(text).lstrip())
     target = root / "site"
     target.mkdir()
     # setuptools writes the distribution's metadata (entry points included) beside the package, the layout
     # `setup.py develop` installs; offline, and without the `wheel` package a wheel build would need.
-    build = [sys.executable, "-W", "ignore", "-c", "import setuptools; setuptools.setup()", "-q", "egg_info"]
-    done = subprocess.run([*build, "--egg-base", str(target)], capture_output=True, text=True, timeout=300, cwd=source)
+    command = [sys.executable, "-W", "ignore", "-c", "import setuptools; setuptools.setup()", "-q", "egg_info"]
+    done = subprocess.run(
+        [*command, "--egg-base", str(target)], capture_output=True, text=True, timeout=300, cwd=source
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     shutil.copytree(source / "acon_pair", target / "acon_pair")
-    assert (
-        "keep_two = acon_pair.strategy:KeepTwo"
-        in (target / "acon_pair_plugin.egg-info" / "entry_points.txt").read_text()
-    )
+    return target
+
+
+@pytest.fixture(scope="module")
+def plugin(tmp_path_factory) -> Path:
+    target = build(tmp_path_factory.mktemp("plugin"), PYPROJECT, MODULES)
+    entry_points = next(target.glob("*.egg-info")) / "entry_points.txt"
+    assert "keep_two = acon_pair.strategy:KeepTwo" in entry_points.read_text()
     return target
 
 
@@ -169,7 +173,7 @@ def test_the_plugin_is_listed_by_every_command(acon, stub, tmp_path):
     assert [cell.strip() for cell in row.split("│")[2:6]] == ["pair", "2", "1", "1"]
 
     helped = acon("compare", "--help")
-    assert helped.returncode == 0 and "keep_two" in helped.stdout
+    assert helped.returncode == 0 and "keep_two" in helped.stdout and "replayer" in helped.stdout
 
     server = stub(scripted(["a short summary"]))
     out = tmp_path / "canary.json"
@@ -211,3 +215,19 @@ def test_unknown_agent_and_suite_names_list_the_plugin(acon, tmp_path):
     assert agent.returncode == 2 and "known: llm, reference, replayer" in agent.stderr, agent.stderr
     shown = acon("suites", "show", "pairs")
     assert shown.returncode == 2 and "pair" in shown.stderr.split("known:")[1], shown.stderr
+
+
+def test_a_broken_plugin_is_one_line_naming_its_entry_point(tmp_path):
+    broken = PYPROJECT.replace("acon_pair.strategy:KeepTwo", "acon_pair.strategy:KeepTow")
+    target = build(
+        tmp_path / "broken", broken, {"__init__.py": MODULES["__init__.py"], "strategy.py": MODULES["strategy.py"]}
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(target), str(ROOT)])}
+    done = subprocess.run(
+        [sys.executable, "-m", "optimizer", "suites", "list"], capture_output=True, text=True, timeout=600, env=env
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == (
+        "acon: error: entry point acon.strategies:keep_two (acon-pair-plugin: acon_pair.strategy:KeepTow) "
+        "fails to load: AttributeError: module 'acon_pair.strategy' has no attribute 'KeepTow'"
+    )
