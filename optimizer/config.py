@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
@@ -19,9 +19,12 @@ from optimizer.errors import ConfigError
 from optimizer.evaluate.executors import ExecutorConfig, LocalExecutor
 from optimizer.llm.endpoint import EndpointConfig
 from optimizer.search.proposers import DEFAULT_PROPOSERS, ProposerConfig
-from optimizer.world.suite import SUITES
+from optimizer.world.suite import SUITES, SuiteSource
 
-SuiteConfig = SUITES.union()
+if TYPE_CHECKING:  # a type checker sees the base; pydantic validates against the union built at run time
+    SuiteConfig: TypeAlias = SuiteSource
+else:
+    SuiteConfig = SUITES.union()
 
 
 def registered_agent(name: str) -> str:

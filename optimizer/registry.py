@@ -19,7 +19,7 @@ import tomllib
 from functools import reduce
 from operator import or_
 from pathlib import Path
-from typing import Annotated, Any, Generic, TypeVar
+from typing import Annotated, Any, Generic, TypeVar, cast
 
 from pydantic import BaseModel, Field, TypeAdapter
 
@@ -72,7 +72,8 @@ class Registry(Generic[T]):
     Built on first use and then fixed for the process (pydantic models that name the union are built once).
     """
 
-    def __init__(self, group: str, base: type[T], *, what: str, key: str = "type") -> None:
+    # `base` is abstract, so not `type[T]` (only a concrete class may be given there); `T` is the variable's.
+    def __init__(self, group: str, base: type[BaseModel], *, what: str, key: str = "type") -> None:
         self.group = group
         self.base = base
         self.what = what  # "strategy", "suite", "agent": used in messages
@@ -115,7 +116,7 @@ class Registry(Generic[T]):
                 continue
             if taken is not None:
                 raise PluginError(f"{where}: {self.what} name {tag!r} is taken by {taken.__module__}.{taken.__name__}")
-            by_name[tag] = cls
+            by_name[tag] = cast("type[T]", cls)  # checked against `base` above
         return tuple(by_name.values())
 
     def tag(self, cls: type[BaseModel]) -> str | None:

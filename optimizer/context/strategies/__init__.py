@@ -7,7 +7,7 @@ strategy names below is derived from the registry; see CONTRIBUTING.md.
 
 from __future__ import annotations
 
-from typing import get_args
+from typing import TYPE_CHECKING, TypeAlias, get_args
 
 from pydantic import TypeAdapter
 
@@ -24,7 +24,10 @@ from optimizer.context.strategies.oracle import Oracle
 from optimizer.registry import Registry
 
 STRATEGIES: Registry[ContextStrategy] = Registry("acon.strategies", ContextStrategy, what="strategy")
-StrategyConfig = STRATEGIES.union()
+if TYPE_CHECKING:  # a type checker sees the base; pydantic validates against the union built at run time
+    StrategyConfig: TypeAlias = ContextStrategy
+else:
+    StrategyConfig = STRATEGIES.union()
 
 STRATEGY_CLASSES: tuple[type[ContextStrategy], ...] = get_args(get_args(StrategyConfig)[0])
 STRATEGY_NAMES = tuple(cls.model_fields["type"].default for cls in STRATEGY_CLASSES)

@@ -9,7 +9,7 @@ entry point in the `acon.proposers` group (`pyproject.toml`, or a plugin's own);
 
 from __future__ import annotations
 
-from typing import get_args
+from typing import TYPE_CHECKING, TypeAlias, get_args
 
 from optimizer.registry import Registry
 from optimizer.search.proposers.base import Pair, ProposalInput, Proposer
@@ -21,7 +21,10 @@ from optimizer.search.proposers.patch import Patch
 from optimizer.search.proposers.tighten import Tighten
 
 PROPOSERS: Registry[Proposer] = Registry("acon.proposers", Proposer, what="proposer")
-ProposerConfig = PROPOSERS.union()
+if TYPE_CHECKING:  # a type checker sees the base; pydantic validates against the union built at run time
+    ProposerConfig: TypeAlias = Proposer
+else:
+    ProposerConfig = PROPOSERS.union()
 PROPOSER_CLASSES: tuple[type[Proposer], ...] = get_args(get_args(ProposerConfig)[0])
 DEFAULT_PROPOSERS: tuple[Proposer, ...] = tuple(cls() for cls in PROPOSER_CLASSES)
 
