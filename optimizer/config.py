@@ -17,6 +17,7 @@ from optimizer.context.moves import HistoryMoveConfig, WriteMoveConfig
 from optimizer.context.strategies import DETERMINISTIC, NoCompression, StrategyConfig
 from optimizer.errors import ConfigError
 from optimizer.evaluate.executors import ExecutorConfig, LocalExecutor
+from optimizer.evaluate.pricing import CostConfig, PriceModel
 from optimizer.llm.endpoint import EndpointConfig
 from optimizer.search.proposers import DEFAULT_PROPOSERS, ProposerConfig
 from optimizer.world.suite import SUITES, SuiteSource
@@ -152,10 +153,11 @@ class OptimizeConfig(_Strict):
     confirm_top: int = Field(1, ge=0, description="Best validated candidates confirmed with the llm agent.")
     confirm_limit: int = Field(4, ge=0, description="Train tasks per tier-1 confirmation.")
     max_agent_episodes: int = Field(40, ge=0, description="Budget of tier-1 (llm agent) episodes for the job.")
-    objective: Literal["constrained", "penalized", "success"] = Field(
+    objective: Literal["constrained", "penalized", "success", "cost"] = Field(
         "constrained",
         description="`constrained`: lowest peak among candidates within the success tolerance of "
-        "`none`; `penalized`: ACON's success − λ · peak/peak(none); `success`: success, then peak.",
+        "`none`; `penalized`: ACON's success − λ · peak/peak(none); `success`: success, then peak; "
+        "`cost`: lowest projected cost per success (the `[cost]` headline model) within the tolerance.",
     )
     lam: float = Field(0.3, ge=0, description="λ of the penalized objective.")
     max_success_drop: float | None = Field(
@@ -190,6 +192,7 @@ class ExperimentConfig(_Strict):
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     optimize: OptimizeConfig = Field(default_factory=OptimizeConfig)
     acceptance: AcceptanceConfig = Field(default_factory=AcceptanceConfig)
+    cost: CostConfig = Field(default_factory=CostConfig)
 
     @property
     def out_dir(self) -> Path:
@@ -257,5 +260,6 @@ _UNION_TAGS = (
     | _tags(ExecutorConfig)
     | _tags(WriteMoveConfig, "move")
     | _tags(HistoryMoveConfig, "move")
+    | _tags(PriceModel, "cache")
     | {"function-after", "str", "Guideline"}
 )

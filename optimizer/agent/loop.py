@@ -196,7 +196,7 @@ def _run_turn(
                     "signature": call.signature(),
                     "side_effect": bool(spec and spec.side_effect),
                     "is_error": output.is_error,
-                    "retention": entry.retention.value,
+                    "retention": entry.retention.value if entry.retention else None,
                     "result_tokens": raw.tokens,
                     "started_s": call_started - started,
                     "latency_s": call_latency,

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from optimizer.agent.base import Agent, AgentAction, AgentInput
-from optimizer.agent.render import request_text
 from optimizer.context.recall import RECALL_TOOL
+from optimizer.runtime.render import request_text
 from optimizer.world.provenance import alter_text, occurs
 from optimizer.world.task import Need, NeedKind, ReferenceStep
 from optimizer.world.tool import ToolCall, ToolSpec
@@ -144,7 +144,7 @@ class ReferenceAgent(Agent):
                 ),
                 None,
             )
-            if receipt is not None and index not in self.repeated:
+            if receipt is not None and receipt.repeat is not None and index not in self.repeated:
                 self.repeated.add(index)
                 self.deviations.append(Deviation(agent_input.step, index, receipt, "repeat"))
                 return AgentAction(calls=(self._call(receipt.repeat.name, dict(receipt.repeat.arguments)),))

@@ -64,7 +64,9 @@ def main() -> None:
     except SystemExit:
         raise
     except usage_errors() as exc:  # bad command lines surface here in non-standalone mode
-        if type(exc).__name__ == "NoArgsIsHelpError":  # `acon` or `acon models` alone: the help is the answer
+        if type(exc).__name__ == "NoArgsIsHelpError" and hasattr(
+            exc, "show"
+        ):  # `acon` or `acon models` alone: the help is the answer
             exc.show()
         else:
             print(usage_message(exc), file=sys.stderr)

@@ -11,11 +11,11 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from optimizer.context.canary import CONTROL, CanaryReport, StrategyResult, run_canary
 from optimizer.context.compressor import Compressor
 from optimizer.context.strategies import STRATEGY_NAMES, parse_strategy
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import ConfigError
+from optimizer.evaluate.canary import CONTROL, CanaryReport, StrategyResult, run_canary
 from optimizer.llm.endpoint import EndpointConfig
 from optimizer.storage import atomic_write_json
 
@@ -52,7 +52,7 @@ def _compressor_endpoint(config_path: Path | None, base_url: str | None, model: 
         return load_with_overrides(config_path, base_url=base_url, model=model).endpoints.compressor
     overrides = {k: v for k, v in (("base_url", base_url), ("model", model)) if v}
     try:
-        return EndpointConfig(**overrides)
+        return EndpointConfig.model_validate(overrides)
     except ValidationError as exc:
         raise ConfigError(f"--base-url: {exc.errors()[0]['msg']}") from None
 

@@ -6,20 +6,23 @@ import importlib.metadata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from optimizer.agent.episode import Episode, summarize_episodes
 from optimizer.agent.kinds import AGENTS
-from optimizer.config import ExperimentConfig
 from optimizer.context.strategies import STRATEGIES, parse_strategy
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import ConfigError
+from optimizer.evaluate.bill import summarize_bills, with_bills
 from optimizer.evaluate.endpoints import ModelEndpoints
 from optimizer.evaluate.records import EpisodeRecords, EpisodeSummary, summaries_of
 from optimizer.evaluate.runner import AgentSpec, OnEpisode, run_key, run_tasks
 from optimizer.evaluate.stats import bootstrap_ci
 from optimizer.world.suite import task_ids
 from optimizer.world.task import Task
+
+if TYPE_CHECKING:
+    from optimizer.config import ExperimentConfig
 
 RUN_FORMAT = 4
 """Bumped when a change makes episodes recorded before it unfit for reuse (1: keys held the strategy's config;
@@ -43,7 +46,7 @@ def select_tasks(config: ExperimentConfig, split: str, limit: int | None) -> lis
         tasks = tasks[:limit]
     if not tasks:
         raise ConfigError(f"suite {suite.name!r} has no tasks in split {split!r}")
-    return tasks
+    return list(tasks)
 
 
 def strategy_named(config: ExperimentConfig, name: str | None) -> ContextStrategy:
@@ -163,14 +166,23 @@ def run_strategy(
         on_episode=on_episode,
         executor=config.run.executor,
     )
-    return RunResult(strategy, plan.directory, episodes, summarize(episodes))
+    episodes = with_bills(episodes, config.cost)
+    return RunResult(strategy, plan.directory, episodes, summarize(episodes, config.cost.primary))
 
 
-def summarize(episodes: Sequence[Episode] | Sequence[EpisodeSummary]) -> dict[str, Any]:
-    episodes = summaries_of(episodes)  # a run's summaries: the records stay on disk
-    summary = summarize_episodes(episodes)
-    scored = [1.0 if e.success else 0.0 for e in episodes if e.outcome != "infra_error"]
+def summarize(episodes: Sequence[Episode] | EpisodeRecords, cost_model: str | None = None) -> dict[str, Any]:
+    """Run-level figures. Where no endpoint priced the run (tier 0, or no prices configured), the cost per
+    success is the bill projected under `cost_model`, and `cost_source` says so."""
+    outcomes = summaries_of(episodes)  # a run's summaries: the records stay on disk
+    summary = summarize_episodes(outcomes)
+    scored = [1.0 if e.success else 0.0 for e in outcomes if e.outcome != "infra_error"]
     summary["success_ci"] = list(bootstrap_ci(scored))
+    summary.update(summarize_bills(outcomes, cost_model))
+    summary["cost_source"] = "measured"
+    projected = summary.get("projected", {}).get(cost_model)
+    if not summary["cost"] and projected is not None:
+        summary["cost_per_success"] = projected["cost_per_success"]
+        summary["cost_source"] = f"projected ({cost_model})"
     return summary
 
 
@@ -186,6 +198,7 @@ def episode_row(episode: Episode | EpisodeSummary) -> dict[str, Any]:
         "dependency": m["dependency"],
         "total_tokens": m["total_tokens"],
         "cost": m["cost"],
+        "projected_cost": m.get("projected_cost"),  # under the run's headline price model
         "wall_s": m["wall_s"],
         "agent_tokens": m["agent_tokens"],
         "compressor_tokens": m["compressor_tokens"],

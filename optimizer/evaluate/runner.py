@@ -152,7 +152,8 @@ def _run_locked(
     prefix = str(directory.resolve())
 
     def here(task: Task) -> Episode:
-        compressor = services.compressor if services is not None else None
+        assert services is not None  # only a local executor runs episodes here, and it has the services
+        compressor = services.compressor
         attempt = compressor.attempt(f"{prefix}::{task.id}") if compressor else contextlib.nullcontext()
         with attempt:
             return run_episode(task, agent.build(task, endpoints), strategy, services)

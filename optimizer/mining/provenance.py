@@ -119,8 +119,8 @@ def _from_divergence(full: Episode, compressed: Episode, task: Task | None) -> t
 def _candidate_literals(full: Episode, task: Task | None, index: int) -> list[tuple[str, str]]:
     out: dict[str, str] = {}
     if task is not None and task.reference:
-        for step in task.reference:
-            for need in step.needs:
+        for reference_step in task.reference:
+            for need in reference_step.needs:
                 out.setdefault(need.literal, need.kind.value)
     from optimizer.world.provenance import find_needs
 

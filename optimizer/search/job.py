@@ -18,18 +18,19 @@ import contextlib
 import hashlib
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from optimizer.config import ExperimentConfig
 from optimizer.context.guideline import read_guideline
 from optimizer.context.strategies import GuidelineStrategy, parse_strategy
+from optimizer.context.strategies.base import ContextStrategy
 from optimizer.evaluate.endpoints import ModelEndpoints
-from optimizer.evaluate.jobs import select_tasks, strategy_named
+from optimizer.evaluate.jobs import RunResult, select_tasks, strategy_named
 from optimizer.search import accounting
 from optimizer.search.candidate import Candidate
 from optimizer.search.evaluator import Evaluation, Evaluator, Progress
 from optimizer.search.front import Point
 from optimizer.search.lineage import llm_free, parts
+from optimizer.search.proposers.base import Pair
 from optimizer.search.proposers.llm import OptimizerLM
 from optimizer.search.report import ReportInputs, Row, build_report, report_markdown
 from optimizer.search.scores import Scores
@@ -37,6 +38,9 @@ from optimizer.search.searches import SEARCHES, SearchContext
 from optimizer.search.state import JobDir, JobState
 from optimizer.search.validate import ToolOutputIndex
 from optimizer.world.task import Task
+
+if TYPE_CHECKING:
+    from optimizer.config import ExperimentConfig
 
 Log = Callable[[str], None]
 
@@ -71,7 +75,7 @@ class OptimizationJob:
         self.progress = progress
         self.tracker: Any = None
         self.ctx: SearchContext | None = None
-        self.none_val = None
+        self.none_val: Scores | None = None
         self._wall_base = self.state.wall_s
         self._started: float | None = None
 
@@ -182,7 +186,9 @@ class OptimizationJob:
         self.log(f"chosen: {picked.guideline.name}@{picked.version} ({picked.origin}, round {picked.round})")
 
     @staticmethod
-    def _selection_key(ctx: SearchContext, candidate: Candidate, none_val) -> tuple:
+    def _selection_key(
+        ctx: SearchContext, candidate: Candidate, none_val: Scores
+    ) -> tuple[bool, tuple[float, ...], tuple[float, ...]]:
         train = candidate.screens["train"]
         return (
             ctx.feasible(train, ctx.none_train.scores),
@@ -220,7 +226,14 @@ class OptimizationJob:
         tier0 = self.options.screen_agent
         self.log(f"final: test split ({len(self.test)} tasks), chosen {chosen.guideline.name}@{chosen.version}")
 
-        def row(name: str, kind: str, strategy, tasks: Sequence[Task], agent: str, version=None) -> Row:
+        def row(
+            name: str,
+            kind: str,
+            strategy: ContextStrategy,
+            tasks: Sequence[Task],
+            agent: str,
+            version: str | None = None,
+        ) -> Row:
             return Row(name, kind, agent, evaluator.evaluate(strategy, tasks, "test", agent).scores, version)
 
         none_row = row("none", "control", parse_strategy("none"), self.test, tier0)
@@ -354,14 +367,14 @@ class OptimizationJob:
             self.state.wall_s = self._wall_base + time.monotonic() - self._started
         self.dir.save_state(self.state)
 
-    def _on_run(self, result, agent: str, split: str) -> None:
+    def _on_run(self, result: RunResult, agent: str, split: str) -> None:
         if self.tracker is not None:
             self.tracker.on_run(self, result, agent=agent, split=split)
 
     def _on_candidate(self, candidate: Candidate, evaluation: Evaluation) -> None:
         self.tracker.on_candidate(self, candidate, evaluation.result)
 
-    def _on_diffs(self, index: int, pairs) -> None:
+    def _on_diffs(self, index: int, pairs: Sequence[Pair]) -> None:
         self.tracker.on_diffs(self, index, list(pairs))
 
     def _tier1_enabled(self) -> bool:
@@ -371,9 +384,11 @@ class OptimizationJob:
         return list(self.state.candidates.values())
 
     def chosen(self) -> Candidate:
-        return self.state.candidates[self.state.chosen or self.state.seed]
+        return self.state.candidates[self.state.chosen] if self.state.chosen else self.seed()
 
     def seed(self) -> Candidate:
+        if self.state.seed is None:
+            raise RuntimeError("the job has no seed candidate before its warm start")
         return self.state.candidates[self.state.seed]
 
     def points(self) -> list[Point]:

@@ -9,13 +9,15 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from optimizer.config import ExperimentConfig
 from optimizer.errors import ConfigError
 from optimizer.evaluate.runner import run_key
 from optimizer.search.candidate import Candidate
 from optimizer.storage import atomic_write_json, atomic_write_text
+
+if TYPE_CHECKING:
+    from optimizer.config import ExperimentConfig
 
 STATE_FORMAT = 2
 

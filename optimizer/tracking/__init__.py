@@ -45,8 +45,8 @@ def tracker_from_config(config: ExperimentConfig) -> Tracker:
 
 
 def load_from_registry(ref: str, tracking_uri: str | None = None, *, provenance: bool = False) -> Guideline:
-    """A registered guideline (`NAME@ALIAS`, `NAME/VERSION`); see `optimizer.tracking.registry`."""
-    from optimizer.tracking.registry import load_from_registry as load
+    """A registered guideline (`NAME@ALIAS`, `NAME/VERSION`); see `optimizer.context.prompt_registry`."""
+    from optimizer.context.prompt_registry import load_from_registry as load
 
     return load(ref, tracking_uri, provenance=provenance)
 

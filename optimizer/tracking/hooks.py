@@ -54,6 +54,7 @@ RUN_METRICS = (
     "recall_calls",
     "duplicate_writes",
     "cache_breaks",
+    "cache_breaks_per_episode",
     "wall_s",
 )
 # The reference agent (tier 0) calls no model: these would read 0 for "not measured", not for "none spent".

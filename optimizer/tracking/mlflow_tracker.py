@@ -30,12 +30,12 @@ from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NOTE
 
 from optimizer.agent.episode import Episode
 from optimizer.context.guideline import Guideline
+from optimizer.context.prompt_registry import BEST, GuidelineRegistry, RegisteredGuideline
 from optimizer.tracking.base import Tracker
 from optimizer.tracking.diffs import guideline_diff
 from optimizer.tracking.front_page import PairLink
 from optimizer.tracking.params import flatten
 from optimizer.tracking.pareto import ParetoPoint, pareto_front, plot_png
-from optimizer.tracking.registry import BEST, GuidelineRegistry, RegisteredGuideline
 from optimizer.tracking.state import JobState, remember_run
 from optimizer.tracking.store import Store
 from optimizer.tracking.tables import to_columns
@@ -97,7 +97,7 @@ class MlflowTracker(Tracker):
     def __init__(
         self, store: Store, job_dir: Path, experiment: str, *, traces: bool = True, prompt_prefix: str | None = None
     ) -> None:
-        from optimizer.tracking.registry import prompt_prefix as default_prefix
+        from optimizer.context.prompt_registry import prompt_prefix as default_prefix
 
         self.store = store
         self.job_dir = job_dir.resolve()

@@ -13,7 +13,7 @@ import dataclasses
 import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import ConfigDict, Field
 
@@ -52,7 +52,7 @@ class BfclSuite(SuiteSource):
     def named(cls) -> dict[str, Callable[[], SuiteSource]]:
         return {
             "bfcl_" + category.removeprefix("multi_turn_"): functools.partial(BfclSuite, category=category)
-            for category in Category.__args__
+            for category in get_args(Category)
         }
 
     def load(self) -> Suite:
@@ -207,6 +207,7 @@ def _fails_with(case: BfclCase, flat: Sequence[tuple[int, ToolCall]], index: int
 
 
 def _replay_fails(case: BfclCase, flat: Sequence[tuple[int, ToolCall]], index: int, need: Need) -> bool:
+    assert need.argument is not None  # find_needs guesses an argument's value, so it names one
     env = BfclEnvironment(case)
     try:
         for position, (turn, call) in enumerate(flat):

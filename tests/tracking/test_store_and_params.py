@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from optimizer.config import ExperimentConfig, TrackingConfig
+from optimizer.context.prompt_registry import parse_ref, prompt_prefix
 from optimizer.tracking import ParetoPoint, experiment_params, experiment_tags, pareto_front, resolve_store
 from optimizer.tracking.diffs import guideline_diff, side_by_side
 from optimizer.tracking.params import flatten, public_url
 from optimizer.tracking.pareto import plot_png
-from optimizer.tracking.registry import parse_ref, prompt_prefix
 from optimizer.tracking.tables import to_columns
 from tests.tracking.conftest import make_guideline
 

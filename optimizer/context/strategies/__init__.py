@@ -7,7 +7,7 @@ strategy names below is derived from the registry; see CONTRIBUTING.md.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, TypeAlias, get_args
+from typing import TYPE_CHECKING, Any, TypeAlias, get_args
 
 from pydantic import TypeAdapter
 
@@ -38,7 +38,7 @@ LLM_BASELINES = tuple(n for cls, n in zip(STRATEGY_CLASSES, STRATEGY_NAMES, stri
 _ADAPTER: TypeAdapter[ContextStrategy] = TypeAdapter(StrategyConfig)
 
 
-def parse_strategy(data: dict | str) -> ContextStrategy:
+def parse_strategy(data: dict[str, Any] | str) -> ContextStrategy:
     """Build a strategy from a config mapping, or from a bare name with default settings."""
     if isinstance(data, str):
         data = {"type": data}

@@ -26,7 +26,8 @@ if TYPE_CHECKING:  # a type checker sees the base; pydantic validates against th
 else:
     ProposerConfig = PROPOSERS.union()
 PROPOSER_CLASSES: tuple[type[Proposer], ...] = get_args(get_args(ProposerConfig)[0])
-DEFAULT_PROPOSERS: tuple[Proposer, ...] = tuple(cls() for cls in PROPOSER_CLASSES)
+# Every proposer with its defaults (`model_validate`: the classes are only known as `Proposer` subclasses).
+DEFAULT_PROPOSERS: tuple[Proposer, ...] = tuple(cls.model_validate({}) for cls in PROPOSER_CLASSES)
 
 __all__ = [
     "DEFAULT_PROPOSERS",

@@ -159,7 +159,7 @@ class AconSearch:
     def _apply(
         self, ctx: SearchContext, index: int, parent: Candidate, inputs: ProposalInput, *, step: str
     ) -> list[Candidate]:
-        out = []
+        out: list[Candidate] = []
         for proposer in ctx.options.proposers:
             if proposer.step != step or (proposer.uses_llm and (inputs.llm is None or not ctx.options.llm_proposers)):
                 continue
