@@ -7,7 +7,7 @@ order `tests/test_import_layers.py` checks the source against (it reads it from 
     _offline
     optimizer
     errors
-    tokens, storage, locking, untrusted
+    tokens, storage, locking, untrusted, registry
     llm, world
     tasks
     context
@@ -36,8 +36,9 @@ a caller above and name its type only under `if TYPE_CHECKING:` (the one kind of
 exempts: it runs nothing). `tracking` records jobs (runs, candidates, fronts) into MLflow, `cli` wires
 everything to commands, and `testing` (stub servers, scripted agents) drives the CLI in tests.
 
-One import runs against the order today: `world/suite.py` imports `tasks` to register the built-in
-suites. It is the single allowed exception in the test, and goes when suites register by entry point.
+`registry` builds each extension point's union (strategies, suites, agents, proposers) from entry points:
+it imports the classes by name when the union is first built, never by an import statement, so `world`
+knows the suite base and `tasks` registers its suites without `world` importing `tasks`.
 """
 
 from __future__ import annotations

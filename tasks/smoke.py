@@ -26,7 +26,6 @@ from optimizer.world import (
     ToolOutput,
     ToolSpec,
     UserTurn,
-    register_suite,
 )
 
 ORDERS: dict[str, dict[str, Any]] = {
@@ -182,6 +181,3 @@ class SmokeSuite(SuiteSource):
         tasks = _tasks()
         train = frozenset(self.train_ids)
         return Suite("smoke", tasks, train, frozenset(t.id for t in tasks) - train)
-
-
-register_suite("smoke", SmokeSuite)

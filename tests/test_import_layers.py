@@ -18,10 +18,9 @@ from tests.conftest import ROOT
 
 PACKAGES = ("optimizer", "tasks")
 
-# (importing file, imported layer) pairs allowed against the order. `world/suite.py` imports `tasks` so
-# that the built-in suites register themselves; the registry work (issue 16, entry-point suites)
-# removes this import, and then this entry (the test below fails while a listed import is gone).
-ALLOWED = {("optimizer/world/suite.py", "tasks")}
+# (importing file, imported layer) pairs allowed against the order (the test below fails while a listed
+# import is gone). None: suites register by entry point, so `world/suite.py` no longer imports `tasks`.
+ALLOWED: set[tuple[str, str]] = set()
 
 
 @dataclass(frozen=True)

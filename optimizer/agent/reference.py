@@ -112,6 +112,9 @@ class ReferenceAgent(Agent):
     name = "reference"
     uses_model = False
 
+    def deviation_records(self) -> list[dict[str, Any]]:
+        return [d.to_dict() for d in self.deviations]
+
     def system_prompt(self, tools: Sequence[ToolSpec]) -> str:
         names = ", ".join(t.name for t in tools)
         return f"Reference agent replaying a known solution. Tools: {names}."

@@ -48,8 +48,8 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 
 def main() -> None:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    _register()
     try:
+        _register()  # imports the registries: a broken plugin is a one-line error here, not a traceback
         app(standalone_mode=False, prog_name="acon")  # hints name `acon` under `python -m optimizer` too
     except AconError as exc:
         print(f"acon: error: {exc}", file=sys.stderr)

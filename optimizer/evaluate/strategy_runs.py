@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from optimizer.agent.episode import Episode, summarize_episodes
-from optimizer.context.strategies import parse_strategy
+from optimizer.agent.kinds import AGENTS
+from optimizer.context.strategies import STRATEGIES, parse_strategy
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import ConfigError
 from optimizer.evaluate.bill import summarize_bills, with_bills
@@ -52,25 +53,24 @@ def strategy_named(config: ExperimentConfig, name: str | None) -> ContextStrateg
     """The config's strategy, or a named one (taking the config's settings when the type matches)."""
     if name is None or name == config.strategy.type:
         return config.strategy
-    if name == "guideline" or name == "seed":
-        return parse_strategy({"type": "guideline", "guideline": config.guideline})
-    if name in ("llm_history", "llm_observation"):
+    if name == "seed":
+        name = "guideline"
+    cls = STRATEGIES.get(name)  # an unknown name: one line listing every registered one
+    # A strategy that reads a guideline file (its instructions, or the whole guideline) reads the config's.
+    if "guideline" in cls.model_fields:
         return parse_strategy({"type": name, "guideline": config.guideline})
-    try:
-        return parse_strategy(name)
-    except Exception as exc:  # pydantic's union error is long; the CLI wants one line
-        raise ConfigError(f"unknown strategy {name!r}") from exc
+    return parse_strategy(name)
 
 
 def check_tier(strategy: ContextStrategy, agent: str) -> None:
     """The oracle reads the task's reference solution, which only the tier-0 reference agent has."""
-    if strategy.kind == "oracle" and agent != "reference":
+    if strategy.kind == "oracle" and not AGENTS.get(agent).reads_reference:
         raise ConfigError("the oracle reads each task's reference solution: it runs at tier 0 only (--agent reference)")
 
 
 def endpoint_roles(config: ExperimentConfig, strategies: Sequence[ContextStrategy], agent: str) -> dict:
     roles = {}
-    if agent == "llm":
+    if AGENTS.get(agent).uses_model:
         roles["agent"] = config.endpoints.agent
     if any(s.uses_compressor for s in strategies):
         roles["compressor"] = config.endpoints.compressor

@@ -22,11 +22,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from optimizer.agent.episode import Episode
+from optimizer.agent.kinds import AGENTS
 from optimizer.config import ExperimentConfig
 from optimizer.evaluate.strategy_runs import RunResult, episode_row
 from optimizer.tracking.base import Tracker
 from optimizer.tracking.front_page import VIEW_KEY, description, review_view
-from optimizer.tracking.params import TIERS, experiment_params, experiment_tags, flatten
+from optimizer.tracking.params import experiment_params, experiment_tags, flatten, tier_of
 from optimizer.tracking.pareto import ParetoPoint
 
 if TYPE_CHECKING:
@@ -107,11 +108,11 @@ class JobTracking:
         if strategy.type == "guideline":
             params["strategy"] = {"type": "guideline", "version": strategy.version()}
         name = f"{strategy.label()} · {agent} · {split}"
-        measured = RUN_METRICS if agent != "reference" else tuple(m for m in RUN_METRICS if m not in AGENT_ONLY)
+        measured = RUN_METRICS if AGENTS.get(agent).uses_model else tuple(m for m in RUN_METRICS if m not in AGENT_ONLY)
         with self.tracker.child_run(key, name, params=flatten(params), tags=tags, times_ms=_times(result)):
             self.tracker.log_metrics(numeric(result.summary, measured))
             self.tracker.log_table([episode_row(e) for e in result.episodes], "tables/episodes.json")
-            trace_tags = {"acon.split": split, "acon.tier": TIERS.get(agent, agent)}
+            trace_tags = {"acon.split": split, "acon.tier": tier_of(agent)}
             for episode in result.episodes:
                 self.tracker.trace_episode(episode, trace_tags)
         self._recorded.add(key)
