@@ -13,17 +13,13 @@ from optimizer.config import ExperimentConfig
 from optimizer.context.strategies import parse_strategy
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import ConfigError
+from optimizer.evaluate.codec import RUN_FORMAT
 from optimizer.evaluate.endpoints import ModelEndpoints
 from optimizer.evaluate.records import EpisodeRecords, EpisodeSummary, summaries_of
 from optimizer.evaluate.runner import AgentSpec, OnEpisode, run_key, run_tasks
 from optimizer.evaluate.stats import bootstrap_ci
 from optimizer.world.suite import task_ids
 from optimizer.world.task import Task
-
-RUN_FORMAT = 4
-"""Bumped when a change makes episodes recorded before it unfit for reuse (1: keys held the strategy's config;
-3: honest tier-0 recall; 4: the oracle matches literals one by one, compressors quarantine planted
-instructions)."""
 
 
 @dataclass
@@ -181,18 +177,18 @@ def episode_row(episode: Episode | EpisodeSummary) -> dict[str, Any]:
         "task_id": episode.task_id,
         "success": episode.success,
         "outcome": episode.outcome,
-        "steps": m["steps"],
-        "peak_tokens": m["peak_tokens"],
-        "dependency": m["dependency"],
-        "total_tokens": m["total_tokens"],
-        "cost": m["cost"],
-        "wall_s": m["wall_s"],
-        "agent_tokens": m["agent_tokens"],
-        "compressor_tokens": m["compressor_tokens"],
-        "recall_calls": m["recall_calls"],
-        "duplicate_writes": m["duplicate_writes"],
-        "cache_breaks": m["cache_breaks"],
-        "token_source": m["token_source"],
+        "steps": m.steps,
+        "peak_tokens": m.peak_tokens,
+        "dependency": m.dependency,
+        "total_tokens": m.total_tokens,
+        "cost": m.cost,
+        "wall_s": m.wall_s,
+        "agent_tokens": m.agent_tokens,
+        "compressor_tokens": m.compressor_tokens,
+        "recall_calls": m.recall_calls,
+        "duplicate_writes": m.duplicate_writes,
+        "cache_breaks": m.cache_breaks,
+        "token_source": m.token_source,
         "reasons": episode.reasons,
         "error": episode.error,
     }

@@ -8,12 +8,14 @@ when something reads it (mining a pair, a trace, a diff), and is dropped when th
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, overload
 
 from optimizer.agent.episode import Episode, Outcome
+from optimizer.agent.episode_records import EpisodeMetrics
+from optimizer.evaluate.codec import decode_episode, decode_metrics, upgrade
 from optimizer.storage import JsonlLog
 
 
@@ -23,7 +25,7 @@ class EpisodeSummary:
 
     task_id: str
     outcome: Outcome
-    metrics: Mapping[str, Any]
+    metrics: EpisodeMetrics
     reasons: tuple[str, ...] = ()
     error: str | None = None
     wall_s: float = 0.0
@@ -39,11 +41,12 @@ class EpisodeSummary:
         )
 
     @classmethod
-    def of_record(cls, record: Mapping[str, Any]) -> EpisodeSummary:
+    def of_record(cls, record: Mapping[str, Any], *, where: Path | str | None = None) -> EpisodeSummary:
+        record = upgrade(record, where=where)
         return cls._make(
             record["task_id"],
             record["outcome"],
-            record.get("metrics") or {},
+            decode_metrics(record.get("metrics")),
             record.get("reasons") or (),
             record.get("error"),
             record.get("wall_s", 0.0),
@@ -54,15 +57,12 @@ class EpisodeSummary:
         cls,
         task_id: str,
         outcome: Outcome,
-        metrics: Mapping[str, Any],
+        metrics: EpisodeMetrics,
         reasons: Iterable[str],
         error: str | None,
         wall_s: float,
     ) -> EpisodeSummary:
-        # Keys parsed from JSON are fresh strings per record; interned, ten thousand summaries share one set.
-        return cls(
-            task_id, outcome, {sys.intern(k): v for k, v in metrics.items()}, tuple(reasons), error, float(wall_s)
-        )
+        return cls(task_id, outcome, metrics, tuple(reasons), error, float(wall_s))
 
 
 class EpisodeRecords(Sequence[Episode]):
@@ -93,7 +93,7 @@ class EpisodeRecords(Sequence[Episode]):
 
     def get(self, task_id: str) -> Episode | None:
         offset = self._offsets.get(task_id)
-        return None if offset is None else Episode.from_dict(self._log.read_at(offset))
+        return None if offset is None else decode_episode(self._log.read_at(offset), where=self._log.path.parent)
 
     def __len__(self) -> int:
         return len(self._order)

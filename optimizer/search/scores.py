@@ -44,9 +44,9 @@ class Scores:
             TaskScore(
                 e.task_id,
                 e.success,
-                int(e.metrics["peak_tokens"]),
-                int(e.metrics["recall_calls"]),
-                int(e.metrics["compressor_calls"]),
+                int(e.metrics.peak_tokens),
+                int(e.metrics.recall_calls),
+                int(e.metrics.compressor_calls),
             )
             for e in episodes
             if e.outcome != "infra_error"

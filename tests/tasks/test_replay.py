@@ -81,7 +81,7 @@ def test_example_imports_to_parquet_and_the_reference_agent_passes_every_task(ex
         assert result.outcome == "success", (task.id, result.reasons)
         assert result.deviations == []
         recorded = [s.call.signature() for s in task.reference if s.call is not None]
-        assert [c["signature"] for c in result.tool_calls] == recorded
+        assert [c.signature for c in result.tool_calls] == recorded
 
 
 def test_split_is_seeded_and_fixed(example, tmp_path):
@@ -200,15 +200,15 @@ def test_retention_classes_come_from_the_metadata_map_only(tmp_path):
     assert specs["unlock"].retention_class is RetentionClass.UNKNOWN  # not in the map
     result = episode(task)
     assert result.outcome == "success", result.reasons
-    assert [c["retention"] for c in result.tool_calls] == [
+    assert [c.retention for c in result.tool_calls] == [
         "static",
         "dynamic_state",
         "error_partial",
         "unknown",
         "write_receipt",
     ]
-    error = next(e for e in result.entries if e["is_error"])
-    assert error["must_keep"] == ["Error: order is locked"]  # an error without must_keep keeps its first line
+    error = next(e for e in result.entries if e.is_error)
+    assert error.must_keep == ("Error: order is locked",)  # an error without must_keep keeps its first line
     status = step_of(task, "order_status")
     assert [(n.literal, n.source_class) for n in status.needs] == [("ORD-7781", "static")]
 
@@ -398,7 +398,7 @@ def test_an_exported_suite_replays_like_the_original(tmp_path):
             a, b = episode(task, strategy), episode(again, strategy)
             assert a.outcome == b.outcome, (task.id, strategy, a.reasons, b.reasons)
             if a.success:  # after a deviation the live world and the replay answer differently
-                assert a.metrics["peak_tokens"] == b.metrics["peak_tokens"], (task.id, strategy)
+                assert a.metrics.peak_tokens == b.metrics.peak_tokens, (task.id, strategy)
 
 
 def test_an_exported_skill_read_keeps_its_argument_refined_class(tmp_path):
