@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from optimizer.agent.episode_records import EntryRecord, EpisodeMetrics, ToolCallRecord
+from optimizer.agent.episode_records import DeviationRecord, EntryRecord, EpisodeMetrics, ToolCallRecord
 from optimizer.context.record import CompressionRecord
 from optimizer.llm.usage import Usage, total_usage
 from optimizer.world.provenance import occurs
@@ -67,7 +67,7 @@ class Episode:
     # As filed by the loop: `compressor_io` holds text hashes, and the timing and `breaks_cache` are set.
     records: list[CompressionRecord] = field(default_factory=list)
     texts: dict[str, str] = field(default_factory=dict)
-    deviations: list[dict[str, Any]] = field(default_factory=list)
+    deviations: list[DeviationRecord] = field(default_factory=list)
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     system_prompt_tokens: int = 0
     token_source: str = "counted"

@@ -1,4 +1,4 @@
-"""The typed parts of an episode record: history entries, tool calls, and the episode's metrics.
+"""The typed parts of an episode record: history entries, tool calls, deviations, and the metrics.
 
 Each is frozen and built complete by the loop (nothing is patched after it is filed). Texts are text
 hashes into the episode's content-addressed store, never texts. Only `optimizer.evaluate.codec` turns
@@ -54,6 +54,18 @@ class ToolCallRecord:
     # spans share the gap after the model call that issued them.
     started_s: float | None = None
     latency_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DeviationRecord:
+    """Where the context made the reference agent depart from the reference solution (tier 0 only)."""
+
+    step: int
+    reference_index: int  # the reference step it departed at
+    kind: str  # the need's kind (value, receipt, ...)
+    literal: str  # the literal the agent could not see
+    behaviour: str  # guess | skip | repeat | recall (a near miss: the step went as written after a recall)
+    source_class: str | None = None  # retention class of the content the literal first appeared in
 
 
 @dataclass(frozen=True, slots=True)

@@ -88,7 +88,7 @@ def run_episode(task: Task, agent: Agent, strategy: ContextStrategy, services: E
         env.close()
     episode.answers = answers
     if isinstance(agent, ReferenceAgent):
-        episode.deviations = [d.to_dict() for d in agent.deviations]
+        episode.deviations = [d.record() for d in agent.deviations]
     episode.wall_s = time.perf_counter() - started
     episode.metrics = compute_metrics(
         episode,

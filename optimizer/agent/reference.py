@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from optimizer.agent.base import Agent, AgentAction, AgentInput
+from optimizer.agent.episode_records import DeviationRecord
 from optimizer.agent.render import request_text
 from optimizer.context.recall import RECALL_TOOL
 from optimizer.world.provenance import alter_text, occurs
@@ -45,15 +46,16 @@ class Deviation:
     need: Need
     behaviour: str  # guess | skip | repeat | recall (a near miss: the step went as written after a recall)
 
-    def to_dict(self) -> dict:
-        return {
-            "step": self.step,
-            "reference_index": self.reference_index,
-            "kind": self.need.kind.value,
-            "literal": self.need.literal,
-            "behaviour": self.behaviour,
-            "source_class": self.need.source_class,
-        }
+    def record(self) -> DeviationRecord:
+        """What the episode keeps of it: the need flattened to its kind, literal and source class."""
+        return DeviationRecord(
+            self.step,
+            self.reference_index,
+            self.need.kind.value,
+            self.need.literal,
+            self.behaviour,
+            self.need.source_class,
+        )
 
 
 def written_needs(reference: Sequence[ReferenceStep]) -> list[tuple[Need, ...]]:

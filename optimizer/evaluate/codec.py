@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.agent.episode import Episode, StepRecord
-from optimizer.agent.episode_records import EntryRecord, EpisodeMetrics, ToolCallRecord
+from optimizer.agent.episode_records import DeviationRecord, EntryRecord, EpisodeMetrics, ToolCallRecord
 from optimizer.context.history import EntryKind
 from optimizer.context.record import CompressionRecord
 from optimizer.errors import AconError
@@ -62,7 +62,7 @@ def encode_episode(episode: Episode) -> dict[str, Any]:
         "entries": [_entry_dict(e) for e in episode.entries],
         "records": [encode_record(r) for r in episode.records],
         "texts": dict(episode.texts),
-        "deviations": _plain(episode.deviations),
+        "deviations": [dataclasses.asdict(d) for d in episode.deviations],
         "tool_calls": [_tool_call_dict(c) for c in episode.tool_calls],
         "system_prompt_tokens": episode.system_prompt_tokens,
         "token_source": episode.token_source,
@@ -96,7 +96,7 @@ def decode_episode(data: Mapping[str, Any], *, where: Path | str | None = None) 
         entries=[_entry(e) for e in data.get("entries", ())],
         records=[decode_record(r) for r in data.get("records", ())],
         texts=dict(data.get("texts", {})),
-        deviations=[dict(d) for d in data.get("deviations", ())],
+        deviations=[DeviationRecord(**d) for d in data.get("deviations", ())],
         tool_calls=[_tool_call(c) for c in data.get("tool_calls", ())],
         system_prompt_tokens=data.get("system_prompt_tokens", 0),
         token_source=data.get("token_source", "counted"),

@@ -88,10 +88,10 @@ def _from_deviations(compressed: Episode) -> tuple[int | None, list[MissingFact]
     missing = []
     first_index = None
     for deviation in compressed.deviations:
-        index = _index_of_step(compressed, deviation["step"])
+        index = _index_of_step(compressed, deviation.step)
         if first_index is None:
             first_index = index
-        missing.append(_trace(compressed, deviation["literal"], deviation["kind"], deviation["behaviour"], index))
+        missing.append(_trace(compressed, deviation.literal, deviation.kind, deviation.behaviour, index))
     return first_index, missing
 
 

@@ -103,4 +103,4 @@ def test_an_answer_quoting_a_lost_literal_quotes_a_wrong_one():
 
     episode = run_episode(task, Blind(task.reference), parse_strategy("none"), EpisodeServices())
     assert "LN-903308" not in episode.answers[0] and "LN-903309" in episode.answers[0]
-    assert {d["reference_index"] for d in episode.deviations if d["literal"] == "LN-903308"} >= {2, 3, 5}
+    assert {d.reference_index for d in episode.deviations if d.literal == "LN-903308"} >= {2, 3, 5}

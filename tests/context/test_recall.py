@@ -21,7 +21,7 @@ NEEDS_BIN = (Need(NeedKind.VALUE, "B-14", guess="B-00"),)
 def test_the_reference_agent_recalls_a_cleared_result_and_gets_the_original_back():
     result = run(CLEAR, answer="ORD-5521 from bin B-14", answer_needs=NEEDS_BIN)
     episode = result.episode
-    assert [d["behaviour"] for d in episode.deviations] == ["recall"]  # a near miss, on the record
+    assert [d.behaviour for d in episode.deviations] == ["recall"]  # a near miss, on the record
     assert episode.answers == ["ORD-5521 from bin B-14"]
 
     recall = next(c for c in episode.tool_calls if c.name == "recall")
@@ -115,13 +115,13 @@ def test_the_honest_agent_recalls_the_placeholder_of_the_call_the_fact_came_from
     placeholder = next(t for t in result.sent[recall.step] if 'recall(handle="h1")' in str(t.get("content")))
     assert "call_id=ref_2" in placeholder["content"]
     assert result.episode.outcome == "success"
-    assert [(d["literal"], d["behaviour"]) for d in result.episode.deviations] == [("B-14", "recall")]
+    assert [(d.literal, d.behaviour) for d in result.episode.deviations] == [("B-14", "recall")]
 
 
 def test_an_agent_that_never_recalls_guesses_instead():
     result = recall_run(CLEAR, "never")
     assert result.episode.metrics.recall_calls == 0
-    assert [(d["literal"], d["behaviour"]) for d in result.episode.deviations] == [("B-14", "guess")]
+    assert [(d.literal, d.behaviour) for d in result.episode.deviations] == [("B-14", "guess")]
     assert result.episode.answers == ["ORD-5521 from bin B-00"]
 
 
@@ -149,7 +149,7 @@ def test_the_honest_agent_does_not_recall_what_no_placeholder_points_to():
     honest = recall_run(strategy, "honest", script=script)
     assert peek.episode.metrics.recall_calls == 1 and peek.episode.outcome == "success"
     assert honest.episode.metrics.recall_calls == 0
-    assert [(d["literal"], d["behaviour"]) for d in honest.episode.deviations] == [("B-14", "guess")]
+    assert [(d.literal, d.behaviour) for d in honest.episode.deviations] == [("B-14", "guess")]
 
 
 def test_the_summary_index_is_enough_to_recall(compressor_for):
@@ -170,4 +170,4 @@ def test_the_summary_index_is_enough_to_recall(compressor_for):
     sent = "\n".join(str(m.get("content")) for m in agent.sent[recall.step])
     handle = recall.arguments["handle"]
     assert f'- recall(handle="{handle}"): read_file({{"path": "docs/catalog.md"}}) call_id=ref_2' in sent
-    assert episode.outcome == "success" and {d["behaviour"] for d in episode.deviations} == {"recall"}
+    assert episode.outcome == "success" and {d.behaviour for d in episode.deviations} == {"recall"}

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from optimizer.agent.episode import Episode
-from optimizer.agent.episode_records import EntryRecord, EpisodeMetrics, ToolCallRecord
+from optimizer.agent.episode_records import DeviationRecord, EntryRecord, EpisodeMetrics, ToolCallRecord
 from optimizer.agent.loop import EpisodeServices, run_episode
 from optimizer.agent.reference import ReferenceAgent
 from optimizer.context.history import EntryKind
@@ -33,11 +33,13 @@ def test_run_format_is_5():
     assert RUN_FORMAT == 5
 
 
-def test_an_episode_round_trips_through_json_with_its_records_typed():
-    task = load_suite("smoke").task("smoke-total")
+@pytest.mark.parametrize(("suite", "task_id"), [("smoke", "smoke-total"), ("builtin", "store_credit-00")])
+def test_an_episode_round_trips_through_json_with_its_records_typed(suite, task_id):
+    task = load_suite(suite).task(task_id)
     strategy = parse_strategy({"type": "fifo", "keep_last": 1})
     episode = run_episode(task, ReferenceAgent(task.reference), strategy, EpisodeServices())
     assert episode.records and episode.tool_calls and episode.entries  # else the round trip proves little
+    assert episode.deviations or suite == "smoke"  # the builtin task loses literals under fifo(1)
     line = json.loads(json.dumps(encode_episode(episode)))
     assert line["format"] == RUN_FORMAT
     again = decode_episode(line)
@@ -46,6 +48,7 @@ def test_an_episode_round_trips_through_json_with_its_records_typed():
     assert all(isinstance(e, EntryRecord) and isinstance(e.kind, EntryKind) for e in again.entries)
     assert all(isinstance(r, CompressionRecord) for r in again.records)
     assert all(isinstance(c, ToolCallRecord) for c in again.tool_calls)
+    assert all(isinstance(d, DeviationRecord) for d in again.deviations)
     assert isinstance(again.metrics, EpisodeMetrics) and again.metrics == episode.metrics
 
 

@@ -136,8 +136,8 @@ def test_losing_the_literal_under_fifo_fails_the_task(example):
     assert result.outcome == "failure"
     assert any("not made: set_bike_status" in r for r in result.reasons), result.reasons
     # The call that needs it guesses, and so does every later step that writes it out (the answer).
-    assert {(d["literal"], d["behaviour"]) for d in result.deviations} == {("BK-40117", "guess")}
-    assert result.deviations[0]["reference_index"] == min(d["reference_index"] for d in result.deviations)
+    assert {(d.literal, d.behaviour) for d in result.deviations} == {("BK-40117", "guess")}
+    assert result.deviations[0].reference_index == min(d.reference_index for d in result.deviations)
 
 
 @dataclasses.dataclass
@@ -165,7 +165,7 @@ def test_editing_a_needed_literal_out_of_the_context_fails_the_task(example, tas
     task = example[1].task(task_id)
     result = episode(task, agent=BlindReference(task.reference, hidden=literal))
     assert result.outcome == "failure"
-    assert any(d["literal"] == literal and d["behaviour"] == "guess" for d in result.deviations)
+    assert any(d.literal == literal and d.behaviour == "guess" for d in result.deviations)
     assert any("not made" in r for r in result.reasons)
     assert any("outside the recording" in r for r in result.reasons)
 
