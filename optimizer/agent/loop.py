@@ -16,7 +16,6 @@ from typing import Any
 from optimizer.agent.base import Agent, AgentAction, AgentInput
 from optimizer.agent.episode import Episode, StepRecord, compute_metrics
 from optimizer.agent.episode_records import EntryRecord, ToolCallRecord
-from optimizer.agent.reference import ReferenceAgent
 from optimizer.context.compressor import Compressor
 from optimizer.context.history import Entry
 from optimizer.context.recall import RECALL_SPEC, RECALL_TOOL, RecallStore
@@ -87,8 +86,7 @@ def run_episode(task: Task, agent: Agent, strategy: ContextStrategy, services: E
     finally:
         env.close()
     episode.answers = answers
-    if isinstance(agent, ReferenceAgent):
-        episode.deviations = [d.record() for d in agent.deviations]
+    episode.deviations = agent.deviation_records()
     episode.wall_s = time.perf_counter() - started
     episode.metrics = compute_metrics(
         episode,

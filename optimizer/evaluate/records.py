@@ -9,7 +9,7 @@ when something reads it (mining a pair, a trace, a diff), and is dropped when th
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, overload
 
@@ -17,6 +17,14 @@ from optimizer.agent.episode import Episode, Outcome
 from optimizer.agent.episode_records import EpisodeMetrics
 from optimizer.evaluate.codec import decode_episode, decode_metrics, upgrade
 from optimizer.storage import JsonlLog
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectedBills:
+    """One episode's projected bills: each price model's figures, and the headline model's cost."""
+
+    by_model: Mapping[str, Mapping[str, Any]]
+    cost: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +37,10 @@ class EpisodeSummary:
     reasons: tuple[str, ...] = ()
     error: str | None = None
     wall_s: float = 0.0
+    # The episode's bills projected after the run (`optimizer.evaluate.bill`), by price model name (the
+    # configured ones, so an open set), and the headline model's cost (None: not projected).
+    projected: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    projected_cost: float | None = None
 
     @property
     def success(self) -> bool:
@@ -94,6 +106,17 @@ class EpisodeRecords(Sequence[Episode]):
     def get(self, task_id: str) -> Episode | None:
         offset = self._offsets.get(task_id)
         return None if offset is None else decode_episode(self._log.read_at(offset), where=self._log.path.parent)
+
+    def with_projected(self, bills: Mapping[str, ProjectedBills]) -> EpisodeRecords:
+        """The same records, each listed task's summary carrying `bills[task_id]` (projected from the
+        records after the run)."""
+        summaries = {
+            task_id: replace(s, projected=bills[task_id].by_model, projected_cost=bills[task_id].cost)
+            if task_id in bills
+            else s
+            for task_id, s in self._summaries.items()
+        }
+        return EpisodeRecords(self._log, self._order, self._offsets, summaries)
 
     def __len__(self) -> int:
         return len(self._order)
