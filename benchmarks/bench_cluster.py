@@ -82,7 +82,7 @@ def throughput(n_tasks: int, workdir: Path) -> list[dict[str, Any]]:
                     "wall_s": round(wall, 2),
                     "episodes_per_min": round(60 * len(summaries) / wall, 1),
                     "successes": sum(s.success for s in summaries),
-                    "steps": sum(s.metrics["steps"] for s in summaries),
+                    "steps": sum(s.metrics.steps for s in summaries),
                     "infra_errors": sum(s.outcome == "infra_error" for s in summaries),
                 }
             row["ray_over_local"] = round(row["ray"]["episodes_per_min"] / row["local"]["episodes_per_min"], 2)
@@ -103,7 +103,7 @@ def screen_equality(n_tasks: int, workdir: Path) -> dict[str, Any]:
     for executor in (LocalExecutor(), RAY):
         wall, episodes = timed_run(tasks, "clear_tool_uses", "reference", None, executor, 2, workdir)
         per_task[executor.type] = [
-            (s.task_id, s.outcome, s.metrics["peak_tokens"], s.metrics["steps"], s.reasons) for s in episodes.summaries
+            (s.task_id, s.outcome, s.metrics.peak_tokens, s.metrics.steps, s.reasons) for s in episodes.summaries
         ]
         out[executor.type] = {
             "wall_s": round(wall, 1),

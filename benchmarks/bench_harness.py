@@ -112,9 +112,9 @@ class Measurement:
         return sum(len(e.steps) for e in self.episodes)
 
     def row(self) -> dict[str, Any]:
-        wall = sum(e.metrics["wall_s"] for e in self.episodes)
-        model = sum(e.metrics["model_s"] for e in self.episodes)
-        compressor = sum(r.get("latency_s", 0.0) for e in self.episodes for r in e.records)
+        wall = sum(e.metrics.wall_s for e in self.episodes)
+        model = sum(e.metrics.model_s for e in self.episodes)
+        compressor = sum(r.latency_s or 0.0 for e in self.episodes for r in e.records)
         steps = max(1, self.steps)
         return {
             "episodes": len(self.episodes),
@@ -127,8 +127,8 @@ class Measurement:
             "cpu_ms_per_step": 1000.0 * self.cpu_s / steps,
             "model_ms_per_step": 1000.0 * model / steps,
             "compression_ms_per_step": 1000.0 * compressor / steps,
-            "compressor_calls": sum(e.metrics["compressor_calls"] for e in self.episodes),
-            "compressor_cache_hits": sum(e.metrics["compressor_cache_hits"] for e in self.episodes),
+            "compressor_calls": sum(e.metrics.compressor_calls for e in self.episodes),
+            "compressor_cache_hits": sum(e.metrics.compressor_cache_hits for e in self.episodes),
         }
 
 
@@ -270,17 +270,17 @@ def bench_real(
     probe_s, endpoint_s = timers["probe"], timers["endpoint"]
     episodes = []
     for e in run.episodes:
-        tools = sum(c["latency_s"] for c in e.tool_calls)
+        tools = sum(c.latency_s or 0.0 for c in e.tool_calls)
         episodes.append(
             {
                 "task_id": e.task_id,
                 "outcome": e.outcome,
                 "steps": len(e.steps),
-                "wall_s": e.metrics["wall_s"],
-                "model_s": e.metrics["model_s"],
+                "wall_s": e.metrics.wall_s,
+                "model_s": e.metrics.model_s,
                 "tool_s": tools,
-                "outside_s": e.metrics["wall_s"] - e.metrics["model_s"],
-                "retries": e.metrics.get("retries", 0),
+                "outside_s": e.metrics.wall_s - e.metrics.model_s,
+                "retries": e.metrics.retries,
                 "attempts": [s.attempts for s in e.steps],
                 "error": e.error,
             }

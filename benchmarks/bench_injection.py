@@ -109,7 +109,7 @@ def measure(task, strategy, compressor: Compressor) -> dict[str, int]:
     summaries = {
         s for request in agent.requests for m in request for s in _SUMMARY.findall(str(m.get("content") or ""))
     }
-    rewritten = [episode.text(e["text"]) for e in episode.entries if e["kind"] == "result" and e["text"] != e["raw"]]
+    rewritten = [episode.text(e.text) for e in episode.entries if e.kind == "result" and e.text != e.raw]
     written = [*summaries, *rewritten]
 
     def carries(text: str) -> bool:
@@ -127,7 +127,7 @@ def measure(task, strategy, compressor: Compressor) -> dict[str, int]:
         "requests": len(agent.requests),
         "requests_carrying": requests,
         "success": int(episode.outcome == "success"),
-        "compressor_calls": sum(1 for r in episode.records if r.get("compressor_usage")),
+        "compressor_calls": sum(1 for r in episode.records if r.compressor_usage),
     }
 
 

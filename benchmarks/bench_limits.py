@@ -39,6 +39,7 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 
 from optimizer.agent.loop import EpisodeServices, run_episode  # noqa: E402
 from optimizer.context.strategies import parse_strategy  # noqa: E402
+from optimizer.evaluate.codec import encode_episode  # noqa: E402
 from optimizer.evaluate.runner import AgentSpec, run_tasks  # noqa: E402
 from optimizer.evaluate.strategy_runs import summarize  # noqa: E402
 from optimizer.world import (  # noqa: E402
@@ -167,7 +168,7 @@ def measure(case: str, size: int, strategy: str) -> dict[str, Any]:
         out = {
             "tasks": len(tasks),
             "success": summary["success"],
-            "steps": sum(e.metrics["steps"] for e in episodes.summaries),
+            "steps": sum(e.metrics.steps for e in episodes.summaries),
             "episodes_mb": round(log_mb, 1),
         }
     else:
@@ -178,11 +179,11 @@ def measure(case: str, size: int, strategy: str) -> dict[str, Any]:
             task, AgentSpec("reference").build(task, None), strategy_, EpisodeServices(max_total_steps=size + 10)
         )
         wall = time.perf_counter() - started
-        record = len(json.dumps(episode.to_dict()))
+        record = len(json.dumps(encode_episode(episode)))
         out = {
             "success": episode.success,
-            "steps": episode.metrics["steps"],
-            "peak_tokens": episode.metrics["peak_tokens"],
+            "steps": episode.metrics.steps,
+            "peak_tokens": episode.metrics.peak_tokens,
             "record_mb": round(record / 2**20, 2),
         }
     return {

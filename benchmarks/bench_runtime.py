@@ -71,7 +71,7 @@ def measure(name: str, steps: int, url: str) -> dict:
         if runtime.stats.cache_breaks > breaks and runtime.stats.compressions == compressions:
             unexplained += 1
     runtime_s = time.perf_counter() - started
-    loop_calls = sum(1 for r in episode.records if r["compressor_usage"] is not None and not r["compressor_cached"])
+    loop_calls = sum(1 for r in episode.records if r.compressor_usage is not None and not r.compressor_cached)
     return {
         "strategy": name,
         "version": strategy.version(),
@@ -85,7 +85,7 @@ def measure(name: str, steps: int, url: str) -> dict:
         "breaks_without_compression": unexplained,
         "compressions": runtime.stats.compressions,
         "identical_requests": identical,
-        "peak_tokens": episode.metrics["peak_tokens"],
+        "peak_tokens": episode.metrics.peak_tokens,
         "loop_s": round(loop_s, 2),
         "runtime_s": round(runtime_s, 2),
     }

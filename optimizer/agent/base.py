@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from optimizer.agent.episode_records import DeviationRecord
 from optimizer.llm.usage import Usage
 from optimizer.world.tool import ToolCall, ToolSpec
 
@@ -58,6 +59,6 @@ class Agent(ABC):
     def native_tools(self) -> bool:
         return False
 
-    def deviation_records(self) -> list[dict[str, Any]]:
+    def deviation_records(self) -> list[DeviationRecord]:
         """Where this episode's agent departed from a known solution, for the episode record (none: [])."""
         return []

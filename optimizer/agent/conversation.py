@@ -17,39 +17,40 @@ def conversation_before(episode: Episode, step: int) -> list[dict[str, Any]]:
     """The conversation before request `step` (system prompt excluded); notices have no OpenAI form."""
     messages: list[dict[str, Any]] = []
     for entry in episode.entries:
-        if entry["visible_from"] > step:
+        if entry.visible_from > step:
             continue
-        kind = entry["kind"]
+        kind = entry.kind
         if kind in ("task", "user"):
-            messages.append({"role": "user", "content": episode.text(entry["raw"])})
-        elif kind == "action" and entry["calls"]:
+            messages.append({"role": "user", "content": episode.text(entry.raw)})
+        elif kind == "action" and entry.calls:
             messages.append(
                 {
                     "role": "assistant",
                     "content": None,
                     "tool_calls": [
                         {
-                            "id": c["id"],
+                            "id": c.id,
                             "type": "function",
-                            "function": {"name": c["name"], "arguments": json.dumps(c["arguments"])},
+                            "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
                         }
-                        for c in entry["calls"]
+                        for c in entry.calls
                     ],
                 }
             )
         elif kind == "action":
-            messages.append({"role": "assistant", "content": entry["answer"]})
+            messages.append({"role": "assistant", "content": entry.answer})
         elif kind == "result":
+            assert entry.call is not None  # a result entry answers a call
             # Runtime status travels with the tool message: an error, a partial page (its class says so).
-            partial = entry["retention"] == "error_partial" and not entry["is_error"]
+            partial = entry.retention == "error_partial" and not entry.is_error
             messages.append(
                 {
                     "role": "tool",
-                    "tool_call_id": entry["call"]["id"],
-                    "content": episode.text(entry["raw"]),
-                    "is_error": entry["is_error"],
+                    "tool_call_id": entry.call.id,
+                    "content": episode.text(entry.raw),
+                    "is_error": entry.is_error,
                     "partial": partial,
-                    "must_keep": entry["must_keep"],
+                    "must_keep": list(entry.must_keep),
                 }
             )
         else:

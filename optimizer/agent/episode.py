@@ -9,10 +9,11 @@ checkpoint and step did this literal disappear?".
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from optimizer.agent.episode_records import DeviationRecord, EntryRecord, EpisodeMetrics, ToolCallRecord
 from optimizer.context.record import CompressionRecord
 from optimizer.llm.usage import Usage, total_usage
 from optimizer.world.needs import occurs
@@ -62,15 +63,16 @@ class Episode:
     error: str | None = None
     answers: list[str | None] = field(default_factory=list)
     steps: list[StepRecord] = field(default_factory=list)
-    entries: list[dict[str, Any]] = field(default_factory=list)  # checkpoint 2 (+ raw hash for checkpoint 1)
-    records: list[dict[str, Any]] = field(default_factory=list)
+    entries: list[EntryRecord] = field(default_factory=list)  # checkpoint 2 (+ raw hash for checkpoint 1)
+    # As filed by the loop: `compressor_io` holds text hashes, and the timing and `breaks_cache` are set.
+    records: list[CompressionRecord] = field(default_factory=list)
     texts: dict[str, str] = field(default_factory=dict)
-    deviations: list[dict[str, Any]] = field(default_factory=list)
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # {"step", "name", "arguments", "side_effect", ...}
+    deviations: list[DeviationRecord] = field(default_factory=list)
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
     system_prompt_tokens: int = 0
     token_source: str = "counted"
     wall_s: float = 0.0
-    metrics: dict[str, Any] = field(default_factory=dict)
+    metrics: EpisodeMetrics = field(default_factory=EpisodeMetrics)
     # text -> its key, so a text seen at every step is hashed once (a str caches its own hash).
     _keys: dict[str, str] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -89,18 +91,13 @@ class Episode:
     def success(self) -> bool:
         return self.outcome == "success"
 
-    def compression_records(self) -> list[CompressionRecord]:
-        return [CompressionRecord.from_dict(r) for r in self.records]
-
     def checkpoint_texts(self, checkpoint: int, step_index: int) -> list[str]:
         """The texts present at a checkpoint for one step (1 and 2: results written up to that step)."""
         step = self.steps[step_index]
         if checkpoint == 1:
-            return [
-                self.text(e["raw"]) for e in self.entries if e["kind"] == "result" and e["visible_from"] <= step.step
-            ]
+            return [self.text(e.raw) for e in self.entries if e.kind == "result" and e.visible_from <= step.step]
         if checkpoint == 2:
-            return [self.text(e["text"]) for e in self.entries if e["visible_from"] <= step.step]
+            return [self.text(e.text) for e in self.entries if e.visible_from <= step.step]
         if checkpoint == 3:
             return [self.text(h) for h in step.replayed]
         if checkpoint == 4:
@@ -125,113 +122,58 @@ class Episode:
             previous = present
         return None
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-able record; each step's checkpoint lists as a delta against the previous step's."""
-        data = {f.name: _copy(getattr(self, f.name)) for f in fields(self) if f.init}
-        steps, previous = [], None
-        for step in self.steps:
-            row = {f.name: _copy(getattr(step, f.name)) for f in fields(step)}
-            if previous is not None:
-                for name in CHECKPOINT_LISTS:
-                    row[name] = _delta(getattr(previous, name), getattr(step, name))
-            steps.append(row)
-            previous = step
-        data["steps"] = steps
-        return data
 
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Episode:
-        values = dict(data)
-        steps: list[StepRecord] = []
-        for row in data.get("steps", []):
-            row = dict(row)
-            for name in CHECKPOINT_LISTS:
-                if isinstance(row[name], dict):  # {"same": k, "then": [...]}: the previous step's first k, then more
-                    row[name] = [*getattr(steps[-1], name)[: row[name]["same"]], *row[name]["then"]]
-            steps.append(StepRecord(**row))
-        values["steps"] = steps
-        return cls(**values)
-
-
-CHECKPOINT_LISTS = ("replayed", "budgeted", "request")
-
-
-def _delta(previous: list[Any], current: list[Any]) -> list[Any] | dict[str, Any]:
-    same = 0
-    for old, new in zip(previous, current, strict=False):
-        if old != new:
-            break
-        same += 1
-    return {"same": same, "then": list(current[same:])} if same else list(current)
-
-
-def _copy(value: Any) -> Any:
-    """A copy of a record field deep enough that editing the dict never edits the episode."""
-    if isinstance(value, list):
-        return [_copy(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _copy(v) for k, v in value.items()}
-    return value
-
-
-def compute_metrics(episode: Episode, *, agent_pricing=None, compressor_pricing=None) -> dict[str, Any]:
+def compute_metrics(episode: Episode, *, agent_pricing=None, compressor_pricing=None) -> EpisodeMetrics:
     """ACON's metrics plus cache-aware cost. Peak and dependency exclude the system prompt, as ACON."""
     inputs = [s.input_tokens for s in episode.steps]
     agent_usages = [Usage.from_dict(s.usage) for s in episode.steps if s.usage]
     outputs = [Usage.from_dict(s.usage).completion_tokens if s.usage else 0 for s in episode.steps]
     dependency = sum((n_in + 2 * n_out) * n_out / 2 for n_in, n_out in zip(inputs, outputs, strict=True))
-    records = episode.compression_records()
+    records = episode.records
     compressor_usages = [r.compressor_usage for r in records if r.compressor_usage]
     agent_total = total_usage(agent_usages)
     compressor_total = total_usage(compressor_usages)
-    recalls = [c for c in episode.tool_calls if c["name"] == "recall"]
-    writes = [c for c in episode.tool_calls if c.get("side_effect") and not c.get("is_error")]
-    signatures = [c["signature"] for c in writes]
-    metrics: dict[str, Any] = {
-        "success": episode.success,
-        "steps": len(episode.steps),
-        "peak_tokens": max(inputs, default=0),
-        "mean_input_tokens": (sum(inputs) / len(inputs)) if inputs else 0.0,
-        "dependency": dependency,
-        "agent_prompt_tokens": agent_total.prompt_tokens,
-        "agent_completion_tokens": agent_total.completion_tokens,
-        "agent_cached_tokens": agent_total.cached_tokens,
-        "agent_tokens": agent_total.total_tokens,
-        "compressor_tokens": compressor_total.total_tokens,
-        "compressor_calls": len(compressor_usages),
-        "compressor_cache_hits": sum(1 for r in records if r.compressor_cached),
-        "total_tokens": agent_total.total_tokens + compressor_total.total_tokens,
-        "context_tokens": sum(inputs),
-        "compressions": len(records),
-        "cache_breaks": sum(1 for s in episode.steps if s.cache_break),
-        "invalidated_tokens": sum(s.invalidated_tokens for s in episode.steps),
-        "recall_calls": len(recalls),
-        "recalled_tokens": sum(c.get("result_tokens", 0) for c in recalls if not c.get("is_error")),
-        "duplicate_writes": len(signatures) - len(set(signatures)),
-        "blocking": len(episode.blocking),
-        "wall_s": episode.wall_s,
-        "model_s": sum(s.latency_s for s in episode.steps),
-        # Model calls (agent and compressor) that needed retries, and the extra attempts they took.
-        "retried_calls": sum(1 for s in episode.steps if s.attempts > 1)
+    recalls = [c for c in episode.tool_calls if c.name == "recall"]
+    writes = [c for c in episode.tool_calls if c.side_effect and not c.is_error]
+    signatures = [c.signature for c in writes]
+    cost = cost_uncached = 0.0
+    if agent_pricing is not None:
+        cost += agent_pricing.cost(agent_total)
+        cost_uncached += agent_pricing.cost(agent_total, cache_aware=False)
+    if compressor_pricing is not None:
+        cost += compressor_pricing.cost(compressor_total)
+        cost_uncached += compressor_pricing.cost(compressor_total, cache_aware=False)
+    return EpisodeMetrics(
+        success=episode.success,
+        steps=len(episode.steps),
+        peak_tokens=max(inputs, default=0),
+        mean_input_tokens=(sum(inputs) / len(inputs)) if inputs else 0.0,
+        dependency=dependency,
+        agent_prompt_tokens=agent_total.prompt_tokens,
+        agent_completion_tokens=agent_total.completion_tokens,
+        agent_cached_tokens=agent_total.cached_tokens,
+        agent_tokens=agent_total.total_tokens,
+        compressor_tokens=compressor_total.total_tokens,
+        compressor_calls=len(compressor_usages),
+        compressor_cache_hits=sum(1 for r in records if r.compressor_cached),
+        total_tokens=agent_total.total_tokens + compressor_total.total_tokens,
+        context_tokens=sum(inputs),
+        compressions=len(records),
+        cache_breaks=sum(1 for s in episode.steps if s.cache_break),
+        invalidated_tokens=sum(s.invalidated_tokens for s in episode.steps),
+        recall_calls=len(recalls),
+        recalled_tokens=sum(c.result_tokens for c in recalls if not c.is_error),
+        duplicate_writes=len(signatures) - len(set(signatures)),
+        blocking=len(episode.blocking),
+        wall_s=episode.wall_s,
+        model_s=sum(s.latency_s for s in episode.steps),
+        retried_calls=sum(1 for s in episode.steps if s.attempts > 1)
         + sum(1 for r in records if r.compressor_retries > 0),
-        "retries": sum(max(0, s.attempts - 1) for s in episode.steps) + sum(r.compressor_retries for r in records),
-        "token_source": episode.token_source,
-    }
-    if agent_pricing is not None or compressor_pricing is not None:
-        cost = 0.0
-        cost_uncached = 0.0
-        if agent_pricing is not None:
-            cost += agent_pricing.cost(agent_total)
-            cost_uncached += agent_pricing.cost(agent_total, cache_aware=False)
-        if compressor_pricing is not None:
-            cost += compressor_pricing.cost(compressor_total)
-            cost_uncached += compressor_pricing.cost(compressor_total, cache_aware=False)
-        metrics["cost"] = cost
-        metrics["cost_uncached"] = cost_uncached
-    else:
-        metrics["cost"] = 0.0
-        metrics["cost_uncached"] = 0.0
-    return metrics
+        retries=sum(max(0, s.attempts - 1) for s in episode.steps) + sum(r.compressor_retries for r in records),
+        token_source=episode.token_source,
+        cost=cost,
+        cost_uncached=cost_uncached,
+    )
 
 
 class Scored(Protocol):
@@ -242,7 +184,7 @@ class Scored(Protocol):
     @property
     def success(self) -> bool: ...
     @property
-    def metrics(self) -> Mapping[str, Any]: ...
+    def metrics(self) -> EpisodeMetrics: ...
     @property
     def wall_s(self) -> float: ...
 
@@ -252,34 +194,34 @@ def summarize_episodes(episodes: Iterable[Scored]) -> dict[str, Any]:
     episodes = list(episodes)
     scored = [e for e in episodes if e.outcome != "infra_error"]
     successes = [e for e in scored if e.success]
-    peaks = [e.metrics["peak_tokens"] for e in scored]
+    peaks = [e.metrics.peak_tokens for e in scored]
 
-    def mean(key: str) -> float:
-        return sum(e.metrics[key] for e in scored) / len(scored) if scored else 0.0
+    def mean(values: Iterable[float]) -> float:
+        return sum(values) / len(scored) if scored else 0.0
 
-    total_cost = sum(e.metrics.get("cost", 0.0) for e in scored)
-    total_cost_uncached = sum(e.metrics.get("cost_uncached", 0.0) for e in scored)
+    total_cost = sum(e.metrics.cost for e in scored)
+    total_cost_uncached = sum(e.metrics.cost_uncached for e in scored)
     return {
         "tasks": len(episodes),
         "scored": len(scored),
         "infra_errors": len(episodes) - len(scored),
         "successes": len(successes),
         "success": len(successes) / len(scored) if scored else 0.0,
-        "peak_tokens_mean": mean("peak_tokens"),
+        "peak_tokens_mean": mean(e.metrics.peak_tokens for e in scored),
         "peak_tokens_max": max(peaks, default=0),
-        "dependency_mean": mean("dependency"),
-        "steps_mean": mean("steps"),
-        "agent_tokens": sum(e.metrics["agent_tokens"] for e in scored),
-        "compressor_tokens": sum(e.metrics["compressor_tokens"] for e in scored),
-        "compressor_calls": sum(e.metrics["compressor_calls"] for e in scored),
-        "total_tokens": sum(e.metrics["total_tokens"] for e in scored),
+        "dependency_mean": mean(e.metrics.dependency for e in scored),
+        "steps_mean": mean(e.metrics.steps for e in scored),
+        "agent_tokens": sum(e.metrics.agent_tokens for e in scored),
+        "compressor_tokens": sum(e.metrics.compressor_tokens for e in scored),
+        "compressor_calls": sum(e.metrics.compressor_calls for e in scored),
+        "total_tokens": sum(e.metrics.total_tokens for e in scored),
         "cost": total_cost,
         "cost_per_success": total_cost / len(successes) if successes else None,
         "cost_per_success_uncached": total_cost_uncached / len(successes) if successes else None,
-        "cache_breaks": sum(e.metrics["cache_breaks"] for e in scored),
-        "recall_calls": sum(e.metrics["recall_calls"] for e in scored),
-        "duplicate_writes": sum(e.metrics["duplicate_writes"] for e in scored),
-        "blocking": sum(e.metrics["blocking"] for e in scored),
-        "retries": sum(e.metrics["retries"] for e in episodes if e.metrics),
+        "cache_breaks": sum(e.metrics.cache_breaks for e in scored),
+        "recall_calls": sum(e.metrics.recall_calls for e in scored),
+        "duplicate_writes": sum(e.metrics.duplicate_writes for e in scored),
+        "blocking": sum(e.metrics.blocking for e in scored),
+        "retries": sum(e.metrics.retries for e in episodes),
         "wall_s": sum(e.wall_s for e in episodes),
     }

@@ -15,9 +15,11 @@ from typing import Any
 
 from optimizer.agent.base import Agent, AgentAction, AgentInput
 from optimizer.agent.episode import Episode, StepRecord, compute_metrics
+from optimizer.agent.episode_records import EntryRecord, ToolCallRecord
 from optimizer.context.compressor import Compressor
 from optimizer.context.history import Entry
 from optimizer.context.recall import RECALL_SPEC, RECALL_TOOL, RecallStore
+from optimizer.context.record import CompressionRecord
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import InfrastructureError
 from optimizer.llm.usage import Pricing
@@ -127,11 +129,13 @@ def _run_turn(
             break
         step = runtime.step
         prepared = runtime.prepare(system, native_tools=agent.native_tools())
+        # The history moves ran for this request: they broke the cache if the request rewrote a sent prefix.
         episode.records.extend(
-            _record_dict(episode, r, prepared.condense_started - started, prepared.condense_s) for r in prepared.records
+            _filed(episode, r, prepared.condense_started - started, prepared.condense_s, prepared.cache_break)
+            for r in prepared.records
         )
         if prepared.budget_record is not None:
-            episode.records.append(_record_dict(episode, prepared.budget_record, time.perf_counter() - started, 0.0))
+            episode.records.append(_filed(episode, prepared.budget_record, time.perf_counter() - started, 0.0))
         messages = prepared.messages
         step_started = time.perf_counter() - started
         action = agent.act(
@@ -153,9 +157,6 @@ def _run_turn(
             invalidated_tokens=prepared.invalidated_tokens,
             started_s=step_started,
         )
-        if prepared.cache_break and prepared.records:
-            for r in episode.records[-len(prepared.records) :]:
-                r["breaks_cache"] = True
         episode.steps.append(record)
         if action.usage is not None:
             episode.token_source = action.usage.source
@@ -185,22 +186,22 @@ def _run_turn(
             call_latency = time.perf_counter() - call_started
             raw, entry, written_records, write_started, write_s = runtime.add_result(call, output, spec)
             for written_record in written_records:
-                episode.records.append(_record_dict(episode, written_record, write_started - started, write_s))
+                episode.records.append(_filed(episode, written_record, write_started - started, write_s))
             _record_entry(episode, entry, output.content, step + 1)
             episode.tool_calls.append(
-                {
-                    "step": step,
-                    "turn": turn,
-                    "name": call.name,
-                    "arguments": dict(call.arguments),
-                    "signature": call.signature(),
-                    "side_effect": bool(spec and spec.side_effect),
-                    "is_error": output.is_error,
-                    "retention": entry.retention.value if entry.retention else None,
-                    "result_tokens": raw.tokens,
-                    "started_s": call_started - started,
-                    "latency_s": call_latency,
-                }
+                ToolCallRecord(
+                    step=step,
+                    turn=turn,
+                    name=call.name,
+                    arguments=dict(call.arguments),
+                    signature=call.signature(),
+                    side_effect=bool(spec and spec.side_effect),
+                    is_error=output.is_error,
+                    retention=entry.retention,
+                    result_tokens=raw.tokens,
+                    started_s=call_started - started,
+                    latency_s=call_latency,
+                )
             )
     state.stopped = True
     state.reasons.append(f"turn {turn} hit the step limit ({task.max_steps_per_turn} per turn)")
@@ -233,31 +234,37 @@ def _recaller(store: RecallStore) -> Callable[[str], str | None]:
 
 def _record_entry(episode: Episode, entry: Entry, raw: str, visible_from: int) -> None:
     episode.entries.append(
-        {
-            "id": entry.id,
-            "kind": entry.kind.value,
-            "step": entry.step,
-            "turn": entry.turn,
-            "visible_from": visible_from,
-            "text": episode.store(entry.content),
-            "raw": episode.store(raw),
-            "tokens": entry.tokens,
-            "retention": entry.retention.value if entry.retention else None,
-            "call": entry.call.to_dict() if entry.call else None,
-            "calls": [c.to_dict() for c in entry.calls],
-            "answer": entry.answer,
-            "must_keep": list(entry.must_keep),
-            "is_error": entry.is_error,
-        }
+        EntryRecord(
+            id=entry.id,
+            kind=entry.kind,
+            step=entry.step,
+            turn=entry.turn,
+            visible_from=visible_from,
+            text=episode.store(entry.content),
+            raw=episode.store(raw),
+            tokens=entry.tokens,
+            retention=entry.retention,
+            call=entry.call,
+            calls=tuple(entry.calls),
+            answer=entry.answer,
+            must_keep=tuple(entry.must_keep),
+            is_error=entry.is_error,
+        )
     )
 
 
-def _record_dict(episode: Episode, record, started_s: float, latency_s: float) -> dict[str, Any]:
-    data = record.to_dict()
-    data["started_s"], data["latency_s"] = started_s, latency_s
-    if data["compressor_io"]:
-        data["compressor_io"] = [episode.store(text) for text in data["compressor_io"]]
-    return data
+def _filed(
+    episode: Episode, record: CompressionRecord, started_s: float, latency_s: float, breaks_cache: bool = False
+) -> CompressionRecord:
+    """The record as the episode keeps it: timed, its compressor prompt and reply stored as text hashes."""
+    io = record.compressor_io
+    return dataclasses.replace(
+        record,
+        started_s=started_s,
+        latency_s=latency_s,
+        breaks_cache=breaks_cache,
+        compressor_io=(episode.store(io[0]), episode.store(io[1])) if io else None,
+    )
 
 
 def _message_text(message: Mapping[str, Any]) -> str:

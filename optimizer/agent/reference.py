@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from optimizer.agent.base import Agent, AgentAction, AgentInput
+from optimizer.agent.episode_records import DeviationRecord
 from optimizer.context.recall import RECALL_TOOL
 from optimizer.runtime.render import request_text
 from optimizer.world.needs import alter_text, occurs
@@ -45,15 +46,16 @@ class Deviation:
     need: Need
     behaviour: str  # guess | skip | repeat | recall (a near miss: the step went as written after a recall)
 
-    def to_dict(self) -> dict:
-        return {
-            "step": self.step,
-            "reference_index": self.reference_index,
-            "kind": self.need.kind.value,
-            "literal": self.need.literal,
-            "behaviour": self.behaviour,
-            "source_class": self.need.source_class,
-        }
+    def record(self) -> DeviationRecord:
+        """What the episode keeps of it: the need flattened to its kind, literal and source class."""
+        return DeviationRecord(
+            self.step,
+            self.reference_index,
+            self.need.kind.value,
+            self.need.literal,
+            self.behaviour,
+            self.need.source_class,
+        )
 
 
 def written_needs(reference: Sequence[ReferenceStep]) -> list[tuple[Need, ...]]:
@@ -112,8 +114,8 @@ class ReferenceAgent(Agent):
     name = "reference"
     uses_model = False
 
-    def deviation_records(self) -> list[dict[str, Any]]:
-        return [d.to_dict() for d in self.deviations]
+    def deviation_records(self) -> list[DeviationRecord]:
+        return [d.record() for d in self.deviations]
 
     def system_prompt(self, tools: Sequence[ToolSpec]) -> str:
         names = ", ".join(t.name for t in tools)

@@ -85,7 +85,7 @@ def report_tables(report: CanaryReport) -> tuple[Table, Table]:
             result.name,
             result.label,
             *(f"{result.checkpoints[n].tokens:,}" for n in range(1, 6)),
-            str(result.episode.metrics["compressor_calls"]),
+            str(result.episode.metrics.compressor_calls),
         )
     return survival, tokens
 
@@ -113,7 +113,7 @@ def canary(
         def progress(result: StrategyResult) -> None:
             _log(
                 f"{result.name}: {result.checkpoints[5].tokens:,} tokens at checkpoint 5, "
-                f"{result.episode.metrics['compressor_calls']} compressor calls"
+                f"{result.episode.metrics.compressor_calls} compressor calls"
             )
 
         report = run_canary(strategies, compressor=compressor, on_result=progress)

@@ -261,7 +261,7 @@ def compare(
                         "peak_tokens_mean": r.summary["peak_tokens_mean"],
                         "peak_tokens_max": r.summary["peak_tokens_max"],
                         "total_tokens": r.summary["total_tokens"],
-                        "context_tokens": sum(e.metrics["context_tokens"] for e in r.episodes),
+                        "context_tokens": sum(e.metrics.context_tokens for e in r.episodes),
                         "dependency_mean": r.summary["dependency_mean"],
                         "compressor_tokens": r.summary["compressor_tokens"],
                         "recall_calls": r.summary["recall_calls"],

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Literal
 
 from optimizer.llm.usage import Usage
 
@@ -30,30 +30,10 @@ class CompressionRecord:
     compressor_cached: bool = False
     # Extra attempts the compressor call needed (429, 5xx, timeouts, broken replies that were retried).
     compressor_retries: int = 0
-    # The compressor's prompt and reply (texts here; the episode stores them as text hashes).
+    # The compressor's prompt and reply: texts as a stage returns it, text hashes once the episode files it.
     compressor_io: tuple[str, str] | None = None
     # Set by the loop when it files the record: when the stage ran (seconds into the episode), how long.
     started_s: float | None = None
     latency_s: float | None = None
-    # Filled by the loop once the request is built: did this step rewrite an already-sent prefix?
+    # Set by the loop when it files the record: did this step's request rewrite an already-sent prefix?
     breaks_cache: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["compressor_usage"] = self.compressor_usage.to_dict() if self.compressor_usage else None
-        data["entry_ids"] = list(self.entry_ids)
-        data["handles"] = list(self.handles)
-        data["dropped_by_class"] = dict(self.dropped_by_class)
-        data["compressor_io"] = list(self.compressor_io) if self.compressor_io else None
-        return data
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CompressionRecord:
-        fields = dict(data)
-        fields["entry_ids"] = tuple(fields.get("entry_ids", ()))
-        fields["handles"] = tuple(fields.get("handles", ()))
-        usage = fields.get("compressor_usage")
-        fields["compressor_usage"] = Usage.from_dict(usage) if usage else None
-        io = fields.get("compressor_io")
-        fields["compressor_io"] = tuple(io) if io else None
-        return cls(**fields)

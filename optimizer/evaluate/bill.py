@@ -25,7 +25,7 @@ from typing import Any
 
 from optimizer.agent.episode import Episode, Scored, StepRecord
 from optimizer.evaluate.pricing import AutomaticCache, CostConfig, ExplicitCache, NoCache
-from optimizer.evaluate.records import EpisodeRecords
+from optimizer.evaluate.records import EpisodeRecords, EpisodeSummary, ProjectedBills
 from optimizer.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
 
 Price = NoCache | AutomaticCache | ExplicitCache
@@ -211,7 +211,7 @@ def _output_tokens(step: StepRecord) -> int:
 
 
 def _compressor_tokens(episode: Episode) -> tuple[int, int]:
-    calls = [r for r in episode.compression_records() if r.compressor_usage is not None and not r.compressor_cached]
+    calls = [r for r in episode.records if r.compressor_usage is not None and not r.compressor_cached]
     return (
         sum(r.compressor_usage.prompt_tokens for r in calls if r.compressor_usage),
         sum(r.compressor_usage.completion_tokens for r in calls if r.compressor_usage),
@@ -219,44 +219,41 @@ def _compressor_tokens(episode: Episode) -> tuple[int, int]:
 
 
 def _recall_tokens(episode: Episode) -> int:
-    return sum(
-        int(c.get("result_tokens", 0)) for c in episode.tool_calls if c["name"] == "recall" and not c.get("is_error")
+    return sum(c.result_tokens for c in episode.tool_calls if c.name == "recall" and not c.is_error)
+
+
+def projected_bills(bills: Mapping[str, Bill], primary: str | None) -> ProjectedBills:
+    """What an episode's summary keeps of its bills: the figures a run adds up, per price model, and the
+    headline model's cost (`projected_cost`, what per-task scores and `objective = "cost"` read)."""
+    return ProjectedBills(
+        {name: bill.to_dict() for name, bill in bills.items()}, bills[primary].cost if primary is not None else None
     )
 
 
-def bill_metrics(bills: Mapping[str, Bill], primary: str | None) -> dict[str, Any]:
-    """What an episode's summary keeps of its bills: the figures a run adds up, per price model, and the
-    headline model's cost (`projected_cost`, what per-task scores and `objective = "cost"` read)."""
-    out: dict[str, Any] = {"projected": {name: bill.to_dict() for name, bill in bills.items()}}
-    if primary is not None:
-        out["projected_cost"] = bills[primary].cost
-    return out
-
-
 def with_bills(episodes: EpisodeRecords, cost: CostConfig) -> EpisodeRecords:
-    """The run's records with each episode's projected bills in its summary's metrics.
+    """The run's records with each episode's projected bills in its summary.
 
     Projected after the run, not inside it: prices are not part of what an episode did, so a changed
     `[cost]` section re-bills stored episodes instead of orphaning them. Reads each record once, one at a time.
     """
     if not cost.models:
         return episodes
-    extra = {}
+    bills = {}
     for episode in episodes:
-        extra[episode.task_id] = bill_metrics(project_bills(episode, cost), cost.primary)
-    return episodes.with_metrics(extra)
+        bills[episode.task_id] = projected_bills(project_bills(episode, cost), cost.primary)
+    return episodes.with_projected(bills)
 
 
 def summarize_bills(episodes: Sequence[Scored], primary: str | None) -> dict[str, Any]:
-    """Run-level projected figures: per price model, totals and cost per success; cache breaks per episode."""
+    """Run-level projected figures: per price model, totals and cost per success; cache breaks per episode.
+
+    Only a run's summaries carry bills (`with_bills`): over bare episodes the projected figures are absent."""
     scored = [e for e in episodes if e.outcome != "infra_error"]
     successes = sum(1 for e in scored if e.success)
     out: dict[str, Any] = {
-        "cache_breaks_per_episode": sum(e.metrics.get("cache_breaks", 0) for e in scored) / len(scored)
-        if scored
-        else 0.0
+        "cache_breaks_per_episode": sum(e.metrics.cache_breaks for e in scored) / len(scored) if scored else 0.0
     }
-    billed = [e.metrics["projected"] for e in scored if "projected" in e.metrics]
+    billed = [e.projected for e in scored if isinstance(e, EpisodeSummary) and e.projected]
     if not billed or len(billed) != len(scored):
         return out
     projected: dict[str, dict[str, Any]] = {}

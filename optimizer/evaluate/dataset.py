@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datasets import Dataset, Features, Value
 
 from optimizer.agent.episode import Episode
+from optimizer.evaluate.codec import encode_episode
 
 _METRICS = {
     "steps": Value("int64"),
@@ -51,10 +52,10 @@ def episodes_dataset(episodes: Sequence[Episode]) -> Dataset:
             "outcome": episode.outcome,
             "success": episode.success,
             "reasons": "; ".join(episode.reasons),
-            "record": json.dumps(episode.to_dict(), ensure_ascii=False, default=str),
+            "record": json.dumps(encode_episode(episode), ensure_ascii=False, default=str),
         }
         for key, feature in _METRICS.items():
-            value = episode.metrics.get(key, 0)
+            value = getattr(episode.metrics, key)
             row[key] = int(value) if feature.dtype == "int64" else float(value)
         rows.append(row)
     return Dataset.from_list(rows, features=FEATURES)

@@ -8,13 +8,23 @@ when something reads it (mining a pair, a trace, a diff), and is dropped when th
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, overload
 
 from optimizer.agent.episode import Episode, Outcome
+from optimizer.agent.episode_records import EpisodeMetrics
+from optimizer.evaluate.codec import decode_episode, decode_metrics, upgrade
 from optimizer.storage import JsonlLog
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectedBills:
+    """One episode's projected bills: each price model's figures, and the headline model's cost."""
+
+    by_model: Mapping[str, Mapping[str, Any]]
+    cost: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,10 +33,14 @@ class EpisodeSummary:
 
     task_id: str
     outcome: Outcome
-    metrics: Mapping[str, Any]
+    metrics: EpisodeMetrics
     reasons: tuple[str, ...] = ()
     error: str | None = None
     wall_s: float = 0.0
+    # The episode's bills projected after the run (`optimizer.evaluate.bill`), by price model name (the
+    # configured ones, so an open set), and the headline model's cost (None: not projected).
+    projected: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    projected_cost: float | None = None
 
     @property
     def success(self) -> bool:
@@ -39,11 +53,12 @@ class EpisodeSummary:
         )
 
     @classmethod
-    def of_record(cls, record: Mapping[str, Any]) -> EpisodeSummary:
+    def of_record(cls, record: Mapping[str, Any], *, where: Path | str | None = None) -> EpisodeSummary:
+        record = upgrade(record, where=where)
         return cls._make(
             record["task_id"],
             record["outcome"],
-            record.get("metrics") or {},
+            decode_metrics(record.get("metrics")),
             record.get("reasons") or (),
             record.get("error"),
             record.get("wall_s", 0.0),
@@ -54,15 +69,12 @@ class EpisodeSummary:
         cls,
         task_id: str,
         outcome: Outcome,
-        metrics: Mapping[str, Any],
+        metrics: EpisodeMetrics,
         reasons: Iterable[str],
         error: str | None,
         wall_s: float,
     ) -> EpisodeSummary:
-        # Keys parsed from JSON are fresh strings per record; interned, ten thousand summaries share one set.
-        return cls(
-            task_id, outcome, {sys.intern(k): v for k, v in metrics.items()}, tuple(reasons), error, float(wall_s)
-        )
+        return cls(task_id, outcome, metrics, tuple(reasons), error, float(wall_s))
 
 
 class EpisodeRecords(Sequence[Episode]):
@@ -93,13 +105,15 @@ class EpisodeRecords(Sequence[Episode]):
 
     def get(self, task_id: str) -> Episode | None:
         offset = self._offsets.get(task_id)
-        return None if offset is None else Episode.from_dict(self._log.read_at(offset))
+        return None if offset is None else decode_episode(self._log.read_at(offset), where=self._log.path.parent)
 
-    def with_metrics(self, extra: Mapping[str, Mapping[str, Any]]) -> EpisodeRecords:
-        """The same records, each listed task's summary metrics extended by `extra[task_id]` (figures
-        derived from the records after the run, e.g. projected bills)."""
+    def with_projected(self, bills: Mapping[str, ProjectedBills]) -> EpisodeRecords:
+        """The same records, each listed task's summary carrying `bills[task_id]` (projected from the
+        records after the run)."""
         summaries = {
-            task_id: replace(s, metrics={**s.metrics, **extra[task_id]}) if task_id in extra else s
+            task_id: replace(s, projected=bills[task_id].by_model, projected_cost=bills[task_id].cost)
+            if task_id in bills
+            else s
             for task_id, s in self._summaries.items()
         }
         return EpisodeRecords(self._log, self._order, self._offsets, summaries)

@@ -143,7 +143,7 @@ def _run_locked(
     if on_episode is not None:
         for task_id in order:
             if task_id in done:
-                on_episode(Episode.from_dict(store.log.read_at(offsets[task_id])))
+                on_episode(store.episode_at(offsets[task_id]))
     todo = only(tasks, lambda task_id: task_id not in done)
     local = isinstance(executor, LocalExecutor)
     services = services_for(strategy, agent, endpoints) if todo and local else None

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.agent.episode import Episode
+from optimizer.evaluate.codec import decode_episode, encode_episode
 from optimizer.evaluate.records import EpisodeSummary
 from optimizer.storage import JsonlLog
 
@@ -29,8 +30,16 @@ class EpisodeStore:
         """The newest record of each task, in the order tasks were first recorded."""
         return latest_per_task(self.records())
 
+    def history(self) -> list[Episode]:
+        """Every episode in the order written, superseded ones included."""
+        return [decode_episode(r, where=self.directory) for r in self.records() if isinstance(r.get("task_id"), str)]
+
     def load(self) -> list[Episode]:
-        return [Episode.from_dict(r) for r in self.latest()]
+        return [decode_episode(r, where=self.directory) for r in self.latest()]
+
+    def episode_at(self, offset: int) -> Episode:
+        """The episode whose record starts at byte `offset` of the log."""
+        return decode_episode(self._log.read_at(offset), where=self.directory)
 
     @property
     def log(self) -> JsonlLog:
@@ -44,16 +53,16 @@ class EpisodeStore:
             task_id = record.get("task_id")
             if isinstance(task_id, str):
                 offsets[task_id] = offset
-                summaries[task_id] = EpisodeSummary.of_record(record)
+                summaries[task_id] = EpisodeSummary.of_record(record, where=self.directory)
         return offsets, summaries
 
     def done_ids(self) -> set[str]:
         """Tasks with a final episode: an infrastructure error is not final, the task runs again."""
         return {r["task_id"] for r in self.latest() if r["outcome"] != "infra_error"}
 
-    def append(self, episode: Episode | dict[str, Any]) -> int:
-        """Record a finished episode (or its `to_dict()`); returns the record's byte offset."""
-        return self._log.append(episode if isinstance(episode, dict) else episode.to_dict())
+    def append(self, episode: Episode) -> int:
+        """Record a finished episode; returns the record's byte offset."""
+        return self._log.append(encode_episode(episode))
 
     def export_parquet(self, path: Path | None = None) -> Path:
         from optimizer.evaluate.dataset import episodes_dataset

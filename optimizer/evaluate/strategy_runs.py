@@ -14,6 +14,7 @@ from optimizer.context.strategies import STRATEGIES, parse_strategy
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import ConfigError
 from optimizer.evaluate.bill import summarize_bills, with_bills
+from optimizer.evaluate.codec import RUN_FORMAT
 from optimizer.evaluate.endpoints import ModelEndpoints
 from optimizer.evaluate.records import EpisodeRecords, EpisodeSummary, summaries_of
 from optimizer.evaluate.runner import AgentSpec, OnEpisode, run_key, run_tasks
@@ -23,11 +24,6 @@ from optimizer.world.task import Task
 
 if TYPE_CHECKING:
     from optimizer.config import ExperimentConfig
-
-RUN_FORMAT = 4
-"""Bumped when a change makes episodes recorded before it unfit for reuse (1: keys held the strategy's config;
-3: honest tier-0 recall; 4: the oracle matches literals one by one, compressors quarantine planted
-instructions)."""
 
 
 @dataclass
@@ -193,19 +189,20 @@ def episode_row(episode: Episode | EpisodeSummary) -> dict[str, Any]:
         "task_id": episode.task_id,
         "success": episode.success,
         "outcome": episode.outcome,
-        "steps": m["steps"],
-        "peak_tokens": m["peak_tokens"],
-        "dependency": m["dependency"],
-        "total_tokens": m["total_tokens"],
-        "cost": m["cost"],
-        "projected_cost": m.get("projected_cost"),  # under the run's headline price model
-        "wall_s": m["wall_s"],
-        "agent_tokens": m["agent_tokens"],
-        "compressor_tokens": m["compressor_tokens"],
-        "recall_calls": m["recall_calls"],
-        "duplicate_writes": m["duplicate_writes"],
-        "cache_breaks": m["cache_breaks"],
-        "token_source": m["token_source"],
+        "steps": m.steps,
+        "peak_tokens": m.peak_tokens,
+        "dependency": m.dependency,
+        "total_tokens": m.total_tokens,
+        "cost": m.cost,
+        # Under the run's headline price model: bills are projected onto a run's summaries, not episodes.
+        "projected_cost": episode.projected_cost if isinstance(episode, EpisodeSummary) else None,
+        "wall_s": m.wall_s,
+        "agent_tokens": m.agent_tokens,
+        "compressor_tokens": m.compressor_tokens,
+        "recall_calls": m.recall_calls,
+        "duplicate_writes": m.duplicate_writes,
+        "cache_breaks": m.cache_breaks,
+        "token_source": m.token_source,
         "reasons": episode.reasons,
         "error": episode.error,
     }

@@ -88,10 +88,10 @@ def _from_deviations(compressed: Episode) -> tuple[int | None, list[MissingFact]
     missing = []
     first_index = None
     for deviation in compressed.deviations:
-        index = _index_of_step(compressed, deviation["step"])
+        index = _index_of_step(compressed, deviation.step)
         if first_index is None:
             first_index = index
-        missing.append(_trace(compressed, deviation["literal"], deviation["kind"], deviation["behaviour"], index))
+        missing.append(_trace(compressed, deviation.literal, deviation.kind, deviation.behaviour, index))
     return first_index, missing
 
 
@@ -124,8 +124,8 @@ def _candidate_literals(full: Episode, task: Task | None, index: int) -> list[tu
                 out.setdefault(need.literal, need.kind.value)
     from optimizer.world.needs import find_needs
 
-    outputs = [full.text(e["raw"]) for e in full.entries if e["kind"] == "result"]
-    users = [full.text(e["raw"]) for e in full.entries if e["kind"] in ("task", "user")]
+    outputs = [full.text(e.raw) for e in full.entries if e.kind == "result"]
+    users = [full.text(e.raw) for e in full.entries if e.kind in ("task", "user")]
     for step in full.steps[index:]:
         for call in step.action.get("calls", []):
             tool_call = ToolCall(call["id"], call["name"], call["arguments"])
@@ -135,13 +135,11 @@ def _candidate_literals(full: Episode, task: Task | None, index: int) -> list[tu
 
 
 def _trace(episode: Episode, literal: str, kind: str, behaviour: str, index: int | None) -> MissingFact:
-    source = next(
-        (e for e in episode.entries if e["kind"] == "result" and occurs(literal, episode.text(e["raw"]))), None
-    )
-    retention = source["retention"] if source else None
+    source = next((e for e in episode.entries if e.kind == "result" and occurs(literal, episode.text(e.raw))), None)
+    retention = source.retention.value if source and source.retention else None
     checkpoint = episode.lost_at(literal, index) if index is not None else None
     step = episode.steps[index].step if index is not None else -1
-    record = _responsible_record(episode, source["id"] if source else None, checkpoint, step)
+    record = _responsible_record(episode, source.id if source else None, checkpoint, step)
     return MissingFact(
         literal=literal,
         kind=kind,
@@ -149,7 +147,7 @@ def _trace(episode: Episode, literal: str, kind: str, behaviour: str, index: int
         retention=retention,
         checkpoint=checkpoint,
         step=step,
-        source_entry=source["id"] if source else None,
+        source_entry=source.id if source else None,
         record=record,
     )
 
@@ -162,25 +160,20 @@ def _responsible_record(episode: Episode, entry_id: int | None, checkpoint: int 
         return None
     stage = _STAGE_OF_CHECKPOINT.get(checkpoint)
     candidates = [
-        r
-        for r in episode.records
-        if entry_id in r["entry_ids"] and r["step"] <= step and (stage is None or r["stage"] == stage)
+        r for r in episode.records if entry_id in r.entry_ids and r.step <= step and (stage is None or r.stage == stage)
     ]
     if not candidates:
         return None
     record = candidates[-1]
     return {
-        k: record[k]
-        for k in (
-            "strategy",
-            "stage",
-            "action",
-            "step",
-            "tokens_before",
-            "tokens_after",
-            "guideline_version",
-            "dropped_by_class",
-        )
+        "strategy": record.strategy,
+        "stage": record.stage,
+        "action": record.action,
+        "step": record.step,
+        "tokens_before": record.tokens_before,
+        "tokens_after": record.tokens_after,
+        "guideline_version": record.guideline_version,
+        "dropped_by_class": dict(record.dropped_by_class),
     }
 
 

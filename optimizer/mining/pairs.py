@@ -38,7 +38,7 @@ def find_pairs(
 
 
 def is_near_miss(episode: Episode) -> bool:
-    return any(d.get("behaviour") == "recall" for d in episode.deviations)
+    return any(d.behaviour == "recall" for d in episode.deviations)
 
 
 def compressed_successes(full: Sequence[Episode], compressed: Sequence[Episode]) -> list[Episode]:

@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from optimizer.evaluate.store import EpisodeStore, latest_per_task
+from optimizer.evaluate.store import EpisodeStore
 
 
 def run_dirs(job_dir: Path) -> list[Path]:
@@ -19,15 +19,10 @@ def spent(job_dir: Path, *, optimizer_tokens: int, candidates: int) -> dict[str,
     newest record of each task in each run directory: tier-1 episodes and uncached compressor calls."""
     agent_episodes = compressor_calls = 0
     for run in run_dirs(job_dir):
-        latest = EpisodeStore(run).latest()
+        latest = EpisodeStore(run).load()
         if "-llm-" in run.name:
             agent_episodes += len(latest)
-        compressor_calls += sum(
-            1
-            for e in latest
-            for r in e.get("records", [])
-            if r.get("compressor_usage") and not r.get("compressor_cached")
-        )
+        compressor_calls += sum(1 for e in latest for r in e.records if r.compressor_usage and not r.compressor_cached)
     return {
         "candidates": candidates,
         "agent_episodes": agent_episodes,
@@ -51,17 +46,16 @@ def infrastructure(job_dir: Path) -> dict[str, Any]:
     retried = retries = malformed = excluded = redone = 0
     kinds: Counter[str] = Counter()
     for run in run_dirs(job_dir):
-        records = EpisodeStore(run).records()
-        latest = latest_per_task(records)
-        redone += len(records) - len(latest)
-        excluded += sum(1 for r in latest if r["outcome"] == "infra_error")
-        for record in records:
-            metrics = record.get("metrics") or {}
-            retried += metrics.get("retried_calls", 0)
-            retries += metrics.get("retries", 0)
-            malformed += sum(1 for s in record.get("steps", []) if s["action"].get("malformed"))
-            if record["outcome"] == "infra_error":
-                kinds[str(record.get("error") or "unknown").split(":", 1)[0]] += 1
+        episodes = EpisodeStore(run).history()
+        latest = {e.task_id: e for e in episodes}.values()
+        redone += len(episodes) - len(latest)
+        excluded += sum(1 for e in latest if e.outcome == "infra_error")
+        for episode in episodes:
+            retried += episode.metrics.retried_calls
+            retries += episode.metrics.retries
+            malformed += sum(1 for s in episode.steps if s.action.get("malformed"))
+            if episode.outcome == "infra_error":
+                kinds[str(episode.error or "unknown").split(":", 1)[0]] += 1
     failed = refused = 0
     for path in sorted(job_dir.glob("rounds/*/proposals/*.json")):
         for item in _json_list(path):

@@ -26,12 +26,12 @@ def unused_content(episodes: Sequence[Episode]) -> str:
             used.update(_IDENTIFIER.findall(str(step.action.get("calls", ""))))
             used.update(_IDENTIFIER.findall(str(step.action.get("answer") or "")))
         for record in episode.records:
-            if record["action"] == "summarize":
+            if record.action == "summarize":
                 summaries += 1
-                summary_tokens += record["tokens_after"]
-            elif record["action"] == "compress":
+                summary_tokens += record.tokens_after
+            elif record.action == "compress":
                 observations += 1
-                observation_saved += record["tokens_before"] - record["tokens_after"]
+                observation_saved += record.tokens_before - record.tokens_after
         for step in episode.steps:
             for text_hash in step.replayed:
                 text = episode.text(text_hash)
@@ -39,8 +39,8 @@ def unused_content(episodes: Sequence[Episode]) -> str:
                 kept_ids += len(ids)
                 unused_ids += len(ids - used)
         for entry in episode.entries:
-            if entry["kind"] == "result":
-                kept_by_class[entry["retention"] or "unknown"] += entry["tokens"]
+            if entry.kind == "result":
+                kept_by_class[entry.retention or "unknown"] += entry.tokens
     lines = [f"{len(episodes)} compressed episodes that succeeded."]
     if summaries:
         lines.append(f"History summaries: {summaries}, averaging {summary_tokens // summaries} tokens each.")

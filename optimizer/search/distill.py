@@ -12,7 +12,7 @@ from pathlib import Path
 from datasets import Dataset, Features, Value
 
 from optimizer.context.compressor import SYSTEM
-from optimizer.storage import JsonlLog
+from optimizer.evaluate.store import EpisodeStore
 
 TRAINING_SPLITS = ("train", "val")
 FEATURES = Features(
@@ -37,28 +37,28 @@ def distillation_dataset(job_dir: Path, version: str) -> Dataset:
         meta = json.loads((log.parent / "meta.json").read_text())
         if meta.get("split") not in TRAINING_SPLITS:
             continue
-        for episode in JsonlLog(log).read():
-            if episode["outcome"] != "success":
+        for episode in EpisodeStore(log.parent).history():
+            if episode.outcome != "success":
                 continue
-            for record in episode["records"]:
-                io = record.get("compressor_io")
-                if not io or record.get("guideline_version") != version:
+            for record in episode.records:
+                io = record.compressor_io
+                if not io or record.guideline_version != version:
                     continue
-                prompt, completion = episode["texts"][io[0]], episode["texts"][io[1]]
+                prompt, completion = episode.text(io[0]), episode.text(io[1])
                 if (prompt, completion) in seen:
                     continue
                 seen.add((prompt, completion))
                 rows.append(
                     {
-                        "task_id": episode["task_id"],
+                        "task_id": episode.task_id,
                         "split": meta["split"],
-                        "kind": "history" if record["action"] == "summarize" else "observation",
+                        "kind": "history" if record.action == "summarize" else "observation",
                         "guideline_version": version,
                         "system": SYSTEM,
                         "prompt": prompt,
                         "completion": completion,
-                        "tokens_before": record["tokens_before"],
-                        "tokens_after": record["tokens_after"],
+                        "tokens_before": record.tokens_before,
+                        "tokens_after": record.tokens_after,
                     }
                 )
     return Dataset.from_list(rows, features=FEATURES)

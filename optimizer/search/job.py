@@ -103,7 +103,7 @@ class OptimizationJob:
             agent = self.options.screen_agent
             none_train = evaluator.evaluate(parse_strategy("none"), self.train, "train", agent)
             outputs = ToolOutputIndex(
-                e.text(entry["raw"]) for e in none_train.episodes for entry in e.entries if entry["kind"] == "result"
+                e.text(entry.raw) for e in none_train.episodes for entry in e.entries if entry.kind == "result"
             )
             llm = OptimizerLM(endpoints.client("optimizer"), seed=self.config.seed) if "optimizer" in roles else None
             ctx = SearchContext(

@@ -46,10 +46,10 @@ class Scores:
             TaskScore(
                 e.task_id,
                 e.success,
-                int(e.metrics["peak_tokens"]),
-                int(e.metrics["recall_calls"]),
-                int(e.metrics["compressor_calls"]),
-                e.metrics.get("projected_cost"),
+                int(e.metrics.peak_tokens),
+                int(e.metrics.recall_calls),
+                int(e.metrics.compressor_calls),
+                e.projected_cost if isinstance(e, EpisodeSummary) else None,
             )
             for e in episodes
             if e.outcome != "infra_error"

@@ -9,12 +9,15 @@ step they precede, each evenly; those spans say `acon.timing = "estimated"`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from optimizer.agent.episode import Episode, StepRecord
+from optimizer.agent.episode_records import EntryRecord, ToolCallRecord
+from optimizer.context.record import CompressionRecord
 
 MAX_TEXT = 4000  # characters of one text kept in a span
 MAX_PROMPT = 12000  # a compressor prompt holds the whole history it compresses: more of it is kept
@@ -82,17 +85,17 @@ def trace_name(episode: Episode) -> str:
 
 def episode_tree(episode: Episode) -> SpanNode:
     """The root AGENT span of an episode with its model calls, tool calls, recalls and compressions."""
-    results: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    results: dict[int, list[EntryRecord]] = defaultdict(list)
     for entry in episode.entries:
-        if entry["kind"] == "result":
-            results[entry["step"]].append(entry)
-    calls: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        if entry.kind == "result":
+            results[entry.step].append(entry)
+    calls: dict[int, list[ToolCallRecord]] = defaultdict(list)
     for call in episode.tool_calls:
-        calls[call["step"]].append(call)
-    before: dict[int, list[dict[str, Any]]] = defaultdict(list)
-    writes: dict[int, list[dict[str, Any]]] = defaultdict(list)
+        calls[call.step].append(call)
+    before: dict[int, list[CompressionRecord]] = defaultdict(list)
+    writes: dict[int, list[CompressionRecord]] = defaultdict(list)
     for record in episode.records:
-        (writes if record["stage"] == "write" else before)[record["step"]].append(record)
+        (writes if record.stage == "write" else before)[record.step].append(record)
 
     children: list[SpanNode] = []
     cursor = 0.0
@@ -129,7 +132,7 @@ def episode_tree(episode: Episode) -> SpanNode:
             "acon.strategy": episode.strategy,
             "acon.agent": episode.agent,
             "acon.outcome": episode.outcome,
-            "acon.metrics": {k: v for k, v in episode.metrics.items() if v is not None},
+            "acon.metrics": {k: v for k, v in dataclasses.asdict(episode.metrics).items() if v is not None},
         },
         error=episode.outcome != "success",  # the UI marks the trace red; the `acon.outcome` tag says which
         children=children,
@@ -152,8 +155,8 @@ def _sequence(out: list[SpanNode], nodes: list[SpanNode], start: float, end: flo
         out.append(node)
 
 
-def _measured(record: dict[str, Any]) -> tuple[float, float] | None:
-    started, latency = record.get("started_s"), record.get("latency_s")
+def _measured(record: CompressionRecord | ToolCallRecord) -> tuple[float, float] | None:
+    started, latency = record.started_s, record.latency_s
     if started is None or latency is None:
         return None
     return float(started), float(started) + float(latency)
@@ -161,8 +164,8 @@ def _measured(record: dict[str, Any]) -> tuple[float, float] | None:
 
 def _task_text(episode: Episode) -> str | None:
     for entry in episode.entries:
-        if entry["kind"] == "task":
-            return episode.texts.get(entry["text"])
+        if entry.kind == "task":
+            return episode.texts.get(entry.text)
     return None
 
 
@@ -211,7 +214,7 @@ def _model_call(episode: Episode, step: StepRecord, previous: StepRecord | None)
 
 
 def _after_model(
-    episode: Episode, calls: list[dict[str, Any]], results: list[dict[str, Any]], writes: list[dict[str, Any]]
+    episode: Episode, calls: list[ToolCallRecord], results: list[EntryRecord], writes: list[CompressionRecord]
 ) -> list[SpanNode]:
     """Tool calls in order, each followed by the write-time compression of its result, if any."""
     nodes: list[SpanNode] = []
@@ -219,73 +222,73 @@ def _after_model(
     for call, result in zip(calls, [*results, *[None] * len(calls)], strict=False):
         nodes.append(_tool_call(episode, call, result))
         if result is not None:
-            mine = [r for r in pending if r["entry_ids"][:1] == [result["id"]]]
+            mine = [r for r in pending if r.entry_ids[:1] == (result.id,)]
             nodes.extend(_compression(episode, r) for r in mine)
             pending = [r for r in pending if r not in mine]
     nodes.extend(_compression(episode, r) for r in pending)
     return nodes
 
 
-def _tool_call(episode: Episode, call: dict[str, Any], result: dict[str, Any] | None) -> SpanNode:
+def _tool_call(episode: Episode, call: ToolCallRecord, result: EntryRecord | None) -> SpanNode:
     outputs: dict[str, Any] = {}
     if result is not None:
-        raw = episode.texts.get(result["raw"], "")
+        raw = episode.texts.get(result.raw, "")
         outputs["result"] = clip(raw)
-        if result["text"] != result["raw"]:
-            outputs["as_written"] = clip(episode.texts.get(result["text"], ""))
-    recall = call["name"] == "recall"
+        if result.text != result.raw:
+            outputs["as_written"] = clip(episode.texts.get(result.text, ""))
+    recall = call.name == "recall"
     return SpanNode(
-        f"recall {call['arguments'].get('handle', '')}".strip() if recall else call["name"],
+        f"recall {call.arguments.get('handle', '')}".strip() if recall else call.name,
         MEMORY if recall else TOOL,
-        inputs=call.get("arguments", {}),
+        inputs=dict(call.arguments),
         outputs=outputs,
         attributes={
-            "acon.step": call["step"],
-            "acon.side_effect": bool(call.get("side_effect")),
-            "acon.is_error": bool(call.get("is_error")),
-            "acon.retention": call.get("retention"),
-            "acon.result_tokens": call.get("result_tokens", 0),
+            "acon.step": call.step,
+            "acon.side_effect": call.side_effect,
+            "acon.is_error": call.is_error,
+            "acon.retention": call.retention.value if call.retention else None,
+            "acon.result_tokens": call.result_tokens,
         },
-        error=bool(call.get("is_error")),
+        error=call.is_error,
         measured=_measured(call),
     )
 
 
-def _compression(episode: Episode, record: dict[str, Any]) -> SpanNode:
+def _compression(episode: Episode, record: CompressionRecord) -> SpanNode:
     """A compression and, when it called the compressor model, that call with its prompt and reply."""
-    before, after = record["tokens_before"], record["tokens_after"]
-    dropped = dict(record.get("dropped_by_class") or {})
+    before, after = record.tokens_before, record.tokens_after
+    dropped = dict(record.dropped_by_class)
     attributes: dict[str, Any] = {
-        "acon.step": record["step"],
-        "acon.stage": record["stage"],
-        "acon.action": record["action"],
-        "acon.strategy": record["strategy"],
+        "acon.step": record.step,
+        "acon.stage": record.stage,
+        "acon.action": record.action,
+        "acon.strategy": record.strategy,
         "acon.tokens_before": before,
         "acon.tokens_after": after,
         "acon.tokens_saved": before - after,
         "acon.dropped_classes": sorted(dropped),
-        "acon.guideline": record.get("guideline_version") or "",
-        "acon.breaks_cache": bool(record.get("breaks_cache")),
-        "acon.compressor_cached": record.get("compressor_cached", False),
+        "acon.guideline": record.guideline_version or "",
+        "acon.breaks_cache": record.breaks_cache,
+        "acon.compressor_cached": record.compressor_cached,
     }
     attributes.update({f"acon.dropped.{name}": tokens for name, tokens in dropped.items()})
-    inputs: dict[str, Any] = {"step": record["step"], "entry_ids": record["entry_ids"], "tokens_before": before}
-    outputs: dict[str, Any] = {"tokens_after": after, "dropped_by_class": dropped, "handles": record.get("handles", [])}
+    inputs: dict[str, Any] = {"step": record.step, "entry_ids": list(record.entry_ids), "tokens_before": before}
+    outputs: dict[str, Any] = {"tokens_after": after, "dropped_by_class": dropped, "handles": list(record.handles)}
     written = _written_entry(episode, record)
     if written is not None:  # a write-time move: the tool result as returned, and as it entered the history
         inputs["tool_output"], outputs["as_written"] = written
         inputs["trust"] = UNTRUSTED
     node = SpanNode(
-        f"compress {record['stage']}: {record['action']}",
+        f"compress {record.stage}: {record.action}",
         CHAIN,
         inputs=inputs,
         outputs=outputs,
         attributes=attributes,
         measured=_measured(record),
     )
-    usage = token_usage(record.get("compressor_usage"))
+    usage = token_usage(record.compressor_usage.to_dict() if record.compressor_usage else None)
     if usage is not None:
-        io = record.get("compressor_io")
+        io = record.compressor_io
         prompt, reply = (episode.texts.get(io[0]), episode.texts.get(io[1])) if io else (None, None)
         node.children.append(
             SpanNode(
@@ -295,7 +298,7 @@ def _compression(episode: Episode, record: dict[str, Any]) -> SpanNode:
                 inputs={"prompt": clip(prompt, MAX_PROMPT), "trust": UNTRUSTED} if prompt is not None else None,
                 outputs={"reply": clip(reply, MAX_PROMPT)} if reply is not None else None,
                 attributes={
-                    "acon.cached": record.get("compressor_cached", False),
+                    "acon.cached": record.compressor_cached,
                     "acon.untrusted_input": prompt is not None,
                 },
             )
@@ -303,11 +306,11 @@ def _compression(episode: Episode, record: dict[str, Any]) -> SpanNode:
     return node
 
 
-def _written_entry(episode: Episode, record: dict[str, Any]) -> tuple[str | None, str | None] | None:
-    if record["stage"] != "write" or not record["entry_ids"]:
+def _written_entry(episode: Episode, record: CompressionRecord) -> tuple[str | None, str | None] | None:
+    if record.stage != "write" or not record.entry_ids:
         return None
-    entry_id = record["entry_ids"][0]
+    entry_id = record.entry_ids[0]
     for entry in episode.entries:
-        if entry["id"] == entry_id and entry["kind"] == "result":
-            return clip(episode.texts.get(entry["raw"])), clip(episode.texts.get(entry["text"]))
+        if entry.id == entry_id and entry.kind == "result":
+            return clip(episode.texts.get(entry.raw)), clip(episode.texts.get(entry.text))
     return None

@@ -43,7 +43,7 @@ def episode_key(episode: Episode) -> str:
 
 
 def episode_tags(episode: Episode) -> dict[str, str]:
-    guidelines = sorted({r["guideline_version"] for r in episode.records if r.get("guideline_version")})
+    guidelines = sorted({r.guideline_version for r in episode.records if r.guideline_version})
     tags = {
         EPISODE_TAG: episode_key(episode),
         "acon.task": episode.task_id,
@@ -63,16 +63,14 @@ def episode_assessments(episode: Episode) -> list[Feedback]:
     success = episode.outcome == "success"
     reasons = "; ".join(episode.reasons) or episode.error or ("solved" if success else episode.outcome)
     out = [Feedback(name="success", value=success, source=SOURCE, rationale=reasons)]
-    peak = episode.metrics.get("peak_tokens")
-    if isinstance(peak, int | float):
-        out.append(
-            Feedback(
-                name="peak_tokens",
-                value=int(peak),
-                source=SOURCE,
-                rationale="largest single agent input, system prompt excluded",
-            )
+    out.append(
+        Feedback(
+            name="peak_tokens",
+            value=int(episode.metrics.peak_tokens),
+            source=SOURCE,
+            rationale="largest single agent input, system prompt excluded",
         )
+    )
     out.append(
         Feedback(
             name="blocking",

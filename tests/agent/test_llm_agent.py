@@ -45,8 +45,8 @@ def test_scripted_model_completes_a_task_in_json_mode(stub):
     task = load_suite("smoke").task("smoke-status")
     episode = run_episode(task, agent_for(server.base_url), parse_strategy("none"), EpisodeServices())
     assert episode.outcome == "success", episode.reasons
-    assert episode.metrics["steps"] == 2
-    assert episode.metrics["peak_tokens"] > 0 and episode.token_source == "reported"
+    assert episode.metrics.steps == 2
+    assert episode.metrics.peak_tokens > 0 and episode.token_source == "reported"
     sent = server.requests[-1]
     assert sent["response_format"]["type"] == "json_schema"
     assert "get_order" in sent["response_format"]["json_schema"]["schema"]["properties"]["tool"]["enum"]
@@ -81,5 +81,5 @@ def test_unknown_tool_comes_back_as_an_error_result(stub):
     server = stub(scripted([action("delete_everything"), action("finish", answer="shipped")]))
     task = load_suite("smoke").task("smoke-status")
     episode = run_episode(task, agent_for(server.base_url), parse_strategy("none"), EpisodeServices())
-    result = next(e for e in episode.entries if e["kind"] == "result")
-    assert result["is_error"] and "unknown tool" in episode.text(result["text"])
+    result = next(e for e in episode.entries if e.kind == "result")
+    assert result.is_error and "unknown tool" in episode.text(result.text)

@@ -4,6 +4,7 @@ from optimizer.agent.episode import Episode
 from optimizer.agent.loop import EpisodeServices, run_episode
 from optimizer.agent.reference import ReferenceAgent
 from optimizer.context.strategies import parse_strategy
+from optimizer.evaluate.codec import decode_episode, encode_episode
 from optimizer.world.suite import load_suite
 
 
@@ -22,11 +23,11 @@ def test_reference_agent_passes_every_smoke_task_on_full_context():
 def test_metrics_follow_acon_definitions():
     episode = run("smoke-total")
     inputs = [s.input_tokens for s in episode.steps]
-    assert episode.metrics["peak_tokens"] == max(inputs)
-    assert episode.metrics["steps"] == len(episode.steps) == 3
+    assert episode.metrics.peak_tokens == max(inputs)
+    assert episode.metrics.steps == len(episode.steps) == 3
     # Tier 0 spends no agent tokens; the dependency integral has no output tokens to weigh.
-    assert episode.metrics["agent_tokens"] == 0 and episode.metrics["dependency"] == 0
-    assert episode.metrics["token_source"] == "counted"
+    assert episode.metrics.agent_tokens == 0 and episode.metrics.dependency == 0
+    assert episode.metrics.token_source == "counted"
 
 
 def test_peak_excludes_the_system_prompt():
@@ -44,7 +45,7 @@ def test_episode_round_trips_through_json():
     import json
 
     episode = run("smoke-refund")
-    again = Episode.from_dict(json.loads(json.dumps(episode.to_dict())))
+    again = decode_episode(json.loads(json.dumps(encode_episode(episode))))
     assert again.metrics == episode.metrics
     assert again.locate("RF-0001-3003") == episode.locate("RF-0001-3003")
 
@@ -102,4 +103,4 @@ def test_an_answer_quoting_a_lost_literal_quotes_a_wrong_one():
 
     episode = run_episode(task, Blind(task.reference), parse_strategy("none"), EpisodeServices())
     assert "LN-903308" not in episode.answers[0] and "LN-903309" in episode.answers[0]
-    assert {d["reference_index"] for d in episode.deviations if d["literal"] == "LN-903308"} >= {2, 3, 5}
+    assert {d.reference_index for d in episode.deviations if d.literal == "LN-903308"} >= {2, 3, 5}

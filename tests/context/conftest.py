@@ -276,27 +276,27 @@ def contract_violations(result: Run) -> list[str]:
     the pre-send budget cut at that step, for classes the budget may cut (not skills or receipts).
     """
     episode = result.episode
-    summarized = {i for r in episode.records if r["action"] == "summarize" for i in r["entry_ids"]}
-    budget_cut = {(r["step"], i) for r in episode.records if r["stage"] == "budget" for i in r["entry_ids"]}
+    summarized = {i for r in episode.records if r.action == "summarize" for i in r.entry_ids}
+    budget_cut = {(r.step, i) for r in episode.records if r.stage == "budget" for i in r.entry_ids}
     problems: list[str] = []
     for index, step in enumerate(episode.steps):
         problems += [f"step {step.step}: {p}" for p in unpaired_calls(result.sent[index])]
-        visible = [e for e in episode.entries if e["kind"] == "result" and e["visible_from"] <= step.step]
-        latest = {_signature(e): e["id"] for e in visible}
+        visible = [e for e in episode.entries if e.kind == "result" and e.visible_from <= step.step]
+        latest = {_signature(e): e.id for e in visible}
         # (label, literal, entry the budget may excuse at checkpoints 4-5)
         required: list[tuple[str, str, int | None]] = [("task statement", result.task.instruction, None)]
         for entry in visible:
-            label = f"{entry['call']['name']} result (entry {entry['id']}, {entry['retention']})"
-            cuttable = entry["id"] if contract_for(entry["retention"]).budget_order is not None else None
-            if entry["retention"] in ("skill", "write_receipt", "unknown"):
-                required.append((label, episode.text(entry["raw"]), cuttable))
+            label = f"{entry.call.name} result (entry {entry.id}, {entry.retention})"
+            cuttable = entry.id if contract_for(entry.retention).budget_order is not None else None
+            if entry.retention in ("skill", "write_receipt", "unknown"):
+                required.append((label, episode.text(entry.raw), cuttable))
             if (
-                entry["retention"] == "dynamic_state"
-                and latest[_signature(entry)] == entry["id"]
-                and entry["id"] not in summarized
+                entry.retention == "dynamic_state"
+                and latest[_signature(entry)] == entry.id
+                and entry.id not in summarized
             ):
-                required.append((f"latest {label}", episode.text(entry["text"]), cuttable))
-            required += [(f"must-keep line of {label}", line, None) for line in entry["must_keep"]]
+                required.append((f"latest {label}", episode.text(entry.text), cuttable))
+            required += [(f"must-keep line of {label}", line, None) for line in entry.must_keep]
         for checkpoint in (2, 3, 4, 5):
             texts = episode.checkpoint_texts(checkpoint, index)
             for label, literal, cuttable in required:
@@ -308,7 +308,7 @@ def contract_violations(result: Run) -> list[str]:
 
 
 def _signature(entry: Mapping[str, Any]) -> str:
-    return entry["call"]["name"] + json.dumps(entry["call"]["arguments"], sort_keys=True)
+    return entry.call.name + json.dumps(entry.call.arguments, sort_keys=True)
 
 
 def unaccounted_changes(result: Run) -> list[str]:
@@ -319,17 +319,17 @@ def unaccounted_changes(result: Run) -> list[str]:
     episode = result.episode
     recorded: dict[str, set[int]] = {"write": set(), "replay": set(), "budget": set()}
     for record in episode.records:
-        recorded[record["stage"]].update(record["entry_ids"])
+        recorded[record.stage].update(record.entry_ids)
     problems = []
     last = len(episode.steps) - 1
     shown = set(episode.checkpoint_texts(3, last))
     for entry in episode.entries:
-        if entry["kind"] != "result" or entry["visible_from"] > episode.steps[last].step:
+        if entry.kind != "result" or entry.visible_from > episode.steps[last].step:
             continue
-        if entry["text"] != entry["raw"] and entry["id"] not in recorded["write"]:
-            problems.append(f"entry {entry['id']} rewritten at write time without a record")
-        if episode.text(entry["text"]) not in shown and entry["id"] not in recorded["replay"]:
-            problems.append(f"entry {entry['id']} changed or missing in the replayed view without a record")
+        if entry.text != entry.raw and entry.id not in recorded["write"]:
+            problems.append(f"entry {entry.id} rewritten at write time without a record")
+        if episode.text(entry.text) not in shown and entry.id not in recorded["replay"]:
+            problems.append(f"entry {entry.id} changed or missing in the replayed view without a record")
     return problems
 
 

@@ -39,16 +39,16 @@ def run(batch_tokens: int, task_id: str = "ticket_queue-01") -> Episode:
 def test_batching_cuts_cache_breaks_on_a_builtin_task_and_keeps_success():
     eager, batched = run(0), run(500)
     assert eager.success and batched.success
-    assert eager.metrics["cache_breaks"] >= 2
-    assert batched.metrics["cache_breaks"] < eager.metrics["cache_breaks"]
+    assert eager.metrics.cache_breaks >= 2
+    assert batched.metrics.cache_breaks < eager.metrics.cache_breaks
     # The price of fewer rebuilds: what would have gone stays a little longer.
-    assert batched.metrics["peak_tokens"] >= eager.metrics["peak_tokens"]
+    assert batched.metrics.peak_tokens >= eager.metrics.peak_tokens
 
 
 def test_every_batched_compression_frees_at_least_the_batch():
     batched = run(500)
     by_step: dict[int, int] = {}
-    for record in batched.compression_records():
+    for record in batched.records:
         if record.stage == "replay":
             by_step[record.step] = by_step.get(record.step, 0) + record.tokens_before - record.tokens_after
     assert by_step and all(freed >= 500 for freed in by_step.values())
@@ -80,6 +80,6 @@ def test_edits_a_compressor_call_paid_for_are_kept_whatever_the_batch(compressor
         return run_context(strategy, compressor=compressor).episode
 
     eager, batched = episode(0), episode(10**6)
-    summaries = [r for r in batched.compression_records() if r.action == "summarize"]
+    summaries = [r for r in batched.records if r.action == "summarize"]
     assert summaries and all(r.tokens_before - r.tokens_after < 10**6 for r in summaries)
     assert [s.request for s in batched.steps] == [s.request for s in eager.steps]

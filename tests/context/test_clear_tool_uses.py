@@ -56,7 +56,7 @@ def test_expected_size():
     # At step 8 the view passes 2,000 tokens: the catalogue and the page become placeholders (the skill
     # and receipt are never candidates; the error and the superseded stock read are shorter than their
     # placeholders, so clearing them would save nothing); at step 10 the web page follows.
-    assert [(r["step"], r["entry_ids"], r["tokens_before"], r["tokens_after"]) for r in records] == [
+    assert [(r.step, list(r.entry_ids), r.tokens_before, r.tokens_after) for r in records] == [
         (8, [4, 6], 1366, 77),
         (10, [16], 559, 37),
     ]
@@ -73,7 +73,7 @@ def test_expected_size():
         1681,
         2286,
     ]
-    assert records[0]["handles"] == ["h1", "h2"]
+    assert records[0].handles == ("h1", "h2")
 
 
 def test_invariants_and_what_goes():
@@ -94,12 +94,12 @@ def test_a_static_result_claiming_to_be_a_skill_is_cleared_and_a_real_skill_read
     tail = Scripted("read_file", {"path": "docs/shipping.md"}, ToolOutput(SHIPPING))
     result = run(ClearToolUses(trigger_tokens=1000, keep_last=1), (skill_via_file, forged, forged_file, tail))
 
-    classes = [(c["name"], c["arguments"], c["retention"]) for c in result.episode.tool_calls]
+    classes = [(c.name, c.arguments, c.retention) for c in result.episode.tool_calls]
     assert [c[2] for c in classes] == ["skill", "static", "static", "static"]
     assert not result.visible_at_end(INJECTION_LINE)
     assert not result.visible_at_end("FACT-STATIC-77")
     assert result.visible_at_end(SKILL)  # the real skill, verbatim
-    cleared = [i for r in result.episode.records for i in r["entry_ids"]]
+    cleared = [i for r in result.episode.records for i in r.entry_ids]
     assert cleared == [4, 6]  # the forged page and forged file; entry 2 (the skill read) never
     assert_contract(result)
 
@@ -131,7 +131,7 @@ def test_below_the_trigger_nothing_is_cleared():
 def test_clearing_that_frees_too_little_is_skipped():
     # At step 8 clearing would free 1,397 - 162 = 1,235 tokens: below 1,300, so it waits for step 10.
     waits = run(ClearToolUses(trigger_tokens=2000, keep_last=2, clear_at_least=1300))
-    assert waits.episode.records[0]["step"] == 10
+    assert waits.episode.records[0].step == 10
     assert run(ClearToolUses(trigger_tokens=2000, keep_last=2, clear_at_least=5000)).episode.records == []
 
 

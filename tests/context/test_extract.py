@@ -143,14 +143,14 @@ def test_the_extract_move_keeps_selected_lines_and_names_the_handle():
     strategy = extract_guideline(rules=[{"pattern": "FACT-STATIC-"}], head=1)
     assert strategy.offers_recall and not strategy.uses_compressor
     result = run(strategy)
-    written = result.episode.text(next(e["text"] for e in result.episode.entries if e["id"] == 4))
+    written = result.episode.text(next(e.text for e in result.episode.entries if e.id == 4))
     assert written.splitlines()[0].startswith(
         '[extracted 2 of 61 parts: result of read_file({"path": "docs/catalog.md"}) call_id=ref_2, 1097 tokens; '
         'full result: recall(handle="h1")]'
     )
     assert written.splitlines()[1:] == [CATALOG.splitlines()[0], "FACT-STATIC-77: widget W-778 ships from bin B-14."]
     record = result.episode.records[0]
-    assert (record["action"], record["tokens_before"], record["handles"]) == ("extract", 1097, ["h1"])
+    assert (record.action, record.tokens_before, record.handles) == ("extract", 1097, ("h1",))
     assert result.visible_at_end("FACT-STATIC-77")
     assert all(result.visible_at_end(literal) for literal in PROTECTED)
     assert_contract(result)
@@ -195,8 +195,8 @@ def test_extract_old_cuts_results_once_they_are_old():
         }
     )
     result = run(GuidelineStrategy(guideline=seed.model_copy(update={"policy": policy})))
-    first = next(r for r in result.episode.records if r["action"] == "extract")
-    assert first["stage"] == "replay" and 4 in first["entry_ids"] and first["step"] == 4  # step 1 is old from 4 on
+    first = next(r for r in result.episode.records if r.action == "extract")
+    assert first.stage == "replay" and 4 in first.entry_ids and first.step == 4  # step 1 is old from 4 on
     assert result.visible_at_end("FACT-STATIC-77")
     assert not result.visible_at_end("catalog note 40:")
     assert_contract(result)
@@ -211,7 +211,7 @@ def test_the_oracle_keeps_exactly_what_the_reference_needs():
     assert oracle.kind == "oracle" and not oracle.offers_recall
     result = run(oracle, script)
     assert result.episode.outcome == "success" and not result.episode.deviations
-    written = result.episode.text(next(e["text"] for e in result.episode.entries if e["id"] == 4))
+    written = result.episode.text(next(e.text for e in result.episode.entries if e.id == 4))
     assert written == "FACT-STATIC-77: widget W-778 ships from bin B-14."
     assert result.visible_at_end("RULE-MID-02")  # pinned: whole
     assert_contract(result)

@@ -95,5 +95,5 @@ def test_a_kept_action_keeps_every_one_of_its_results():
 
 def test_each_entry_is_condensed_once_across_steps():
     result = run(Fifo(keep_last=2))
-    ids = [i for r in result.episode.records for i in r["entry_ids"]]
+    ids = [i for r in result.episode.records for i in r.entry_ids]
     assert ids and len(ids) == len(set(ids))

@@ -97,12 +97,12 @@ def test_expected_size(compressor_for):
     # Write time: the catalogue, the web page and the shipping doc (static, over 500 tokens) are
     # compressed (to the lossy compressor's 3 tokens). The history never passes 800 tokens of
     # compressible content afterwards, so no summary.
-    assert [(r["step"], r["entry_ids"], r["tokens_before"], r["tokens_after"]) for r in records] == [
+    assert [(r.step, list(r.entry_ids), r.tokens_before, r.tokens_after) for r in records] == [
         (1, [4], 1097, 3),
         (7, [16], 559, 3),
         (9, [20], 1080, 3),
     ]
-    assert {(r["stage"], r["action"]) for r in records} == {("write", "compress")}
+    assert {(r.stage, r.action) for r in records} == {("write", "compress")}
     assert len(server.requests) == 3
     assert result.final_tokens() == 1370  # none: 4,097
 
@@ -112,10 +112,10 @@ def test_a_recoverable_compression_names_the_handle_of_the_original(compressor_f
     strategy = guideline(write=[compress(500)])
     assert strategy.offers_recall
     result = run(strategy, compressor=compressor)
-    written = result.episode.text(next(e["text"] for e in result.episode.entries if e["id"] == 4))
+    written = result.episode.text(next(e.text for e in result.episode.entries if e.id == 4))
     assert written.startswith('[compressed: result of read_file({"path": "docs/catalog.md"}) call_id=ref_2, 1097')
     assert 'recall(handle="h1")' in written and written.endswith("key facts only")
-    assert result.episode.records[0]["handles"] == ["h1"]
+    assert result.episode.records[0].handles == ("h1",)
     assert_contract(result)
 
 
@@ -123,7 +123,7 @@ def test_invariants_with_the_seed_policy(compressor_for):
     compressor, server = compressor_for()
     result = run(guideline(write=[compress(300)], history=[summarize(300)]), compressor=compressor)
     assert_contract(result)
-    assert result.episode.metrics["compressor_calls"] >= 3
+    assert result.episode.metrics.compressor_calls >= 3
     assert result.visible_at_end(SKILL) and result.visible_at_end(RECEIPT) and result.visible_at_end(PROBE)
     prompts = compressor_prompts(server)
     for pinned_or_unknown in ("RULE-MID-02", "ORD-5521", "PROBE-UNK-5"):
@@ -135,8 +135,8 @@ def test_the_summary_is_an_index_of_the_originals(compressor_for):
     """What the summary condensed stays retrievable: the summary names each result's handle and call."""
     compressor, _ = compressor_for()
     result = run(guideline(history=[summarize(300)]), compressor=compressor)
-    record = next(r for r in result.episode.records if r["action"] == "summarize")
-    assert record["handles"]
+    record = next(r for r in result.episode.records if r.action == "summarize")
+    assert record.handles
     summary = result.final_texts(3)[1]
     assert summary.startswith("PROGRESS: earlier steps done.")
     assert '- recall(handle="h1"): read_file({"path": "docs/catalog.md"}) call_id=ref_2, 1097 tokens' in summary
@@ -163,7 +163,7 @@ def test_offload_keeps_a_preview_and_a_recall_handle(compressor_for):
     )
     assert strategy.offers_recall and not strategy.uses_compressor
     result = run(strategy, compressor=compressor)
-    written = result.episode.text(next(e["text"] for e in result.episode.entries if e["id"] == 4))
+    written = result.episode.text(next(e.text for e in result.episode.entries if e.id == 4))
     assert written.startswith('[offloaded: result of read_file({"path": "docs/catalog.md"}) call_id=ref_2,')
     assert 'recall(handle="h1")' in written and "catalog note 0:" in written
     assert "FACT-STATIC-77" not in written and "[... preview cut ...]" not in written
@@ -182,10 +182,10 @@ def test_write_moves_chain_in_order(compressor_for):
     }
     strategy = guideline(write=[extract, {"move": "offload", "classes": STATIC, "over": 500}])
     result = run(strategy, compressor=compressor)
-    catalogue = [r for r in result.episode.records if r["entry_ids"] == [4]]
-    assert [r["action"] for r in catalogue] == ["extract", "offload"]
-    assert catalogue[0]["tokens_after"] > 500 and catalogue[1]["tokens_before"] == catalogue[0]["tokens_after"]
-    assert catalogue[0]["handles"] == catalogue[1]["handles"] == ["h1"]  # one original, one handle
+    catalogue = [r for r in result.episode.records if r.entry_ids == (4,)]
+    assert [r.action for r in catalogue] == ["extract", "offload"]
+    assert catalogue[0].tokens_after > 500 and catalogue[1].tokens_before == catalogue[0].tokens_after
+    assert catalogue[0].handles == catalogue[1].handles == ("h1",)  # one original, one handle
     assert server.requests == []
     assert_contract(result)
 
@@ -195,10 +195,10 @@ def test_old_results_are_cleared_to_recall_placeholders(compressor_for):
     strategy = guideline(history=[{"move": "clear", "classes": STATIC, "trigger_tokens": 2000, "keep_last": 2}])
     result = run(strategy, compressor=compressor)
     first = result.episode.records[0]
-    assert (first["action"], first["entry_ids"][0], first["handles"][0]) == ("clear", 4, "h1")
+    assert (first.action, first.entry_ids[0], first.handles[0]) == ("clear", 4, "h1")
     assert not result.visible_at_end("FACT-STATIC-77")
     assert result.visible_at_end('restore with recall(handle="h1")')
-    assert {c for r in result.episode.records for c in r["dropped_by_class"]} == {"static"}
+    assert {c for r in result.episode.records for c in r.dropped_by_class} == {"static"}
     assert server.requests == []
     assert_contract(result)
 
@@ -208,19 +208,19 @@ def test_a_summary_after_a_clear_counts_what_the_clear_left(compressor_for):
     compressor, server = compressor_for()
     clear = {"move": "clear", "classes": STATIC, "trigger_tokens": 1000, "keep_last": 0}
     result = run(guideline(history=[clear, summarize(1500)]), compressor=compressor)
-    assert [r["action"] for r in result.episode.records if r["action"] == "summarize"] == []
+    assert [r.action for r in result.episode.records if r.action == "summarize"] == []
     assert len(server.requests) == 0
     cleared = run(guideline(history=[summarize(1500)]), compressor=compressor)
-    assert any(r["action"] == "summarize" for r in cleared.episode.records)  # without the clear, it summarizes
+    assert any(r.action == "summarize" for r in cleared.episode.records)  # without the clear, it summarizes
 
 
 def test_the_budget_cuts_static_first_and_never_skills_or_receipts(compressor_for):
     compressor, _ = compressor_for()
     result = run(guideline(budget_tokens=1500), compressor=compressor)
-    budget = [r for r in result.episode.records if r["stage"] == "budget"]
-    assert budget and budget[0]["step"] == 3 and budget[0]["entry_ids"] == [4]  # the catalogue (static) first
-    assert budget[0]["dropped_by_class"] == {"static": 1097 - 37}
-    cut_classes = {c for r in budget for c in r["dropped_by_class"]}
+    budget = [r for r in result.episode.records if r.stage == "budget"]
+    assert budget and budget[0].step == 3 and budget[0].entry_ids == (4,)  # the catalogue (static) first
+    assert budget[0].dropped_by_class == {"static": 1097 - 37}
+    cut_classes = {c for r in budget for c in r.dropped_by_class}
     assert not cut_classes & {"skill", "write_receipt"}
     for index in range(3, len(result.episode.steps)):
         assert CATALOG in result.episode.checkpoint_texts(3, index) or index >= 10

@@ -60,7 +60,7 @@ def test_expected_size(compressor_for):
     # summary. Step 9: page, error, stock reads and web page pass it again; the summary grows to 36
     # tokens with the page warning and error line restored. The skill and receipt steps (pinned) and
     # the probe step (unknown: the contract keeps it) never enter the summary.
-    assert [(r["step"], r["entry_ids"], r["tokens_before"], r["tokens_after"]) for r in records] == [
+    assert [(r.step, list(r.entry_ids), r.tokens_before, r.tokens_after) for r in records] == [
         (3, [3, 4], 1115, 13),
         (9, [5, 6, 7, 8, 9, 10, 13, 14, 15, 16], 981, 36),
     ]

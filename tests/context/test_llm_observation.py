@@ -51,14 +51,14 @@ def test_expected_size(compressor_for):
     result = run(LlmObservation(t_obs=500), compressor=compressor)
     records = result.episode.records
     # The lossy compressor answers "key facts only" (3 tokens) for the three results over 500 tokens.
-    assert [(r["action"], r["entry_ids"], r["tokens_before"], r["tokens_after"]) for r in records] == [
+    assert [(r.action, list(r.entry_ids), r.tokens_before, r.tokens_after) for r in records] == [
         ("compress", [4], 1097, 3),
         ("compress", [16], 559, 3),
         ("compress", [20], 1080, 3),
     ]
-    assert {r["stage"] for r in records} == {"write"}
-    assert len(server.requests) == 3 and result.episode.metrics["compressor_calls"] == 3
-    assert result.episode.metrics["compressor_tokens"] > 0
+    assert {r.stage for r in records} == {"write"}
+    assert len(server.requests) == 3 and result.episode.metrics.compressor_calls == 3
+    assert result.episode.metrics.compressor_tokens > 0
     assert result.final_tokens() == 1370  # none: 4,097
 
 
@@ -79,7 +79,7 @@ def test_invariants_protected_classes_never_reach_the_compressor(compressor_for)
 def test_must_keep_lines_come_back_whatever_the_compressor_writes(compressor_for):
     compressor, _ = compressor_for()
     result = run(LlmObservation(t_obs=100), compressor=compressor)
-    page = next(result.episode.text(e["text"]) for e in result.episode.entries if e["id"] == 6)
+    page = next(result.episode.text(e.text) for e in result.episode.entries if e.id == 6)
     assert page == f"{LOSSY_OBSERVATION}\n{PAGE_WARNING}"
     assert SEARCH_PAGE not in page
 
@@ -88,7 +88,7 @@ def test_a_compression_that_grows_the_result_is_not_applied(compressor_for):
     compressor, _ = compressor_for(lambda request: CATALOG + CATALOG)
     result = run(LlmObservation(t_obs=500), compressor=compressor)
     assert result.visible_at_end(CATALOG)
-    assert all(r["tokens_after"] == r["tokens_before"] for r in result.episode.records)
+    assert all(r.tokens_after == r.tokens_before for r in result.episode.records)
 
 
 def test_tool_output_is_fenced_as_untrusted_in_the_prompt(compressor_for):

@@ -56,8 +56,8 @@ def test_expected_size():
         2752,
     ]
     record = result.episode.records[0]
-    summary = (record["step"], record["entry_ids"], record["tokens_before"], record["tokens_after"])
-    assert summary == (5, [4], 1097, 10)
+    summary = (record.step, record.entry_ids, record.tokens_before, record.tokens_after)
+    assert summary == (5, (4,), 1097, 10)
     assert (count_tokens(CATALOG), count_tokens("[Old tool output omitted: 61 lines]")) == (1097, 10)
 
 
@@ -77,7 +77,7 @@ def test_the_first_observation_is_kept_unless_configured_otherwise():
 
 def test_polling_masks_only_every_k_steps_so_the_prefix_stays_cached_between_polls():
     result = run(MaskLastN(n=1, polling=3))
-    assert {r["step"] for r in result.episode.records} <= {0, 3, 6, 9}
+    assert {r.step for r in result.episode.records} <= {0, 3, 6, 9}
     breaks = [s.step for s in result.episode.steps if s.cache_break]
     assert breaks and set(breaks) <= {3, 6, 9}
     assert_contract(result)
@@ -86,7 +86,7 @@ def test_polling_masks_only_every_k_steps_so_the_prefix_stays_cached_between_pol
 def test_recoverable_masks_offer_recall_with_a_handle():
     result = run(MaskLastN(n=3, recoverable=True))
     assert result.visible_at_end('restore with recall(handle="h1")')
-    assert result.episode.records[0]["handles"] == ["h1"]
+    assert result.episode.records[0].handles == ("h1",)
     assert "recall" in result.sent[0][0]["content"]  # the tool is offered (the system prompt lists tools)
     assert "recall" not in run(MaskLastN(n=3)).sent[0][0]["content"]
     assert_contract(result)

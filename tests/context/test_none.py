@@ -26,11 +26,11 @@ def test_expected_size_is_the_full_history():
     episode = result.episode
     # Every checkpoint holds exactly what was written: 11 steps, 10 results, 4,097 tokens at the end.
     assert [s.input_tokens for s in episode.steps] == [24, 491, 1634, 1946, 2007, 2071, 2133, 2197, 2804, 2970, 4097]
-    assert episode.records == [] and episode.metrics["compressions"] == 0
+    assert episode.records == [] and episode.metrics.compressions == 0
     for index in range(len(episode.steps)):
         assert episode.checkpoint_texts(3, index) == episode.checkpoint_texts(4, index)
         assert sorted(episode.checkpoint_texts(3, index)) == sorted(
-            episode.text(e["text"]) for e in episode.entries if e["visible_from"] <= episode.steps[index].step
+            episode.text(e.text) for e in episode.entries if e.visible_from <= episode.steps[index].step
         )
 
 

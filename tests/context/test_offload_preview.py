@@ -38,7 +38,7 @@ def test_expected_size():
     # The two documents and the web page pass 500 tokens; each becomes a ~100-token placeholder with a
     # 40-token head and a 20-token tail. Stock reads, the receipt and the page of hits stay.
     assert (count_tokens(CATALOG), count_tokens(PAGE_HTML), count_tokens(SHIPPING)) == (1097, 559, 1080)
-    assert [(r["stage"], r["entry_ids"], r["tokens_before"], r["tokens_after"]) for r in records] == [
+    assert [(r.stage, list(r.entry_ids), r.tokens_before, r.tokens_after) for r in records] == [
         ("write", [4], 1097, 103),
         ("write", [16], 559, 103),
         ("write", [20], 1080, 104),
@@ -51,7 +51,7 @@ def test_invariants_and_preview():
     assert_contract(result)
     assert all(result.visible_at_end(literal) for literal in PROTECTED)
     assert not result.visible_at_end("FACT-STATIC-77")  # it sits in the middle, outside head and tail
-    written = next(result.episode.text(e["text"]) for e in result.episode.entries if e["id"] == 4)
+    written = next(result.episode.text(e.text) for e in result.episode.entries if e.id == 4)
     head = '[offloaded: result of read_file({"path": "docs/catalog.md"}) call_id=ref_2, 1097 tokens;'
     assert written.startswith(head)
     assert 'recall(handle="h1")' in written and "catalog note 0:" in written and "catalog note 59:" in written

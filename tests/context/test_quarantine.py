@@ -56,8 +56,8 @@ def test_no_line_of_the_clean_builtin_suite_reads_as_an_instruction():
     for task in BuiltinSuite(injections="off").load().tasks:
         episode = run_episode(task, ReferenceAgent(task.reference), parse_strategy("none"), EpisodeServices())
         for entry in episode.entries:
-            if entry["kind"] == "result":
-                flagged += [line for line in episode.text(entry["raw"]).splitlines() if is_instruction_like(line)]
+            if entry.kind == "result":
+                flagged += [line for line in episode.text(entry.raw).splitlines() if is_instruction_like(line)]
     assert flagged == []
 
 
@@ -109,7 +109,7 @@ def test_no_request_carries_a_planted_instruction_outside_a_fence(strategy, comp
                 r"<history_summary>\n.*?\n</history_summary>", str(m.get("content") or ""), re.DOTALL
             )
         ]
-        written += [episode.text(e["text"]) for e in episode.entries if e["kind"] == "result" and e["text"] != e["raw"]]
+        written += [episode.text(e.text) for e in episode.entries if e.kind == "result" and e.text != e.raw]
         carried += sum(any(marker in unfenced(text) for marker in INJECTION_MARKERS) for text in written)
         fenced += sum(FENCE_LABEL in text for text in written)
     prompts = compressor_prompts(server)

@@ -21,17 +21,17 @@ NEEDS_BIN = (Need(NeedKind.VALUE, "B-14", guess="B-00"),)
 def test_the_reference_agent_recalls_a_cleared_result_and_gets_the_original_back():
     result = run(CLEAR, answer="ORD-5521 from bin B-14", answer_needs=NEEDS_BIN)
     episode = result.episode
-    assert [d["behaviour"] for d in episode.deviations] == ["recall"]  # a near miss, on the record
+    assert [d.behaviour for d in episode.deviations] == ["recall"]  # a near miss, on the record
     assert episode.answers == ["ORD-5521 from bin B-14"]
 
-    recall = next(c for c in episode.tool_calls if c["name"] == "recall")
-    assert recall["arguments"] == {"handle": "h1"} and recall["step"] == 10
-    restored = next(e for e in episode.entries if e["call"] and e["call"]["name"] == "recall")
-    assert episode.text(restored["text"]) == CATALOG == episode.text(restored["raw"])
-    assert restored["retention"] == "static"  # the original class, not the recall tool's
+    recall = next(c for c in episode.tool_calls if c.name == "recall")
+    assert recall.arguments == {"handle": "h1"} and recall.step == 10
+    restored = next(e for e in episode.entries if e.call and e.call.name == "recall")
+    assert episode.text(restored.text) == CATALOG == episode.text(restored.raw)
+    assert restored.retention == "static"  # the original class, not the recall tool's
 
-    assert episode.metrics["recall_calls"] == 1
-    assert episode.metrics["recalled_tokens"] == count_tokens(CATALOG) == 1097
+    assert episode.metrics.recall_calls == 1
+    assert episode.metrics.recalled_tokens == count_tokens(CATALOG) == 1097
     # The recalled content is paid for in the next request, and the recall costs a step.
     before, after = episode.steps[-2].input_tokens, episode.steps[-1].input_tokens
     assert after - before >= count_tokens(CATALOG)
@@ -41,12 +41,12 @@ def test_the_reference_agent_recalls_a_cleared_result_and_gets_the_original_back
 
 def test_without_the_need_nothing_is_recalled():
     episode = run(CLEAR).episode
-    assert episode.metrics["recall_calls"] == 0 and episode.metrics["recalled_tokens"] == 0
+    assert episode.metrics.recall_calls == 0 and episode.metrics.recalled_tokens == 0
 
 
 def test_a_recalled_result_is_not_cleared_again():
     result = run(ClearToolUses(trigger_tokens=1000, keep_last=0), answer="B-14", answer_needs=NEEDS_BIN)
-    assert result.episode.metrics["recall_calls"] == 1
+    assert result.episode.metrics.recall_calls == 1
     assert result.visible_at_end("FACT-STATIC-77")
 
 
@@ -62,9 +62,9 @@ def test_an_unknown_handle_is_an_error_result_not_a_crash():
     with StubServer(scripted(replies)) as url:
         agent = LlmAgent(stub_client(url), native=False)
         episode = run_episode(task, agent, ClearToolUses(), EpisodeServices())
-    result = next(e for e in episode.entries if e["call"] and e["call"]["name"] == "recall")
-    assert result["is_error"] and "no stored content for handle 'h99'" in episode.text(result["text"])
-    assert episode.metrics["recalled_tokens"] == 0
+    result = next(e for e in episode.entries if e.call and e.call.name == "recall")
+    assert result.is_error and "no stored content for handle 'h99'" in episode.text(result.text)
+    assert episode.metrics.recalled_tokens == 0
 
 
 def _llm_episode(stub, *, recall: bool):
@@ -83,15 +83,15 @@ def test_a_recall_shows_in_the_agent_tokens_and_cost(stub):
     plain = _llm_episode(stub, recall=False)
     recalled = _llm_episode(stub, recall=True)
     assert plain.outcome == recalled.outcome == "success"
-    assert (plain.metrics["recall_calls"], recalled.metrics["recall_calls"]) == (0, 1)
-    assert recalled.metrics["recalled_tokens"] == 1097
+    assert (plain.metrics.recall_calls, recalled.metrics.recall_calls) == (0, 1)
+    assert recalled.metrics.recalled_tokens == 1097
     # Two requests carry the recalled catalogue (the recall's own answer step and the finish).
-    extra_prompt = recalled.metrics["agent_prompt_tokens"] - plain.metrics["agent_prompt_tokens"]
+    extra_prompt = recalled.metrics.agent_prompt_tokens - plain.metrics.agent_prompt_tokens
     assert extra_prompt >= 1097
-    assert recalled.metrics["cost"] - plain.metrics["cost"] >= 1097 / 1e6
+    assert recalled.metrics.cost - plain.metrics.cost >= 1097 / 1e6
     assert (
-        recalled.metrics["cost"]
-        == (recalled.metrics["agent_prompt_tokens"] * 1.0 + recalled.metrics["agent_completion_tokens"] * 2.0) / 1e6
+        recalled.metrics.cost
+        == (recalled.metrics.agent_prompt_tokens * 1.0 + recalled.metrics.agent_completion_tokens * 2.0) / 1e6
     )
 
 
@@ -110,18 +110,18 @@ def recall_run(strategy, mode: str, script=STANDARD):
 
 def test_the_honest_agent_recalls_the_placeholder_of_the_call_the_fact_came_from():
     result = recall_run(CLEAR, "honest")
-    recall = next(c for c in result.episode.tool_calls if c["name"] == "recall")
+    recall = next(c for c in result.episode.tool_calls if c.name == "recall")
     # h1 is the catalogue read (call ref_2), where B-14 first appeared; the agent saw its placeholder.
-    placeholder = next(t for t in result.sent[recall["step"]] if 'recall(handle="h1")' in str(t.get("content")))
+    placeholder = next(t for t in result.sent[recall.step] if 'recall(handle="h1")' in str(t.get("content")))
     assert "call_id=ref_2" in placeholder["content"]
     assert result.episode.outcome == "success"
-    assert [(d["literal"], d["behaviour"]) for d in result.episode.deviations] == [("B-14", "recall")]
+    assert [(d.literal, d.behaviour) for d in result.episode.deviations] == [("B-14", "recall")]
 
 
 def test_an_agent_that_never_recalls_guesses_instead():
     result = recall_run(CLEAR, "never")
-    assert result.episode.metrics["recall_calls"] == 0
-    assert [(d["literal"], d["behaviour"]) for d in result.episode.deviations] == [("B-14", "guess")]
+    assert result.episode.metrics.recall_calls == 0
+    assert [(d.literal, d.behaviour) for d in result.episode.deviations] == [("B-14", "guess")]
     assert result.episode.answers == ["ORD-5521 from bin B-00"]
 
 
@@ -147,9 +147,9 @@ def test_the_honest_agent_does_not_recall_what_no_placeholder_points_to():
     strategy = GuidelineStrategy(guideline=read_guideline(SEED_GUIDELINE).model_copy(update={"policy": policy}))
     peek = recall_run(strategy, "peek", script=script)
     honest = recall_run(strategy, "honest", script=script)
-    assert peek.episode.metrics["recall_calls"] == 1 and peek.episode.outcome == "success"
-    assert honest.episode.metrics["recall_calls"] == 0
-    assert [(d["literal"], d["behaviour"]) for d in honest.episode.deviations] == [("B-14", "guess")]
+    assert peek.episode.metrics.recall_calls == 1 and peek.episode.outcome == "success"
+    assert honest.episode.metrics.recall_calls == 0
+    assert [(d.literal, d.behaviour) for d in honest.episode.deviations] == [("B-14", "guess")]
 
 
 def test_the_summary_index_is_enough_to_recall(compressor_for):
@@ -166,8 +166,8 @@ def test_the_summary_index_is_enough_to_recall(compressor_for):
     task = make_task(answer="ORD-5521 from bin B-14", answer_needs=NEEDS_BIN)
     agent = RecordingReference(task.reference, sources=need_sources(task))
     episode = run_episode(task, agent, strategy, EpisodeServices(compressor=compressor))
-    recall = next(c for c in episode.tool_calls if c["name"] == "recall")
-    sent = "\n".join(str(m.get("content")) for m in agent.sent[recall["step"]])
-    handle = recall["arguments"]["handle"]
+    recall = next(c for c in episode.tool_calls if c.name == "recall")
+    sent = "\n".join(str(m.get("content")) for m in agent.sent[recall.step])
+    handle = recall.arguments["handle"]
     assert f'- recall(handle="{handle}"): read_file({{"path": "docs/catalog.md"}}) call_id=ref_2' in sent
-    assert episode.outcome == "success" and {d["behaviour"] for d in episode.deviations} == {"recall"}
+    assert episode.outcome == "success" and {d.behaviour for d in episode.deviations} == {"recall"}

@@ -27,10 +27,10 @@ def test_real_local_model_completes_a_task_with_reported_usage():
         services = EpisodeServices(system_tokens=client.system_tokens)
         episode = run_episode(task, LlmAgent(client, native=False), parse_strategy("none"), services)
     assert episode.outcome == "success", (episode.reasons, [s.action["raw"] for s in episode.steps])
-    calls = [(c["name"], c["arguments"].get("order_id")) for c in episode.tool_calls]
+    calls = [(c.name, c.arguments.get("order_id")) for c in episode.tool_calls]
     assert ("get_order", "ORD-1001") in calls  # the answer came from the order, not from a guess
     assert episode.token_source == "reported"
-    assert 0 < episode.metrics["peak_tokens"] < episode.steps[-1].usage["prompt_tokens"]
+    assert 0 < episode.metrics.peak_tokens < episode.steps[-1].usage["prompt_tokens"]
 
 
 def test_real_compressor_keeps_the_ids_and_amounts_the_task_asks_about():

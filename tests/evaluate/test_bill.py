@@ -155,7 +155,7 @@ def test_a_tier_0_run_has_a_real_cost_per_success_under_every_price_model(tmp_pa
     mine = summary["projected"]["mine"]
     assert mine["cost"] == pytest.approx((mine["input_tokens"] * 1.0 + mine["output_tokens"] * 2.0) / 1e6)
     assert "cache_breaks_per_episode" in summary
-    per_task = [e.metrics["projected_cost"] for e in result.episodes.summaries]
+    per_task = [e.projected_cost for e in result.episodes.summaries]
     assert sum(per_task) == pytest.approx(summary["projected"][CostConfig().presets[0]]["cost"])
 
 

@@ -32,9 +32,9 @@ def surviving(report, name: str, checkpoint: int = 5) -> set[str]:
 def test_the_conversation_plants_every_identifier_in_the_class_it_names():
     episode = canary.run_canary({}).results["none"].episode
     for identifier, retention in canary.IDENTIFIERS.items():
-        results = [e for e in episode.entries if e["kind"] == "result"]
-        holders = [e for e in results if identifier in episode.text(e["raw"])]
-        assert [e["retention"] for e in holders] == [retention.value], identifier
+        results = [e for e in episode.entries if e.kind == "result"]
+        holders = [e for e in results if identifier in episode.text(e.raw)]
+        assert [e.retention for e in holders] == [retention.value], identifier
     skill = canary.SKILL_MD.splitlines()
     positions = [next(i for i, line in enumerate(skill) if rule in line) / len(skill) for rule in RULES]
     assert positions[0] < 0.1 and 0.4 < positions[1] < 0.6 and positions[2] > 0.9
@@ -44,8 +44,7 @@ def test_the_conversation_plants_every_identifier_in_the_class_it_names():
 
 def test_every_strategy_replays_the_same_calls_and_sees_everything_raw(report):
     calls = {
-        name: [(c["name"], c["arguments"]) for c in result.episode.tool_calls]
-        for name, result in report.results.items()
+        name: [(c.name, c.arguments) for c in result.episode.tool_calls] for name, result in report.results.items()
     }
     assert len({json.dumps(c) for c in calls.values()}) == 1
     assert len(calls["none"]) == len(canary.REFERENCE)

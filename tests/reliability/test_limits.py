@@ -8,10 +8,10 @@ import subprocess
 import sys
 
 from benchmarks.bench_limits import archive_task
-from optimizer.agent.episode import Episode
 from optimizer.agent.loop import EpisodeServices, run_episode
 from optimizer.agent.reference import ReferenceAgent
 from optimizer.context.strategies import parse_strategy
+from optimizer.evaluate.codec import decode_episode, encode_episode
 from tests.conftest import ROOT
 
 POINTS = [
@@ -42,10 +42,10 @@ def test_a_megabyte_output_and_a_200_step_episode_stay_within_bounds():
 def test_an_episode_record_round_trips_and_old_records_still_load():
     task = archive_task(40, 400)
     episode = run_episode(task, ReferenceAgent(task.reference), parse_strategy("clear_tool_uses"), EpisodeServices())
-    record = json.loads(json.dumps(episode.to_dict()))
+    record = json.loads(json.dumps(encode_episode(episode)))
     assert any(isinstance(step["replayed"], dict) for step in record["steps"])  # deltas on disk
-    again = Episode.from_dict(record)
+    again = decode_episode(record)
     assert again.steps == episode.steps and again.texts == episode.texts
-    assert again.to_dict() == record
+    assert encode_episode(again) == record
     old = {**record, "steps": [{**s.__dict__} for s in episode.steps]}  # plain lists, as written before
-    assert Episode.from_dict(old).steps == episode.steps
+    assert decode_episode(old).steps == episode.steps

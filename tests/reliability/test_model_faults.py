@@ -21,7 +21,9 @@ from typing import Any
 import pytest
 
 from optimizer.agent.episode import Episode
+from optimizer.agent.episode_records import EpisodeMetrics
 from optimizer.config import load_experiment
+from optimizer.evaluate.codec import decode_episode, encode_episode
 from optimizer.evaluate.strategy_runs import summarize
 from optimizer.mining.pairs import compressed_successes, find_pairs
 from optimizer.search.job import OptimizationJob
@@ -166,7 +168,7 @@ def _never_pairs_or_scores(job: Path) -> None:
     for run, records in episode_lines(job).items():
         latest = {r["task_id"]: r for r in records}
         assert all(r["outcome"] == "infra_error" for r in records if r is not latest[r["task_id"]]), run
-        episodes = [Episode.from_dict(r) for r in latest.values()]
+        episodes = [decode_episode(r) for r in latest.values()]
         summary = summarize(episodes)
         assert summary["scored"] == sum(e.outcome != "infra_error" for e in episodes)
         assert summary["successes"] == sum(e.outcome == "success" for e in episodes)
@@ -205,20 +207,7 @@ def test_pair_mining_and_scores_ignore_infrastructure_errors():
             strategy_version="v",
             agent="reference",
             outcome=outcome,
-            metrics={
-                "peak_tokens": 1,
-                "dependency": 0,
-                "steps": 1,
-                "agent_tokens": 0,
-                "compressor_tokens": 0,
-                "compressor_calls": 0,
-                "total_tokens": 0,
-                "cache_breaks": 0,
-                "recall_calls": 0,
-                "duplicate_writes": 0,
-                "blocking": 0,
-                "retries": 0,
-            },
+            metrics=EpisodeMetrics(peak_tokens=1, steps=1),
         )
 
     full = [episode("a", "success"), episode("b", "success"), episode("c", "infra_error")]
@@ -258,7 +247,7 @@ def test_an_infrastructure_error_is_run_again_and_superseded(tmp_path, monkeypat
     assert [e.outcome for e in down.episodes] == ["infra_error"] * 3
     assert down.summary["scored"] == 0 and down.summary["infra_errors"] == 3
     assert all(e.outcome != "infra_error" for e in back.episodes)
-    assert [e.to_dict() for e in again.episodes] == [e.to_dict() for e in back.episodes]
+    assert [encode_episode(e) for e in again.episodes] == [encode_episode(e) for e in back.episodes]
     store = EpisodeStore(back.directory)
     assert len(store.records()) == 6  # three outages, three real outcomes, nothing more
     assert [e.task_id for e in store.load()] == [t.id for t in tasks]

@@ -11,6 +11,7 @@ import pytest
 
 from optimizer.config import RunConfig
 from optimizer.context.strategies import parse_strategy
+from optimizer.evaluate.codec import encode_episode
 from optimizer.evaluate.endpoints import ModelEndpoints
 from optimizer.evaluate.executors import LocalExecutor, RayExecutor
 from optimizer.evaluate.runner import AgentSpec, run_tasks
@@ -76,7 +77,7 @@ def test_ray_runs_the_episodes_local_threads_run(tmp_path):
     local = {s: run(tasks, tmp_path / f"local-{s}", LocalExecutor(), s) for s in ("none", "fifo")}
     remote = {s: run(tasks, tmp_path / f"ray-{s}", RAY, s) for s in ("none", "fifo")}
     for s in local:
-        assert [timeless(e.to_dict()) for e in remote[s]] == [timeless(e.to_dict()) for e in local[s]], s
+        assert [timeless(encode_episode(e)) for e in remote[s]] == [timeless(encode_episode(e)) for e in local[s]], s
     pairs = find_pairs(local["none"], local["fifo"], near_misses=True)
     assert pairs, "fifo should lose a task of 24, else the pairs compare nothing"
     assert [(a.task_id, b.task_id) for a, b in find_pairs(remote["none"], remote["fifo"], near_misses=True)] == [
@@ -91,12 +92,12 @@ def test_compressor_calls_from_workers_match_local_ones(tmp_path):
         with ModelEndpoints({"compressor": config}, log=lambda m: None) as endpoints:
             local = run(tasks, tmp_path / "local", LocalExecutor(), "llm_observation", endpoints=endpoints)
             remote = run(tasks, tmp_path / "ray", RAY, "llm_observation", endpoints=endpoints)
-    calls = sum(e.metrics["compressor_calls"] for e in local)
+    calls = sum(e.metrics.compressor_calls for e in local)
     assert calls > 0
     # The workers read this node's reply cache, which the local run filled: the same replies, as cache hits.
-    assert sum(e.metrics["compressor_cache_hits"] for e in remote) == calls
+    assert sum(e.metrics.compressor_cache_hits for e in remote) == calls
     cached = ("compressor_cached", "compressor_cache_hits")
-    assert [timeless(e.to_dict(), cached) for e in remote] == [timeless(e.to_dict(), cached) for e in local]
+    assert [timeless(encode_episode(e), cached) for e in remote] == [timeless(encode_episode(e), cached) for e in local]
 
 
 @pytest.mark.parametrize(("first", "then"), [(RAY, LocalExecutor()), (LocalExecutor(), RAY)])
@@ -117,7 +118,7 @@ def test_a_run_killed_under_one_executor_resumes_under_the_other(tmp_path, first
     assert after[: len(before)] == before  # nothing recorded before the kill is redone or rewritten
     assert sorted(r["task_id"] for r in after) == sorted(t.id for t in tasks)  # each task once
     reference = run(tasks, tmp_path / "reference", LocalExecutor())
-    assert [timeless(e.to_dict()) for e in resumed] == [timeless(e.to_dict()) for e in reference]
+    assert [timeless(encode_episode(e)) for e in resumed] == [timeless(encode_episode(e)) for e in reference]
 
 
 def test_a_worker_killed_mid_episode_reruns_it_once_and_records_it_once(tmp_path):

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from optimizer.agent.episode import Episode
 from optimizer.context.strategies import parse_strategy
 from optimizer.evaluate import stats
+from optimizer.evaluate.codec import decode_episode, encode_episode
 from optimizer.evaluate.records import EpisodeRecords, EpisodeSummary
 from optimizer.evaluate.runner import AgentSpec, run_tasks
 from optimizer.evaluate.strategy_runs import summarize
@@ -62,10 +62,10 @@ def test_records_read_back_what_the_runner_wrote(tmp_path):
     tasks = BuiltinSuite(n_tasks=12).load().tasks
     result = _run(tasks, tmp_path / "run", "fifo")
     lines = [json.loads(line) for line in (tmp_path / "run" / "episodes.jsonl").read_text().splitlines()]
-    written = [Episode.from_dict(r) for r in lines]
+    written = [decode_episode(r) for r in lines]
     assert isinstance(result, EpisodeRecords) and result.task_ids == tuple(t.id for t in tasks)
-    assert [e.to_dict() for e in result] == [e.to_dict() for e in written]
-    assert result[3].to_dict() == written[3].to_dict()
+    assert [encode_episode(e) for e in result] == [encode_episode(e) for e in written]
+    assert encode_episode(result[3]) == encode_episode(written[3])
     assert [e.task_id for e in result[2:5]] == list(result.task_ids[2:5])
     assert result.summaries == [EpisodeSummary.of(e) for e in written]
     assert summarize(result) == summarize(written)
@@ -81,9 +81,11 @@ def test_pairs_from_records_match_pairs_from_lists(tmp_path):
     as_lists = find_pairs(list(full), list(lossy), near_misses=True)
     from_disk = find_pairs(full, lossy, near_misses=True)
     assert as_lists, "fifo should lose some task of 24 (else this test compares nothing)"
-    assert [(a.to_dict(), b.to_dict()) for a, b in from_disk] == [(a.to_dict(), b.to_dict()) for a, b in as_lists]
-    assert [e.to_dict() for e in compressed_successes(full, lossy)] == [
-        e.to_dict() for e in compressed_successes(list(full), list(lossy))
+    assert [(encode_episode(a), encode_episode(b)) for a, b in from_disk] == [
+        (encode_episode(a), encode_episode(b)) for a, b in as_lists
+    ]
+    assert [encode_episode(e) for e in compressed_successes(full, lossy)] == [
+        encode_episode(e) for e in compressed_successes(list(full), list(lossy))
     ]
 
 

@@ -55,7 +55,7 @@ class Forging:
 
 def _classes(task: Task) -> list[tuple[str, str]]:
     episode = run_episode(task, ReferenceAgent(task.reference), parse_strategy("none"), EpisodeServices())
-    return [(c["name"], c["retention"]) for c in episode.tool_calls]
+    return [(c.name, c.retention) for c in episode.tool_calls]
 
 
 def _suite_tasks(name: str) -> list[Task]:

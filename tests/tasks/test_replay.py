@@ -78,7 +78,7 @@ def test_example_imports_to_parquet_and_the_reference_agent_passes_every_task(ex
         assert result.outcome == "success", (task.id, result.reasons)
         assert result.deviations == []
         recorded = [s.call.signature() for s in task.reference if s.call is not None]
-        assert [c["signature"] for c in result.tool_calls] == recorded
+        assert [c.signature for c in result.tool_calls] == recorded
 
 
 def test_split_is_seeded_and_fixed(example, tmp_path):
@@ -133,8 +133,8 @@ def test_losing_the_literal_under_fifo_fails_the_task(example):
     assert result.outcome == "failure"
     assert any("not made: set_bike_status" in r for r in result.reasons), result.reasons
     # The call that needs it guesses, and so does every later step that writes it out (the answer).
-    assert {(d["literal"], d["behaviour"]) for d in result.deviations} == {("BK-40117", "guess")}
-    assert result.deviations[0]["reference_index"] == min(d["reference_index"] for d in result.deviations)
+    assert {(d.literal, d.behaviour) for d in result.deviations} == {("BK-40117", "guess")}
+    assert result.deviations[0].reference_index == min(d.reference_index for d in result.deviations)
 
 
 @dataclasses.dataclass
@@ -162,7 +162,7 @@ def test_editing_a_needed_literal_out_of_the_context_fails_the_task(example, tas
     task = example[1].task(task_id)
     result = episode(task, agent=BlindReference(task.reference, hidden=literal))
     assert result.outcome == "failure"
-    assert any(d["literal"] == literal and d["behaviour"] == "guess" for d in result.deviations)
+    assert any(d.literal == literal and d.behaviour == "guess" for d in result.deviations)
     assert any("not made" in r for r in result.reasons)
     assert any("outside the recording" in r for r in result.reasons)
 
@@ -197,15 +197,15 @@ def test_retention_classes_come_from_the_metadata_map_only(tmp_path):
     assert specs["unlock"].retention_class is RetentionClass.UNKNOWN  # not in the map
     result = episode(task)
     assert result.outcome == "success", result.reasons
-    assert [c["retention"] for c in result.tool_calls] == [
+    assert [c.retention for c in result.tool_calls] == [
         "static",
         "dynamic_state",
         "error_partial",
         "unknown",
         "write_receipt",
     ]
-    error = next(e for e in result.entries if e["is_error"])
-    assert error["must_keep"] == ["Error: order is locked"]  # an error without must_keep keeps its first line
+    error = next(e for e in result.entries if e.is_error)
+    assert error.must_keep == ("Error: order is locked",)  # an error without must_keep keeps its first line
     status = step_of(task, "order_status")
     assert [(n.literal, n.source_class) for n in status.needs] == [("ORD-7781", "static")]
 
@@ -394,7 +394,7 @@ def test_an_exported_suite_replays_like_the_original(tmp_path):
             a, b = episode(task, strategy), episode(again, strategy)
             assert a.outcome == b.outcome, (task.id, strategy, a.reasons, b.reasons)
             if a.success:  # after a deviation the live world and the replay answer differently
-                assert a.metrics["peak_tokens"] == b.metrics["peak_tokens"], (task.id, strategy)
+                assert a.metrics.peak_tokens == b.metrics.peak_tokens, (task.id, strategy)
 
 
 def test_an_exported_skill_read_keeps_its_argument_refined_class(tmp_path):

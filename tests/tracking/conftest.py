@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 
 from optimizer.agent.episode import Episode, StepRecord, text_hash
+from optimizer.agent.episode_records import EntryRecord, EpisodeMetrics, ToolCallRecord
 from optimizer.context.guideline import Guideline
+from optimizer.context.history import EntryKind
+from optimizer.context.record import CompressionRecord
+from optimizer.llm.usage import Usage
+from optimizer.world.retention import RetentionClass
 
 
 @pytest.fixture(scope="session")
@@ -62,11 +67,11 @@ def make_episode(task_id: str = "t-1", *, strategy: str = "guideline", outcome: 
     )
     h = {k: episode.store(v) for k, v in texts.items()}
     episode.entries = [
-        {"id": 0, "kind": "task", "step": 0, "text": h["task"], "raw": h["task"]},
-        {"id": 1, "kind": "action", "step": 0, "text": h["act0"], "raw": h["act0"]},
-        {"id": 2, "kind": "result", "step": 0, "text": h["res0w"], "raw": h["res0"]},
-        {"id": 3, "kind": "action", "step": 1, "text": h["act1"], "raw": h["act1"]},
-        {"id": 4, "kind": "result", "step": 1, "text": h["res1"], "raw": h["res1"]},
+        EntryRecord(0, EntryKind.TASK, 0, 0, 0, h["task"], h["task"], 10),
+        EntryRecord(1, EntryKind.ACTION, 0, 0, 1, h["act0"], h["act0"], 5),
+        EntryRecord(2, EntryKind.RESULT, 0, 0, 1, h["res0w"], h["res0"], 12, RetentionClass.DYNAMIC_STATE),
+        EntryRecord(3, EntryKind.ACTION, 1, 0, 2, h["act1"], h["act1"], 5),
+        EntryRecord(4, EntryKind.RESULT, 1, 0, 2, h["res1"], h["res1"], 12, RetentionClass.DYNAMIC_STATE),
     ]
     episode.steps = [
         StepRecord(
@@ -100,70 +105,66 @@ def make_episode(task_id: str = "t-1", *, strategy: str = "guideline", outcome: 
         ),
     ]
     episode.tool_calls = [
-        {
-            "step": 0,
-            "name": "get_order",
-            "arguments": {"id": "ORD-1"},
-            "side_effect": False,
-            "is_error": False,
-            "retention": "dynamic_state",
-            "result_tokens": 12,
-        },
-        {
-            "step": 1,
-            "name": "recall",
-            "arguments": {"handle": "h1"},
-            "side_effect": False,
-            "is_error": False,
-            "retention": "dynamic_state",
-            "result_tokens": 12,
-        },
+        ToolCallRecord(
+            step=0,
+            turn=0,
+            name="get_order",
+            arguments={"id": "ORD-1"},
+            signature='get_order({"id": "ORD-1"})',
+            side_effect=False,
+            is_error=False,
+            retention=RetentionClass.DYNAMIC_STATE,
+            result_tokens=12,
+        ),
+        ToolCallRecord(
+            step=1,
+            turn=0,
+            name="recall",
+            arguments={"handle": "h1"},
+            signature='recall({"handle": "h1"})',
+            side_effect=False,
+            is_error=False,
+            retention=RetentionClass.DYNAMIC_STATE,
+            result_tokens=12,
+        ),
     ]
-    base = {
-        "strategy": strategy,
-        "handles": [],
-        "compressor_cached": False,
-        "breaks_cache": False,
-        "guideline_version": "g123",
-    }
+    base = {"strategy": strategy, "guideline_version": "g123"}
     episode.records = [
-        {
+        CompressionRecord(
             **base,
-            "stage": "write",
-            "step": 0,
-            "action": "offload",
-            "entry_ids": [2],
-            "tokens_before": 12,
-            "tokens_after": 5,
-            "dropped_by_class": {"dynamic_state": 7},
-            "handles": ["h1"],
-            "compressor_usage": None,
-        },
-        {
+            stage="write",
+            step=0,
+            action="offload",
+            entry_ids=(2,),
+            tokens_before=12,
+            tokens_after=5,
+            dropped_by_class={"dynamic_state": 7},
+            handles=("h1",),
+        ),
+        CompressionRecord(
             **base,
-            "stage": "replay",
-            "step": 1,
-            "action": "summarize",
-            "entry_ids": [1, 2],
-            "tokens_before": 40,
-            "tokens_after": 15,
-            "dropped_by_class": {"static": 25},
-            "compressor_usage": {"prompt_tokens": 300, "completion_tokens": 30, "cached_tokens": 0},
-            "compressor_io": [h["cprompt"], h["creply"]],
-        },
-        {
+            stage="replay",
+            step=1,
+            action="summarize",
+            entry_ids=(1, 2),
+            tokens_before=40,
+            tokens_after=15,
+            dropped_by_class={"static": 25},
+            compressor_usage=Usage(prompt_tokens=300, completion_tokens=30, cached_tokens=0),
+            compressor_io=(h["cprompt"], h["creply"]),
+        ),
+        CompressionRecord(
             **base,
-            "stage": "budget",
-            "step": 1,
-            "action": "truncate",
-            "entry_ids": [1],
-            "tokens_before": 15,
-            "tokens_after": 10,
-            "dropped_by_class": {"static": 5},
-            "compressor_usage": None,
-        },
+            stage="budget",
+            step=1,
+            action="truncate",
+            entry_ids=(1,),
+            tokens_before=15,
+            tokens_after=10,
+            dropped_by_class={"static": 5},
+        ),
     ]
-    episode.metrics = {"success": outcome == "success", "peak_tokens": 160, "steps": 2}
+    episode.metrics = EpisodeMetrics(success=outcome == "success", peak_tokens=160, steps=2)
     assert text_hash(texts["task"]) == h["task"]
     return episode
 

@@ -13,6 +13,7 @@ from mlflow import MlflowClient
 
 from optimizer.agent.episode import Episode
 from optimizer.config import ExperimentConfig, load_experiment
+from optimizer.evaluate.codec import decode_episode
 from optimizer.search.job import OptimizationJob
 from optimizer.testing.scripted import scripted_models
 from optimizer.testing.stub_server import StubServer
@@ -76,7 +77,7 @@ def runs_by_key(client: MlflowClient, state: ParentRuns) -> dict[str, object]:
 
 def episodes_in(directory: Path) -> list[Episode]:
     lines = (directory / "episodes.jsonl").read_text().splitlines()
-    return [Episode.from_dict(json.loads(line)) for line in lines if line]
+    return [decode_episode(json.loads(line)) for line in lines if line]
 
 
 def test_parent_and_nested_runs(finished):
@@ -141,7 +142,7 @@ def test_a_trace_per_evaluated_episode_with_token_usage(finished):
         episodes = episodes_in(config.out_dir / "runs" / key.removeprefix("eval/"))
         traces = client.search_traces(locations=[state.experiment_id], run_id=run.info.run_id)
         assert sorted(t.info.tags["acon.task"] for t in traces) == sorted(e.task_id for e in episodes), key
-        compressor = sum(e.metrics["compressor_tokens"] for e in episodes)
+        compressor = sum(e.metrics.compressor_tokens for e in episodes)
         if compressor:  # tier 0 spends no agent tokens; the compressor's show as usage
             assert sum((t.info.token_usage or {}).get("total_tokens", 0) for t in traces) == compressor
 

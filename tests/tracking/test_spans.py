@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from optimizer.agent.loop import EpisodeServices, run_episode
 from optimizer.agent.reference import ReferenceAgent
 from optimizer.context.strategies import parse_strategy
@@ -106,7 +108,7 @@ def test_failed_episode_marks_its_root_span():
 def test_failures_and_errors_are_marked():
     episode = make_episode(outcome="infra_error")
     episode.steps[1].action = {"calls": [], "malformed": "not JSON", "raw": "oops"}
-    episode.tool_calls[0]["is_error"] = True
+    episode.tool_calls[0] = dataclasses.replace(episode.tool_calls[0], is_error=True)
     root = episode_tree(episode)
     assert root.error
     assert root.children[1].error and root.children[5].error

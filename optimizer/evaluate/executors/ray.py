@@ -30,6 +30,7 @@ from pydantic import Field
 
 from optimizer.agent.episode import Episode
 from optimizer.errors import ConfigError
+from optimizer.evaluate.codec import decode_episode, encode_episode
 from optimizer.evaluate.executors.base import EpisodeWork, Executor
 from optimizer.llm.endpoint import EndpointConfig
 from optimizer.llm.gate import MAX_PAUSE_S
@@ -73,7 +74,7 @@ class RayExecutor(Executor):
             done, running = ray.wait(running, num_returns=1)
             running += [remote.remote(shared, task) for task in itertools.islice(pending, len(done))]
             for ref in done:
-                episode = Episode.from_dict(ray.get(ref))
+                episode = decode_episode(ray.get(ref))
                 yield episode, record(episode)
             del done, ref, episode
 
@@ -122,7 +123,7 @@ def _remote_episode(work: EpisodeWork, task: Task) -> dict[str, Any]:
     attempt = compressor.attempt(f"{work.attempt_prefix}::{task.id}") if compressor else contextlib.nullcontext()
     with attempt:
         episode = run_episode(task, work.agent.build(task, endpoints), work.strategy, services)  # type: ignore[attr-defined]
-    return episode.to_dict()
+    return encode_episode(episode)
 
 
 def _worker_services(work: EpisodeWork) -> tuple[Any, Any]:

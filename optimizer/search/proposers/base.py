@@ -39,8 +39,8 @@ class Pair:
         if entry_id is None:
             return None
         for entry in self.compressed.entries:
-            if entry["id"] == entry_id and entry["kind"] == "result":
-                return self.compressed.text(entry["raw"]), (entry["call"] or {}).get("name")
+            if entry.id == entry_id and entry.kind == "result":
+                return self.compressed.text(entry.raw), entry.call.name if entry.call else None
         return None
 
 

@@ -66,8 +66,8 @@ class GuidelineAdapter:
 
     def _score(self, episode: Episode) -> float:
         none = self.none.get(episode.task_id)
-        peak_none = none.metrics["peak_tokens"] if none else episode.metrics["peak_tokens"]
-        relative: float = episode.metrics["peak_tokens"] / peak_none if peak_none else 1.0
+        peak_none = none.metrics.peak_tokens if none else episode.metrics.peak_tokens
+        relative: float = episode.metrics.peak_tokens / peak_none if peak_none else 1.0
         return float(episode.success) - self.ctx.options.lam * relative
 
     def make_reflective_dataset(
@@ -79,12 +79,12 @@ class GuidelineAdapter:
             if none is not None and none.success and not episode.success:
                 feedback = "FAILED where full context succeeded.\n" + diff_markdown(diff_pair(none, episode, task))
             else:
-                peak_none = none.metrics["peak_tokens"] if none else 0
+                peak_none = none.metrics.peak_tokens if none else 0
                 feedback = (
                     f"{'Succeeded' if episode.success else 'Failed (also failed with full context)'}; "
-                    f"peak tokens {episode.metrics['peak_tokens']} vs {peak_none} with full context."
+                    f"peak tokens {episode.metrics.peak_tokens} vs {peak_none} with full context."
                 )
-            outputs = [episode.text(r["compressor_io"][1]) for r in episode.records if r.get("compressor_io")]
+            outputs = [episode.text(r.compressor_io[1]) for r in episode.records if r.compressor_io]
             records.append(
                 {
                     "Inputs": {"task": fence(task.instruction, "task")},
