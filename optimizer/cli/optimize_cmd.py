@@ -24,7 +24,7 @@ def optimize(
 ) -> None:
     """Run the optimization loop and write report.md / report.json to the job directory."""
     from optimizer.search.job import OptimizationJob
-    from optimizer.tracking import tracker_for
+    from optimizer.tracking import check_caught_up, tracker_for
 
     config = load_experiment(experiment)
     if out_dir is not None:
@@ -44,6 +44,7 @@ def optimize(
         )
         out.print(f"acceptance {tier}: {'PASS' if result['pass'] else 'FAIL'} — {checks}")
     out.print(f"report: {config.out_dir / 'report.md'}  ({time.perf_counter() - started:.0f} s)")
+    check_caught_up(job.tracker, f"run `acon optimize {experiment} --resume`")
 
 
 def pareto_table(report: dict) -> Table:

@@ -18,7 +18,8 @@ context solved on the same split (`pairs/<task>.html`); both traces of such a pa
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from optimizer.agent.episode import Episode
@@ -26,6 +27,7 @@ from optimizer.config import ExperimentConfig
 from optimizer.evaluate.jobs import RunResult, episode_row
 from optimizer.tracking.base import Tracker
 from optimizer.tracking.front_page import VIEW_KEY, description, review_view
+from optimizer.tracking.outage import Guarded, job_run
 from optimizer.tracking.params import TIERS, experiment_params, experiment_tags, flatten
 from optimizer.tracking.pareto import ParetoPoint
 
@@ -392,8 +394,10 @@ def tracked_job(
     strategy: str | None = None,
     split: str | None = None,
     agent: str | None = None,
-) -> Iterator[JobTracking | None]:
-    """The parent run of an `acon run` / `acon compare` job; None when tracking is off."""
+    log: Callable[[str], None] | None = None,
+) -> Iterator[Guarded | None]:
+    """The parent run of an `acon run` / `acon compare` job; None when tracking is off. A server that stops
+    answering leaves the run's records journaled (see `outage`), logged when the command is run again."""
     from optimizer.tracking import tracker_from_config
 
     tracker = tracker_from_config(config)
@@ -401,13 +405,17 @@ def tracked_job(
         yield None
         return
     tags = experiment_tags(config, strategy=strategy, split=split, agent=agent)
-    with tracker.job_run(job, params=experiment_params(config), tags=tags):
-        yield JobTracking(tracker, config)
+    guard = Guarded(JobTracking(tracker, config), tracker.store, config.out_dir, log or _warn)
+    with job_run(guard, tracker.job_run(job, params=experiment_params(config), tags=tags)):
+        yield guard
 
 
 @contextlib.contextmanager
-def tracker_for(job: OptimizationJob) -> Iterator[OptimizeTracking | None]:
-    """The parent run of an `acon optimize` job and the hooks it calls; None when tracking is off."""
+def tracker_for(job: OptimizationJob) -> Iterator[Guarded | None]:
+    """The parent run of an `acon optimize` job and the hooks it calls; None when tracking is off.
+
+    What an earlier run of the job could not log (its server gone mid-job) is logged first (`catch_up`).
+    """
     from optimizer.tracking import tracker_from_config
 
     config = job.config
@@ -416,5 +424,13 @@ def tracker_for(job: OptimizationJob) -> Iterator[OptimizeTracking | None]:
         yield None
         return
     tags = experiment_tags(config, strategy="guideline", split="train", agent=config.optimize.screen_agent)
-    with tracker.job_run("optimize", params=experiment_params(config, optimize=True), tags=tags):
-        yield OptimizeTracking(tracker, config)
+    guard = Guarded(OptimizeTracking(tracker, config), tracker.store, job.dir.path, job.log)
+    with job_run(guard, tracker.job_run("optimize", params=experiment_params(config, optimize=True), tags=tags)):
+        if guard.missed:
+            logged = guard.catch_up(job)
+            job.log(f"tracking: caught up {logged} update(s) an earlier run of this job could not log")
+        yield guard
+
+
+def _warn(message: str) -> None:
+    print(f"acon: {message}", file=sys.stderr)
