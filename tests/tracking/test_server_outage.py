@@ -12,7 +12,6 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import pytest
 from mlflow import MlflowClient
 
 from optimizer.cli.ui_cmd import HOST, UiTarget, free_port, server_command, server_env, stop, wait_healthy
@@ -21,7 +20,48 @@ from optimizer.testing.stub_server import StubServer
 from optimizer.tracking.hooks import OptimizeTracking
 from optimizer.tracking.outage import PENDING_FILE
 from optimizer.tracking.store import sqlite_uri
-from tests.tracking.test_remote_server import EXPERIMENT, write_config
+
+EXPERIMENT = "outage"
+
+
+def write_config(tmp: Path, model_url: str, tracking_uri: str) -> Path:
+    """A tiny tier-0 job (three train tasks, three baselines, one round): about ten tracked evaluations."""
+    endpoint = f'base_url = "{model_url}"\nmodel = "scripted"\nbackoff_s = 0.0\n'
+    text = "\n".join(
+        [
+            'name = "outage-job"',
+            f'out = "{tmp / "job"}"',
+            "[suite]",
+            'type = "builtin"',
+            "[run]",
+            'agent = "reference"',
+            "[tracking]",
+            f'experiment = "{EXPERIMENT}"',
+            f'uri = "{tracking_uri}"',
+            "traces = false",  # traces are caught up like runs (once per episode key); left out for time
+            "[optimize]",
+            "rounds = 1",
+            "train_limit = 3",
+            "test_limit = 1",
+            "val_fraction = 0",
+            "select_top = 1",
+            "confirm_top = 0",
+            "llm_proposers = false",
+            'warm_start = ["fifo", "mask_last_n", "clear_tool_uses"]',
+            "max_candidates = 8",
+            'final_strategies = ["none"]',
+            "[endpoints.agent]",
+            endpoint,
+            "[endpoints.compressor]",
+            endpoint,
+            "[endpoints.optimizer]",
+            endpoint,
+        ]
+    )
+    tmp.mkdir(parents=True, exist_ok=True)
+    path = tmp / "job.toml"
+    path.write_text(text)
+    return path
 
 
 def start(target: UiTarget, port: int) -> subprocess.Popen:
@@ -112,6 +152,8 @@ def test_a_server_killed_mid_job_is_caught_up_on_resume_once(tmp_path, run_cli, 
 
             # The same job on a store that never went away: what the caught-up store must hold.
             monkeypatch.setenv("ACON_HOME", str(tmp_path / "home-reference"))
+            # `mlflow.set_tracking_uri` exported the server's URI, which an empty `uri` would follow.
+            monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
             reference = write_config(tmp_path / "reference", model_url, "")
             code, _, err = run_cli("optimize", str(reference))
             assert code == 0, err
@@ -130,8 +172,7 @@ def test_a_server_killed_mid_job_is_caught_up_on_resume_once(tmp_path, run_cli, 
     assert status == "FINISHED"
 
 
-@pytest.mark.parametrize("command", ["run"])
-def test_an_acon_run_whose_server_dies_ends_non_zero_and_logs_on_rerun(tmp_path, run_cli, monkeypatch, command):
+def test_an_acon_run_whose_server_dies_ends_non_zero_and_logs_on_rerun(tmp_path, run_cli, monkeypatch):
     """`acon run`: the server gone before the run is recorded; the rerun records it, once."""
     from optimizer.tracking.hooks import JobTracking
 
@@ -153,12 +194,12 @@ def test_an_acon_run_whose_server_dies_ends_non_zero_and_logs_on_rerun(tmp_path,
         with StubServer(scripted_models) as model_url:
             config = write_config(tmp_path, model_url, url)
             monkeypatch.setattr(JobTracking, "record_run", killed_first)
-            code, out, err = run_cli(command, str(config), "--limit", "3")
+            code, out, err = run_cli("run", str(config), "--limit", "3")
             monkeypatch.setattr(JobTracking, "record_run", real)
             assert code == 3 and "episodes:" in out, err
             assert err.strip().splitlines()[-1].startswith("acon: error: tracking incomplete: "), err
             second = start(target, port)
-            code, out, err = run_cli(command, str(config), "--limit", "3")
+            code, out, err = run_cli("run", str(config), "--limit", "3")
             assert code == 0, err
             assert not (tmp_path / "job" / PENDING_FILE).exists()
         runs = runs_by_key(url)
