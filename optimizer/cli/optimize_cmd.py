@@ -14,7 +14,8 @@ from optimizer.locking import exclusive
 
 
 def _log(message: str) -> None:
-    err.print(f"[dim]{time.strftime('%H:%M:%S')} acon:[/dim] {message}")
+    # One line whatever the terminal's width: a warning read from a CI log or grep stays whole.
+    err.print(f"[dim]{time.strftime('%H:%M:%S')} acon:[/dim] {message}", soft_wrap=True)
 
 
 def optimize(

@@ -183,21 +183,16 @@ class Guarded:
                 "(--resume) with the server up"
             )
 
-    def catch_up(self, job: OptimizationJob | None = None) -> int:
-        """Replay the journal of an earlier process; returns how many hooks were logged."""
+    def catch_up(self, job: OptimizationJob) -> int:
+        """Replay what an earlier run of this `acon optimize` job could not log; returns how many hooks."""
         replayed = 0
         for entry in list(self.pending.entries.values()):
             if self.behind:
                 break
-            hook = entry["hook"]
-            if hook in REDONE_BY_JOB and job is not None:
-                continue  # dropped when the resumed job reports / closes its run
-            if hook == "record_run":
-                continue  # `acon run` / `compare` record their runs again when rerun
-            if job is None:
-                continue
+            if entry["hook"] in REDONE_BY_JOB or entry["hook"] == "record_run":
+                continue  # the resumed job reports and closes its run again; `acon run` records on a rerun
             replay = self._replay(job, entry)
-            if replay is None:
+            if replay is None:  # its run directory or candidate is gone: nothing left to log
                 self.pending.done(entry["key"])
                 continue
             self.call(entry, replay)

@@ -135,7 +135,9 @@ def test_a_server_killed_mid_job_is_caught_up_on_resume_once(tmp_path, run_cli, 
             assert code == 3, err
             assert lines[-1].startswith("acon: error: tracking incomplete: ") and url in lines[-1], lines[-1]
             assert "--resume" in lines[-1]
-            assert sum("stopped answering" in line for line in lines) == 1, err  # warned once, not per call
+            warnings = [line for line in lines if "stopped answering" in line]
+            assert len(warnings) == 1, err  # warned once, not per call
+            assert url in warnings[0] and "--resume" in warnings[0], warnings
             # The job did all its work: every candidate screened, the report written.
             assert (job_dir / "report.json").exists()
             candidates = screened(job_dir)
