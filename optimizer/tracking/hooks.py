@@ -187,20 +187,23 @@ class OptimizeTracking(JobTracking):
         self._sync_rounds(job)
 
     def on_diffs(self, job: OptimizationJob, index: int, pairs: Sequence[Pair]) -> None:
+        self.log_diffs(index, [p.diff for p in pairs], pairs)
+        self._sync_rounds(job)
+
+    def log_diffs(self, index: int, diffs: Sequence[PairDiff], pairs: Sequence[Pair] = ()) -> None:
+        """A round's pair diffs (files, table, counts) in its round run; given the pairs, their traces tagged."""
         from optimizer.mining.report import diff_html, diff_markdown
 
-        diffs = [p.diff for p in pairs]
         with self._round(index):
-            for pair in pairs:  # several candidates may lose the same task: one file per (task, candidate)
-                diff = pair.diff
+            for i, diff in enumerate(diffs):  # several candidates may lose the same task: a file per (task, candidate)
                 name = f"{diff.task_id}-{diff.strategy.rsplit('@', 1)[-1]}"
                 path = self.tracker.log_pair_diff(name, diff_html(diff), diff_markdown(diff), round=index)
-                self.tracker.mark_pair(diff, pair.full, pair.compressed, path)
+                if pairs:
+                    self.tracker.mark_pair(diff, pairs[i].full, pairs[i].compressed, path)
             self.tracker.log_table([_pair_row(d) for d in diffs], "tables/pairs.json")
             missing = sum(len(d.missing) for d in diffs)
             self.tracker.log_metrics({"pairs": len(diffs), "missing_facts": missing}, step=index)
         self.tracker.log_metrics({"pairs": len(diffs)}, step=index)
-        self._sync_rounds(job)
 
     def on_report(self, job: OptimizationJob, report: Mapping[str, Any]) -> None:
         self._sync_rounds(job)
@@ -414,7 +417,9 @@ def tracked_job(
 def tracker_for(job: OptimizationJob) -> Iterator[Guarded | None]:
     """The parent run of an `acon optimize` job and the hooks it calls; None when tracking is off.
 
-    What an earlier run of the job could not log (its server gone mid-job) is logged first (`catch_up`).
+    What an earlier run of the job could not log (its server gone mid-job) is logged once this run's own
+    evaluations have gone through the hooks again (`catch_up`): a failure is paired with the full-context
+    run only once that run is known, and what this run logged itself is not replayed.
     """
     from optimizer.tracking import tracker_from_config
 
@@ -426,10 +431,10 @@ def tracker_for(job: OptimizationJob) -> Iterator[Guarded | None]:
     tags = experiment_tags(config, strategy="guideline", split="train", agent=config.optimize.screen_agent)
     guard = Guarded(OptimizeTracking(tracker, config), tracker.store, job.dir.path, job.log)
     with job_run(guard, tracker.job_run("optimize", params=experiment_params(config, optimize=True), tags=tags)):
+        yield guard
         if guard.missed:
             logged = guard.catch_up(job)
             job.log(f"tracking: caught up {logged} update(s) an earlier run of this job could not log")
-        yield guard
 
 
 def _warn(message: str) -> None:

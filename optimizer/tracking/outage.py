@@ -218,17 +218,15 @@ class Guarded:
 
 
 def replay_diffs(tracking: Any, job: OptimizationJob, index: int) -> None:
-    """A round's pair diffs as the search wrote them (`rounds/NN/diffs/`), into its round run.
+    """A round's pair diffs as the search saved them (`rounds/NN/diffs.json`), into its round run.
 
-    The pairs themselves (both episodes) are not kept, so their traces are not tagged with the pair again.
+    The pairs' episodes are not kept with them, so their traces are not tagged with the pair again.
     """
-    folder = job.dir.path / f"rounds/{index:02d}"
-    diffs = json.loads((folder / "diffs.json").read_text()) if (folder / "diffs.json").exists() else []
-    with tracking._round(index):
-        for path in sorted((folder / "diffs").glob("*")) if (folder / "diffs").is_dir() else []:
-            tracking.tracker.log_text(path.read_text(), f"pairs/r{index:02d}/{path.name}")
-        tracking.tracker.log_metrics({"pairs": len(diffs)}, step=index)
-    tracking.tracker.log_metrics({"pairs": len(diffs)}, step=index)
+    from optimizer.mining.provenance import PairDiff
+
+    saved = job.dir.path / f"rounds/{index:02d}/diffs.json"
+    diffs = [PairDiff.from_dict(d) for d in json.loads(saved.read_text())] if saved.exists() else []
+    tracking.log_diffs(index, diffs)
 
 
 @contextlib.contextmanager

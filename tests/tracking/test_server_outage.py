@@ -95,6 +95,24 @@ def runs_by_key(uri: str) -> Counter:
     return Counter((key.get(r.data.tags.get("mlflow.parentRunId", "")), key[r.info.run_id]) for r in runs)
 
 
+def contents(uri: str) -> dict:
+    """Per run (by parent and key): its metric and param names and artifacts; per prompt: its versions."""
+    client = MlflowClient(tracking_uri=uri, registry_uri=uri)
+    experiment = client.get_experiment_by_name(EXPERIMENT)
+    runs = client.search_runs([experiment.experiment_id], max_results=5000)
+    key = {r.info.run_id: r.data.tags.get("acon.key", r.data.tags.get("acon.job")) for r in runs}
+    out = {
+        (key.get(r.data.tags.get("mlflow.parentRunId", "")), key[r.info.run_id]): (
+            sorted(r.data.metrics),
+            sorted(r.data.params),
+            sorted(a.path for a in client.list_artifacts(r.info.run_id)),
+        )
+        for r in runs
+    }
+    prompts = {p.name: len(client.search_prompt_versions(p.name)) for p in client.search_prompts(max_results=100)}
+    return {"runs": out, "prompts": prompts}
+
+
 def screened(job_dir: Path) -> set[str]:
     state = json.loads((job_dir / "state.json").read_text())
     return {version for version, c in state["candidates"].items() if c.get("screens", {}).get("train")}
@@ -160,6 +178,7 @@ def test_a_server_killed_mid_job_is_caught_up_on_resume_once(tmp_path, run_cli, 
             code, _, err = run_cli("optimize", str(reference))
             assert code == 0, err
         runs = runs_by_key(url)
+        on_server = contents(url)
         job_run = json.loads((job_dir / "mlflow_run.json").read_text())["runs"]["optimize"]
         status = MlflowClient(tracking_uri=url).get_run(job_run).info.status
     finally:
@@ -170,7 +189,13 @@ def test_a_server_killed_mid_job_is_caught_up_on_resume_once(tmp_path, run_cli, 
     keys = {key for _, key in runs}
     assert {k for k in keys if k.startswith("candidate/")} == {f"candidate/{v}" for v in candidates}
     # Every run an uninterrupted job logs, under the same parent.
-    assert set(runs) == set(runs_by_key(sqlite_uri(tmp_path / "reference" / "job" / "mlflow.db")))
+    reference_uri = sqlite_uri(tmp_path / "reference" / "job" / "mlflow.db")
+    assert set(runs) == set(runs_by_key(reference_uri))
+    # ... and what is in them: a candidate's screen metrics, guideline and diff, its registered prompts.
+    expected = contents(reference_uri)
+    for run, content in expected["runs"].items():
+        assert on_server["runs"][run] == content, run
+    assert on_server["prompts"] == expected["prompts"] and expected["prompts"]
     assert status == "FINISHED"
 
 
