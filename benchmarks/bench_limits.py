@@ -39,8 +39,8 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 
 from optimizer.agent.loop import EpisodeServices, run_episode  # noqa: E402
 from optimizer.context.strategies import parse_strategy  # noqa: E402
-from optimizer.evaluate.jobs import summarize  # noqa: E402
 from optimizer.evaluate.runner import AgentSpec, run_tasks  # noqa: E402
+from optimizer.evaluate.strategy_runs import summarize  # noqa: E402
 from optimizer.world import (  # noqa: E402
     CheckResult,
     Environment,

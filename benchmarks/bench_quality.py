@@ -4,7 +4,8 @@ peeked into the recall store and one that never recalls.
 
     python benchmarks/bench_quality.py [--suites bfcl_long_context,builtin,bfcl_base]
         [--learned bfcl_long_context=guidelines/learned/bfcl_long_context.md,builtin=guidelines/learned/builtin.md]
-        [--recall honest,peek,never] [--llm-tasks 8] [--out benchmarks/results/quality.json]
+        [--recall honest,peek,never] [--llm-tasks 8] [--batch-tokens 500,2000]
+        [--out benchmarks/results/quality.json]
 
 Model-free strategies run on every test task (they cost CPU only). A strategy that calls the compressor (the
 seed; a learned guideline with an LLM move) runs on the first `--llm-tasks` test tasks whose full context
@@ -12,6 +13,11 @@ stays under 4k tokens, since one compressor call on a 20k-token output takes min
 row says so, and its paired comparison is over those tasks (`--llm-tasks 0`: no LLM rows at all). Prints one
 table per suite, writes JSON and a
 success-vs-peak plot.
+
+Capacity and money are reported apart: peak and tokens sent per episode (what compression saves in the
+window), and the bill projected from each episode's requests under every price model of the suite's
+`[cost]` section (what it saves in money, once prompt caching is counted), with cache breaks per episode.
+Where ranking by peak and ranking by projected cost per success disagree, a section lists the pairs and why.
 """
 
 from __future__ import annotations
@@ -29,10 +35,10 @@ sys.path.insert(0, str(ROOT))
 
 from optimizer import _offline  # noqa: E402,F401
 from optimizer.config import ExperimentConfig, load_experiment  # noqa: E402
-from optimizer.context.guideline import read_guideline  # noqa: E402
+from optimizer.context.guideline import Guideline, read_guideline  # noqa: E402
 from optimizer.context.strategies import DETERMINISTIC, GuidelineStrategy, parse_strategy  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
-from optimizer.evaluate.jobs import select_tasks  # noqa: E402
+from optimizer.evaluate.strategy_runs import select_tasks  # noqa: E402
 from optimizer.search.evaluator import Evaluator  # noqa: E402
 from optimizer.search.report import Row, best_baseline, paired  # noqa: E402
 from optimizer.search.scores import Scores  # noqa: E402
@@ -52,7 +58,9 @@ def configured(name: str, recall: str, runs: Path) -> ExperimentConfig:
     )
 
 
-def suite_rows(name: str, learned: list[str], recalls: list[str], llm_tasks: int, runs: Path) -> list[dict]:
+def suite_rows(
+    name: str, learned: list[str], recalls: list[str], llm_tasks: int, runs: Path, batches: tuple[int, ...] = ()
+) -> list[dict]:
     out = []
     base = configured(name, "honest", runs)
     tasks = select_tasks(base, "test", None)
@@ -63,7 +71,13 @@ def suite_rows(name: str, learned: list[str], recalls: list[str], llm_tasks: int
     strategies += [
         (f"learned ({Path(p).stem})", "learned", GuidelineStrategy(guideline=read_guideline(p))) for p in learned
     ]
-    needs_model = any(s.uses_compressor for _, _, s in strategies)
+    strategies += [
+        (f"learned ({Path(p).stem}), batch {n}", "learned", GuidelineStrategy(guideline=batched(read_guideline(p), n)))
+        for p in learned
+        for n in batches
+    ]
+    # `--llm-tasks 0` runs no compressing row, so no model server is started for them.
+    needs_model = llm_tasks > 0 and any(s.uses_compressor for _, _, s in strategies)
     roles = {"compressor": base.endpoints.compressor} if needs_model else {}
     with ModelEndpoints(roles, log=lambda m: print(m, file=sys.stderr)) as endpoints:
         for recall in recalls:
@@ -85,11 +99,16 @@ def suite_rows(name: str, learned: list[str], recalls: list[str], llm_tasks: int
                     file=sys.stderr,
                     flush=True,
                 )
-            out += [_row(name, recall, r, rows, none) for r in rows]
+            out += [_row(name, recall, r, rows, none, base.cost.primary) for r in rows]
     return out
 
 
-def _row(suite: str, recall: str, row: Row, rows: list[Row], none: Scores) -> dict[str, Any]:
+def batched(guideline: Guideline, tokens: int) -> Guideline:
+    """The same guideline with the policy's batching knob set (history moves wait until `tokens` go at once)."""
+    return guideline.model_copy(update={"policy": guideline.policy.model_copy(update={"batch_tokens": tokens})})
+
+
+def _row(suite: str, recall: str, row: Row, rows: list[Row], none: Scores, primary: str | None) -> dict[str, Any]:
     s = row.scores
     on = [t.task_id for t in s.tasks]
     none_on = none.on(on)
@@ -111,15 +130,111 @@ def _row(suite: str, recall: str, row: Row, rows: list[Row], none: Scores) -> di
     }
     if best is not None and row.kind in ("learned", "seed"):
         out["vs_best_baseline"] = {"baseline": best.name, **paired(s, best.scores)}
+    out.update(_money(s, none, primary))
     return out
 
 
+def _money(s: Scores, none: Scores, primary: str | None) -> dict[str, Any]:
+    """Tokens sent, cache breaks and projected cost per success per price model, each beside `none`'s.
+
+    A row on a subset of the tasks (an LLM row) compares with `none` on those tasks under the headline
+    price model only, since per-task bills are kept for that one."""
+    projected = s.summary.get("projected", {})
+    none_projected = none.summary.get("projected", {})
+    same_tasks = s.n == none.n
+    scored = s.summary.get("scored") or s.n
+
+    def per_episode(bills: dict[str, Any], episodes: int) -> float | None:
+        if primary not in bills or not episodes:
+            return None
+        bill = bills[primary]
+        return (bill["input_tokens"] + bill["cached_tokens"] + bill["cache_write_tokens"]) / episodes
+
+    tokens, none_tokens = per_episode(projected, scored), per_episode(none_projected, none.summary.get("scored", 0))
+    cost: dict[str, float | None] = {}
+    versus: dict[str, float | None] = {}
+    cached: dict[str, float | None] = {}
+    for name, bill in projected.items():
+        cost[name] = bill["cost_per_success"]
+        prompt = bill["input_tokens"] + bill["cached_tokens"] + bill["cache_write_tokens"]
+        cached[name] = bill["cached_tokens"] / prompt if prompt else None
+        theirs = none_projected.get(name, {}).get("cost_per_success") if same_tasks else None
+        if not same_tasks and name == primary:
+            theirs = none.on([t.task_id for t in s.tasks]).projected_cost_per_success
+        versus[name] = cost[name] / theirs if cost[name] is not None and theirs else None
+    return {
+        "tokens_per_episode": tokens,
+        "tokens_vs_none": tokens / none_tokens if tokens is not None and none_tokens and same_tasks else None,
+        "cache_breaks_per_episode": s.summary.get("cache_breaks_per_episode"),
+        "cost_per_success_by_model": cost,
+        "cost_vs_none_by_model": versus,
+        "cached_share_by_model": cached,
+    }
+
+
+def disagreements(rows: list[dict]) -> list[dict[str, Any]]:
+    """Pairs of strategies (same suite, honest recall, same tasks) where the lower peak costs more per success."""
+    out = []
+    groups: dict[tuple[str, int], list[dict]] = {}
+    for r in rows:
+        if r["recall"] == "honest":
+            groups.setdefault((r["suite"], r["tasks"]), []).append(r)
+    for (suite, _), group in groups.items():
+        models = sorted({m for r in group for m in r["cost_per_success_by_model"]})
+        for model in models:
+            priced = [r for r in group if r["cost_per_success_by_model"].get(model) is not None]
+            for a in priced:
+                for b in priced:
+                    cost_a, cost_b = a["cost_per_success_by_model"][model], b["cost_per_success_by_model"][model]
+                    if a["peak_tokens_mean"] < b["peak_tokens_mean"] and cost_a > cost_b:
+                        out.append(
+                            {
+                                "suite": suite,
+                                "model": model,
+                                "lower_peak": a["strategy"],
+                                "cheaper": b["strategy"],
+                                "why": _why(a, b, model),
+                            }
+                        )
+    return out
+
+
+def _why(a: dict, b: dict, model: str) -> str:
+    """What makes `a` (the lower peak) cost more than `b`: rebuilt prefixes, fewer successes, more tokens."""
+    reasons = []
+    breaks_a, breaks_b = a["cache_breaks_per_episode"] or 0.0, b["cache_breaks_per_episode"] or 0.0
+    share_a, share_b = a["cached_share_by_model"].get(model), b["cached_share_by_model"].get(model)
+    if breaks_a > breaks_b or (share_a is not None and share_b is not None and share_a < share_b):
+        cached = (
+            f", {share_a:.0%} vs {share_b:.0%} of input cached" if share_a is not None and share_b is not None else ""
+        )
+        reasons.append(f"it rebuilds the cached prefix more ({breaks_a:.2f} vs {breaks_b:.2f} breaks/episode{cached})")
+    if a["success"] < b["success"]:
+        reasons.append(f"it solves fewer ({a['success']:.2f} vs {b['success']:.2f}), so each success carries more")
+    tokens_a, tokens_b = a.get("tokens_per_episode"), b.get("tokens_per_episode")
+    if tokens_a is not None and tokens_b is not None and tokens_a > tokens_b:
+        reasons.append(f"it sends more tokens in all ({tokens_a:,.0f} vs {tokens_b:,.0f} per episode)")
+    return "; ".join(reasons) or "output and compressor tokens"
+
+
+def disagreement_lines(found: list[dict[str, Any]]) -> list[str]:
+    if not found:
+        return ["Ranking by peak and by projected cost per success agree everywhere."]
+    return [
+        f"- {d['suite']}, {d['model']}: `{d['lower_peak']}` has the lower peak but costs more per success than "
+        f"`{d['cheaper']}`: {d['why']}."
+        for d in found
+    ]
+
+
 def table(rows: list[dict]) -> str:
+    models = list(dict.fromkeys(m for r in rows for m in r["cost_per_success_by_model"]))
     head = (
         "| suite | recall | strategy | tasks | success | 95 % CI | recalls/task | never recalls | peak mean | "
-        "peak 95 % CI | × none | × oracle | vs best baseline (paired peak) |"
+        "peak 95 % CI | × none | × oracle | vs best baseline (paired peak) | tokens/episode (× none) | "
+        "breaks/episode | " + " | ".join(f"$/success {m} (× none)" for m in models) + " |"
     )
-    lines = [head, "|" + "---|" * 13]
+    lines = [head, "|" + "---|" * (15 + len(models))]
     for r in rows:
         low, high = r["success_ci"]
         plow, phigh = r["peak_tokens_ci"]
@@ -133,9 +248,21 @@ def table(rows: list[dict]) -> str:
         lines.append(
             f"| {r['suite']} | {r['recall']} | {r['strategy']} | {r['tasks']} | {r['success']:.2f} | "
             f"[{low:.2f}, {high:.2f}] | {r['recalls_per_task']:.2f} | {r['success_without_recall']:.2f} | "
-            f"{r['peak_tokens_mean']:,.0f} | [{plow:,.0f}, {phigh:,.0f}] | {ratio} | {floor} | {cell} |"
+            f"{r['peak_tokens_mean']:,.0f} | [{plow:,.0f}, {phigh:,.0f}] | {ratio} | {floor} | {cell} | "
+            f"{_times(r['tokens_per_episode'], r['tokens_vs_none'], ',.0f')} | "
+            f"{r['cache_breaks_per_episode'] or 0:.2f} | "
+            + " | ".join(
+                _times(r["cost_per_success_by_model"].get(m), r["cost_vs_none_by_model"].get(m), ".4f") for m in models
+            )
+            + " |"
         )
     return "\n".join(lines)
+
+
+def _times(value: float | None, ratio: float | None, spec: str) -> str:
+    if value is None:
+        return "–"
+    return f"{value:{spec}}" + (f" ({ratio:.2f})" if ratio is not None else "")
 
 
 def plot(rows: list[dict], path: Path) -> None:
@@ -177,6 +304,11 @@ def main() -> None:
     parser.add_argument("--learned", default="", help="suite=path[,suite=path]: learned guidelines per suite")
     parser.add_argument("--recall", default="honest,peek,never")
     parser.add_argument("--llm-tasks", type=int, default=8)
+    parser.add_argument(
+        "--batch-tokens",
+        default="",
+        help="n[,n]: also run each learned guideline with the policy's `batch_tokens` set to each n",
+    )
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "quality.json"))
     parser.add_argument("--runs", default=str(ROOT / "runs" / "bench_quality"))
     args = parser.parse_args()
@@ -187,8 +319,14 @@ def main() -> None:
     started = time.perf_counter()
     rows = []
     for suite in args.suites.split(","):
-        rows += suite_rows(suite, learned.get(suite, []), args.recall.split(","), args.llm_tasks, Path(args.runs))
+        batches = tuple(int(n) for n in filter(None, args.batch_tokens.split(",")))
+        rows += suite_rows(
+            suite, learned.get(suite, []), args.recall.split(","), args.llm_tasks, Path(args.runs), batches
+        )
+    found = disagreements(rows)
     print(table(rows))
+    print("\nWhere the peak and the cost rankings disagree:")
+    print("\n".join(disagreement_lines(found)))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(
@@ -199,6 +337,7 @@ def main() -> None:
                 "command": " ".join(sys.argv),
                 "wall_s": round(time.perf_counter() - started, 1),
                 "rows": rows,
+                "disagreements": found,
             },
             indent=1,
         )

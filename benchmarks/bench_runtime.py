@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_limits import archive_task  # noqa: E402
 
+from optimizer.agent.conversation import conversation_before  # noqa: E402
 from optimizer.agent.loop import EpisodeServices, _message_text, run_episode  # noqa: E402
 from optimizer.agent.reference import ReferenceAgent  # noqa: E402
 from optimizer.context.compressor import Compressor  # noqa: E402
@@ -32,7 +33,6 @@ from optimizer.context.strategies import GuidelineStrategy, parse_strategy  # no
 from optimizer.llm.client import ChatClient  # noqa: E402
 from optimizer.llm.endpoint import EndpointConfig  # noqa: E402
 from optimizer.runtime import ContextRuntime, RetentionMap  # noqa: E402
-from optimizer.runtime.episodes import conversation_before  # noqa: E402
 from optimizer.testing.scripted import scripted_models  # noqa: E402
 from optimizer.testing.stub_server import StubServer  # noqa: E402
 

@@ -1,4 +1,45 @@
-"""acon: learn context-compression guidelines for LLM agents."""
+"""acon: learn context-compression guidelines for LLM agents.
+
+The package is built in layers. A module imports only from layers below its own, at module level or
+inside a function alike; names on one line are peers and do not import each other. The list is the
+order `tests/test_import_layers.py` checks the source against (it reads it from here), bottom first:
+
+    _offline
+    optimizer
+    errors
+    tokens, storage, locking, untrusted, registry
+    llm, world
+    tasks
+    context
+    runtime
+    agent, adapters
+    evaluate
+    mining
+    search
+    config
+    tracking
+    cli
+    testing, __main__
+
+Why this order. At the bottom sit what every layer may need and that knows nothing of the domain: this
+file's version, errors, token counts, atomic files, locks, the untrusted-text fence. `llm` (clients and
+endpoints) and `world` (tasks, tools, retention classes) are the two vocabularies the rest speaks;
+`tasks` builds suites out of `world`'s types. `context` is the retention contract and its strategies,
+over a history of world entries. `runtime` applies one guideline to one live conversation (every
+stage of the contract, rendering included); the agent loop and the adapters (OpenAI SDK, LangChain)
+are its clients, so they sit above it and it knows neither. `agent` owns the episode record, so what
+reads or replays episodes sits above it: `evaluate` runs episodes, scores them and holds the canary;
+`mining` pairs and diffs evaluated episodes; `search` proposes and selects guidelines from those diffs.
+`config` is the experiment file: its sections are the strategy, suite, executor and proposer unions
+from below, so it sits above all of them. `evaluate` and `search` receive an experiment config built by
+a caller above and name its type only under `if TYPE_CHECKING:` (the one kind of import the test
+exempts: it runs nothing). `tracking` records jobs (runs, candidates, fronts) into MLflow, `cli` wires
+everything to commands, and `testing` (stub servers, scripted agents) drives the CLI in tests.
+
+`registry` builds each extension point's union (strategies, suites, agents, proposers) from entry points:
+it imports the classes by name when the union is first built, never by an import statement, so `world`
+knows the suite base and `tasks` registers its suites without `world` importing `tasks`.
+"""
 
 from __future__ import annotations
 

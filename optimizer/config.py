@@ -8,17 +8,31 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from optimizer.agent.kinds import AGENTS
 from optimizer.context.moves import HistoryMoveConfig, WriteMoveConfig
 from optimizer.context.strategies import DETERMINISTIC, NoCompression, StrategyConfig
 from optimizer.errors import ConfigError
 from optimizer.evaluate.executors import ExecutorConfig, LocalExecutor
+from optimizer.evaluate.pricing import CostConfig, PriceModel
 from optimizer.llm.endpoint import EndpointConfig
 from optimizer.search.proposers import DEFAULT_PROPOSERS, ProposerConfig
-from tasks import SuiteConfig
+from optimizer.world.suite import SUITES, SuiteSource
+
+if TYPE_CHECKING:  # a type checker sees the base; pydantic validates against the union built at run time
+    SuiteConfig: TypeAlias = SuiteSource
+else:
+    SuiteConfig = SUITES.union()
+
+
+def registered_agent(name: str) -> str:
+    """`name` if an agent kind is registered under it (a plain string field: the kinds' options stay in `run`)."""
+    if name not in AGENTS.names():
+        raise ValueError(f"unknown agent {name!r}; known: {', '.join(AGENTS.names())}")
+    return name
 
 
 class _Strict(BaseModel):
@@ -30,7 +44,7 @@ class RunConfig(_Strict):
 
     split: Literal["train", "test", "all"] = Field("test", description="Suite split to run.")
     limit: int | None = Field(None, gt=0, description="Run only the first N tasks of the split.")
-    agent: Literal["llm", "reference"] = Field("llm", description="`llm` (tier 1) or `reference` (tier 0).")
+    agent: str = Field("llm", description="A registered agent: `llm` (tier 1), `reference` (tier 0), or a plugin's.")
     recall: Literal["honest", "never", "peek"] = Field(
         "honest",
         description="Tier 0: the reference agent recalls from what its context shows (`honest`), never, "
@@ -46,6 +60,11 @@ class RunConfig(_Strict):
         'cluster; `[run.executor]` type = "ray", address = "auto" for an existing one).',
     )
     max_total_steps: int = Field(200, gt=0, description="Hard cap on agent steps per episode.")
+
+    @field_validator("agent")
+    @classmethod
+    def _registered(cls, value: str) -> str:
+        return registered_agent(value)
 
 
 class Endpoints(_Strict):
@@ -130,14 +149,15 @@ class OptimizeConfig(_Strict):
     )
     max_candidates: int = Field(60, ge=1, description="Candidates the job screens at most.")
     select_top: int = Field(4, ge=1, description="Best train candidates (beyond the front) evaluated on validation.")
-    screen_agent: Literal["reference", "llm"] = Field("reference", description="Tier used to screen candidates.")
+    screen_agent: str = Field("reference", description="Agent (tier) used to screen candidates.")
     confirm_top: int = Field(1, ge=0, description="Best validated candidates confirmed with the llm agent.")
     confirm_limit: int = Field(4, ge=0, description="Train tasks per tier-1 confirmation.")
     max_agent_episodes: int = Field(40, ge=0, description="Budget of tier-1 (llm agent) episodes for the job.")
-    objective: Literal["constrained", "penalized", "success"] = Field(
+    objective: Literal["constrained", "penalized", "success", "cost"] = Field(
         "constrained",
         description="`constrained`: lowest peak among candidates within the success tolerance of "
-        "`none`; `penalized`: ACON's success − λ · peak/peak(none); `success`: success, then peak.",
+        "`none`; `penalized`: ACON's success − λ · peak/peak(none); `success`: success, then peak; "
+        "`cost`: lowest projected cost per success (the `[cost]` headline model) within the tolerance.",
     )
     lam: float = Field(0.3, ge=0, description="λ of the penalized objective.")
     max_success_drop: float | None = Field(
@@ -154,6 +174,11 @@ class OptimizeConfig(_Strict):
     final_llm_limit: int = Field(0, ge=0, description="Test tasks also run with the llm agent in the report.")
     max_guideline_chars: int = Field(6000, gt=200, description="Validator cap on a candidate's text.")
 
+    @field_validator("screen_agent")
+    @classmethod
+    def _registered(cls, value: str) -> str:
+        return registered_agent(value)
+
 
 class ExperimentConfig(_Strict):
     name: str = Field(..., min_length=1)
@@ -167,6 +192,7 @@ class ExperimentConfig(_Strict):
     tracking: TrackingConfig = Field(default_factory=TrackingConfig)
     optimize: OptimizeConfig = Field(default_factory=OptimizeConfig)
     acceptance: AcceptanceConfig = Field(default_factory=AcceptanceConfig)
+    cost: CostConfig = Field(default_factory=CostConfig)
 
     @property
     def out_dir(self) -> Path:
@@ -234,5 +260,6 @@ _UNION_TAGS = (
     | _tags(ExecutorConfig)
     | _tags(WriteMoveConfig, "move")
     | _tags(HistoryMoveConfig, "move")
+    | _tags(PriceModel, "cache")
     | {"function-after", "str", "Guideline"}
 )

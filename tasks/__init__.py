@@ -1,14 +1,13 @@
-"""Task suites. Each suite module defines one `SuiteSource` subclass; `SuiteConfig` is their union.
+"""Task suites. Each suite module defines one `SuiteSource` subclass, registered as an entry point in the
+`acon.suites` group of `pyproject.toml`; `SuiteConfig` is their union (`optimizer.world.suite.SUITES`).
 
-Adding a suite: one module with a `SuiteSource` subclass (a `type` literal and its parameters), one
-entry in the union below, and optionally `register_suite(name, ...)` for `acon suites list`.
+Adding a suite: one module with a `SuiteSource` subclass (a `type` literal and its parameters) and one
+entry point; `SuiteSource.named` gives the names `acon suites list` shows. See CONTRIBUTING.md.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from pydantic import Field
+from typing import Any
 
 from tasks.bfcl import BfclSuite
 from tasks.builtin import BuiltinSuite
@@ -16,4 +15,14 @@ from tasks.planted import PlantedSuite
 from tasks.replay import ReplaySuite
 from tasks.smoke import SmokeSuite
 
-SuiteConfig = Annotated[SmokeSuite | BuiltinSuite | BfclSuite | ReplaySuite | PlantedSuite, Field(discriminator="type")]
+
+def __getattr__(name: str) -> Any:
+    # Built on first use, not at import: building it imports this package's suite modules.
+    if name == "SuiteConfig":
+        from optimizer.world.suite import SUITES
+
+        return SUITES.union()
+    raise AttributeError(f"module 'tasks' has no attribute {name!r}")
+
+
+__all__ = ["BfclSuite", "BuiltinSuite", "PlantedSuite", "ReplaySuite", "SmokeSuite", "SuiteConfig"]

@@ -26,7 +26,6 @@ from optimizer.world import (
     ToolOutput,
     ToolSpec,
     UserTurn,
-    register_suite,
 )
 
 RULE = "RULE-MID-02"
@@ -146,6 +145,3 @@ class PlantedSuite(SuiteSource):
     def load(self) -> Suite:
         tasks = (_task("planted-train", "ORD-90417", 240.0), _task("planted-test", "ORD-55302", 180.0))
         return Suite("planted", tasks, frozenset({"planted-train"}), frozenset({"planted-test"}))
-
-
-register_suite("planted", PlantedSuite)

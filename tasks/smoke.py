@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -26,10 +26,9 @@ from optimizer.world import (
     ToolOutput,
     ToolSpec,
     UserTurn,
-    register_suite,
 )
 
-ORDERS = {
+ORDERS: dict[str, dict[str, Any]] = {
     "ORD-1001": {"customer": "Ana Ruiz", "status": "shipped", "total": 19.99},
     "ORD-2002": {"customer": "Maria Keller", "status": "processing", "total": 42.50},
     "ORD-3003": {"customer": "Tom Berg", "status": "delivered", "total": 75.00},
@@ -182,6 +181,3 @@ class SmokeSuite(SuiteSource):
         tasks = _tasks()
         train = frozenset(self.train_ids)
         return Suite("smoke", tasks, train, frozenset(t.id for t in tasks) - train)
-
-
-register_suite("smoke", SmokeSuite)

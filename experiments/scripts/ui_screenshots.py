@@ -101,9 +101,9 @@ def targets(job_dir: Path) -> dict[str, str]:
     from mlflow import MlflowClient
 
     from optimizer.tracking import resolve_uri
-    from optimizer.tracking.state import JobState
+    from optimizer.tracking.parent_runs import ParentRuns
 
-    state = JobState.read(job_dir)
+    state = ParentRuns.read(job_dir)
     if state is None:
         raise SystemExit(f"{job_dir}: no mlflow_run.json (was tracking on?)")
     uri = resolve_uri(job_dir)

@@ -66,8 +66,8 @@ def export_native(
     result = NativeExport(fmt, f"{guideline.name}@{guideline.version}", {})
     policy = guideline.policy
     excluded = _excluded_tools(guideline, retention)
-    for index, move in enumerate(policy.write):
-        result.verdicts.append(Verdict(f"write[{index}] {move.move}", "not_mapped", NO_WRITE_HOOK))
+    for index, write_move in enumerate(policy.write):
+        result.verdicts.append(Verdict(f"write[{index}] {write_move.move}", "not_mapped", NO_WRITE_HOOK))
     for index, move in enumerate(policy.history):
         where = f"history[{index}] {move.move}"
         if isinstance(move, Clear):

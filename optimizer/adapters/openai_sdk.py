@@ -12,11 +12,14 @@ One wrapped client serves one conversation, since the runtime keeps that convers
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import openai
 
 from optimizer.runtime import ContextRuntime
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 
 class _Completions:
@@ -29,7 +32,9 @@ class _Completions:
         sent_tools = self._runtime.tools(tools)
         if sent_tools:
             kwargs["tools"] = sent_tools
-        return self._completions.create(messages=self._runtime.compact(messages), **kwargs)
+        # The compacted messages are plain dicts in the SDK's message shape, not its TypedDicts.
+        compacted = cast("list[ChatCompletionMessageParam]", self._runtime.compact(messages))
+        return self._completions.create(messages=compacted, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._completions, name)

@@ -57,3 +57,7 @@ class Agent(ABC):
 
     def native_tools(self) -> bool:
         return False
+
+    def deviation_records(self) -> list[dict[str, Any]]:
+        """Where this episode's agent departed from a known solution, for the episode record (none: [])."""
+        return []

@@ -9,13 +9,13 @@ checkpoint and step did this literal disappear?".
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from optimizer.context.record import CompressionRecord
 from optimizer.llm.usage import Usage, total_usage
-from optimizer.world.provenance import occurs
+from optimizer.world.needs import occurs
 
 Outcome = Literal["success", "failure", "infra_error"]
 CHECKPOINTS = {
@@ -234,7 +234,20 @@ def compute_metrics(episode: Episode, *, agent_pricing=None, compressor_pricing=
     return metrics
 
 
-def summarize_episodes(episodes: Iterable[Episode]) -> dict[str, Any]:
+class Scored(Protocol):
+    """What the run-level figures read of an episode: an `Episode`, or a run's summary of one."""
+
+    @property
+    def outcome(self) -> Outcome: ...
+    @property
+    def success(self) -> bool: ...
+    @property
+    def metrics(self) -> Mapping[str, Any]: ...
+    @property
+    def wall_s(self) -> float: ...
+
+
+def summarize_episodes(episodes: Iterable[Scored]) -> dict[str, Any]:
     """Run-level figures over scored episodes; infrastructure errors are counted, never scored."""
     episodes = list(episodes)
     scored = [e for e in episodes if e.outcome != "infra_error"]

@@ -63,7 +63,7 @@ class LlmAgent(Agent):
         tools = list(agent_input.tools)
         if self.native:
             completion = self.client.complete(agent_input.messages, tools=[t.openai_schema() for t in tools] or None)
-            base = dict(
+            base: dict[str, Any] = dict(
                 usage=completion.usage,
                 latency_s=completion.latency_s,
                 attempts=completion.attempts,

@@ -15,7 +15,6 @@ from typing import Any
 
 from optimizer.agent.base import Agent, AgentAction, AgentInput
 from optimizer.agent.episode import Episode, StepRecord, compute_metrics
-from optimizer.agent.reference import ReferenceAgent
 from optimizer.context.compressor import Compressor
 from optimizer.context.history import Entry
 from optimizer.context.recall import RECALL_SPEC, RECALL_TOOL, RecallStore
@@ -85,8 +84,7 @@ def run_episode(task: Task, agent: Agent, strategy: ContextStrategy, services: E
     finally:
         env.close()
     episode.answers = answers
-    if isinstance(agent, ReferenceAgent):
-        episode.deviations = [d.to_dict() for d in agent.deviations]
+    episode.deviations = agent.deviation_records()
     episode.wall_s = time.perf_counter() - started
     episode.metrics = compute_metrics(
         episode,
@@ -198,7 +196,7 @@ def _run_turn(
                     "signature": call.signature(),
                     "side_effect": bool(spec and spec.side_effect),
                     "is_error": output.is_error,
-                    "retention": entry.retention.value,
+                    "retention": entry.retention.value if entry.retention else None,
                     "result_tokens": raw.tokens,
                     "started_s": call_started - started,
                     "latency_s": call_latency,

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from optimizer.agent.base import Agent, AgentAction, AgentInput
-from optimizer.agent.render import request_text
 from optimizer.context.recall import RECALL_TOOL
-from optimizer.world.provenance import alter_text, occurs
+from optimizer.runtime.render import request_text
+from optimizer.world.needs import alter_text, occurs
 from optimizer.world.task import Need, NeedKind, ReferenceStep
 from optimizer.world.tool import ToolCall, ToolSpec
 
@@ -112,6 +112,9 @@ class ReferenceAgent(Agent):
     name = "reference"
     uses_model = False
 
+    def deviation_records(self) -> list[dict[str, Any]]:
+        return [d.to_dict() for d in self.deviations]
+
     def system_prompt(self, tools: Sequence[ToolSpec]) -> str:
         names = ", ".join(t.name for t in tools)
         return f"Reference agent replaying a known solution. Tools: {names}."
@@ -141,7 +144,7 @@ class ReferenceAgent(Agent):
                 ),
                 None,
             )
-            if receipt is not None and index not in self.repeated:
+            if receipt is not None and receipt.repeat is not None and index not in self.repeated:
                 self.repeated.add(index)
                 self.deviations.append(Deviation(agent_input.step, index, receipt, "repeat"))
                 return AgentAction(calls=(self._call(receipt.repeat.name, dict(receipt.repeat.arguments)),))

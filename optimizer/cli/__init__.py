@@ -48,8 +48,8 @@ def _exit_on_sigterm(signum: int, frame: object) -> None:
 
 def main() -> None:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    _register()
     try:
+        _register()  # imports the registries: a broken plugin is a one-line error here, not a traceback
         app(standalone_mode=False, prog_name="acon")  # hints name `acon` under `python -m optimizer` too
     except AconError as exc:
         print(f"acon: error: {exc}", file=sys.stderr)
@@ -64,7 +64,9 @@ def main() -> None:
     except SystemExit:
         raise
     except usage_errors() as exc:  # bad command lines surface here in non-standalone mode
-        if type(exc).__name__ == "NoArgsIsHelpError":  # `acon` or `acon models` alone: the help is the answer
+        if type(exc).__name__ == "NoArgsIsHelpError" and hasattr(
+            exc, "show"
+        ):  # `acon` or `acon models` alone: the help is the answer
             exc.show()
         else:
             print(usage_message(exc), file=sys.stderr)

@@ -11,11 +11,11 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from optimizer.context.canary import CONTROL, CanaryReport, StrategyResult, run_canary
 from optimizer.context.compressor import Compressor
 from optimizer.context.strategies import STRATEGY_NAMES, parse_strategy
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import ConfigError
+from optimizer.evaluate.canary import CONTROL, CanaryReport, StrategyResult, run_canary
 from optimizer.llm.endpoint import EndpointConfig
 from optimizer.storage import atomic_write_json
 
@@ -39,7 +39,7 @@ def _strategies(name: str, config_path: Path | None) -> dict[str, ContextStrateg
     if config_path is None:
         return {n: parse_strategy(n) for n in names}
     from optimizer.config import load_experiment
-    from optimizer.evaluate.jobs import strategy_named
+    from optimizer.evaluate.strategy_runs import strategy_named
 
     config = load_experiment(config_path)
     return {n: strategy_named(config, n) for n in names}
@@ -52,7 +52,7 @@ def _compressor_endpoint(config_path: Path | None, base_url: str | None, model: 
         return load_with_overrides(config_path, base_url=base_url, model=model).endpoints.compressor
     overrides = {k: v for k, v in (("base_url", base_url), ("model", model)) if v}
     try:
-        return EndpointConfig(**overrides)
+        return EndpointConfig.model_validate(overrides)
     except ValidationError as exc:
         raise ConfigError(f"--base-url: {exc.errors()[0]['msg']}") from None
 

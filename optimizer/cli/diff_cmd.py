@@ -10,7 +10,7 @@ from rich.table import Table
 
 from optimizer.cli.run_cmd import out
 from optimizer.errors import AconError
-from optimizer.mining.provenance import PairDiff
+from optimizer.mining.pair_diff import PairDiff
 from optimizer.storage import atomic_write_json
 
 

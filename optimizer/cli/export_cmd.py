@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import typer
 from pydantic import ValidationError
@@ -12,6 +13,9 @@ from optimizer.cli.run_cmd import out
 from optimizer.context.guideline import Guideline
 from optimizer.errors import AconError, ConfigError
 from optimizer.storage import atomic_write_json, atomic_write_text
+
+if TYPE_CHECKING:
+    from optimizer.adapters.native_export import NativeFormat
 
 EXPECTS = "a job directory of `acon optimize`, or a guideline file (.md, or .json from `acon export --format json`)"
 
@@ -168,7 +172,10 @@ def _native(guideline: Guideline, fmt: str, retention: Path | None) -> str:
     from optimizer.adapters.native_export import export_native
     from optimizer.runtime.retention_map import read_retention_file
 
-    exported = export_native(guideline, fmt, read_retention_file(retention) if retention else None)
+    # `fmt` is one of FORMATS: the command checked it.
+    exported = export_native(
+        guideline, cast("NativeFormat", fmt), read_retention_file(retention) if retention else None
+    )
     for verdict in exported.verdicts:  # a lossy export is never silent; one unwrapped line per entry
         typer.echo(f"{fmt}: {verdict.entry}: {verdict.status.replace('_', ' ')}: {verdict.note}", err=True)
     if exported.lossy:

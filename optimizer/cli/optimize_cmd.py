@@ -25,6 +25,7 @@ def optimize(
 ) -> None:
     """Run the optimization loop and write report.md / report.json to the job directory."""
     from optimizer.search.job import OptimizationJob
+    from optimizer.search.report import check_line
     from optimizer.tracking import check_caught_up, tracker_for
 
     config = load_experiment(experiment)
@@ -40,9 +41,7 @@ def optimize(
     out.print(report_table(report))
     verdict = report["acceptance"]
     for tier, result in verdict["tiers"].items():
-        checks = ", ".join(
-            f"{k} {v['value']:.2f} ({'ok' if v['pass'] else 'FAIL'})" for k, v in result["checks"].items()
-        )
+        checks = "; ".join(check_line(name, check) for name, check in result["checks"].items())
         out.print(f"acceptance {tier}: {'PASS' if result['pass'] else 'FAIL'} — {checks}")
     out.print(f"report: {config.out_dir / 'report.md'}  ({time.perf_counter() - started:.0f} s)")
     check_caught_up(job.tracker, f"run `acon optimize {experiment} --resume`")

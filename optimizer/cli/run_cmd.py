@@ -12,13 +12,16 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from optimizer.agent.kinds import AGENTS
 from optimizer.config import ExperimentConfig, load_experiment
+from optimizer.context.strategies import DETERMINISTIC, STRATEGY_NAMES
 from optimizer.storage import atomic_write_json
 
 if TYPE_CHECKING:
     from optimizer.context.strategies.base import ContextStrategy
     from optimizer.world.task import Task
 
+AGENT_CHOICES = " | ".join(AGENTS.names())
 err = Console(stderr=True)
 out = Console(width=max(150, Console().width))
 
@@ -122,8 +125,8 @@ def summary_table(rows: list[tuple[str, dict[str, Any]]], title: str) -> Table:
 @contextlib.contextmanager
 def hold_runs(config: ExperimentConfig, tasks: Sequence[Task], strategies: Sequence[ContextStrategy]) -> Iterator[None]:
     """This process's claim on the run directory of each strategy, for as long as the command runs."""
-    from optimizer.evaluate.jobs import plan_run
     from optimizer.evaluate.runner import BUSY_HINT
+    from optimizer.evaluate.strategy_runs import plan_run
     from optimizer.locking import exclusive
 
     with contextlib.ExitStack() as stack:
@@ -138,13 +141,13 @@ def run(
     strategy: str | None = typer.Option(None, help="Strategy name (default: the config's)."),
     split: str | None = typer.Option(None, help="train | test | all."),
     limit: int | None = typer.Option(None, help="Run only the first N tasks."),
-    agent: str | None = typer.Option(None, help="llm | reference."),
+    agent: str | None = typer.Option(None, help=f"{AGENT_CHOICES}."),
     base_url: str | None = typer.Option(None, "--base-url", help="Use this OpenAI-compatible URL for all roles."),
     model: str | None = typer.Option(None, help="Model name for all roles."),
     json_path: Path | None = typer.Option(None, "--json", help="Write summary and episodes as JSON."),
 ) -> None:
     """Run episodes of one strategy and print the run table."""
-    from optimizer.evaluate.jobs import (
+    from optimizer.evaluate.strategy_runs import (
         check_tier,
         endpoints_for,
         episode_row,
@@ -202,17 +205,17 @@ def run(
 def compare(
     experiment: Path = typer.Argument(..., help="Experiment config (TOML)."),
     strategies: str = typer.Option(
-        "none,fifo,mask_last_n,clear_tool_uses,offload_preview", help="Comma-separated strategy names."
+        ",".join(DETERMINISTIC), help=f"Comma-separated strategy names: {', '.join(STRATEGY_NAMES)}."
     ),
     split: str | None = typer.Option(None, help="train | test | all."),
     limit: int | None = typer.Option(None, help="Run only the first N tasks."),
-    agent: str | None = typer.Option(None, help="llm | reference."),
+    agent: str | None = typer.Option(None, help=f"{AGENT_CHOICES}."),
     base_url: str | None = typer.Option(None, "--base-url", help="Use this OpenAI-compatible URL for all roles."),
     model: str | None = typer.Option(None, help="Model name for all roles."),
     json_path: Path | None = typer.Option(None, "--json", help="Write the table as JSON."),
 ) -> None:
     """Run several strategies on the same tasks and print one comparison table."""
-    from optimizer.evaluate.jobs import check_tier, endpoints_for, run_strategy, select_tasks, strategy_named
+    from optimizer.evaluate.strategy_runs import check_tier, endpoints_for, run_strategy, select_tasks, strategy_named
     from optimizer.tracking import check_caught_up, tracked_job
 
     config = load_with_overrides(experiment, split=split, limit=limit, agent=agent, base_url=base_url, model=model)

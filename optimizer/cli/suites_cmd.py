@@ -120,9 +120,9 @@ def _show_task(suite: Suite, task: Task) -> None:
     env = task.make_env()
     try:
         first: dict[str, Any] = {}
-        for turn in range(len(task.turns)):
-            for spec in env.tools(turn):
-                first.setdefault(spec.name, (spec, turn))
+        for turn_index in range(len(task.turns)):
+            for spec in env.tools(turn_index):
+                first.setdefault(spec.name, (spec, turn_index))
     finally:
         env.close()
     tools = Table(title="tools")

@@ -34,14 +34,14 @@ class UiTarget:
 
 def find_target(path: Path) -> UiTarget:
     """The store of a job directory (or of an experiment config's output directory)."""
-    from optimizer.tracking.state import JobState
+    from optimizer.tracking.parent_runs import ParentRuns
     from optimizer.tracking.store import ARTIFACTS_DIR, DB_NAME, job_store
 
     if path.is_file() and path.suffix == ".toml":
         from optimizer.config import load_experiment
 
         path = load_experiment(path).out_dir
-    state = JobState.read(path)
+    state = ParentRuns.read(path)
     if state is not None:
         if not state.tracking_uri.startswith("sqlite:///"):
             raise AconError(f"{path} logs to {state.tracking_uri}; open that server's UI instead")

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from optimizer.context.guideline import Guideline, RetentionPolicy, read_guideline
+from optimizer.context.guideline import Guideline, read_guideline
+from optimizer.context.policy import RetentionPolicy
 
 if TYPE_CHECKING:
     from optimizer.context.strategies import GuidelineStrategy

@@ -369,11 +369,11 @@ def render(parsed: Parsed, keep: Sequence[int]) -> str:
     return json.dumps(_finish(tree) if tree is not None else {}, ensure_ascii=parsed.ascii_only)
 
 
-class _Indexed(dict):
+class _Indexed(dict[int, Any]):
     """A list under construction: its kept elements by original index."""
 
 
-class _Lines(list):
+class _Lines(list[str]):
     """The kept lines of a split string leaf, joined back into one string when rendered."""
 
 

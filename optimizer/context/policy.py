@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from optimizer.context.contract import CONTRACT
-from optimizer.context.history import Entry, History
+from optimizer.context.history import Edit, Entry, History
 from optimizer.context.moves import (
     CompressorTexts,
     Condensation,
@@ -24,6 +24,7 @@ from optimizer.context.moves import (
     WriteMoveConfig,
     Written,
 )
+from optimizer.context.record import CompressionRecord
 from optimizer.tokens import count_tokens
 from optimizer.world.retention import RetentionClass
 
@@ -42,6 +43,22 @@ class RetentionPolicy(BaseModel):
     write: tuple[WriteMoveConfig, ...] = Field((), description="Write-time moves, applied in order.")
     history: tuple[HistoryMoveConfig, ...] = Field((), description="History-time moves, applied in order.")
     budget_tokens: int | None = Field(None, gt=0, description="Hard pre-send budget for the history, if any.")
+    batch_tokens: int = Field(
+        0,
+        ge=0,
+        description="Apply the model-free history moves of a step only when together they free at least this "
+        "many tokens: every edit rebuilds the cached prefix, so batching them keeps cache breaks rare (in the "
+        "spirit of `clear_at_least` and SWE-agent's polling). A step whose moves called the compressor keeps "
+        "their edits, since the call is paid for. 0: every edit applies.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_batching(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Off, the knob is left out, so every guideline written before it keeps its file and content hash.
+        data: dict[str, Any] = handler(self)
+        if self.batch_tokens == 0:
+            data.pop("batch_tokens", None)
+        return data
 
     @model_validator(mode="before")
     @classmethod
@@ -74,7 +91,7 @@ class RetentionPolicy(BaseModel):
     def apply_write(self, raw: Entry, history: History, ctx: StrategyContext, texts: CompressorTexts | None) -> Written:
         """Checkpoint 1 → 2 for one tool result."""
         content, tokens = raw.content, raw.tokens
-        records = []
+        records: list[CompressionRecord] = []
         for move in self.write:
             if tokens <= move.over or not move.applies_to(raw.retention, self.pinned):
                 continue
@@ -90,8 +107,8 @@ class RetentionPolicy(BaseModel):
         self, history: History, ctx: StrategyContext, texts: CompressorTexts | None
     ) -> Condensation | None:
         """Checkpoint 2 → 3: every history move's edits, each move seeing the edits before it."""
-        edits: list = []
-        records: list = []
+        edits: list[Edit] = []
+        records: list[CompressionRecord] = []
         view = history
         for move in self.history:
             condensation = move.condense(view, ctx, texts, self.pinned)
@@ -100,4 +117,9 @@ class RetentionPolicy(BaseModel):
             edits.extend(condensation.edits)
             records.extend(condensation.records)
             view = History(history.entries, [*history.edits, *edits])
-        return Condensation(tuple(edits), tuple(records)) if edits else None
+        if not edits:
+            return None
+        freed = sum(r.tokens_before - r.tokens_after for r in records)
+        if freed < self.batch_tokens and not any(r.compressor_usage is not None for r in records):
+            return None  # too little goes to pay for a rebuilt prefix: wait until more can go at once
+        return Condensation(tuple(edits), tuple(records))

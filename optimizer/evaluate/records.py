@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, overload
 
 from optimizer.agent.episode import Episode, Outcome
@@ -94,6 +94,15 @@ class EpisodeRecords(Sequence[Episode]):
     def get(self, task_id: str) -> Episode | None:
         offset = self._offsets.get(task_id)
         return None if offset is None else Episode.from_dict(self._log.read_at(offset))
+
+    def with_metrics(self, extra: Mapping[str, Mapping[str, Any]]) -> EpisodeRecords:
+        """The same records, each listed task's summary metrics extended by `extra[task_id]` (figures
+        derived from the records after the run, e.g. projected bills)."""
+        summaries = {
+            task_id: replace(s, metrics={**s.metrics, **extra[task_id]}) if task_id in extra else s
+            for task_id, s in self._summaries.items()
+        }
+        return EpisodeRecords(self._log, self._order, self._offsets, summaries)
 
     def __len__(self) -> int:
         return len(self._order)

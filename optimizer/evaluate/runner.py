@@ -11,9 +11,9 @@ from pathlib import Path
 
 from optimizer.agent.base import Agent
 from optimizer.agent.episode import Episode
-from optimizer.agent.llm import LlmAgent
+from optimizer.agent.kinds import AGENTS, AgentKind, agent_kind
 from optimizer.agent.loop import EpisodeServices, run_episode
-from optimizer.agent.reference import RecallMode, ReferenceAgent
+from optimizer.agent.reference import RecallMode
 from optimizer.context.compressor import Compressor
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import ConfigError
@@ -22,7 +22,6 @@ from optimizer.evaluate.executors import EpisodeWork, Executor, LocalExecutor
 from optimizer.evaluate.records import EpisodeRecords, EpisodeSummary
 from optimizer.evaluate.store import EpisodeStore, read_meta, write_meta
 from optimizer.locking import exclusive
-from optimizer.world.sources import need_sources
 from optimizer.world.suite import only, task_ids
 from optimizer.world.task import Task
 
@@ -32,29 +31,26 @@ BUSY_HINT = "wait for it to finish; the episodes it records are reused when you 
 
 @dataclass(frozen=True)
 class AgentSpec:
-    """Which agent runs the episodes: `reference` (tier 0) or `llm` (tier 1)."""
+    """Which agent runs the episodes: a registered kind (`optimizer.agent.kinds`) and the run's agent options."""
 
     kind: str
     action_format: str = "auto"
     # Tier 0: how the reference agent recalls (see `optimizer.agent.reference`).
     recall: RecallMode = "honest"
 
+    @property
+    def config(self) -> AgentKind:
+        return agent_kind(self.kind, action_format=self.action_format, recall=self.recall)
+
+    @property
+    def uses_model(self) -> bool:
+        return AGENTS.get(self.kind).uses_model
+
     def build(self, task: Task, endpoints: ModelEndpoints | None) -> Agent:
-        if self.kind == "reference":
-            if task.reference is None:
-                raise ConfigError(f"task {task.id} has no reference solution; the reference agent cannot run it")
-            sources = need_sources(task) if self.recall == "honest" else {}
-            return ReferenceAgent(task.reference, sources=sources, recall_mode=self.recall)
-        if endpoints is None:
-            raise ConfigError("the llm agent needs an agent endpoint")
-        client = endpoints.client("agent")
-        native = client.config.native_tools if self.action_format == "auto" else self.action_format == "native"
-        return LlmAgent(client, native=native)
+        return self.config.build(task, endpoints)
 
     def identity(self, endpoints_config: dict) -> dict:
-        if self.kind == "reference":
-            return {"agent": "reference", "recall": self.recall}
-        return {"agent": "llm", "format": self.action_format, "endpoint": endpoints_config.get("agent")}
+        return self.config.identity(endpoints_config.get("agent"))
 
 
 def run_key(*parts: object) -> str:
@@ -73,7 +69,7 @@ def services_for(strategy: ContextStrategy, agent: AgentSpec, endpoints: ModelEn
         compressor_pricing = client.config.pricing
     agent_pricing = None
     system_tokens = None
-    if agent.kind == "llm" and endpoints is not None:
+    if agent.uses_model and endpoints is not None:
         client = endpoints.client("agent")
         agent_pricing = client.config.pricing
         system_tokens = client.system_tokens
@@ -156,7 +152,8 @@ def _run_locked(
     prefix = str(directory.resolve())
 
     def here(task: Task) -> Episode:
-        compressor = services.compressor if services is not None else None
+        assert services is not None  # only a local executor runs episodes here, and it has the services
+        compressor = services.compressor
         attempt = compressor.attempt(f"{prefix}::{task.id}") if compressor else contextlib.nullcontext()
         with attempt:
             return run_episode(task, agent.build(task, endpoints), strategy, services)

@@ -20,7 +20,7 @@ def find_pairs(
     # Outcomes of the full run from its summaries; a baseline's record is read only for a pair.
     solved = {e.task_id for e in summaries_of(full) if e.outcome == "success"}
     compressed_outcomes = summaries_of(compressed)
-    by_task = None if isinstance(full, EpisodeRecords) else {e.task_id: e for e in full}
+    by_task = {} if isinstance(full, EpisodeRecords) else {e.task_id: e for e in full}
     pairs = []
     for light in compressed_outcomes:
         if light.task_id not in solved or light.outcome == "infra_error":
@@ -28,8 +28,11 @@ def find_pairs(
         if light.outcome == "success" and not near_misses:
             continue
         episode = compressed.get(light.task_id) if isinstance(compressed, EpisodeRecords) else light
+        # A store holds the record of each of its summaries; without a store, `light` is the episode itself.
+        assert isinstance(episode, Episode)
         if episode.outcome == "failure" or (near_misses and episode.success and is_near_miss(episode)):
-            baseline = full.get(episode.task_id) if by_task is None else by_task[episode.task_id]
+            baseline = full.get(episode.task_id) if isinstance(full, EpisodeRecords) else by_task[episode.task_id]
+            assert baseline is not None  # full solved this task, so its store has the record
             pairs.append((baseline, episode))
     return pairs
 
@@ -42,5 +45,6 @@ def compressed_successes(full: Sequence[Episode], compressed: Sequence[Episode])
     """Tasks both runs solved: where the CO step looks for content the agent never used."""
     solved = {e.task_id for e in summaries_of(full) if e.success}
     if isinstance(compressed, EpisodeRecords):
-        return [compressed.get(s.task_id) for s in compressed.summaries if s.success and s.task_id in solved]
+        ids = [s.task_id for s in compressed.summaries if s.success and s.task_id in solved]
+        return [episode for task_id in ids if (episode := compressed.get(task_id)) is not None]
     return [e for e in compressed if e.success and e.task_id in solved]

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from optimizer.agent.render import action_json, render_messages
 from optimizer.context.budget import apply_budget
 from optimizer.context.compressor import Compressor
 from optimizer.context.guideline import Guideline, read_guideline
@@ -31,6 +30,7 @@ from optimizer.context.recall import RECALL_SPEC, RECALL_TOOL, RecallStore
 from optimizer.context.record import CompressionRecord
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import ConfigError
+from optimizer.runtime.render import action_json, render_messages
 from optimizer.runtime.retention_map import CallClassifier, RetentionMap, as_retention_map
 from optimizer.tokens import count_message_tokens, count_tokens
 from optimizer.world.tool import ToolCall, ToolOutput, ToolSpec
@@ -238,8 +238,9 @@ class ContextRuntime:
 
         retention = classify_result(spec, call, output) if spec is not None else self.retention.classify(call, output)
         recalled = call.arguments.get("handle") if call.name == RECALL_TOOL and not output.is_error else None
-        if recalled is not None:
-            retention = self.store.get(str(recalled)).retention  # a recall restores the original class
+        original = self.store.get(str(recalled)) if recalled is not None else None
+        if original is not None and original.retention is not None:
+            retention = original.retention  # a recall restores the original class
         raw = self.history.draft(
             EntryKind.RESULT,
             output.content,
@@ -384,7 +385,7 @@ def _strategy(guideline: str | Path | Guideline | ContextStrategy, tracking_uri:
         return GuidelineStrategy(guideline=guideline)
     text = str(guideline)
     if "@" in text and not text.endswith(".md") and not Path(text).exists():
-        from optimizer.tracking.registry import load_from_registry
+        from optimizer.context.prompt_registry import load_from_registry
 
         return GuidelineStrategy(guideline=load_from_registry(text, tracking_uri))
     from optimizer.context.guideline import resolve_path

@@ -29,7 +29,7 @@ def fingerprint(message: Mapping[str, Any]) -> str:
 
 def leading_system(messages: Sequence[Mapping[str, Any]]) -> tuple[str | None, list[Mapping[str, Any]]]:
     """The system / developer messages before the first other message (joined), and the rest."""
-    texts = []
+    texts: list[str] = []
     for index, message in enumerate(messages):
         if not isinstance(message, Mapping) or message.get("role") not in ("system", "developer"):
             return ("\n\n".join(texts) if texts else None), list(messages[index:])

@@ -14,8 +14,9 @@ def run_dirs(job_dir: Path) -> list[Path]:
     return sorted(p.parent for p in (job_dir / "runs").glob("*/episodes.jsonl"))
 
 
-def budget(job_dir: Path, *, optimizer_tokens: int, candidates: int) -> dict[str, int]:
-    """The newest record of each task in each run directory: tier-1 episodes and uncached compressor calls."""
+def spent(job_dir: Path, *, optimizer_tokens: int, candidates: int) -> dict[str, int]:
+    """What the job spent of its limits (the report's "budget"; not the pre-send budget of a policy), from the
+    newest record of each task in each run directory: tier-1 episodes and uncached compressor calls."""
     agent_episodes = compressor_calls = 0
     for run in run_dirs(job_dir):
         latest = EpisodeStore(run).latest()

@@ -11,15 +11,18 @@ import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from optimizer.agent.episode import Episode
-from optimizer.config import ExperimentConfig
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.evaluate.endpoints import ModelEndpoints
-from optimizer.evaluate.jobs import RunResult, run_strategy
 from optimizer.evaluate.records import EpisodeRecords
+from optimizer.evaluate.strategy_runs import RunResult, run_strategy
 from optimizer.search.scores import Scores
 from optimizer.world.task import Task
+
+if TYPE_CHECKING:
+    from optimizer.config import ExperimentConfig
 
 OnEpisode = Callable[[Episode], None]
 Progress = Callable[[str, int], contextlib.AbstractContextManager[OnEpisode]]

@@ -18,25 +18,29 @@ import contextlib
 import hashlib
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from optimizer.config import ExperimentConfig
 from optimizer.context.guideline import read_guideline
 from optimizer.context.strategies import GuidelineStrategy, parse_strategy
+from optimizer.context.strategies.base import ContextStrategy
 from optimizer.evaluate.endpoints import ModelEndpoints
-from optimizer.evaluate.jobs import select_tasks, strategy_named
+from optimizer.evaluate.strategy_runs import RunResult, select_tasks, strategy_named
 from optimizer.search import accounting
 from optimizer.search.candidate import Candidate
 from optimizer.search.evaluator import Evaluation, Evaluator, Progress
 from optimizer.search.front import Point
 from optimizer.search.lineage import llm_free, parts
+from optimizer.search.proposers.base import Pair
 from optimizer.search.proposers.llm import OptimizerLM
 from optimizer.search.report import ReportInputs, Row, build_report, report_markdown
 from optimizer.search.scores import Scores
 from optimizer.search.searches import SEARCHES, SearchContext
-from optimizer.search.state import JobDir, JobState
+from optimizer.search.state import JobDir, SearchState
 from optimizer.search.validate import ToolOutputIndex
 from optimizer.world.task import Task
+
+if TYPE_CHECKING:
+    from optimizer.config import ExperimentConfig
 
 Log = Callable[[str], None]
 
@@ -66,12 +70,12 @@ class OptimizationJob:
         for name in (*self.options.warm_start, *self.options.final_strategies):
             strategy_named(config, name)  # an unknown baseline name fails here, not after the search
         self.dir = JobDir(config.out_dir)
-        self.state = self.dir.claim(config, resume=resume) or JobState()
+        self.state = self.dir.claim(config, resume=resume) or SearchState()
         self.log = log
         self.progress = progress
         self.tracker: Any = None
         self.ctx: SearchContext | None = None
-        self.none_val = None
+        self.none_val: Scores | None = None
         self._wall_base = self.state.wall_s
         self._started: float | None = None
 
@@ -182,7 +186,9 @@ class OptimizationJob:
         self.log(f"chosen: {picked.guideline.name}@{picked.version} ({picked.origin}, round {picked.round})")
 
     @staticmethod
-    def _selection_key(ctx: SearchContext, candidate: Candidate, none_val) -> tuple:
+    def _selection_key(
+        ctx: SearchContext, candidate: Candidate, none_val: Scores
+    ) -> tuple[bool, tuple[float, ...], tuple[float, ...]]:
         train = candidate.screens["train"]
         return (
             ctx.feasible(train, ctx.none_train.scores),
@@ -220,7 +226,14 @@ class OptimizationJob:
         tier0 = self.options.screen_agent
         self.log(f"final: test split ({len(self.test)} tasks), chosen {chosen.guideline.name}@{chosen.version}")
 
-        def row(name: str, kind: str, strategy, tasks: Sequence[Task], agent: str, version=None) -> Row:
+        def row(
+            name: str,
+            kind: str,
+            strategy: ContextStrategy,
+            tasks: Sequence[Task],
+            agent: str,
+            version: str | None = None,
+        ) -> Row:
             return Row(name, kind, agent, evaluator.evaluate(strategy, tasks, "test", agent).scores, version)
 
         none_row = row("none", "control", parse_strategy("none"), self.test, tier0)
@@ -301,7 +314,7 @@ class OptimizationJob:
             ],
             parts=parts(self.state.candidates, chosen.version),
             deterministic=det_info,
-            budget=accounting.budget(
+            budget=accounting.spent(
                 self.dir.path,
                 optimizer_tokens=self.state.optimizer_tokens,
                 candidates=sum(1 for c in self.state.candidates.values() if c.screens),
@@ -354,14 +367,14 @@ class OptimizationJob:
             self.state.wall_s = self._wall_base + time.monotonic() - self._started
         self.dir.save_state(self.state)
 
-    def _on_run(self, result, agent: str, split: str) -> None:
+    def _on_run(self, result: RunResult, agent: str, split: str) -> None:
         if self.tracker is not None:
             self.tracker.on_run(self, result, agent=agent, split=split)
 
     def _on_candidate(self, candidate: Candidate, evaluation: Evaluation) -> None:
         self.tracker.on_candidate(self, candidate, evaluation.result)
 
-    def _on_diffs(self, index: int, pairs) -> None:
+    def _on_diffs(self, index: int, pairs: Sequence[Pair]) -> None:
         self.tracker.on_diffs(self, index, list(pairs))
 
     def _tier1_enabled(self) -> bool:
@@ -371,9 +384,11 @@ class OptimizationJob:
         return list(self.state.candidates.values())
 
     def chosen(self) -> Candidate:
-        return self.state.candidates[self.state.chosen or self.state.seed]
+        return self.state.candidates[self.state.chosen] if self.state.chosen else self.seed()
 
     def seed(self) -> Candidate:
+        if self.state.seed is None:
+            raise RuntimeError("the job has no seed candidate before its warm start")
         return self.state.candidates[self.state.seed]
 
     def points(self) -> list[Point]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from optimizer.context.guideline import Guideline
 from optimizer.search.candidate import Candidate
@@ -23,7 +24,7 @@ class Part:
     round: int
     version: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from optimizer.config import AcceptanceConfig
 from optimizer.evaluate.stats import paired_bootstrap_diff
 from optimizer.search.lineage import Part
 from optimizer.search.scores import Scores
+
+if TYPE_CHECKING:
+    from optimizer.config import AcceptanceConfig
 
 # What the reference agent (tier 0) does not model; every report repeats it next to tier-0 figures.
 TIER0_LIMITS = (
@@ -77,7 +79,7 @@ def build_report(inputs: ReportInputs) -> dict[str, Any]:
         "best_baseline": best.name if best else None,
         "paired": {
             name: paired(chosen.scores, other.scores)
-            for name, other in (("none", none), ("best_baseline", best))
+            for name, other in (("none", none), ("seed", rows.get(("seed", "reference"))), ("best_baseline", best))
             if chosen and other is not None
         },
         "llm_parts": [p.to_dict() for p in inputs.parts if p.llm],
@@ -197,13 +199,32 @@ def _row(row: Row, chosen: Row | None, none: Row | None) -> dict[str, Any]:
     out = {"strategy": row.name, "kind": row.kind, "tier": row.tier, "version": row.version, **row.scores.headline()}
     out["summary"] = {
         k: row.scores.summary.get(k)
-        for k in ("dependency_mean", "total_tokens", "cache_breaks", "duplicate_writes", "infra_errors")
+        for k in (
+            "dependency_mean",
+            "total_tokens",
+            "cache_breaks",
+            "cache_breaks_per_episode",
+            "duplicate_writes",
+            "infra_errors",
+            "cost_source",
+            "projected",
+        )
     }
     if none is not None and none.scores.peak_mean:
         out["peak_vs_none"] = row.scores.peak_mean / none.scores.peak_mean
     if chosen is not None and row is not chosen:
         out["both_solved"] = both_solved(chosen.scores, row.scores)
     return out
+
+
+def _breaks_cell(row: Mapping[str, Any]) -> str:
+    breaks = row.get("summary", {}).get("cache_breaks_per_episode")
+    return f"{breaks:.2f}" if breaks is not None else "–"
+
+
+def _cost_cell(row: Mapping[str, Any]) -> str:
+    cost = row.get("cost_per_success")
+    return f"{cost:.4f}" if cost is not None else "–"
 
 
 def both_solved(chosen: Scores, other: Scores) -> dict[str, Any]:
@@ -224,16 +245,28 @@ def both_solved(chosen: Scores, other: Scores) -> dict[str, Any]:
 
 
 def acceptance(inputs: ReportInputs, rows: Mapping[tuple[str, str], Row], best: Row | None) -> dict[str, Any]:
+    """Each declared bar against `none`, the seed and the best baseline, paired over common tasks.
+
+    The point estimate decides pass or fail, as declared; the paired 95 % interval stands beside it and
+    says whether a difference is significant, because on 16 tasks a mean can pass by luck.
+    """
     bars = inputs.acceptance
     out: dict[str, Any] = {"declared": bars.model_dump(), "tiers": {}}
     for tier in ("reference", "llm"):
         chosen, none = rows.get(("chosen", tier)), rows.get(("none", tier))
         if chosen is None or none is None:
             continue
+        vs_none = paired(chosen.scores, none.scores)
         drop = none.scores.success - chosen.scores.success
         reduction = 1 - chosen.scores.peak_mean / none.scores.peak_mean if none.scores.peak_mean else 0.0
-        checks = {
-            "success_drop": {"value": drop, "bar": bars.max_success_drop, "pass": drop <= bars.max_success_drop + 1e-9},
+        checks: dict[str, dict[str, Any]] = {
+            "success_drop": {
+                "value": drop,
+                "bar": bars.max_success_drop,
+                "pass": drop <= bars.max_success_drop + 1e-9,
+                "paired_ci": _negated(vs_none.get("success_diff_ci")),
+                "significant": bool(vs_none.get("tasks")) and vs_none["success_diff_ci"][1] < 0,
+            },
             "peak_reduction": {
                 "value": reduction,
                 "bar": bars.min_peak_reduction,
@@ -245,17 +278,32 @@ def acceptance(inputs: ReportInputs, rows: Mapping[tuple[str, str], Row], best: 
                 "pass": chosen.scores.blocking <= bars.max_blocking,
             },
         }
-        if tier == "reference" and best is not None:
-            checks["at_or_below_best_baseline"] = {
-                "value": chosen.scores.peak_mean,
-                "bar": best.scores.peak_mean,
-                "pass": chosen.scores.peak_mean <= best.scores.peak_mean + 1e-9,
-                "baseline": best.name,
+        for name, other in (
+            ("seed", rows.get(("seed", tier))),
+            ("best_baseline", best if tier == "reference" else None),
+        ):
+            if other is None:
+                continue
+            versus = paired(chosen.scores, other.scores)
+            if not versus.get("tasks"):
+                continue
+            checks[f"at_or_below_{name}"] = {
+                "value": versus["peak_diff"],
+                "bar": 0,
+                "pass": versus["peak_diff"] <= 1e-9,
+                "paired_ci": versus["peak_diff_ci"],
+                "tasks": versus["tasks"],
+                "against": other.name if name == "best_baseline" else "seed",
+                "significant": versus["peak_diff_ci"][1] < 0,
             }
         name = "tier0" if tier == "reference" else "tier1"
         out["tiers"][name] = {"suite": inputs.suite, "checks": checks, "pass": all(c["pass"] for c in checks.values())}
     out["pass"] = all(t["pass"] for t in out["tiers"].values())
     return out
+
+
+def _negated(ci: Sequence[float] | None) -> list[float] | None:
+    return [-ci[1], -ci[0]] if ci else None
 
 
 def report_markdown(report: Mapping[str, Any]) -> str:
@@ -271,8 +319,9 @@ def report_markdown(report: Mapping[str, Any]) -> str:
         *[f"{line}  " for line in headline(report)],
         "",
         "| strategy | tier | tasks | success | 95% CI | never recalls | recalls | peak mean | peak 95% CI | "
-        "× none | peak max | compressor | blocking | peak, both solved (chosen vs this) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "× none | peak max | compressor | blocking | peak, both solved (chosen vs this) | breaks/episode | "
+        "$/success |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in report["rows"]:
         low, high = r["success_ci"]
@@ -282,18 +331,20 @@ def report_markdown(report: Mapping[str, Any]) -> str:
             f"| {r['strategy']} | {r['tier']} | {r['tasks']} | {r['success']:.2f} | [{low:.2f}, {high:.2f}] | "
             f"{r['success_without_recall']:.2f} | {r['recall_calls']} | {r['peak_tokens_mean']:,.0f} | "
             f"[{plow:,.0f}, {phigh:,.0f}] | {ratio} | {r['peak_tokens_max']:,} | {r['compressor_tokens']:,} | "
-            f"{r['blocking']} | {both_solved_cell(r)} |"
+            f"{r['blocking']} | {both_solved_cell(r)} | {_breaks_cell(r)} | {_cost_cell(r)} |"
         )
+    sources = sorted({str(r.get("summary", {}).get("cost_source")) for r in report["rows"]} - {"None"})
     lines += [
         "",
         "*never recalls*: share of tasks solved without a single recall (what an agent that never "
-        "recalls would at least solve). The oracle keeps exactly what the reference needs: the floor.",
+        "recalls would at least solve). The oracle keeps exactly what the reference needs: the floor. "
+        f"*$/success*: {', '.join(sources) or 'not priced'}; *breaks*: requests that rewrote the previous one.",
         "",
     ]
     for name, p in report["paired"].items():
         if not p.get("tasks"):
             continue
-        other = report["best_baseline"] if name == "best_baseline" else "none"
+        other = report["best_baseline"] if name == "best_baseline" else name
         low, high = p["peak_diff_ci"]
         slow, shigh = p["success_diff_ci"]
         lines.append(
@@ -386,11 +437,23 @@ def report_markdown(report: Mapping[str, Any]) -> str:
     for tier, verdict in report["acceptance"]["tiers"].items():
         lines.append(f"- {tier} ({verdict['suite']}): {'PASS' if verdict['pass'] else 'FAIL'}")
         for name, check in verdict["checks"].items():
-            lines.append(
-                f"  - {name}: {check['value']:,.3f} (bar {check['bar']:,}) {'pass' if check['pass'] else 'fail'}"
-            )
+            lines.append(f"  - {check_line(name, check)}")
     lines += ["", "## What tier 0 does not track", ""] + [f"- {item}" for item in report["tier0_limits"]]
     return "\n".join(lines) + "\n"
+
+
+def check_line(name: str, check: Mapping[str, Any]) -> str:
+    """One acceptance check as every surface prints it (report, CLI, MLflow front page)."""
+    verdict = "pass" if check["pass"] else "FAIL"
+    if name.startswith("at_or_below_"):
+        low, high = check["paired_ci"]
+        sure = "significant" if check["significant"] else "not significant"
+        return (
+            f"{name} (`{check['against']}`, paired over {check['tasks']} tasks): peak {check['value']:+,.0f} tokens "
+            f"[{low:+,.0f}, {high:+,.0f}], {sure}: {verdict}"
+        )
+    interval = f" [{check['paired_ci'][0]:+.3f}, {check['paired_ci'][1]:+.3f}]" if check.get("paired_ci") else ""
+    return f"{name}: {check['value']:,.3f}{interval} (bar {check['bar']:,}) {verdict}"
 
 
 def both_solved_cell(row: Mapping[str, Any]) -> str:

@@ -22,6 +22,8 @@ class TaskScore:
     peak_tokens: int
     recalls: int = 0
     compressor_calls: int = 0
+    # The episode's bill projected under the run's headline price model (None: not projected).
+    cost: float | None = None
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ class Scores:
                 int(e.metrics["peak_tokens"]),
                 int(e.metrics["recall_calls"]),
                 int(e.metrics["compressor_calls"]),
+                e.metrics.get("projected_cost"),
             )
             for e in episodes
             if e.outcome != "infra_error"
@@ -92,6 +95,14 @@ class Scores:
     def success_without_recall(self) -> float:
         """Tasks solved without a single recall: a lower bound on what an agent that never recalls solves."""
         return sum(t.success and t.recalls == 0 for t in self.tasks) / self.n if self.n else 0.0
+
+    @property
+    def projected_cost_per_success(self) -> float | None:
+        """Projected cost of these tasks over their successes (None: not projected, or nothing solved)."""
+        successes = sum(t.success for t in self.tasks)
+        if not successes or any(t.cost is None for t in self.tasks):
+            return None
+        return sum(t.cost or 0.0 for t in self.tasks) / successes
 
     @property
     def compressor_calls(self) -> int:

@@ -1,6 +1,6 @@
 """The job's state and its directory: config fingerprint, checkpointed state, per-round artifacts.
 
-`JobState` is typed and carries its own codec (`to_dict` / `from_dict`, with a format number): a job
+`SearchState` is typed and carries its own codec (`to_dict` / `from_dict`, with a format number): a job
 directory written by another format is refused in one line rather than half-read. All writes are atomic.
 """
 
@@ -9,13 +9,15 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from optimizer.config import ExperimentConfig
 from optimizer.errors import ConfigError
 from optimizer.evaluate.runner import run_key
 from optimizer.search.candidate import Candidate
 from optimizer.storage import atomic_write_json, atomic_write_text
+
+if TYPE_CHECKING:
+    from optimizer.config import ExperimentConfig
 
 STATE_FORMAT = 2
 
@@ -34,7 +36,9 @@ class RoundSummary:
 
 
 @dataclass
-class JobState:
+class SearchState:
+    """The search's checkpoint (`state.json`): candidates, rounds, selection and spending so far."""
+
     seed: str | None = None
     candidates: dict[str, Candidate] = field(default_factory=dict)
     rounds: list[RoundSummary] = field(default_factory=list)
@@ -72,7 +76,7 @@ class JobState:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], *, source: str = "state.json") -> JobState:
+    def from_dict(cls, data: dict[str, Any], *, source: str = "state.json") -> SearchState:
         if data.get("format") != STATE_FORMAT:
             raise ConfigError(
                 f"{source} was written by another acon (state format {data.get('format', 1)}, this one reads "
@@ -108,7 +112,7 @@ class JobDir:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def claim(self, config: ExperimentConfig, *, resume: bool) -> JobState | None:
+    def claim(self, config: ExperimentConfig, *, resume: bool) -> SearchState | None:
         """Create the job or check that a resumed one is the same job. Returns saved state, if any.
 
         A job whose `state.json` was never written (its endpoints did not answer, say) never started: the
@@ -146,7 +150,7 @@ class JobDir:
         except OSError as exc:
             raise ConfigError(f"output directory {self.path} is not writable ({exc.strerror})") from None
 
-    def load_state(self) -> JobState | None:
+    def load_state(self) -> SearchState | None:
         path = self.path / "state.json"
         try:
             data = json.loads(path.read_text())
@@ -157,9 +161,9 @@ class JobDir:
             raise ConfigError(f"{path} is damaged ({type(exc).__name__}); restore it or move the job aside") from None
         if not isinstance(data, dict):
             raise ConfigError(f"{path} is damaged (not a JSON object); restore it or move the job aside")
-        return JobState.from_dict(data, source=str(path))
+        return SearchState.from_dict(data, source=str(path))
 
-    def save_state(self, state: JobState) -> None:
+    def save_state(self, state: SearchState) -> None:
         atomic_write_json(self.path / "state.json", state.to_dict())
 
     def round_dir(self, round_index: int) -> Path:

@@ -52,12 +52,12 @@ class Page:
 
 def walk(job_dir: Path, out: Path, *, chromium: str | None = None, timeout_s: float = 90.0) -> list[Page]:
     """The pages visited, in order: the parent run, the pair's diff, the compressed trace, the full trace."""
-    from optimizer.tracking.state import JobState
+    from optimizer.tracking.parent_runs import ParentRuns
 
     chromium = chromium or find_chromium()
     if chromium is None:
         raise BrowserError("no Chromium on PATH (Debian: apt-get install chromium)")
-    state = JobState.read(job_dir)
+    state = ParentRuns.read(job_dir)
     if state is None or "optimize" not in state.runs:
         raise BrowserError(f"{job_dir} has no finished `acon optimize` run (mlflow_run.json)")
     port = free_port(0)

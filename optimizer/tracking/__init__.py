@@ -23,7 +23,7 @@ from optimizer.tracking.base import Tracker
 from optimizer.tracking.hooks import JobTracking, OptimizeTracking, tracked_job, tracker_for
 from optimizer.tracking.outage import TrackingBehind, check_caught_up, fail_fast
 from optimizer.tracking.params import experiment_params, experiment_tags
-from optimizer.tracking.pareto import ParetoPoint, pareto_front
+from optimizer.tracking.pareto import ParetoPoint, front_labels
 from optimizer.tracking.store import Store, check_reachable, job_store, resolve_store, resolve_uri
 
 
@@ -47,8 +47,8 @@ def tracker_from_config(config: ExperimentConfig) -> Tracker:
 
 
 def load_from_registry(ref: str, tracking_uri: str | None = None, *, provenance: bool = False) -> Guideline:
-    """A registered guideline (`NAME@ALIAS`, `NAME/VERSION`); see `optimizer.tracking.registry`."""
-    from optimizer.tracking.registry import load_from_registry as load
+    """A registered guideline (`NAME@ALIAS`, `NAME/VERSION`); see `optimizer.context.prompt_registry`."""
+    from optimizer.context.prompt_registry import load_from_registry as load
 
     return load(ref, tracking_uri, provenance=provenance)
 
@@ -63,10 +63,10 @@ __all__ = [
     "check_caught_up",
     "experiment_params",
     "experiment_tags",
+    "front_labels",
     "job_store",
     "load_from_registry",
     "open_tracker",
-    "pareto_front",
     "resolve_store",
     "resolve_uri",
     "tracked_job",

@@ -16,7 +16,7 @@ from optimizer.context.guideline import Guideline
 from optimizer.tracking.pareto import ParetoPoint
 
 if TYPE_CHECKING:
-    from optimizer.mining.provenance import PairDiff
+    from optimizer.mining.pair_diff import PairDiff
 
 
 class Tracker:

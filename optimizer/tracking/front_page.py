@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import quote
 
-from optimizer.search.report import headline
+from optimizer.search.report import check_line, headline
 
 MAX_CHARS = 8000  # MLflow's limit on a tag value; the description is the `mlflow.note.content` tag
 RESERVED = 200
@@ -60,7 +61,7 @@ def trace_url(experiment_id: str, trace_id: str) -> str:
     return f"#/experiments/{experiment_id}/traces/{trace_id}"
 
 
-def description(report: Mapping[str, object], pairs: Sequence[PairLink], *, experiment_id: str, run_id: str) -> str:
+def description(report: Mapping[str, Any], pairs: Sequence[PairLink], *, experiment_id: str, run_id: str) -> str:
     chosen = report.get("chosen") or {}
     # No heading: the run page folds the description after a few lines, and a heading would fill them.
     lines = [
@@ -108,13 +109,10 @@ def description(report: Mapping[str, object], pairs: Sequence[PairLink], *, expe
     return text + "\n"
 
 
-def _bars(report: Mapping[str, object]) -> list[str]:
+def _bars(report: Mapping[str, Any]) -> list[str]:
     lines = []
     for tier, verdict in (report.get("acceptance") or {}).get("tiers", {}).items():
-        checks = ", ".join(
-            f"{name} {check['value']:,.3f} (bar {check['bar']:,}) {'✔' if check['pass'] else '✘'}"
-            for name, check in verdict["checks"].items()
-        )
+        checks = "; ".join(check_line(name, check) for name, check in verdict["checks"].items())
         lines.append(f"- {tier}: {'PASS' if verdict['pass'] else 'FAIL'}: {checks}")
     return lines
 

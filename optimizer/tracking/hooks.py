@@ -23,16 +23,17 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from optimizer.agent.episode import Episode
+from optimizer.agent.kinds import AGENTS
 from optimizer.config import ExperimentConfig
-from optimizer.evaluate.jobs import RunResult, episode_row
+from optimizer.evaluate.strategy_runs import RunResult, episode_row
 from optimizer.tracking.base import Tracker
 from optimizer.tracking.front_page import VIEW_KEY, description, review_view
 from optimizer.tracking.outage import Guarded, job_run
-from optimizer.tracking.params import TIERS, experiment_params, experiment_tags, flatten
+from optimizer.tracking.params import experiment_params, experiment_tags, flatten, tier_of
 from optimizer.tracking.pareto import ParetoPoint
 
 if TYPE_CHECKING:
-    from optimizer.mining.provenance import PairDiff
+    from optimizer.mining.pair_diff import PairDiff
     from optimizer.search.candidate import Candidate
     from optimizer.search.job import OptimizationJob
     from optimizer.search.proposers.base import Pair
@@ -55,6 +56,7 @@ RUN_METRICS = (
     "recall_calls",
     "duplicate_writes",
     "cache_breaks",
+    "cache_breaks_per_episode",
     "wall_s",
 )
 # The reference agent (tier 0) calls no model: these would read 0 for "not measured", not for "none spent".
@@ -108,11 +110,11 @@ class JobTracking:
         if strategy.type == "guideline":
             params["strategy"] = {"type": "guideline", "version": strategy.version()}
         name = f"{strategy.label()} · {agent} · {split}"
-        measured = RUN_METRICS if agent != "reference" else tuple(m for m in RUN_METRICS if m not in AGENT_ONLY)
+        measured = RUN_METRICS if AGENTS.get(agent).uses_model else tuple(m for m in RUN_METRICS if m not in AGENT_ONLY)
         with self.tracker.child_run(key, name, params=flatten(params), tags=tags, times_ms=_times(result)):
             self.tracker.log_metrics(numeric(result.summary, measured))
             self.tracker.log_table([episode_row(e) for e in result.episodes], "tables/episodes.json")
-            trace_tags = {"acon.split": split, "acon.tier": TIERS.get(agent, agent)}
+            trace_tags = {"acon.split": split, "acon.tier": tier_of(agent)}
             for episode in result.episodes:
                 self.tracker.trace_episode(episode, trace_tags)
         self._recorded.add(key)
@@ -139,9 +141,9 @@ class OptimizeTracking(JobTracking):
 
     def _pair_failures(self, job: OptimizationJob, result: RunResult, *, agent: str, split: str) -> None:
         """Every failure whose full-context run succeeded: its diff in this run, both traces tagged."""
+        from optimizer.mining.diff_render import diff_html, diff_markdown
+        from optimizer.mining.pair_diff import diff_pair
         from optimizer.mining.pairs import find_pairs
-        from optimizer.mining.provenance import diff_pair
-        from optimizer.mining.report import diff_html, diff_markdown
 
         if result.strategy.type == "none":
             self._full.setdefault((split, agent), {}).update({e.task_id: e for e in result.episodes})
@@ -192,7 +194,7 @@ class OptimizeTracking(JobTracking):
 
     def log_diffs(self, index: int, diffs: Sequence[PairDiff], pairs: Sequence[Pair] = ()) -> None:
         """A round's pair diffs (files, table, counts) in its round run; given the pairs, their traces tagged."""
-        from optimizer.mining.report import diff_html, diff_markdown
+        from optimizer.mining.diff_render import diff_html, diff_markdown
 
         with self._round(index):
             for i, diff in enumerate(diffs):  # several candidates may lose the same task: a file per (task, candidate)

@@ -30,13 +30,13 @@ from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NOTE
 
 from optimizer.agent.episode import Episode
 from optimizer.context.guideline import Guideline
+from optimizer.context.prompt_registry import BEST, GuidelineRegistry, RegisteredGuideline
 from optimizer.tracking.base import Tracker
 from optimizer.tracking.diffs import guideline_diff
 from optimizer.tracking.front_page import PairLink
 from optimizer.tracking.params import flatten
-from optimizer.tracking.pareto import ParetoPoint, pareto_front, plot_png
-from optimizer.tracking.registry import BEST, GuidelineRegistry, RegisteredGuideline
-from optimizer.tracking.state import JobState, remember_run
+from optimizer.tracking.parent_runs import ParentRuns, remember_run
+from optimizer.tracking.pareto import ParetoPoint, front_labels, plot_png
 from optimizer.tracking.store import Store
 from optimizer.tracking.tables import to_columns
 from optimizer.tracking.traces import (
@@ -56,7 +56,7 @@ from optimizer.tracking.traces import (
 )
 
 if TYPE_CHECKING:
-    from optimizer.mining.provenance import PairDiff
+    from optimizer.mining.pair_diff import PairDiff
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +97,7 @@ class MlflowTracker(Tracker):
     def __init__(
         self, store: Store, job_dir: Path, experiment: str, *, traces: bool = True, prompt_prefix: str | None = None
     ) -> None:
-        from optimizer.tracking.registry import prompt_prefix as default_prefix
+        from optimizer.context.prompt_registry import prompt_prefix as default_prefix
 
         self.store = store
         self.job_dir = job_dir.resolve()
@@ -135,7 +135,7 @@ class MlflowTracker(Tracker):
     ) -> Iterator[str | None]:
         if self._job_run_id is not None:
             raise RuntimeError(f"job run {self._job_run_id} is already open; nest with child_run instead")
-        state = JobState.read(self.job_dir)
+        state = ParentRuns.read(self.job_dir)
         run_id = state.run_for(self.store.uri, self.experiment_id, name) if state else None
         if run_id is not None and not self._reopen(run_id, tags):
             run_id = None
@@ -455,7 +455,7 @@ class MlflowTracker(Tracker):
         name: str | None = None,
         title: str | None = None,
     ) -> str | None:
-        front = list(pareto_front(points) if front is None else front)
+        front = list(front_labels(points) if front is None else front)
         title = title or "success vs peak tokens" + ("" if round is None else f", round {round}")
         stem = _safe_name(name) if name else "final" if round is None else f"r{round:02d}"
         with tempfile.TemporaryDirectory() as tmp:

@@ -30,7 +30,7 @@ from optimizer.storage import atomic_write_json
 from optimizer.tracking.store import Store, health_problem
 
 if TYPE_CHECKING:
-    from optimizer.evaluate.jobs import RunResult
+    from optimizer.evaluate.strategy_runs import RunResult
     from optimizer.search.job import OptimizationJob
     from optimizer.tracking.hooks import JobTracking
 
@@ -106,19 +106,19 @@ def run_entry(result: RunResult, *, agent: str, split: str, hook: str) -> dict[s
     }
 
 
-def load_result(entry: Mapping[str, Any]) -> RunResult:
-    """The evaluation of a journal entry, read back from its run directory."""
+def load_result(entry: Mapping[str, Any], cost_model: str | None) -> RunResult:
+    """The evaluation of a journal entry, read back from its run directory (summarized as the job does)."""
     from optimizer.context.strategies import parse_strategy
-    from optimizer.evaluate.jobs import RunResult, summarize
     from optimizer.evaluate.records import EpisodeRecords
     from optimizer.evaluate.store import EpisodeStore
+    from optimizer.evaluate.strategy_runs import RunResult, summarize
 
     directory = Path(entry["directory"])
     store = EpisodeStore(directory)
     offsets, summaries = store.index()
     order = [t for t in entry["tasks"] if t in offsets]
     records = EpisodeRecords(store.log, order, offsets, summaries)
-    return RunResult(parse_strategy(entry["strategy"]), directory, records, summarize(records))
+    return RunResult(parse_strategy(entry["strategy"]), directory, records, summarize(records, cost_model))
 
 
 class Guarded:
@@ -204,7 +204,7 @@ class Guarded:
         if hook == "run":
             if not Path(entry["directory"]).is_dir():
                 return None
-            result = load_result(entry)
+            result = load_result(entry, job.config.cost.primary)
             return lambda: self.inner.on_run(job, result, agent=entry["agent"], split=entry["split"])
         if hook == "candidate":
             candidate = job.state.candidates.get(entry["version"])
@@ -222,7 +222,7 @@ def replay_diffs(tracking: Any, job: OptimizationJob, index: int) -> None:
 
     The pairs' episodes are not kept with them, so their traces are not tagged with the pair again.
     """
-    from optimizer.mining.provenance import PairDiff
+    from optimizer.mining.pair_diff import PairDiff
 
     saved = job.dir.path / f"rounds/{index:02d}/diffs.json"
     diffs = [PairDiff.from_dict(d) for d in json.loads(saved.read_text())] if saved.exists() else []

@@ -7,11 +7,16 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
+from optimizer.agent.kinds import AGENTS
 from optimizer.config import ExperimentConfig
 from optimizer.llm.endpoint import EndpointConfig
 
 MAX_PARAM_CHARS = 6000  # MLflow's limit on a param value
-TIERS = {"reference": "0", "llm": "1"}
+
+
+def tier_of(agent: str) -> str:
+    """The evaluation tier an agent's episodes are reported under (`AgentKind.tier`)."""
+    return str(AGENTS.get(agent).tier)
 
 
 def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
@@ -87,5 +92,5 @@ def experiment_tags(
         "split": split or config.run.split,
         "agent": agent,
         "strategy": strategy or config.strategy.label(),
-        "tier": TIERS.get(agent, agent),
+        "tier": tier_of(agent),
     }

@@ -1,10 +1,12 @@
-"""The success / peak-token trade-off: the Pareto front and its plot (PNG, no display needed)."""
+"""The success / peak-token trade-off as a plot (PNG, no display needed), on the search's Pareto front."""
 
 from __future__ import annotations
 
 import io
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+
+from optimizer.search.front import pareto_front
 
 FRONT_COLOR = "#c44e52"
 
@@ -18,15 +20,16 @@ class ParetoPoint:
     peak_tokens: float
     baseline: bool = False
 
-    def dominates(self, other: ParetoPoint) -> bool:
-        no_worse = self.success >= other.success and self.peak_tokens <= other.peak_tokens
-        better = self.success > other.success or self.peak_tokens < other.peak_tokens
-        return no_worse and better
+    @property
+    def tie_rank(self) -> tuple[int, ...]:
+        return (not self.baseline,)  # as the search ranks ties: a baseline stands for a tied candidate
 
 
-def pareto_front(points: Sequence[ParetoPoint]) -> list[str]:
-    """Labels of the points no other point dominates (higher success, fewer peak tokens)."""
-    return [p.label for p in points if not any(q.dominates(p) for q in points)]
+def front_labels(points: Sequence[ParetoPoint]) -> list[str]:
+    """Labels of the points on the search's front (`optimizer.search.front.pareto_front`: one per tie), in the
+    order given."""
+    on_front = {id(p) for p in pareto_front(points)}
+    return [p.label for p in points if id(p) in on_front]
 
 
 def plot_png(points: Sequence[ParetoPoint], front: Collection[str] | None = None, *, title: str = "") -> bytes:
@@ -39,7 +42,7 @@ def plot_png(points: Sequence[ParetoPoint], front: Collection[str] | None = None
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
-    on_front = set(pareto_front(points) if front is None else front)
+    on_front = set(front_labels(points) if front is None else front)
     ordered = sorted(points, key=lambda p: (p.peak_tokens, -p.success, p.label))
     figure = Figure(figsize=(12, max(5.5, 1.2 + 0.2 * len(ordered))), dpi=100)
     FigureCanvasAgg(figure)

@@ -99,7 +99,7 @@ def resolve_store(config: TrackingConfig, job_dir: Path) -> Store:
 
 def resolve_uri(job_dir: Path) -> str:
     """The tracking URI a job directory logged to (its `mlflow_run.json`), else its default sqlite store."""
-    from optimizer.tracking.state import JobState
+    from optimizer.tracking.parent_runs import ParentRuns
 
-    state = JobState.read(job_dir)
+    state = ParentRuns.read(job_dir)
     return state.tracking_uri if state is not None else job_store(job_dir).uri

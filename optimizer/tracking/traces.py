@@ -22,7 +22,7 @@ from optimizer.tracking.spans import SpanNode, episode_tree
 if TYPE_CHECKING:
     from mlflow.tracing.client import TracingClient
 
-    from optimizer.mining.provenance import PairDiff
+    from optimizer.mining.pair_diff import PairDiff
 
 EPISODE_TAG = "acon.episode"
 PAIR_TAG = "acon.pair"  # "<task> · <strategy>" of the pair an episode belongs to

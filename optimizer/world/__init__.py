@@ -1,11 +1,12 @@
 """What an agent acts on: tools with retention metadata, environments, tasks, suites."""
 
 from optimizer.world.retention import RetentionClass
-from optimizer.world.suite import Suite, SuiteSource, available_suites, load_suite, register_suite
+from optimizer.world.suite import SUITES, Suite, SuiteSource, available_suites, load_suite
 from optimizer.world.task import CheckResult, Environment, Need, NeedKind, ReferenceStep, Task, UserTurn
 from optimizer.world.tool import ToolCall, ToolOutput, ToolSpec, classify_result
 
 __all__ = [
+    "SUITES",
     "CheckResult",
     "Environment",
     "Need",
@@ -22,5 +23,4 @@ __all__ = [
     "available_suites",
     "classify_result",
     "load_suite",
-    "register_suite",
 ]

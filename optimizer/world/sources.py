@@ -13,7 +13,7 @@ import hashlib
 import threading
 from collections import OrderedDict
 
-from optimizer.world.provenance import occurs
+from optimizer.world.needs import occurs
 from optimizer.world.task import Task
 
 # Only the sources are kept, never the task: holding tasks here kept thousands of worlds alive.

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal, overload
+from typing import ClassVar, Literal, overload
 
 from pydantic import BaseModel, ConfigDict
 
 from optimizer.errors import ConfigError
+from optimizer.registry import Registry
 from optimizer.world.task import Task
 
 Split = Literal["train", "test", "all"]
@@ -113,6 +114,9 @@ class SuiteSource(BaseModel, ABC):
 
     type: str
 
+    # Names read from stored data (replay files), never shadowing a name a suite kind declares in code.
+    stored_names: ClassVar[bool] = False
+
     @abstractmethod
     def load(self) -> Suite:
         """Build or read the suite. Raises `ConfigError` with a one-line reason when it cannot."""
@@ -120,19 +124,28 @@ class SuiteSource(BaseModel, ABC):
     def fingerprint(self) -> str:
         return self.model_dump_json()
 
+    @classmethod
+    def named(cls) -> Mapping[str, Callable[[], SuiteSource]]:
+        """The short names this kind of suite is known by in `acon suites list|show`.
 
-_NAMED: dict[str, Callable[[], SuiteSource]] = {}
+        By default the `type` itself, when every other field has a default; a suite with variants (BFCL's
+        categories, replay files) lists each.
+        """
+        required = [n for n, f in cls.model_fields.items() if n != "type" and f.is_required()]
+        return {} if required else {cls.model_fields["type"].default: cls}
 
 
-def register_suite(name: str, source: Callable[[], SuiteSource]) -> None:
-    """Give a suite a short name for `acon suites list|show`."""
-    _NAMED[name] = source
+SUITES: Registry[SuiteSource] = Registry("acon.suites", SuiteSource, what="suite")
 
 
 def available_suites() -> dict[str, Callable[[], SuiteSource]]:
-    import tasks  # noqa: F401 - importing the package registers its named suites
-
-    return dict(_NAMED)
+    """Every suite name, from the registered suite kinds in order: the first kind to claim a name keeps it,
+    and names in code come before names of stored files."""
+    names: dict[str, Callable[[], SuiteSource]] = {}
+    for cls in sorted(SUITES.classes(), key=lambda cls: cls.stored_names):
+        for name, source in cls.named().items():
+            names.setdefault(name, source)
+    return names
 
 
 def load_suite(name: str) -> Suite:

@@ -3,7 +3,7 @@
 Each BFCL turn is one user turn. miss_func's empty turn gets the message BFCL injects there, and the
 functions held out until that turn are hidden from `tools(turn)` before it. The reference solution is
 BFCL's ground truth, one step per call plus an answer step closing each turn; every call is annotated
-with the values it copies from earlier tool output (`optimizer.world.provenance.find_needs`), found
+with the values it copies from earlier tool output (`optimizer.world.needs.find_needs`), found
 by replaying the ground truth once through the environment at load time.
 """
 
@@ -12,13 +12,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Literal, get_args
 
 from pydantic import ConfigDict, Field
 
-from optimizer.world.provenance import find_needs
-from optimizer.world.suite import Suite, SuiteSource, register_suite, split_by_seed
+from optimizer.world.needs import find_needs
+from optimizer.world.suite import Suite, SuiteSource, split_by_seed
 from optimizer.world.task import Need, ReferenceStep, Task, UserTurn
 from optimizer.world.tool import ToolCall, ToolSpec, classify_result
 from tasks.bfcl import data
@@ -47,6 +47,13 @@ class BfclSuite(SuiteSource):
     """Keep only the first `limit` tasks in BFCL's order (before splitting); None keeps all 200."""
     seed: int = 0
     """Seed of the fixed 50/50 train/test split."""
+
+    @classmethod
+    def named(cls) -> dict[str, Callable[[], SuiteSource]]:
+        return {
+            "bfcl_" + category.removeprefix("multi_turn_"): functools.partial(BfclSuite, category=category)
+            for category in get_args(Category)
+        }
 
     def load(self) -> Suite:
         data.require()
@@ -200,6 +207,7 @@ def _fails_with(case: BfclCase, flat: Sequence[tuple[int, ToolCall]], index: int
 
 
 def _replay_fails(case: BfclCase, flat: Sequence[tuple[int, ToolCall]], index: int, need: Need) -> bool:
+    assert need.argument is not None  # find_needs guesses an argument's value, so it names one
     env = BfclEnvironment(case)
     try:
         for position, (turn, call) in enumerate(flat):
@@ -211,10 +219,3 @@ def _replay_fails(case: BfclCase, flat: Sequence[tuple[int, ToolCall]], index: i
         return not env.check([""] * len(case.ground_truth)).passed
     finally:
         env.close()
-
-
-for _category in Category.__args__:
-    register_suite(
-        "bfcl_" + _category.removeprefix("multi_turn_"),
-        functools.partial(BfclSuite, category=_category),
-    )

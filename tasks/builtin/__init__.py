@@ -17,7 +17,7 @@ from pydantic import ConfigDict, Field
 
 from optimizer.errors import ConfigError
 from optimizer.tokens import count_tokens
-from optimizer.world.suite import Suite, SuiteSource, TaskList, register_suite, split_by_seed
+from optimizer.world.suite import Suite, SuiteSource, TaskList, split_by_seed
 from optimizer.world.task import Task, UserTurn
 from tasks.builtin.families import FAMILIES
 from tasks.builtin.plan import AGENT_INJECTIONS, INJECTIONS, Seed, pick_injections
@@ -109,7 +109,5 @@ class BuiltinSuite(SuiteSource):
             meta=meta,
         )
 
-
-register_suite(SUITE_NAME, BuiltinSuite)
 
 __all__ = ["BuiltinSuite"]

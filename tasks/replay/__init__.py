@@ -5,14 +5,12 @@
   its conversion into tasks; the format is documented there.
 - `store`: the Parquet layout (one row per task, through `datasets`) shared by import and export.
 - `env`: the replay environment and its checker.
-- `suite`: `ReplaySuite` (`[suite] type = "replay"`), import into `suites/`, registration by name.
+- `suite`: `ReplaySuite` (`[suite] type = "replay"`), import into `suites/`, the stored suites' names.
 """
 
 from tasks.replay.store import read_parquet, stored_from_suite, write_parquet
-from tasks.replay.suite import DEFAULT_DIR, ReplaySuite, import_mlflow_traces, import_trajectories, register_stored
+from tasks.replay.suite import DEFAULT_DIR, ReplaySuite, import_mlflow_traces, import_trajectories
 from tasks.replay.trajectories import read_trajectories
-
-register_stored()
 
 __all__ = [
     "DEFAULT_DIR",
@@ -21,7 +19,6 @@ __all__ = [
     "import_trajectories",
     "read_parquet",
     "read_trajectories",
-    "register_stored",
     "stored_from_suite",
     "write_parquet",
 ]

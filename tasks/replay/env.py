@@ -15,7 +15,7 @@ from collections import defaultdict, deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from optimizer.world.provenance import occurs
+from optimizer.world.needs import occurs
 from optimizer.world.retention import RetentionClass
 from optimizer.world.task import CheckResult, Environment, NeedKind, Task, UserTurn
 from optimizer.world.tool import ToolCall, ToolOutput, ToolSpec

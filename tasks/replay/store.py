@@ -122,8 +122,8 @@ def stored_from_task(task: Task, split: str) -> StoredTask:
         for step in task.reference:
             if step.call is None:
                 continue
-            spec = specs_by_turn[min(step.turn, len(specs_by_turn) - 1)].get(step.call.name)
-            refined = spec.classify_call(step.call.arguments) if spec and spec.classify_call else None
+            step_spec = specs_by_turn[min(step.turn, len(specs_by_turn) - 1)].get(step.call.name)
+            refined = step_spec.classify_call(step.call.arguments) if step_spec and step_spec.classify_call else None
             output = env.call(step.call, step.turn)
             recording.append(RecordedCall(step.turn, step.call, output, refined))
     finally:

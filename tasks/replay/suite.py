@@ -11,7 +11,8 @@ name = "NAME"                  # suites/NAME.parquet, relative to the working di
 # path = "runs.jsonl"               # or a trajectory file, converted in memory on every load
 ```
 
-Suites found in `suites/` when `tasks` is imported are registered by name for `acon suites list`.
+Every `suites/NAME.parquet` under the working directory is known by NAME to `acon suites list|show`
+(`ReplaySuite.named`), as is a suite imported elsewhere in this process.
 """
 
 from __future__ import annotations
@@ -19,18 +20,21 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import ConfigDict, model_validator
 
 from optimizer.errors import ConfigError
-from optimizer.world.suite import Suite, SuiteSource, available_suites, register_suite
+from optimizer.world.suite import Suite, SuiteSource, available_suites
 from tasks.replay.store import UNSPLIT, StoredTask, read_parquet, write_parquet
 from tasks.replay.trajectories import read_trajectories
 
 DEFAULT_DIR = Path("suites")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+# Suites imported by this process into a folder other than `suites/` (`--out`), by name.
+_IMPORTED: dict[str, Callable[[], SuiteSource]] = {}
 
 
 class ReplaySuite(SuiteSource):
@@ -45,6 +49,18 @@ class ReplaySuite(SuiteSource):
     """A `.parquet` file written by `acon suites import` or `export`, or a trajectory `.jsonl` file."""
     seed: int = 0
     """Seed of the 50/50 split when `path` is a `.jsonl` file (a Parquet file stores its split)."""
+
+    stored_names: ClassVar[bool] = True
+
+    @classmethod
+    def named(cls) -> dict[str, Callable[[], SuiteSource]]:
+        """Every `NAME.parquet` in `suites/`, and the suites this process imported elsewhere."""
+        found: dict[str, Callable[[], SuiteSource]] = dict(_IMPORTED)
+        if DEFAULT_DIR.is_dir():
+            for file in sorted(DEFAULT_DIR.glob("*.parquet")):
+                if _NAME.fullmatch(file.stem):
+                    found[file.stem] = functools.partial(ReplaySuite, name=file.stem)
+        return found
 
     @model_validator(mode="after")
     def _one_source(self) -> ReplaySuite:
@@ -130,10 +146,8 @@ def store_imported(stored: list, name: str, where: str, *, out: Path) -> tuple[P
     target = out / f"{name}.parquet"
     suite = suite_of(stored, where)  # validates ids and splits before anything is written
     write_parquet(stored, target)
-    if out.resolve() == DEFAULT_DIR.resolve():
-        register_suite(name, functools.partial(ReplaySuite, name=name))
-    else:
-        register_suite(name, functools.partial(ReplaySuite, path=str(target)))
+    if out.resolve() != DEFAULT_DIR.resolve():
+        _IMPORTED[name] = functools.partial(ReplaySuite, path=str(target))
     return target, suite
 
 
@@ -147,13 +161,3 @@ def check_name(name: str) -> None:
 
 def _is_replay(source) -> bool:
     return isinstance(source, functools.partial) and source.func is ReplaySuite
-
-
-def register_stored(directory: Path = DEFAULT_DIR) -> None:
-    """Register every `NAME.parquet` in `directory` under NAME (built-in names are never shadowed)."""
-    if not directory.is_dir():
-        return
-    taken = available_suites()
-    for file in sorted(directory.glob("*.parquet")):
-        if _NAME.fullmatch(file.stem) and file.stem not in taken:
-            register_suite(file.stem, functools.partial(ReplaySuite, name=file.stem))

@@ -43,7 +43,7 @@ under its own name, and `meta["extra_keys"]` lists which were; a key both at the
 
 What is made of a run: the user messages are the turns (consecutive ones are joined); the recorded
 calls, in order, are the reference solution, each annotated with the values it copied from an earlier
-tool output (`optimizer.world.provenance.find_needs`, with the tool schemas and system messages as
+tool output (`optimizer.world.needs.find_needs`, with the tool schemas and system messages as
 text the agent always has, so a value named there is not a need); the tool messages are what the
 replay environment answers (`tasks.replay.env`). Success means every recorded call was made again
 and no write more often than recorded.
@@ -61,7 +61,7 @@ from typing import Any
 
 from optimizer.errors import ConfigError
 from optimizer.world.chat import message_text, parse_tool_call, status_flags
-from optimizer.world.provenance import find_needs
+from optimizer.world.needs import find_needs
 from optimizer.world.retention import RetentionClass
 from optimizer.world.suite import split_by_seed
 from optimizer.world.task import ReferenceStep

@@ -10,11 +10,12 @@ import pytest
 
 from optimizer.cli import suites_cmd
 from optimizer.errors import ConfigError
-from optimizer.world import suite as registry
+from optimizer.world.suite import available_suites
 from optimizer.world.task import NeedKind
 from tasks.bfcl import BfclSuite
 from tasks.builtin import BuiltinSuite
 from tasks.replay import ReplaySuite
+from tasks.replay import suite as replay
 from tasks.smoke import SmokeSuite
 from tests.conftest import ROOT
 
@@ -22,9 +23,9 @@ EXAMPLE = str(ROOT / "experiments" / "data" / "example_trajectories.jsonl")
 
 
 @pytest.fixture(autouse=True)
-def registry_copy(monkeypatch):
-    """Imports register suites by name; each test sees (and leaves) the registry as it was."""
-    monkeypatch.setattr(registry, "_NAMED", dict(registry._NAMED))
+def imported_copy(monkeypatch):
+    """Imports name their suites for this process; each test sees (and leaves) those names as they were."""
+    monkeypatch.setattr(replay, "_IMPORTED", dict(replay._IMPORTED))
 
 
 @pytest.fixture
@@ -36,7 +37,11 @@ def few_suites(monkeypatch):
 
     monkeypatch.setattr("tasks.bfcl.data.require", missing)
     named = {"smoke": SmokeSuite, "builtin": BuiltinSuite, "bfcl_base": lambda: BfclSuite(category="multi_turn_base")}
-    monkeypatch.setattr(registry, "_NAMED", named)
+
+    def listed() -> dict:
+        return {**named, **replay._IMPORTED}
+
+    monkeypatch.setattr(suites_cmd, "available_suites", listed)
 
 
 def test_list_shows_sizes_and_families_and_skips_bfcl_when_missing(run_cli, few_suites):
@@ -145,7 +150,7 @@ def test_import_then_run_by_name(run_cli, tmp_path, monkeypatch):
     assert code == 0, err
     assert "imported 4 runs" in out and "train 2, test 2" in out and 'name = "bike_ops"' in out
     assert (tmp_path / "suites" / "bike_ops.parquet").exists()
-    assert registry._NAMED["bike_ops"]() == ReplaySuite(name="bike_ops")
+    assert available_suites()["bike_ops"]() == ReplaySuite(name="bike_ops")
     config = tmp_path / "exp.toml"
     config.write_text(
         'name = "bikes"\n[suite]\ntype = "replay"\nname = "bike_ops"\n[run]\nsplit = "all"\nagent = "reference"\n'

@@ -14,8 +14,8 @@ from optimizer.context.guideline import SEED_GUIDELINE, RetentionPolicy, read_gu
 from optimizer.context.strategies import GuidelineStrategy, parse_strategy
 from optimizer.evaluate.endpoints import ModelEndpoints
 from optimizer.llm import EndpointConfig
+from optimizer.mining.pair_diff import diff_pair
 from optimizer.mining.pairs import find_pairs
-from optimizer.mining.provenance import diff_pair
 from optimizer.search.candidate import Candidate
 from optimizer.search.proposers import LlmRewrite
 from optimizer.search.proposers.base import Pair, ProposalInput

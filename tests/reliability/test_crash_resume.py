@@ -155,11 +155,11 @@ def _mlflow(job: Path) -> tuple[Counter, int]:
     from mlflow import MlflowClient
 
     from optimizer.tracking import resolve_uri
-    from optimizer.tracking.state import JobState
+    from optimizer.tracking.parent_runs import ParentRuns
 
     uri = resolve_uri(job)
     client = MlflowClient(tracking_uri=uri, registry_uri=uri)
-    runs = client.search_runs([JobState.read(job).experiment_id], max_results=5000)
+    runs = client.search_runs([ParentRuns.read(job).experiment_id], max_results=5000)
     keys = Counter(r.data.tags.get("acon.key", r.data.tags.get("acon.job")) for r in runs)
     prompts = len(client.search_prompt_versions("acon-reliability-history", max_results=1000))
     return keys, prompts

@@ -22,7 +22,7 @@ import pytest
 
 from optimizer.agent.episode import Episode
 from optimizer.config import load_experiment
-from optimizer.evaluate.jobs import summarize
+from optimizer.evaluate.strategy_runs import summarize
 from optimizer.mining.pairs import compressed_successes, find_pairs
 from optimizer.search.job import OptimizationJob
 from optimizer.testing.scripted import scripted_models
@@ -235,8 +235,8 @@ def test_an_infrastructure_error_is_run_again_and_superseded(tmp_path, monkeypat
     from optimizer.context.guideline import read_guideline
     from optimizer.context.strategies import GuidelineStrategy
     from optimizer.evaluate.endpoints import ModelEndpoints
-    from optimizer.evaluate.jobs import run_strategy, select_tasks
     from optimizer.evaluate.store import EpisodeStore
+    from optimizer.evaluate.strategy_runs import run_strategy, select_tasks
 
     monkeypatch.setenv("ACON_HOME", str(tmp_path / "home"))
     with StubServer(scripted_models) as upstream:

@@ -12,7 +12,7 @@ import pytest
 
 from optimizer.context.guideline import read_guideline
 from optimizer.context.strategies import parse_strategy
-from optimizer.evaluate.jobs import RUN_FORMAT, code_version
+from optimizer.evaluate.strategy_runs import RUN_FORMAT, code_version
 from tests.conftest import ROOT, scripted
 
 SEED = ROOT / "guidelines" / "seed" / "seed.md"

@@ -14,9 +14,9 @@ import pytest
 from optimizer.agent.episode import Episode
 from optimizer.context.strategies import parse_strategy
 from optimizer.evaluate import stats
-from optimizer.evaluate.jobs import summarize
 from optimizer.evaluate.records import EpisodeRecords, EpisodeSummary
 from optimizer.evaluate.runner import AgentSpec, run_tasks
+from optimizer.evaluate.strategy_runs import summarize
 from optimizer.mining.pairs import compressed_successes, find_pairs
 from optimizer.search.scores import Scores
 from optimizer.world.sources import need_sources

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from optimizer.agent.conversation import conversation_before
 from optimizer.agent.loop import EpisodeServices, _message_text, run_episode
 from optimizer.agent.reference import ReferenceAgent
 from optimizer.context.compressor import Compressor
@@ -19,7 +20,6 @@ from optimizer.context.strategies import GuidelineStrategy
 from optimizer.llm.client import ChatClient
 from optimizer.llm.endpoint import EndpointConfig
 from optimizer.runtime import ContextRuntime, RetentionMap
-from optimizer.runtime.episodes import conversation_before
 from optimizer.testing.scripted import scripted_models
 from optimizer.testing.stub_server import StubServer
 from optimizer.world.suite import load_suite

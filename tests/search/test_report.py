@@ -122,3 +122,55 @@ def test_the_report_states_the_cut_the_wall_time_and_its_mlflow_run():
     )
     assert "**Wall time:** 2 min 5 s." in text and "**MLflow run:** `r9` in experiment 3" in text
     assert "| 1 | 2 | 4 | 3 tighten, 1 llm_shorten | True | a |" in text
+
+
+def _inputs(table: list[Row], **acceptance) -> ReportInputs:
+    return ReportInputs(
+        "exp",
+        "builtin",
+        {"train": 2, "val": 0, "test": 2},
+        {"version": "v1", "name": "x", "origin": "tighten", "path": "g.md"},
+        table,
+        AcceptanceConfig(**acceptance),
+        tolerance=0.05,
+    )
+
+
+def test_acceptance_compares_with_none_the_seed_and_the_best_baseline_paired():
+    seed = Row("seed", "seed", "reference", scores(("a", True, 600)))  # the seed ran on one task only
+    report = build_report(_inputs([*rows(), seed]))
+    checks = report["acceptance"]["tiers"]["tier0"]["checks"]
+    assert checks["at_or_below_seed"]["tasks"] == 1 and checks["at_or_below_seed"]["value"] == -300
+    best = checks["at_or_below_best_baseline"]
+    assert best["against"] == "offload_preview" and best["value"] == -250 and best["pass"]
+    low, high = best["paired_ci"]
+    assert low <= -250 <= high and best["significant"] == (high < 0)
+    assert "paired_ci" in checks["success_drop"] and report["paired"]["seed"]["tasks"] == 1
+    assert "chosen vs `seed` (paired, 1 tasks)" in report_markdown(report)
+
+
+def test_a_result_below_a_bar_prints_fail():
+    table = rows()
+    table[0] = Row("chosen", "learned", "reference", scores(("a", True, 450), ("b", True, 950)), "v1")
+    report = build_report(_inputs(table, min_peak_reduction=0.6))
+    verdict = report["acceptance"]["tiers"]["tier0"]
+    assert not report["acceptance"]["pass"] and not verdict["pass"]
+    assert not verdict["checks"]["peak_reduction"]["pass"]  # 1 - 700 / 1500 = 0.53 < 0.6
+    assert not verdict["checks"]["at_or_below_best_baseline"]["pass"]  # 700 mean vs offload_preview's 650
+    text = report_markdown(report)
+    assert "- tier0 (builtin): FAIL" in text
+    assert "peak_reduction: 0.533 (bar 0.6) FAIL" in text
+    assert "at_or_below_best_baseline (`offload_preview`, paired over 2 tasks): peak +50 tokens" in text
+
+
+def test_a_success_drop_says_whether_it_is_significant():
+    many = [(f"t{i}", True, 1000) for i in range(40)]
+    none = Row("none", "control", "reference", scores(*many))
+    for lost, significant in ((2, False), (12, True)):
+        lossy = [(f"t{i}", i >= lost, 300) for i in range(40)]
+        chosen = Row("chosen", "learned", "reference", scores(*lossy), "v1")
+        report = build_report(_inputs([chosen, none], max_success_drop=0.5))
+        check = report["acceptance"]["tiers"]["tier0"]["checks"]["success_drop"]
+        assert check["pass"] and check["significant"] == significant
+        low, high = check["paired_ci"]
+        assert low <= check["value"] <= high

@@ -20,22 +20,19 @@ from optimizer.world.task import NeedKind, Task
 from optimizer.world.tool import ToolCall
 from tasks import SuiteConfig
 from tasks.builtin import BuiltinSuite
-from tasks.replay import ReplaySuite, import_trajectories, read_parquet, register_stored, stored_from_suite
+from tasks.replay import ReplaySuite, import_trajectories, read_parquet, stored_from_suite
 from tasks.replay.store import write_parquet
 from tests.conftest import ROOT
 
 EXAMPLE = ROOT / "experiments" / "data" / "example_trajectories.jsonl"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _registry():
-    """Imports register their suites by name; keep that from leaking into other test modules."""
-    from optimizer.world import suite as registry
+@pytest.fixture(autouse=True)
+def _imported(monkeypatch):
+    """Imports name their suites for this process; keep that from leaking into other tests."""
+    from tasks.replay import suite as replay
 
-    saved = dict(registry._NAMED)
-    yield
-    registry._NAMED.clear()
-    registry._NAMED.update(saved)
+    monkeypatch.setattr(replay, "_IMPORTED", dict(replay._IMPORTED))
 
 
 def episode(task: Task, strategy="none", agent=None):
@@ -365,12 +362,11 @@ def test_replay_config_needs_exactly_one_source(tmp_path, monkeypatch):
         ReplaySuite(path="junk.parquet").load()
 
 
-def test_named_suites_in_the_default_folder_are_registered(tmp_path, monkeypatch, example):
+def test_named_suites_in_the_default_folder_are_known_by_name(tmp_path, monkeypatch, example):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "suites").mkdir()
     (tmp_path / "suites" / "mine.parquet").write_bytes(example[0].read_bytes())
     (tmp_path / "suites" / "builtin.parquet").write_bytes(example[0].read_bytes())
-    register_stored(Path("suites"))
     suites = available_suites()
     assert suites["mine"]() == ReplaySuite(name="mine")
     assert suites["mine"]().load().name == "bike_ops"

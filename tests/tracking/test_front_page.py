@@ -36,7 +36,7 @@ def test_failed_pairs_come_first_each_linked_to_its_diff_and_both_traces():
     assert f"[diff]({artifact_url('7', 'round-run', 'pairs/r01/b.html')})" in rows[0]
     assert f"[compressed]({trace_url('7', 'tr-b')}) · [full]({trace_url('7', 'tr-b-full')})" in rows[0]
     assert "| near miss |" in rows[1]
-    assert "tier0: FAIL: peak_reduction 0.200 (bar 0.3) ✘" in text and "**Wall time:** 1 min 1 s." in text
+    assert "tier0: FAIL: peak_reduction: 0.200 (bar 0.3) FAIL" in text and "**Wall time:** 1 min 1 s." in text
     assert "#/experiments/7/runs/parent/artifactPath/report.md" in text
 
 

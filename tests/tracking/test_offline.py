@@ -6,9 +6,9 @@ import socket
 
 import pytest
 
+from optimizer.context.prompt_registry import load_from_registry
 from optimizer.tracking import ParetoPoint
 from optimizer.tracking.mlflow_tracker import MlflowTracker
-from optimizer.tracking.registry import load_from_registry
 from optimizer.tracking.store import job_store
 from tests.tracking.conftest import make_episode, make_guideline
 

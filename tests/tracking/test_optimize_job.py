@@ -17,7 +17,7 @@ from optimizer.search.job import OptimizationJob
 from optimizer.testing.scripted import scripted_models
 from optimizer.testing.stub_server import StubServer
 from optimizer.tracking import load_from_registry, resolve_uri, tracker_for
-from optimizer.tracking.state import JobState
+from optimizer.tracking.parent_runs import ParentRuns
 
 
 def job_config(tmp: Path, url: str) -> ExperimentConfig:
@@ -65,11 +65,11 @@ def finished(tmp_path_factory, migrated_db):
             report = job.run()
         uri = resolve_uri(config.out_dir)
         client = MlflowClient(tracking_uri=uri, registry_uri=uri)
-        state = JobState.read(config.out_dir)
+        state = ParentRuns.read(config.out_dir)
         yield SimpleNamespace(config=config, report=report, client=client, state=state)
 
 
-def runs_by_key(client: MlflowClient, state: JobState) -> dict[str, object]:
+def runs_by_key(client: MlflowClient, state: ParentRuns) -> dict[str, object]:
     runs = client.search_runs([state.experiment_id], max_results=1000)
     return {r.data.tags.get("acon.key", r.data.tags.get("acon.job")): r for r in runs}
 

@@ -18,7 +18,7 @@ from optimizer.search.job import OptimizationJob
 from optimizer.testing.scripted import scripted_models
 from optimizer.testing.stub_server import StubServer
 from optimizer.tracking import resolve_uri, tracker_for
-from optimizer.tracking.state import JobState
+from optimizer.tracking.parent_runs import ParentRuns
 from optimizer.tracking.store import sqlite_uri
 
 EXPERIMENT = "remote-vs-sqlite"
@@ -162,7 +162,7 @@ def test_the_same_job_on_a_server_and_on_sqlite_logs_the_same(server, tmp_path, 
             assert remote["runs"][name][part] == run[part], (name, part)
     assert any(r["traces"] for r in local["runs"].values()) and any(r["artifacts"] for r in local["runs"].values())
     assert remote["prompts"] == local["prompts"] and local["prompts"]
-    state = JobState.read(tmp_path / "remote" / "job")
+    state = ParentRuns.read(tmp_path / "remote" / "job")
     assert state is not None and state.tracking_uri == server.url
 
 

@@ -9,9 +9,9 @@ from mlflow import MlflowClient
 
 from optimizer.config import ExperimentConfig
 from optimizer.context.strategies import parse_strategy
-from optimizer.evaluate.jobs import run_strategy, select_tasks
+from optimizer.evaluate.strategy_runs import run_strategy, select_tasks
 from optimizer.tracking import resolve_uri, tracked_job, tracker_for
-from optimizer.tracking.state import JobState
+from optimizer.tracking.parent_runs import ParentRuns
 
 
 def smoke_config(tmp_path, *, enabled: bool = True) -> ExperimentConfig:
@@ -36,7 +36,7 @@ def test_tracked_compare_job_records_each_evaluation_once(tmp_path, migrated_db)
             result = run_strategy(config, tasks, parse_strategy(name), agent="reference", endpoints=None, split="all")
             tracking.record_run(result, agent="reference", split="all")
             tracking.record_run(result, agent="reference", split="all")  # a repeat is a no-op
-    state = JobState.read(config.out_dir)
+    state = ParentRuns.read(config.out_dir)
     uri = resolve_uri(config.out_dir)
     client = MlflowClient(tracking_uri=uri, registry_uri=uri)
     parent = client.get_run(state.runs["compare"])

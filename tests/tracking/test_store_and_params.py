@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from optimizer.config import ExperimentConfig, TrackingConfig
-from optimizer.tracking import ParetoPoint, experiment_params, experiment_tags, pareto_front, resolve_store
+from optimizer.context.prompt_registry import parse_ref, prompt_prefix
+from optimizer.tracking import ParetoPoint, experiment_params, experiment_tags, front_labels, resolve_store
 from optimizer.tracking.diffs import guideline_diff, side_by_side
 from optimizer.tracking.params import flatten, public_url
 from optimizer.tracking.pareto import plot_png
-from optimizer.tracking.registry import parse_ref, prompt_prefix
 from optimizer.tracking.tables import to_columns
 from tests.tracking.conftest import make_guideline
 
@@ -78,7 +78,7 @@ def test_pareto_front_and_plot():
         ParetoPoint("fifo", 0.4, 2000, baseline=True),
         ParetoPoint("worse", 0.5, 2600),
     ]
-    assert pareto_front(points) == ["none", "cand-1", "fifo"]
+    assert front_labels(points) == ["none", "cand-1", "fifo"]
     png = plot_png(points, title="round 1")
     assert png.startswith(b"\x89PNG\r\n\x1a\n") and len(png) > 10_000
     assert plot_png([]).startswith(b"\x89PNG")

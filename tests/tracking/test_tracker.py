@@ -13,11 +13,11 @@ from mlflow import MlflowClient
 
 from optimizer.context.guideline import Guideline, RetentionPolicy
 from optimizer.context.moves import SummarizeOld
+from optimizer.context.prompt_registry import load_from_registry
 from optimizer.errors import ConfigError
 from optimizer.tracking import ParetoPoint
 from optimizer.tracking.mlflow_tracker import MlflowTracker
-from optimizer.tracking.registry import load_from_registry
-from optimizer.tracking.state import STATE_FILE
+from optimizer.tracking.parent_runs import STATE_FILE
 from optimizer.tracking.store import job_store
 from tests.tracking.conftest import EPISODE_USAGE, make_episode, make_guideline
 

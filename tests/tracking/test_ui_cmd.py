@@ -17,7 +17,7 @@ import pytest
 from optimizer.cli.ui_cmd import HOST, UiTarget, find_target, free_port, server_command, server_env
 from optimizer.errors import AconError, ConfigError
 from optimizer.tracking.mlflow_tracker import MlflowTracker
-from optimizer.tracking.state import STATE_FILE
+from optimizer.tracking.parent_runs import STATE_FILE
 from optimizer.tracking.store import job_store
 
 ROOT = Path(__file__).resolve().parents[2]

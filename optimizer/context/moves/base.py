@@ -123,7 +123,7 @@ class HistoryMove(Move):
     """A history-time move: edits to replay before the next request (checkpoint 2 → 3)."""
 
     def condense(
-        self, history: History, ctx: StrategyContext, texts: CompressorTexts | None, pinned: Sequence[RetentionClass]
+        self, history: History, ctx: StrategyContext, texts: CompressorTexts | None, pinned: tuple[RetentionClass, ...]
     ) -> Condensation | None:
         raise NotImplementedError
 

@@ -15,6 +15,7 @@ from optimizer.context.history import Entry, History
 from optimizer.context.moves.base import CompressorTexts, StrategyContext, WriteMove, Written, write_record
 from optimizer.context.quarantine import quarantine
 from optimizer.context.recall import recall_note, restore_must_keep
+from optimizer.context.thresholds import OBSERVATION_MAX_TOKENS, T_OBS
 from optimizer.errors import ConfigError
 from optimizer.tokens import count_tokens
 from optimizer.world.retention import RetentionClass
@@ -26,8 +27,8 @@ class Compress(WriteMove):
     move: Literal["compress"] = "compress"
     action: ClassVar[Action] = Action.COMPRESS
     uses_compressor: ClassVar[bool] = True
-    over: int = Field(1024, ge=0, description="Results longer than this many tokens are compressed.")
-    max_tokens: int = Field(384, gt=0, description="Completion cap for a compressed result.")
+    over: int = Field(T_OBS, ge=0, description="Results longer than this many tokens are compressed.")
+    max_tokens: int = Field(OBSERVATION_MAX_TOKENS, gt=0, description="Completion cap for a compressed result.")
     recoverable: bool = Field(True, description="Keep the original behind a recall handle named in the text.")
 
     @property

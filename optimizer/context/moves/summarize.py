@@ -30,6 +30,7 @@ from optimizer.context.moves.base import (
 )
 from optimizer.context.quarantine import quarantine
 from optimizer.context.recall import RecallStore, restore_must_keep
+from optimizer.context.thresholds import KEEP_LAST_RAW, SUMMARY_MAX_TOKENS, T_HIST
 from optimizer.context.transcript import render_transcript
 from optimizer.errors import ConfigError
 from optimizer.world.retention import RetentionClass
@@ -41,9 +42,9 @@ class SummarizeOld(HistoryMove):
     move: Literal["summarize"] = "summarize"
     action: ClassVar[Action] = Action.COMPRESS
     uses_compressor: ClassVar[bool] = True
-    over: int = Field(2048, gt=0, description="Token threshold on previous summary + unsummarized old steps.")
-    keep_last: int = Field(1, ge=1, description="Most recent steps kept raw (ACON keeps the last one).")
-    max_tokens: int = Field(512, gt=0, description="Completion cap for the summary.")
+    over: int = Field(T_HIST, gt=0, description="Token threshold on previous summary + unsummarized old steps.")
+    keep_last: int = Field(KEEP_LAST_RAW, ge=1, description="Most recent steps kept raw (ACON keeps the last one).")
+    max_tokens: int = Field(SUMMARY_MAX_TOKENS, gt=0, description="Completion cap for the summary.")
     index: bool = Field(True, description="Keep condensed results behind recall handles named in the summary.")
 
     @property

@@ -1,13 +1,15 @@
 """All context strategies, and `StrategyConfig`, the discriminated union that selects one by `type`.
 
-Adding a strategy: one module with one `ContextStrategy` subclass, one entry in the union below.
+Adding a strategy: one module with one `ContextStrategy` subclass, one entry point in the
+`acon.strategies` group (acon's own in `pyproject.toml`; a plugin's in its own package). Every list of
+strategy names below is derived from the registry; see CONTRIBUTING.md.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, get_args
+from typing import TYPE_CHECKING, Any, TypeAlias, get_args
 
-from pydantic import Field, TypeAdapter
+from pydantic import TypeAdapter
 
 from optimizer.context.strategies.base import Condensation, ContextStrategy, StrategyContext, Written
 from optimizer.context.strategies.clear_tool_uses import ClearToolUses
@@ -19,19 +21,13 @@ from optimizer.context.strategies.mask_last_n import MaskLastN
 from optimizer.context.strategies.none import NoCompression
 from optimizer.context.strategies.offload_preview import OffloadPreview
 from optimizer.context.strategies.oracle import Oracle
+from optimizer.registry import Registry
 
-StrategyConfig = Annotated[
-    NoCompression
-    | Fifo
-    | MaskLastN
-    | ClearToolUses
-    | OffloadPreview
-    | LlmHistory
-    | LlmObservation
-    | GuidelineStrategy
-    | Oracle,
-    Field(discriminator="type"),
-]
+STRATEGIES: Registry[ContextStrategy] = Registry("acon.strategies", ContextStrategy, what="strategy")
+if TYPE_CHECKING:  # a type checker sees the base; pydantic validates against the union built at run time
+    StrategyConfig: TypeAlias = ContextStrategy
+else:
+    StrategyConfig = STRATEGIES.union()
 
 STRATEGY_CLASSES: tuple[type[ContextStrategy], ...] = get_args(get_args(StrategyConfig)[0])
 STRATEGY_NAMES = tuple(cls.model_fields["type"].default for cls in STRATEGY_CLASSES)
@@ -42,7 +38,7 @@ LLM_BASELINES = tuple(n for cls, n in zip(STRATEGY_CLASSES, STRATEGY_NAMES, stri
 _ADAPTER: TypeAdapter[ContextStrategy] = TypeAdapter(StrategyConfig)
 
 
-def parse_strategy(data: dict | str) -> ContextStrategy:
+def parse_strategy(data: dict[str, Any] | str) -> ContextStrategy:
     """Build a strategy from a config mapping, or from a bare name with default settings."""
     if isinstance(data, str):
         data = {"type": data}
@@ -52,6 +48,7 @@ def parse_strategy(data: dict | str) -> ContextStrategy:
 __all__ = [
     "DETERMINISTIC",
     "LLM_BASELINES",
+    "STRATEGIES",
     "STRATEGY_CLASSES",
     "STRATEGY_NAMES",
     "ClearToolUses",

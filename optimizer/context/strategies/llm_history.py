@@ -17,6 +17,7 @@ from optimizer.context.guideline import SEED_GUIDELINE, GuidelinePath, guideline
 from optimizer.context.moves import CompressorTexts, SummarizeOld
 from optimizer.context.policy import RetentionPolicy
 from optimizer.context.strategies.base import ContextStrategy
+from optimizer.context.thresholds import KEEP_LAST_RAW, SUMMARY_MAX_TOKENS, T_HIST
 from optimizer.world.retention import RetentionClass
 
 
@@ -28,9 +29,9 @@ class LlmHistory(ContextStrategy):
     guideline: GuidelinePath = Field(
         str(SEED_GUIDELINE), description="Guideline file whose history instruction is used."
     )
-    t_hist: int = Field(2048, gt=0, description="Token threshold on previous summary + unsummarized steps.")
-    keep_last: int = Field(1, ge=1, description="Most recent steps kept raw (ACON keeps the last one).")
-    max_tokens: int = Field(512, gt=0, description="Completion cap for the summary.")
+    t_hist: int = Field(T_HIST, gt=0, description="Token threshold on previous summary + unsummarized steps.")
+    keep_last: int = Field(KEEP_LAST_RAW, ge=1, description="Most recent steps kept raw (ACON keeps the last one).")
+    max_tokens: int = Field(SUMMARY_MAX_TOKENS, gt=0, description="Completion cap for the summary.")
     pinned: tuple[RetentionClass, ...] = Field((), description="Classes kept verbatim, outside the summary.")
 
     def policy(self) -> RetentionPolicy:

@@ -15,6 +15,7 @@ from optimizer.context.guideline import SEED_GUIDELINE, GuidelinePath, guideline
 from optimizer.context.moves import Compress, CompressorTexts
 from optimizer.context.policy import RetentionPolicy
 from optimizer.context.strategies.base import ContextStrategy
+from optimizer.context.thresholds import OBSERVATION_MAX_TOKENS, T_OBS
 
 
 class LlmObservation(ContextStrategy):
@@ -25,8 +26,8 @@ class LlmObservation(ContextStrategy):
     guideline: GuidelinePath = Field(
         str(SEED_GUIDELINE), description="Guideline file whose observation instruction is used."
     )
-    t_obs: int = Field(1024, gt=0, description="Results above this many tokens are compressed.")
-    max_tokens: int = Field(384, gt=0, description="Completion cap for a compressed result.")
+    t_obs: int = Field(T_OBS, gt=0, description="Results above this many tokens are compressed.")
+    max_tokens: int = Field(OBSERVATION_MAX_TOKENS, gt=0, description="Completion cap for a compressed result.")
 
     def policy(self) -> RetentionPolicy:
         compress = Compress(over=self.t_obs, max_tokens=self.max_tokens, recoverable=False)

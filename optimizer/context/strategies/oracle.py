@@ -19,7 +19,7 @@ from optimizer.context.policy import RetentionPolicy
 from optimizer.context.recall import restore_must_keep
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.tokens import count_tokens
-from optimizer.world.provenance import occurs
+from optimizer.world.needs import occurs
 
 
 class KeepNeeded(WriteMove):
@@ -53,7 +53,7 @@ def needed_units(parsed: Parsed, literals: list[str]) -> list[int]:
     spans several lines of a split string leaf (a whole file posted as a tweet) keeps the whole leaf."""
     if not literals:
         return []
-    leaves: dict[tuple, list[Unit]] = {}
+    leaves: dict[tuple[tuple[str | int, ...], bool], list[Unit]] = {}
     for unit in parsed.units:
         leaves.setdefault((unit.path, unit.line is not None), []).append(unit)
     keep: set[int] = set()

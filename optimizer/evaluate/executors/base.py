@@ -8,7 +8,7 @@ disk are the same whatever the executor, and a run begun on one finishes on anot
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict
@@ -46,7 +46,7 @@ class Executor(BaseModel, ABC):
         concurrency: int,
         here: Callable[[Task], Episode],
         record: Callable[[Episode], int],
-    ) -> Iterator[tuple[Episode, int]]:
+    ) -> Generator[tuple[Episode, int], None, None]:
         """One episode per task as each finishes, with the offset `record` stored it at; at most
         `concurrency` at once. `here` runs one in this process with its live endpoints. Closing the
         iterator early (an interrupt) stops handing out tasks; what is already recorded stays."""

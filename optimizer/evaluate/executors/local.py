@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Sequence
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from typing import Literal, TypeVar
 
@@ -27,7 +27,7 @@ class LocalExecutor(Executor):
         concurrency: int,
         here: Callable[[Task], Episode],
         record: Callable[[Episode], int],
-    ) -> Iterator[tuple[Episode, int]]:
+    ) -> Generator[tuple[Episode, int], None, None]:
         def run_and_record(task: Task) -> tuple[Episode, int]:
             # Recorded on the thread that ran it: an episode in flight when the run is interrupted still
             # finishes and is stored while the pool drains.
@@ -37,7 +37,7 @@ class LocalExecutor(Executor):
         return bounded_map(run_and_record, tasks, concurrency)
 
 
-def bounded_map(work: Callable[[Task], T], tasks: Sequence[Task], concurrency: int) -> Iterator[T]:
+def bounded_map(work: Callable[[Task], T], tasks: Sequence[Task], concurrency: int) -> Generator[T, None, None]:
     """`work` over `tasks` on `concurrency` threads, results as they finish.
 
     At most `concurrency` tasks are in flight and a finished result is dropped once yielded, so a long

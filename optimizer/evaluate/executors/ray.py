@@ -23,7 +23,7 @@ import os
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any, Literal
 
 from pydantic import Field
@@ -58,7 +58,7 @@ class RayExecutor(Executor):
         concurrency: int,
         here: Callable[[Task], Episode],
         record: Callable[[Episode], int],
-    ) -> Iterator[tuple[Episode, int]]:
+    ) -> Generator[tuple[Episode, int], None, None]:
         ray = require_ray()
         connect(self)
         remote = ray.remote(_remote_episode).options(

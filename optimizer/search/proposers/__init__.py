@@ -4,15 +4,14 @@ Deterministic: `patch` (undo the diffs' losses class by class), `extract_rules` 
 that held the lost facts), `graft` (compose moves from other candidates), `tighten` (cut more, one knob
 at a time). With the optimizer LLM: `llm_rewrite` (rules and a targeted edit from the diff's examples),
 `llm_shorten` (shorter compressor instructions). Adding one: a module with a `Proposer` subclass and an
-entry in the union below.
+entry point in the `acon.proposers` group (`pyproject.toml`, or a plugin's own); see CONTRIBUTING.md.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, get_args
+from typing import TYPE_CHECKING, TypeAlias, get_args
 
-from pydantic import Field
-
+from optimizer.registry import Registry
 from optimizer.search.proposers.base import Pair, ProposalInput, Proposer
 from optimizer.search.proposers.extract_rules import ExtractRules
 from optimizer.search.proposers.graft import Graft
@@ -21,14 +20,18 @@ from optimizer.search.proposers.llm_shorten import LlmShorten
 from optimizer.search.proposers.patch import Patch
 from optimizer.search.proposers.tighten import Tighten
 
-ProposerConfig = Annotated[
-    Patch | ExtractRules | Graft | Tighten | LlmRewrite | LlmShorten, Field(discriminator="type")
-]
+PROPOSERS: Registry[Proposer] = Registry("acon.proposers", Proposer, what="proposer")
+if TYPE_CHECKING:  # a type checker sees the base; pydantic validates against the union built at run time
+    ProposerConfig: TypeAlias = Proposer
+else:
+    ProposerConfig = PROPOSERS.union()
 PROPOSER_CLASSES: tuple[type[Proposer], ...] = get_args(get_args(ProposerConfig)[0])
-DEFAULT_PROPOSERS: tuple[Proposer, ...] = tuple(cls() for cls in PROPOSER_CLASSES)
+# Every proposer with its defaults (`model_validate`: the classes are only known as `Proposer` subclasses).
+DEFAULT_PROPOSERS: tuple[Proposer, ...] = tuple(cls.model_validate({}) for cls in PROPOSER_CLASSES)
 
 __all__ = [
     "DEFAULT_PROPOSERS",
+    "PROPOSERS",
     "PROPOSER_CLASSES",
     "ExtractRules",
     "Graft",

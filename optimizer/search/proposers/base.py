@@ -10,13 +10,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from optimizer.agent.episode import Episode
 from optimizer.context.guideline import Guideline
-from optimizer.mining.provenance import PairDiff
+from optimizer.context.policy import RetentionPolicy
+from optimizer.mining.pair_diff import PairDiff
 from optimizer.search.candidate import Candidate, Proposal
 from optimizer.world.task import Task
 
@@ -68,7 +69,7 @@ class Proposer(BaseModel, ABC):
         """New candidate guidelines (or failed proposals with their reason); never raises on bad model output."""
 
 
-def derived(parent: Guideline, policy, suffix: str, **updates) -> Guideline:
+def derived(parent: Guideline, policy: RetentionPolicy, suffix: str, **updates: Any) -> Guideline:
     """A child guideline named after its parent's root and the change."""
     root = parent.name.split("+")[0]
     return parent.model_copy(update={"policy": policy, "name": f"{root}+{suffix}", **updates})

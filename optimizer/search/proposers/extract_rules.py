@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import Field
 
 from optimizer.context.extraction import MAX_RULES, ExtractRule, Parsed, Selection, Unit, parse_units, select
-from optimizer.context.moves import Extract, ExtractOld
+from optimizer.context.moves import Extract, ExtractOld, HistoryMoveConfig, WriteMoveConfig
 from optimizer.context.policy import RetentionPolicy
 from optimizer.context.strategies.oracle import needed_units
 from optimizer.search.candidate import Proposal
 from optimizer.search.proposers.base import ProposalInput, Proposer, derived, unique
 from optimizer.search.proposers.edits import WRITE_ORDER, classes_of, inserted
 from optimizer.world.retention import RetentionClass
+
+_Extraction = TypeVar("_Extraction", Extract, ExtractOld)
 
 _LABEL = re.compile(r"^\s*([A-Za-z][A-Za-z _/.-]{1,40}?)\s*[:=|]")
 _CUTTABLE = (RetentionClass.STATIC, RetentionClass.DYNAMIC_STATE, RetentionClass.ERROR_PARTIAL)
@@ -69,12 +71,15 @@ class ExtractRules(Proposer):
 
 
 def with_rules(
-    write: tuple, history: tuple, retention: RetentionClass, rules: Sequence[ExtractRule]
-) -> tuple[tuple, tuple]:
+    write: tuple[WriteMoveConfig, ...],
+    history: tuple[HistoryMoveConfig, ...],
+    retention: RetentionClass,
+    rules: Sequence[ExtractRule],
+) -> tuple[tuple[WriteMoveConfig, ...], tuple[HistoryMoveConfig, ...]]:
     """Add `rules` to every extraction of `retention` (write and history time), or add an extraction."""
     changed = False
 
-    def extended(move):
+    def extended(move: _Extraction) -> _Extraction:
         nonlocal changed
         merged = tuple(dict.fromkeys((*move.select.rules, *rules)))[:MAX_RULES]
         changed = True

@@ -13,7 +13,8 @@ from typing import Any, Literal
 from pydantic import Field
 
 from optimizer.context.extraction import Selection
-from optimizer.context.moves import Clear, Extract, ExtractOld, Mask, Offload
+from optimizer.context.guideline import Guideline
+from optimizer.context.moves import Clear, Extract, ExtractOld, Mask, Move, Offload
 from optimizer.context.policy import RetentionPolicy
 from optimizer.search.candidate import Proposal
 from optimizer.search.proposers.base import ProposalInput, Proposer, derived, unique
@@ -66,7 +67,7 @@ class Graft(Proposer):
                 out.append(self._child(parent, new, move, stage))
         return unique(out, parent)[: self.max_children]
 
-    def _child(self, parent, policy: RetentionPolicy, move, stage: str) -> Proposal:
+    def _child(self, parent: Guideline, policy: RetentionPolicy, move: Move, stage: str) -> Proposal:
         settings = ", ".join(f"{k}={v}" for k, v in move.model_dump(exclude={"move", "classes", "select"}).items())
         return Proposal(
             self.type,

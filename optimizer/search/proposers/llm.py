@@ -18,7 +18,7 @@ from optimizer.llm.client import ChatClient
 from optimizer.untrusted import UNTRUSTED_NOTICE
 
 
-class ProposeRules(dspy.Signature):
+class ProposeRules(dspy.Signature):  # type: ignore[misc]  # dspy has no type information: Signature is Any
     r"""You write extraction rules for a context compressor of an AI agent. The compressor keeps, in code,
     only the lines (or JSON fields) of a tool result that a rule matches. Lines that held facts the agent
     needed were dropped. Each example shows such a NEEDED line (the needed value masked as <VALUE>) and
@@ -41,7 +41,7 @@ class ProposeRules(dspy.Signature):
     instruction_edit: str = dspy.OutputField(desc="One sentence to add to the compressor instructions, or none.")
 
 
-class ShortenGuideline(dspy.Signature):
+class ShortenGuideline(dspy.Signature):  # type: ignore[misc]  # as above
     """You make the instructions of a context compressor for an AI agent produce shorter outputs
     without losing what the agent still uses. The analysis shows what compressed outputs contained
     that the agent never used later. Rewrite both instructions with concrete anti-verbosity rules
@@ -56,8 +56,11 @@ class ShortenGuideline(dspy.Signature):
     new_observation_instruction: str = dspy.OutputField(desc="The full rewritten tool-result instruction.")
 
 
-ProposeRules = ProposeRules.with_instructions(f"{ProposeRules.instructions}\n{UNTRUSTED_NOTICE}")
-ShortenGuideline = ShortenGuideline.with_instructions(f"{ShortenGuideline.instructions}\n{UNTRUSTED_NOTICE}")
+# dspy builds a new Signature class here; bound to the same name, so the programs and their prompts keep it.
+ProposeRules = ProposeRules.with_instructions(f"{ProposeRules.instructions}\n{UNTRUSTED_NOTICE}")  # type: ignore[misc]
+ShortenGuideline = ShortenGuideline.with_instructions(  # type: ignore[misc]
+    f"{ShortenGuideline.instructions}\n{UNTRUSTED_NOTICE}"
+)
 
 
 def make_lm(client: ChatClient, *, temperature: float, seed: int) -> dspy.LM:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from typing import ClassVar, Literal
+from collections.abc import Sequence
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError
 
@@ -118,7 +119,7 @@ class LlmRewrite(Proposer):
         return out
 
 
-def _lost_facts(pairs: list[Pair] | tuple[Pair, ...]) -> list[dict]:
+def _lost_facts(pairs: Sequence[Pair]) -> list[dict[str, Any]]:
     facts = []
     seen: set[tuple[str, str]] = set()
     for pair in pairs:

@@ -10,10 +10,11 @@ instead; a clearing loss keeps the class; a budget loss raises the budget.
 from __future__ import annotations
 
 from collections import Counter
+from functools import partial
 from typing import Literal
 
 from optimizer.context.contract import CONTRACT, Action
-from optimizer.context.moves import Clear, Extract, ExtractOld, Offload, SummarizeOld
+from optimizer.context.moves import Clear, Extract, ExtractOld, Move, Offload, SummarizeOld, WriteMoveConfig
 from optimizer.context.policy import RetentionPolicy
 from optimizer.search.candidate import Proposal
 from optimizer.search.proposers.base import ProposalInput, Proposer, derived, unique
@@ -60,7 +61,7 @@ class Patch(Proposer):
                     lossy = [m for m in write if m.move == action and retention in classes_of(m)]
                     if not lossy:
                         continue
-                    write = without(write, retention, lambda m, a=action: m.move == a)
+                    write = without(write, retention, partial(_matches, action))
                     if write_remedy == "offload":
                         offload = Offload(classes=(retention,), over=min(m.over for m in lossy))
                         write = inserted(write, offload, WRITE_ORDER)
@@ -78,11 +79,7 @@ class Patch(Proposer):
                         )
                     reasons.append(f"{where}: clear old {retention.value} to recall placeholders instead")
                 elif checkpoint == 3 and action in (*_CLEARING, "extract"):
-                    history = without(
-                        history,
-                        retention,
-                        lambda m, a=action: m.move == a or (a == "extract" and isinstance(m, ExtractOld)),
-                    )
+                    history = without(history, retention, partial(_matches, action))
                     reasons.append(f"{where}: keep old {retention.value} results")
                 elif checkpoint == 4 and budget is not None:
                     budget = int(budget * 1.5)
@@ -100,11 +97,19 @@ class Patch(Proposer):
         return unique(out, parent)
 
 
-def _keep_more(write: tuple, retention: RetentionClass, action: str) -> tuple[tuple, str]:
+def _matches(action: str | None, move: Move) -> bool:
+    """Whether `move` is the kind a loss names; an `extract` loss at checkpoint 3 was `extract_old`'s."""
+    return move.move == action or (action == "extract" and isinstance(move, ExtractOld))
+
+
+def _keep_more(
+    write: tuple[WriteMoveConfig, ...], retention: RetentionClass, action: str
+) -> tuple[tuple[WriteMoveConfig, ...], str]:
     """The write moves with the one of type `action` keeping more of `retention`'s results."""
     for move in write:
         if move.move != action or retention not in classes_of(move):
             continue
+        new: WriteMoveConfig
         if isinstance(move, Extract):
             select = move.select
             looser = select.model_copy(
@@ -116,14 +121,17 @@ def _keep_more(write: tuple, retention: RetentionClass, action: str) -> tuple[tu
             )
             new = move.model_copy(update={"select": looser})
             what = f"extract: min_words {select.min_words}->{looser.min_words}, head {select.head}->{looser.head}"
-        else:
-            new = move.model_copy(
+        elif isinstance(move, Offload):
+            offload = move.model_copy(
                 update={
                     "head_tokens": scaled(move.head_tokens, 1.6, 0) or 120,
                     "tail_tokens": scaled(move.tail_tokens, 1.6, 0) or 60,
                 }
             )
-            what = f"offload preview {move.head_tokens}/{move.tail_tokens}->{new.head_tokens}/{new.tail_tokens}"
+            what = f"offload preview {move.head_tokens}/{move.tail_tokens}->{offload.head_tokens}/{offload.tail_tokens}"
+            new = offload
+        else:
+            continue  # `compress` has nothing to keep more of
         if new != move:
             return tuple(new if m is move else m for m in write), what
     return write, ""

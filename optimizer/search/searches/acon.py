@@ -159,7 +159,7 @@ class AconSearch:
     def _apply(
         self, ctx: SearchContext, index: int, parent: Candidate, inputs: ProposalInput, *, step: str
     ) -> list[Candidate]:
-        out = []
+        out: list[Candidate] = []
         for proposer in ctx.options.proposers:
             if proposer.step != step or (proposer.uses_llm and (inputs.llm is None or not ctx.options.llm_proposers)):
                 continue
@@ -242,7 +242,7 @@ class AconSearch:
         return ctx.screen(candidate)
 
     def _write_diffs(self, ctx: SearchContext, index: int, pairs: Sequence[Pair]) -> None:
-        from optimizer.mining.report import diff_html, diff_markdown
+        from optimizer.mining.diff_render import diff_html, diff_markdown
 
         rdir = f"rounds/{index:02d}"
         ctx.dir.write_json(f"{rdir}/diffs.json", [p.diff.to_dict() for p in pairs])

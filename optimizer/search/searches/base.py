@@ -11,21 +11,24 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from optimizer.agent.episode import Episode
-from optimizer.config import ExperimentConfig
 from optimizer.context.strategies import GuidelineStrategy
+from optimizer.mining.pair_diff import diff_pair
 from optimizer.mining.pairs import compressed_successes, find_pairs
-from optimizer.mining.provenance import diff_pair
 from optimizer.search.candidate import Candidate
 from optimizer.search.evaluator import Evaluation, Evaluator
 from optimizer.search.front import Point, pareto_front, rank_key
 from optimizer.search.proposers.base import Pair
 from optimizer.search.proposers.llm import OptimizerLM
 from optimizer.search.scores import Scores
-from optimizer.search.state import JobDir, JobState
+from optimizer.search.state import JobDir, SearchState
 from optimizer.search.validate import ToolOutputIndex
 from optimizer.world.task import Task
+
+if TYPE_CHECKING:
+    from optimizer.config import ExperimentConfig, OptimizeConfig
 
 Log = Callable[[str], None]
 
@@ -34,7 +37,7 @@ Log = Callable[[str], None]
 class SearchContext:
     config: ExperimentConfig
     evaluator: Evaluator
-    state: JobState
+    state: SearchState
     dir: JobDir
     train: list[Task]
     none_train: Evaluation
@@ -51,7 +54,7 @@ class SearchContext:
     _pairs: dict[str, list[Pair]] = field(default_factory=dict)
 
     @property
-    def options(self):
+    def options(self) -> OptimizeConfig:
         return self.config.optimize
 
     @property
@@ -150,6 +153,8 @@ class SearchContext:
             objective=self.options.objective,
             lam=self.options.lam,
             tolerance=self.tolerance,
+            cost=scores.projected_cost_per_success,
+            none_cost=none.projected_cost_per_success,
         )
 
     def ranked(self, *, model_free: bool = False, before_round: int | None = None) -> list[Candidate]:

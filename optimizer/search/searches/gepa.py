@@ -13,13 +13,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from gepa import EvaluationBatch
+from gepa import EvaluationBatch, GEPAResult
+from gepa.core.adapter import ProposalFn
+from gepa.proposer.reflective_mutation.base import LanguageModel
 
 from optimizer.agent.episode import Episode
 from optimizer.context.guideline import Guideline
 from optimizer.context.strategies import GuidelineStrategy
-from optimizer.mining.provenance import diff_pair
-from optimizer.mining.report import diff_markdown
+from optimizer.mining.diff_render import diff_markdown
+from optimizer.mining.pair_diff import diff_pair
 from optimizer.search.candidate import Candidate
 from optimizer.search.searches.acon import SearchResult
 from optimizer.search.searches.base import SearchContext
@@ -27,11 +29,14 @@ from optimizer.search.state import RoundSummary
 from optimizer.untrusted import UNTRUSTED_NOTICE, fence
 from optimizer.world.task import Task
 
+# What GEPA carries per task for the reflection: the task and its episode.
+_Trace = tuple[Task, Episode]
+
 
 class GuidelineAdapter:
     """GEPA adapter: a candidate is the two instruction texts over the seed's policy."""
 
-    propose_new_texts = None  # GEPA's own reflective proposer writes the new texts
+    propose_new_texts: ProposalFn | None = None  # GEPA's own reflective proposer writes the new texts
 
     def __init__(self, ctx: SearchContext, seed: Guideline) -> None:
         self.ctx = ctx
@@ -48,9 +53,12 @@ class GuidelineAdapter:
             }
         )
 
-    def evaluate(self, batch: list[Task], candidate: dict[str, str], capture_traces: bool = False) -> EvaluationBatch:
+    def evaluate(
+        self, batch: list[Task], candidate: dict[str, str], capture_traces: bool = False
+    ) -> EvaluationBatch[_Trace, Episode]:
         strategy = GuidelineStrategy(guideline=self.guideline(candidate))
-        episodes = self.ctx.evaluator.evaluate(strategy, batch, "train", self.ctx.options.screen_agent).episodes
+        # Read once: a run's records are parsed from disk on each pass over them.
+        episodes = list(self.ctx.evaluator.evaluate(strategy, batch, "train", self.ctx.options.screen_agent).episodes)
         self.metric_calls += len(batch)
         scores = [self._score(e) for e in episodes]
         trajectories = list(zip(batch, episodes, strict=True)) if capture_traces else None
@@ -59,11 +67,11 @@ class GuidelineAdapter:
     def _score(self, episode: Episode) -> float:
         none = self.none.get(episode.task_id)
         peak_none = none.metrics["peak_tokens"] if none else episode.metrics["peak_tokens"]
-        relative = episode.metrics["peak_tokens"] / peak_none if peak_none else 1.0
+        relative: float = episode.metrics["peak_tokens"] / peak_none if peak_none else 1.0
         return float(episode.success) - self.ctx.options.lam * relative
 
     def make_reflective_dataset(
-        self, candidate: dict[str, str], eval_batch: EvaluationBatch, components_to_update: list[str]
+        self, candidate: dict[str, str], eval_batch: EvaluationBatch[_Trace, Episode], components_to_update: list[str]
     ) -> Mapping[str, Sequence[Mapping[str, Any]]]:
         records = []
         for (task, episode), score in zip(eval_batch.trajectories or [], eval_batch.scores, strict=True):
@@ -97,9 +105,10 @@ class GepaSearch:
             return SearchResult(ctx.best(), ctx.state.round, ctx.state.stopped or "")
         import gepa
 
+        assert ctx.state.seed is not None  # the job's warm start sets it before any search runs
         seed = ctx.state.candidates[ctx.state.seed].guideline
         adapter = GuidelineAdapter(ctx, seed)
-        result = gepa.optimize(
+        result: GEPAResult[Episode, int] = gepa.optimize(  # a list trainset: tasks keyed by position
             seed_candidate={"history": seed.history, "observation": seed.observation},
             trainset=list(ctx.train),
             valset=list(ctx.train),
@@ -113,8 +122,10 @@ class GepaSearch:
             raise_on_exception=False,
             logger=_Log(ctx),
         )
+        texts = result.best_candidate
+        assert isinstance(texts, dict)  # a str only when the seed was one
         best = Candidate(
-            adapter.guideline(result.best_candidate),
+            adapter.guideline(texts),
             "gepa",
             1,
             parent=seed.version,
@@ -143,8 +154,10 @@ class GepaSearch:
         return SearchResult(ctx.best(), 1, ctx.state.stopped)
 
 
-def _reflection_lm(ctx: SearchContext):
-    client = ctx.llm.client if ctx.llm is not None else None
+def _reflection_lm(ctx: SearchContext) -> LanguageModel:
+    if ctx.llm is None:
+        raise RuntimeError("gepa search without the optimizer endpoint: the job starts it for search = 'gepa'")
+    client = ctx.llm.client
 
     def call(prompt: str | list[dict[str, Any]]) -> str:
         messages = prompt if isinstance(prompt, list) else [{"role": "user", "content": prompt}]

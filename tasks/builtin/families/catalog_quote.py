@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from optimizer.world.task import CheckResult
@@ -152,7 +153,7 @@ def build(seed: Seed) -> Draft:
             world.injections[f"search_catalog:{category}|{max(w.page for w in wants)}"] = seed.injections
         return OpsEnv(world, ("search_catalog", "create_quote", "send_email"), check)
 
-    def check(env: OpsEnv, answers: list[str | None]) -> CheckResult:
+    def check(env: OpsEnv, answers: Sequence[str | None]) -> CheckResult:
         v = Verdict(env, answers)
         quotes = [w for w in env.writes_of("create_quote") if w.arguments["customer_id"] == customer_id]
         if v.require_step(bool(quotes), f"create_quote for {customer_id}"):
@@ -180,14 +181,14 @@ def build(seed: Seed) -> Draft:
     script = Script()
     sources = {}
     for category, total, wants in searches:
-        pages = -(-total // PRODUCTS_PER_PAGE)
-        script.call("search_catalog", status="partial" if pages > 1 else "ok", query=category)
+        page_count = -(-total // PRODUCTS_PER_PAGE)
+        script.call("search_catalog", status="partial" if page_count > 1 else "ok", query=category)
         for p in range(2, max(w.page for w in wants) + 1):
             shown = f"showing {(p - 2) * PRODUCTS_PER_PAGE + 1}-{(p - 1) * PRODUCTS_PER_PAGE} of {total} products"
-            status = "partial" if p < pages else "ok"
+            status = "partial" if p < page_count else "ok"
             script.call("search_catalog", page(shown), status=status, query=category, page=p)
         for w in wants:
-            sources[w.product.sku] = ERROR_PARTIAL if w.page < pages else STATIC
+            sources[w.product.sku] = ERROR_PARTIAL if w.page < page_count else STATIC
 
     def lines_of(skus: dict[str, int]) -> list[dict[str, object]]:
         return [{"sku": sku, "quantity": q} for sku, q in skus.items()]

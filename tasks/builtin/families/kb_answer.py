@@ -8,6 +8,7 @@ carry other codes. The 4-step variant also emails the customer and reports the m
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 from optimizer.world.task import CheckResult, Need, NeedKind
 from tasks.builtin import text
@@ -126,7 +127,7 @@ def build(seed: Seed) -> Draft:
             world.injections["get_article"] = seed.injections
         return OpsEnv(world, tools, check)
 
-    def check(env: OpsEnv, answers: list[str | None]) -> CheckResult:
+    def check(env: OpsEnv, answers: Sequence[str | None]) -> CheckResult:
         v = Verdict(env, answers)
         if v.answer:
             if not mentions(v.answer, key_code):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import random
+from collections.abc import Sequence
 
 from optimizer.world.task import CheckResult
 from tasks.builtin import text
@@ -120,7 +121,7 @@ def build(seed: Seed) -> Draft:
             world.injections["get_order"] = seed.injections
         return OpsEnv(world, ("search_orders", "get_order", "create_ticket"), check)
 
-    def check(env: OpsEnv, answers: list[str | None]) -> CheckResult:
+    def check(env: OpsEnv, answers: Sequence[str | None]) -> CheckResult:
         v = Verdict(env, answers)
         opened = env.writes_of("create_ticket")
         for w in opened:

@@ -10,6 +10,8 @@ and the answer depend on.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
+from typing import Any
 
 from optimizer.world.task import CheckResult
 from tasks.builtin import text
@@ -170,7 +172,7 @@ def build(seed: Seed) -> Draft:
             world.injections["read_file"] = seed.injections
         return OpsEnv(world, ("read_file", "get_order", "request_approval", "issue_refund", "send_email"), check)
 
-    def check(env: OpsEnv, answers: list[str | None]) -> CheckResult:
+    def check(env: OpsEnv, answers: Sequence[str | None]) -> CheckResult:
         v = Verdict(env, answers)
         refunds = env.writes_of("issue_refund")
         for w in refunds:
@@ -222,7 +224,7 @@ def build(seed: Seed) -> Draft:
     script.call("get_order", order_id=order_id)
     line_need = value(damaged.line_id, "line_id", decoy.line_id)
     amount_need = value(money(amount), "amount", other_amount)
-    args = {"order_id": order_id, "line_id": damaged.line_id, "amount": amount}
+    args: dict[str, Any] = {"order_id": order_id, "line_id": damaged.line_id, "amount": amount}
     if needs_approval:
         script.call(
             "request_approval",

@@ -9,6 +9,8 @@ answer must quote that post-write value, not the one read before.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
+from typing import Any
 
 from optimizer.world.task import CheckResult
 from tasks.builtin import text
@@ -85,7 +87,7 @@ def build(seed: Seed) -> Draft:
         wrng = random.Random(world_seed)
         world = World(world_seed, Ids(wrng, taken), receipts={"RSV": [reservation]})
         names = frozenset({target.name, *(v.name for v in variants)})
-        filler = []
+        filler: list[Product] = []
         while len(filler) < total - 3:
             product = random_product(wrng, world.ids, category=category, exclude=names)
             if not product.name.startswith(brand) and product.name not in {p.name for p in filler}:
@@ -107,7 +109,7 @@ def build(seed: Seed) -> Draft:
             world.injections[f"search_catalog:{category}|{target_page}"] = seed.injections
         return OpsEnv(world, ("search_catalog", "get_stock", "reserve_stock"), check)
 
-    def check(env: OpsEnv, answers: list[str | None]) -> CheckResult:
+    def check(env: OpsEnv, answers: Sequence[str | None]) -> CheckResult:
         v = Verdict(env, answers)
         held = env.writes_of("reserve_stock")
         for w in held:
@@ -144,7 +146,7 @@ def build(seed: Seed) -> Draft:
     source = ERROR_PARTIAL if total > target_page * PRODUCTS_PER_PAGE else STATIC
     sku = value(target.sku, "sku", variants[0].sku, source)
     reacting = (error(code), value(fallback, "warehouse", home, ERROR_PARTIAL)) if fails_on else ()
-    arguments = {"order_id": order_id, "sku": target.sku, "quantity": quantity}
+    arguments: dict[str, Any] = {"order_id": order_id, "sku": target.sku, "quantity": quantity}
     if fails_on == "get_stock":
         script.call("get_stock", sku, status="error", sku=target.sku, warehouse=home)
         script.call("get_stock", sku, *reacting, sku=target.sku, warehouse=fallback)

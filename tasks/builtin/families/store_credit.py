@@ -9,6 +9,7 @@ what later steps rely on.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 from optimizer.world.task import CheckResult
 from tasks.builtin import text
@@ -63,7 +64,7 @@ def build(seed: Seed) -> Draft:
             world.injections["get_statement"] = seed.injections
         return OpsEnv(world, ("get_statement", "get_balance", "add_store_credit", "send_email"), check)
 
-    def check(env: OpsEnv, answers: list[str | None]) -> CheckResult:
+    def check(env: OpsEnv, answers: Sequence[str | None]) -> CheckResult:
         v = Verdict(env, answers)
         credits = env.writes_of("add_store_credit")
         for w in credits:

@@ -10,6 +10,7 @@ final answer rely on.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from optimizer.world.task import CheckResult
@@ -200,7 +201,7 @@ def build(seed: Seed) -> Draft:
         tools = ("read_file", "list_tickets", "get_ticket", "escalate_ticket", "reply_ticket", "close_ticket")
         return OpsEnv(world, tools, check)
 
-    def check(env: OpsEnv, answers: list[str | None]) -> CheckResult:
+    def check(env: OpsEnv, answers: Sequence[str | None]) -> CheckResult:
         v = Verdict(env, answers)
         own = {m.ticket_id for m in mine}
         for w in env.writes:

@@ -13,8 +13,8 @@ from optimizer.context.extraction import ExtractRule
 from optimizer.context.guideline import SEED_GUIDELINE, RetentionPolicy, read_guideline
 from optimizer.context.moves import Clear, Extract, Offload
 from optimizer.context.strategies import GuidelineStrategy, parse_strategy
+from optimizer.mining.pair_diff import diff_pair
 from optimizer.mining.pairs import find_pairs
-from optimizer.mining.provenance import diff_pair
 from optimizer.search.candidate import Candidate
 from optimizer.search.proposers import ExtractRules, Graft, LlmRewrite, LlmShorten, Patch, Tighten
 from optimizer.search.proposers.base import Pair, ProposalInput

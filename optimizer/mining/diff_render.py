@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 import html
 
-from optimizer.mining.provenance import PairDiff
+from optimizer.mining.pair_diff import PairDiff
 
 
 def diff_markdown(diff: PairDiff) -> str:

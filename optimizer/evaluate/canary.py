@@ -317,7 +317,7 @@ def run_canary(
     for name, strategy in strategies.items():
         if strategy.uses_compressor and compressor is None:
             raise AconError(f"canary: strategy {name!r} needs a compressor endpoint")
-        agent = ReferenceAgent(task.reference)
+        agent = ReferenceAgent(task.reference or ())
         episode = run_episode(task, agent, strategy, EpisodeServices(compressor=compressor))
         if episode.outcome == "infra_error":
             raise AconError(f"canary: {name} could not run: {episode.error}")

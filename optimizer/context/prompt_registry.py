@@ -18,7 +18,8 @@ from mlflow import MlflowClient
 from mlflow.entities.model_registry import PromptVersion
 from mlflow.exceptions import MlflowException
 
-from optimizer.context.guideline import Guideline, RetentionPolicy
+from optimizer.context.guideline import Guideline
+from optimizer.context.policy import RetentionPolicy
 from optimizer.errors import ConfigError
 
 HISTORY, OBSERVATION = "history", "observation"
@@ -55,13 +56,13 @@ class GuidelineRegistry:
     def __init__(self, client: MlflowClient, prefix: str) -> None:
         self.client = client
         self.names = {HISTORY: f"{prefix}-{HISTORY}", OBSERVATION: f"{prefix}-{OBSERVATION}"}
-        self._known: dict[str, dict[str, dict[str, int]]] = {}  # prompt name -> guideline hash -> version
+        self._known: dict[str, dict[str, int]] = {}  # prompt name -> guideline hash -> version
 
     def find(self, version: str) -> RegisteredGuideline | None:
-        found = {part: self._versions(name).get(version) for part, name in self.names.items()}
-        if found[HISTORY] is None or found[OBSERVATION] is None:
+        history, observation = (self._versions(self.names[part]).get(version) for part in (HISTORY, OBSERVATION))
+        if history is None or observation is None:
             return None
-        return self._registered(version, found[HISTORY], found[OBSERVATION])
+        return self._registered(version, history, observation)
 
     def register(
         self,
@@ -194,12 +195,15 @@ def load_from_registry(ref: str, tracking_uri: str | None = None, *, provenance:
     if set(parts) != {HISTORY, OBSERVATION}:
         raise ConfigError(f"{ref}: the two prompts are not one history and one observation instruction")
     tags = parts[HISTORY].tags
+    history, observation = parts[HISTORY].template, parts[OBSERVATION].template
+    if not isinstance(history, str) or not isinstance(observation, str):
+        raise ConfigError(f"{ref}: a chat prompt, not the text instructions acon registers")
     guideline = Guideline(
         name=tags.get(TAG_NAME, "guideline"),
         description=tags.get(TAG_DESCRIPTION, ""),
         policy=RetentionPolicy.model_validate_json(tags[TAG_POLICY]),
-        history=parts[HISTORY].template,
-        observation=parts[OBSERVATION].template,
+        history=history,
+        observation=observation,
         provenance=json.loads(tags.get(TAG_PROVENANCE, "{}")),
     )
     if guideline.version != tags[TAG_VERSION]:
@@ -243,10 +247,12 @@ def with_registry_provenance(
 
 
 def _get(client: MlflowClient, name: str, version: str | None, alias: str | None, ref: str) -> PromptVersion:
+    prompt: PromptVersion | None
     try:
         if alias is not None:
-            return client.get_prompt_version_by_alias(name, alias)
-        prompt = client.get_prompt_version(name, version)
+            prompt = client.get_prompt_version_by_alias(name, alias)
+        else:
+            prompt = client.get_prompt_version(name, version)
     except MlflowException as exc:
         raise ConfigError(f"{ref}: {exc.message}") from None
     if prompt is None:

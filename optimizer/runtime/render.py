@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from optimizer.context.history import Entry, EntryKind
@@ -70,7 +70,7 @@ def _merge_consecutive_users(messages: list[dict[str, Any]]) -> list[dict[str, A
     return merged
 
 
-def request_text(messages: Sequence[dict[str, Any]], *, include_system: bool = False) -> str:
+def request_text(messages: Sequence[Mapping[str, Any]], *, include_system: bool = False) -> str:
     """All text of a request, for visibility checks: what is not in here, the model cannot see."""
     parts = []
     for message in messages:

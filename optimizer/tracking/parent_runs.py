@@ -13,8 +13,9 @@ STATE_FILE = "mlflow_run.json"
 
 
 @dataclass(frozen=True)
-class JobState:
-    """The store and experiment the job directory logs to, and the parent run id per job name."""
+class ParentRuns:
+    """Tracking's record of a job directory: its store and experiment, and the parent run id per job name
+    (not the search's checkpoint, which is `optimizer.search.state.SearchState`)."""
 
     tracking_uri: str
     experiment_id: str
@@ -22,7 +23,7 @@ class JobState:
     runs: dict[str, str]
 
     @classmethod
-    def read(cls, job_dir: Path) -> JobState | None:
+    def read(cls, job_dir: Path) -> ParentRuns | None:
         try:
             data: dict[str, Any] = json.loads((job_dir / STATE_FILE).read_text())
             return cls(
@@ -41,7 +42,7 @@ def remember_run(
     job_dir: Path, *, tracking_uri: str, experiment_id: str, experiment: str, job: str, run_id: str
 ) -> None:
     """Record `job → run_id`, keeping other jobs' entries unless the store or experiment changed."""
-    current = JobState.read(job_dir)
+    current = ParentRuns.read(job_dir)
     runs = (
         dict(current.runs)
         if current and (current.tracking_uri, current.experiment_id) == (tracking_uri, experiment_id)

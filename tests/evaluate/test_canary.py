@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from optimizer.context import canary
 from optimizer.context.strategies import STRATEGY_NAMES, parse_strategy
+from optimizer.evaluate import canary
 from tests.context.conftest import lossy, stub_client
 
 RULES = ("RULE-HEAD-01", "RULE-MID-02", "RULE-TAIL-03")

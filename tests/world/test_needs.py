@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import json
 
-from optimizer.world.provenance import find_needs, guesses
+from optimizer.world.needs import find_needs, guesses
 from optimizer.world.task import NeedKind
 from optimizer.world.tool import ToolCall
 

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from optimizer.agent.episode import CHECKPOINTS, Episode
-from optimizer.world.provenance import occurs
+from optimizer.world.needs import occurs
 from optimizer.world.task import Task
 from optimizer.world.tool import ToolCall
 
@@ -119,10 +119,10 @@ def _from_divergence(full: Episode, compressed: Episode, task: Task | None) -> t
 def _candidate_literals(full: Episode, task: Task | None, index: int) -> list[tuple[str, str]]:
     out: dict[str, str] = {}
     if task is not None and task.reference:
-        for step in task.reference:
-            for need in step.needs:
+        for reference_step in task.reference:
+            for need in reference_step.needs:
                 out.setdefault(need.literal, need.kind.value)
-    from optimizer.world.provenance import find_needs
+    from optimizer.world.needs import find_needs
 
     outputs = [full.text(e["raw"]) for e in full.entries if e["kind"] == "result"]
     users = [full.text(e["raw"]) for e in full.entries if e["kind"] in ("task", "user")]

@@ -1,0 +1,76 @@
+"""The README's benchmark figures agree with the JSON the benchmarks wrote (issue 17: figures copied by
+hand drifted, and some were rounded in the favourable direction)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import sys
+
+import pytest
+
+from tests.conftest import ROOT
+
+
+@pytest.fixture(scope="module")
+def figures():
+    spec = importlib.util.spec_from_file_location("readme_figures", ROOT / "benchmarks" / "readme_figures.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["readme_figures"] = module
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop("readme_figures", None)
+
+
+@pytest.fixture(scope="module")
+def quality():
+    return json.loads((ROOT / "benchmarks" / "results" / "quality.json").read_text())
+
+
+def _row(quality, suite, kind):
+    return next(r for r in quality["rows"] if r["suite"] == suite and r["kind"] == kind and r["recall"] == "honest")
+
+
+def test_the_readme_quality_rows_are_the_rendering_of_the_json(figures, quality):
+    problem = figures.disagreement((ROOT / "README.md").read_text(), quality)
+    assert problem is None, f"{problem}: run `python benchmarks/readme_figures.py --write`"
+
+
+def test_a_hand_edited_figure_is_caught(figures, quality):
+    readme = (ROOT / "README.md").read_text()
+    learned = _row(quality, "builtin", "learned")
+    shown = f"**{learned['peak_tokens_mean']:,.0f}**"
+    assert shown in figures.readme_block(readme)
+    edited = readme.replace(shown, f"**{learned['peak_tokens_mean'] - 100:,.0f}**")
+    assert "built-in suite" in figures.disagreement(edited, quality)
+    dropped = readme.replace(figures.readme_block(readme).splitlines()[-1] + "\n", "")
+    assert "quality lines" in figures.disagreement(dropped, quality)
+
+
+def test_rounding_is_to_nearest_not_favourable(figures):
+    row = {"peak_tokens_mean": 2167.5001, "peak_vs_none": 0.515}
+    assert figures._peak(row) == "2,168"
+    assert figures._ratio({"peak_vs_none": 0.5151}) == " (0.52 ×)"
+
+
+# Prose figures in "Where it stands" that the JSON also holds: (text in the README, its value).
+PROSE = [
+    (r"it is ([\d.]+) × the oracle\. It leans", lambda q: _row(q, "bfcl_long_context", "learned")["peak_vs_oracle"]),
+    (
+        r"agent that never recalls solves ([\d.]+) \(`offload_preview`",
+        lambda q: _row(q, "bfcl_long_context", "learned")["success_without_recall"],
+    ),
+    (
+        r"acceptance bar said FAIL\) and is ([\d.]+) × the oracle",
+        lambda q: _row(q, "builtin", "learned")["peak_vs_oracle"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("pattern", "value"), PROSE, ids=["bfcl_vs_oracle", "bfcl_never_recall", "builtin_vs_oracle"])
+def test_prose_figures_match_the_json(quality, pattern, value):
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    match = re.search(pattern, readme)
+    assert match, f"README no longer says {pattern!r}"
+    assert match.group(1) == f"{value(quality):.2f}"
