@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from optimizer.agent.episode import Episode
 from optimizer.agent.kinds import AGENTS
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from optimizer.search.candidate import Candidate
     from optimizer.search.job import OptimizationJob
     from optimizer.search.proposers.base import Pair
+    from optimizer.tracking.mlflow_tracker import MlflowTracker
 
 RUN_METRICS = (
     "success",
@@ -410,7 +411,8 @@ def tracked_job(
         yield None
         return
     tags = experiment_tags(config, strategy=strategy, split=split, agent=agent)
-    guard = Guarded(JobTracking(tracker, config), tracker.store, config.out_dir, log or _warn)
+    store = cast("MlflowTracker", tracker).store  # enabled: the MLflow tracker
+    guard = Guarded(JobTracking(tracker, config), store, config.out_dir, log or _warn)
     with job_run(guard, tracker.job_run(job, params=experiment_params(config), tags=tags)):
         yield guard
 
@@ -431,7 +433,8 @@ def tracker_for(job: OptimizationJob) -> Iterator[Guarded | None]:
         yield None
         return
     tags = experiment_tags(config, strategy="guideline", split="train", agent=config.optimize.screen_agent)
-    guard = Guarded(OptimizeTracking(tracker, config), tracker.store, job.dir.path, job.log)
+    store = cast("MlflowTracker", tracker).store  # enabled: the MLflow tracker
+    guard = Guarded(OptimizeTracking(tracker, config), store, job.dir.path, job.log)
     with job_run(guard, tracker.job_run("optimize", params=experiment_params(config, optimize=True), tags=tags)):
         yield guard
         if guard.missed:

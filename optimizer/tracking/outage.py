@@ -23,7 +23,7 @@ import json
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from optimizer.errors import AconError
 from optimizer.storage import atomic_write_json
@@ -32,7 +32,7 @@ from optimizer.tracking.store import Store, health_problem
 if TYPE_CHECKING:
     from optimizer.evaluate.strategy_runs import RunResult
     from optimizer.search.job import OptimizationJob
-    from optimizer.tracking.hooks import JobTracking
+    from optimizer.tracking.hooks import JobTracking, OptimizeTracking
 
 PENDING_FILE = "tracking_pending.json"
 # A couple of retries a second or two apart, a 10 s answer: a blip is ridden out, an outage costs seconds.
@@ -132,6 +132,11 @@ class Guarded:
         self.behind = False
 
     @property
+    def optimize(self) -> OptimizeTracking:
+        """The hooks of `acon optimize`, which only its jobs call."""
+        return cast("OptimizeTracking", self.inner)
+
+    @property
     def missed(self) -> int:
         return len(self.pending.entries)
 
@@ -144,18 +149,18 @@ class Guarded:
 
     def on_run(self, job: OptimizationJob, result: RunResult, *, agent: str, split: str) -> None:
         entry = run_entry(result, agent=agent, split=split, hook="run")
-        self.call(entry, lambda: self.inner.on_run(job, result, agent=agent, split=split))
+        self.call(entry, lambda: self.optimize.on_run(job, result, agent=agent, split=split))
 
     def on_candidate(self, job: OptimizationJob, candidate: Any, result: RunResult) -> None:
         entry = {"key": f"candidate:{candidate.version}", "hook": "candidate", "version": candidate.version}
-        self.call(entry, lambda: self.inner.on_candidate(job, candidate, result))
+        self.call(entry, lambda: self.optimize.on_candidate(job, candidate, result))
 
     def on_diffs(self, job: OptimizationJob, index: int, pairs: Any) -> None:
         entry = {"key": f"diffs:{index}", "hook": "diffs", "round": index}
-        self.call(entry, lambda: self.inner.on_diffs(job, index, pairs))
+        self.call(entry, lambda: self.optimize.on_diffs(job, index, pairs))
 
     def on_report(self, job: OptimizationJob, report: Mapping[str, Any]) -> None:
-        self.call({"key": "report", "hook": "report"}, lambda: self.inner.on_report(job, report))
+        self.call({"key": "report", "hook": "report"}, lambda: self.optimize.on_report(job, report))
 
     def call(self, entry: Mapping[str, Any], hook: Callable[[], object]) -> None:
         """Run a hook; once behind, journal it without a request. Logged: its journal entry, if any, goes."""
@@ -205,15 +210,15 @@ class Guarded:
             if not Path(entry["directory"]).is_dir():
                 return None
             result = load_result(entry, job.config.cost.primary)
-            return lambda: self.inner.on_run(job, result, agent=entry["agent"], split=entry["split"])
+            return lambda: self.optimize.on_run(job, result, agent=entry["agent"], split=entry["split"])
         if hook == "candidate":
             candidate = job.state.candidates.get(entry["version"])
             if candidate is None or "train" not in candidate.screens:
                 return None
             # The hook reads the candidate's saved screens, not the evaluation it was handed.
-            return lambda: self.inner.on_candidate(job, candidate, None)  # type: ignore[arg-type]
+            return lambda: self.optimize.on_candidate(job, candidate, None)  # type: ignore[arg-type]
         if hook == "diffs":
-            return lambda: replay_diffs(self.inner, job, int(entry["round"]))
+            return lambda: replay_diffs(self.optimize, job, int(entry["round"]))
         return None
 
 
