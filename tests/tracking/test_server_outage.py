@@ -12,6 +12,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from mlflow import MlflowClient
 
 from optimizer.cli.ui_cmd import HOST, UiTarget, free_port, server_command, server_env, stop, wait_healthy
@@ -22,6 +23,16 @@ from optimizer.tracking.outage import PENDING_FILE
 from optimizer.tracking.store import sqlite_uri
 
 EXPERIMENT = "outage"
+
+
+@pytest.fixture(autouse=True)
+def environment():
+    """The environment as it was: MLflow exports the tracking URI it is given (a server these tests kill),
+    and the tracker sets its fail-fast HTTP settings, both process-wide."""
+    saved = dict(os.environ)
+    yield
+    os.environ.clear()
+    os.environ.update(saved)
 
 
 def write_config(tmp: Path, model_url: str, tracking_uri: str) -> Path:
