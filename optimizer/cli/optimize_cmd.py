@@ -14,7 +14,8 @@ from optimizer.locking import exclusive
 
 
 def _log(message: str) -> None:
-    err.print(f"[dim]{time.strftime('%H:%M:%S')} acon:[/dim] {message}")
+    # One line whatever the terminal's width: a warning read from a CI log or grep stays whole.
+    err.print(f"[dim]{time.strftime('%H:%M:%S')} acon:[/dim] {message}", soft_wrap=True)
 
 
 def optimize(
@@ -25,7 +26,7 @@ def optimize(
     """Run the optimization loop and write report.md / report.json to the job directory."""
     from optimizer.search.job import OptimizationJob
     from optimizer.search.report import check_line
-    from optimizer.tracking import tracker_for
+    from optimizer.tracking import check_caught_up, tracker_for
 
     config = load_experiment(experiment)
     if out_dir is not None:
@@ -43,6 +44,7 @@ def optimize(
         checks = "; ".join(check_line(name, check) for name, check in result["checks"].items())
         out.print(f"acceptance {tier}: {'PASS' if result['pass'] else 'FAIL'} — {checks}")
     out.print(f"report: {config.out_dir / 'report.md'}  ({time.perf_counter() - started:.0f} s)")
+    check_caught_up(job.tracker, f"run `acon optimize {experiment} --resume`")
 
 
 def pareto_table(report: dict) -> Table:

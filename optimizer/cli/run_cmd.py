@@ -155,7 +155,7 @@ def run(
         select_tasks,
         strategy_named,
     )
-    from optimizer.tracking import tracked_job
+    from optimizer.tracking import check_caught_up, tracked_job
 
     config = load_with_overrides(experiment, split=split, limit=limit, agent=agent, base_url=base_url, model=model)
     chosen = strategy_named(config, strategy)
@@ -199,6 +199,7 @@ def run(
                 "episodes": [episode_row(e) for e in result.episodes],
             },
         )
+    check_caught_up(tracking, "run the same command again")  # last: every result is written first
 
 
 def compare(
@@ -215,7 +216,7 @@ def compare(
 ) -> None:
     """Run several strategies on the same tasks and print one comparison table."""
     from optimizer.evaluate.strategy_runs import check_tier, endpoints_for, run_strategy, select_tasks, strategy_named
-    from optimizer.tracking import tracked_job
+    from optimizer.tracking import check_caught_up, tracked_job
 
     config = load_with_overrides(experiment, split=split, limit=limit, agent=agent, base_url=base_url, model=model)
     chosen = [strategy_named(config, name.strip()) for name in strategies.split(",") if name.strip()]
@@ -275,6 +276,7 @@ def compare(
                 "experiment": config.name,
             },
         )
+    check_caught_up(tracking, "run the same command again")
 
 
 def register(app: typer.Typer) -> None:

@@ -21,6 +21,7 @@ from optimizer.config import ExperimentConfig, TrackingConfig
 from optimizer.context.guideline import Guideline
 from optimizer.tracking.base import Tracker
 from optimizer.tracking.hooks import JobTracking, OptimizeTracking, tracked_job, tracker_for
+from optimizer.tracking.outage import TrackingBehind, check_caught_up, fail_fast
 from optimizer.tracking.params import experiment_params, experiment_tags
 from optimizer.tracking.pareto import ParetoPoint, front_labels
 from optimizer.tracking.store import Store, check_reachable, job_store, resolve_store, resolve_uri
@@ -34,6 +35,7 @@ def open_tracker(
         return Tracker()
     store = resolve_store(config, job_dir)
     check_reachable(store)
+    fail_fast(store)
     from optimizer.tracking.mlflow_tracker import MlflowTracker
 
     return MlflowTracker(store, job_dir, experiment, traces=config.traces, prompt_prefix=prompt_prefix)
@@ -57,6 +59,8 @@ __all__ = [
     "ParetoPoint",
     "Store",
     "Tracker",
+    "TrackingBehind",
+    "check_caught_up",
     "experiment_params",
     "experiment_tags",
     "front_labels",

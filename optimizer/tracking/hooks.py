@@ -18,8 +18,9 @@ context solved on the same split (`pairs/<task>.html`); both traces of such a pa
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from optimizer.agent.episode import Episode
 from optimizer.agent.kinds import AGENTS
@@ -27,6 +28,7 @@ from optimizer.config import ExperimentConfig
 from optimizer.evaluate.strategy_runs import RunResult, episode_row
 from optimizer.tracking.base import Tracker
 from optimizer.tracking.front_page import VIEW_KEY, description, review_view
+from optimizer.tracking.outage import Guarded, job_run
 from optimizer.tracking.params import experiment_params, experiment_tags, flatten, tier_of
 from optimizer.tracking.pareto import ParetoPoint
 
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from optimizer.search.candidate import Candidate
     from optimizer.search.job import OptimizationJob
     from optimizer.search.proposers.base import Pair
+    from optimizer.tracking.mlflow_tracker import MlflowTracker
 
 RUN_METRICS = (
     "success",
@@ -187,20 +190,23 @@ class OptimizeTracking(JobTracking):
         self._sync_rounds(job)
 
     def on_diffs(self, job: OptimizationJob, index: int, pairs: Sequence[Pair]) -> None:
+        self.log_diffs(index, [p.diff for p in pairs], pairs)
+        self._sync_rounds(job)
+
+    def log_diffs(self, index: int, diffs: Sequence[PairDiff], pairs: Sequence[Pair] = ()) -> None:
+        """A round's pair diffs (files, table, counts) in its round run; given the pairs, their traces tagged."""
         from optimizer.mining.diff_render import diff_html, diff_markdown
 
-        diffs = [p.diff for p in pairs]
         with self._round(index):
-            for pair in pairs:  # several candidates may lose the same task: one file per (task, candidate)
-                diff = pair.diff
+            for i, diff in enumerate(diffs):  # several candidates may lose the same task: a file per (task, candidate)
                 name = f"{diff.task_id}-{diff.strategy.rsplit('@', 1)[-1]}"
                 path = self.tracker.log_pair_diff(name, diff_html(diff), diff_markdown(diff), round=index)
-                self.tracker.mark_pair(diff, pair.full, pair.compressed, path)
+                if pairs:
+                    self.tracker.mark_pair(diff, pairs[i].full, pairs[i].compressed, path)
             self.tracker.log_table([_pair_row(d) for d in diffs], "tables/pairs.json")
             missing = sum(len(d.missing) for d in diffs)
             self.tracker.log_metrics({"pairs": len(diffs), "missing_facts": missing}, step=index)
         self.tracker.log_metrics({"pairs": len(diffs)}, step=index)
-        self._sync_rounds(job)
 
     def on_report(self, job: OptimizationJob, report: Mapping[str, Any]) -> None:
         self._sync_rounds(job)
@@ -394,8 +400,10 @@ def tracked_job(
     strategy: str | None = None,
     split: str | None = None,
     agent: str | None = None,
-) -> Iterator[JobTracking | None]:
-    """The parent run of an `acon run` / `acon compare` job; None when tracking is off."""
+    log: Callable[[str], None] | None = None,
+) -> Iterator[Guarded | None]:
+    """The parent run of an `acon run` / `acon compare` job; None when tracking is off. A server that stops
+    answering leaves the run's records journaled (see `outage`), logged when the command is run again."""
     from optimizer.tracking import tracker_from_config
 
     tracker = tracker_from_config(config)
@@ -403,13 +411,20 @@ def tracked_job(
         yield None
         return
     tags = experiment_tags(config, strategy=strategy, split=split, agent=agent)
-    with tracker.job_run(job, params=experiment_params(config), tags=tags):
-        yield JobTracking(tracker, config)
+    store = cast("MlflowTracker", tracker).store  # enabled: the MLflow tracker
+    guard = Guarded(JobTracking(tracker, config), store, config.out_dir, log or _warn)
+    with job_run(guard, tracker.job_run(job, params=experiment_params(config), tags=tags)):
+        yield guard
 
 
 @contextlib.contextmanager
-def tracker_for(job: OptimizationJob) -> Iterator[OptimizeTracking | None]:
-    """The parent run of an `acon optimize` job and the hooks it calls; None when tracking is off."""
+def tracker_for(job: OptimizationJob) -> Iterator[Guarded | None]:
+    """The parent run of an `acon optimize` job and the hooks it calls; None when tracking is off.
+
+    What an earlier run of the job could not log (its server gone mid-job) is logged once this run's own
+    evaluations have gone through the hooks again (`catch_up`): a failure is paired with the full-context
+    run only once that run is known, and what this run logged itself is not replayed.
+    """
     from optimizer.tracking import tracker_from_config
 
     config = job.config
@@ -418,5 +433,14 @@ def tracker_for(job: OptimizationJob) -> Iterator[OptimizeTracking | None]:
         yield None
         return
     tags = experiment_tags(config, strategy="guideline", split="train", agent=config.optimize.screen_agent)
-    with tracker.job_run("optimize", params=experiment_params(config, optimize=True), tags=tags):
-        yield OptimizeTracking(tracker, config)
+    store = cast("MlflowTracker", tracker).store  # enabled: the MLflow tracker
+    guard = Guarded(OptimizeTracking(tracker, config), store, job.dir.path, job.log)
+    with job_run(guard, tracker.job_run("optimize", params=experiment_params(config, optimize=True), tags=tags)):
+        yield guard
+        if guard.missed:
+            logged = guard.catch_up(job)
+            job.log(f"tracking: caught up {logged} update(s) an earlier run of this job could not log")
+
+
+def _warn(message: str) -> None:
+    print(f"acon: {message}", file=sys.stderr)

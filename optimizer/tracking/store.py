@@ -42,9 +42,20 @@ def check_reachable(store: Store, timeout_s: float = 5.0) -> None:
     MLflow's client retries an unreachable server with backoff for minutes and then fails mid-job with a
     multi-line error; asked once up front, the answer comes in seconds and nothing has run yet.
     """
+    problem = health_problem(store, timeout_s)
+    if problem is None:
+        return
+    raise AconError(
+        f"tracking server {store.uri} is not reachable ({problem}); start it, or set [tracking] uri "
+        "to another server (or leave it empty for the job's sqlite store)"
+    )
+
+
+def health_problem(store: Store, timeout_s: float = 5.0) -> str | None:
+    """Why a tracking server does not answer `/health` (None: it does, or the store is no server)."""
     parts = urlsplit(store.uri)
     if parts.scheme not in ("http", "https"):
-        return
+        return None
     import urllib.error
     import urllib.request
 
@@ -53,17 +64,13 @@ def check_reachable(store: Store, timeout_s: float = 5.0) -> None:
     try:
         with opener.open(url, timeout=timeout_s) as response:
             if response.status == 200:
-                return
-            problem = f"HTTP {response.status}"
+                return None
+            return f"HTTP {response.status}"
     except urllib.error.HTTPError as exc:
-        problem = f"HTTP {exc.code}"
+        return f"HTTP {exc.code}"
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
-        problem = str(reason).strip() or type(reason).__name__
-    raise AconError(
-        f"tracking server {store.uri} is not reachable ({problem}); start it, or set [tracking] uri "
-        "to another server (or leave it empty for the job's sqlite store)"
-    )
+        return str(reason).strip() or type(reason).__name__
 
 
 def sqlite_uri(path: Path) -> str:
