@@ -62,3 +62,7 @@ class Agent(ABC):
     def deviation_records(self) -> list[DeviationRecord]:
         """Where this episode's agent departed from a known solution, for the episode record (none: [])."""
         return []
+
+    def fact_visibility(self) -> tuple[int, int] | None:
+        """(facts needed, facts the request showed when their step came), or None: this agent cannot tell."""
+        return None

@@ -123,7 +123,13 @@ class Episode:
         return None
 
 
-def compute_metrics(episode: Episode, *, agent_pricing=None, compressor_pricing=None) -> EpisodeMetrics:
+def compute_metrics(
+    episode: Episode,
+    *,
+    agent_pricing=None,
+    compressor_pricing=None,
+    visibility: tuple[int, int] | None = None,
+) -> EpisodeMetrics:
     """ACON's metrics plus cache-aware cost. Peak and dependency exclude the system prompt, as ACON."""
     inputs = [s.input_tokens for s in episode.steps]
     agent_usages = [Usage.from_dict(s.usage) for s in episode.steps if s.usage]
@@ -173,6 +179,8 @@ def compute_metrics(episode: Episode, *, agent_pricing=None, compressor_pricing=
         token_source=episode.token_source,
         cost=cost,
         cost_uncached=cost_uncached,
+        facts_needed=visibility[0] if visibility else None,
+        facts_visible=visibility[1] if visibility else None,
     )
 
 

@@ -105,3 +105,8 @@ class EpisodeMetrics:
     token_source: str = "counted"
     cost: float = 0.0
     cost_uncached: float = 0.0
+    # Needed facts (reference needs) checked when their step came, and how many the request then showed:
+    # the data-flow layer, apart from whether an agent acted on them. Only an agent that follows a known
+    # solution can say which facts a step needs, so tier 1 and runs recorded before format 6 carry None.
+    facts_needed: int | None = None
+    facts_visible: int | None = None

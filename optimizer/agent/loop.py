@@ -92,6 +92,7 @@ def run_episode(task: Task, agent: Agent, strategy: ContextStrategy, services: E
         episode,
         agent_pricing=services.agent_pricing,
         compressor_pricing=services.compressor_pricing if strategy.uses_compressor else None,
+        visibility=agent.fact_visibility(),
     )
     return episode
 

@@ -110,12 +110,18 @@ class ReferenceAgent(Agent):
     made_for: dict[str, str] = field(default_factory=dict)
     _ids: int = 0
     _needs: list[tuple[Need, ...]] | None = None
+    # Reference step index -> (needed, visible) the first time the step came up: a later look (after a
+    # recall put the fact back) is recovery, not visibility.
+    _seen: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     name = "reference"
     uses_model = False
 
     def deviation_records(self) -> list[DeviationRecord]:
         return [d.record() for d in self.deviations]
+
+    def fact_visibility(self) -> tuple[int, int]:
+        return sum(n for n, _ in self._seen.values()), sum(v for _, v in self._seen.values())
 
     def system_prompt(self, tools: Sequence[ToolSpec]) -> str:
         names = ", ".join(t.name for t in tools)
@@ -129,6 +135,7 @@ class ReferenceAgent(Agent):
             index = self.cursor
             step = self.reference[index]
             missing = [n for n in self._needs[index] if not occurs(n.literal, text)]
+            self._seen.setdefault(index, (len(self._needs[index]), len(self._needs[index]) - len(missing)))
             recall = self._recall_for(missing, text, agent_input)
             if recall is not None:
                 return recall

@@ -2,8 +2,9 @@
 
 Each line of a run's `episodes.jsonl` carries `format` (`RUN_FORMAT`). Steps are stored as deltas (each
 step's checkpoint lists against the previous step's: histories grow at the end); texts stay in the
-episode's content-addressed table. A format-4 line (written before lines carried a format) has the same
-shape and is read as is; a line of any other format fails with one line naming the run directory.
+episode's content-addressed table. Format-4 lines (written before lines carried a format) and format-5
+lines (before fact visibility) have the same shape and are read as is; a line of any other format fails
+with one line naming the run directory.
 """
 
 from __future__ import annotations
@@ -22,13 +23,15 @@ from optimizer.llm.usage import Usage
 from optimizer.world.retention import RetentionClass
 from optimizer.world.tool import ToolCall
 
-RUN_FORMAT = 5
+RUN_FORMAT = 6
 """Bumped when a change makes episodes recorded before it unfit for reuse, or changes how they are stored
 (1: keys held the strategy's config; 3: honest tier-0 recall; 4: the oracle matches literals one by one,
-compressors quarantine planted instructions; 5: typed records, each episode line carries its format)."""
+compressors quarantine planted instructions; 5: typed records, each episode line carries its format;
+6: tier-0 episodes record fact visibility)."""
 
-# Formats this code reads: the current one, and 4 (its lines are format-5 lines without the tag).
-READABLE_FORMATS = (4, RUN_FORMAT)
+# Formats this code reads: the current one, 5 (no fact visibility: it reads as not measured) and 4 (format-5
+# lines without the tag).
+READABLE_FORMATS = (4, 5, RUN_FORMAT)
 CHECKPOINT_LISTS = ("replayed", "budgeted", "request")
 
 
@@ -110,8 +113,9 @@ def upgrade(data: Mapping[str, Any], *, where: Path | str | None = None) -> Mapp
     found = data.get("format", 4)
     if found == RUN_FORMAT:
         return data
-    if found == 4:
-        # Format 4 stored the same fields in the same shape; only the tag is new.
+    if found in (4, 5):
+        # Formats 4 and 5 stored the same fields in the same shape; the tag and the visibility counts
+        # (absent: None, not measured) are what is new.
         return {**data, "format": RUN_FORMAT}
     place = f"{where}: " if where is not None else ""
     raise RunFormatError(

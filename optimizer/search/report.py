@@ -70,6 +70,11 @@ def build_report(inputs: ReportInputs) -> dict[str, Any]:
     none = rows.get(("none", "reference"))
     best = best_baseline(tier0, none, inputs.tolerance) if none else None
     table = [_row(r, chosen, none) for r in inputs.rows]
+    for entry, r in zip(table, inputs.rows, strict=True):
+        screened = rows.get((r.name, "reference"))
+        if r.tier != "reference" and screened is not None:
+            entry["facts_visible"] = screened.scores.facts_visible  # the data flow is tier 0's measure
+            entry["behaviour"] = behaviour(r.scores, screened.scores)
     report: dict[str, Any] = {
         "experiment": inputs.experiment,
         "suite": inputs.suite,
@@ -193,6 +198,17 @@ def paired(a: Scores, b: Scores) -> dict[str, Any]:
         "success_diff": success[0],
         "success_diff_ci": [success[1], success[2]],
     }
+
+
+def behaviour(tier1: Scores, tier0: Scores) -> dict[str, Any]:
+    """Of the tasks where tier 0 saw every needed fact in the request when its step came, the share the
+    tier-1 agent solved under the same strategy: the behaviour layer, apart from the data flow.
+
+    A loss here is the model not acting on what it was shown; a loss in visibility is compression's.
+    """
+    visible = tier0.all_visible()
+    acted = [t.success for t in tier1.tasks if t.task_id in visible]
+    return {"tasks": len(acted), "success": sum(acted) / len(acted) if acted else None}
 
 
 def _row(row: Row, chosen: Row | None, none: Row | None) -> dict[str, Any]:
@@ -320,8 +336,8 @@ def report_markdown(report: Mapping[str, Any]) -> str:
         "",
         "| strategy | tier | tasks | success | 95% CI | never recalls | recalls | peak mean | peak 95% CI | "
         "× none | peak max | compressor | blocking | peak, both solved (chosen vs this) | breaks/episode | "
-        "$/success |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "$/success | facts visible | acted on (tier 1) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in report["rows"]:
         low, high = r["success_ci"]
@@ -331,14 +347,18 @@ def report_markdown(report: Mapping[str, Any]) -> str:
             f"| {r['strategy']} | {r['tier']} | {r['tasks']} | {r['success']:.2f} | [{low:.2f}, {high:.2f}] | "
             f"{r['success_without_recall']:.2f} | {r['recall_calls']} | {r['peak_tokens_mean']:,.0f} | "
             f"[{plow:,.0f}, {phigh:,.0f}] | {ratio} | {r['peak_tokens_max']:,} | {r['compressor_tokens']:,} | "
-            f"{r['blocking']} | {both_solved_cell(r)} | {_breaks_cell(r)} | {_cost_cell(r)} |"
+            f"{r['blocking']} | {both_solved_cell(r)} | {_breaks_cell(r)} | {_cost_cell(r)} | "
+            f"{_share_cell(r.get('facts_visible'))} | {_behaviour_cell(r)} |"
         )
     sources = sorted({str(r.get("summary", {}).get("cost_source")) for r in report["rows"]} - {"None"})
     lines += [
         "",
         "*never recalls*: share of tasks solved without a single recall (what an agent that never "
         "recalls would at least solve). The oracle keeps exactly what the reference needs: the floor. "
-        f"*$/success*: {', '.join(sources) or 'not priced'}; *breaks*: requests that rewrote the previous one.",
+        f"*$/success*: {', '.join(sources) or 'not priced'}; *breaks*: requests that rewrote the previous one. "
+        "*facts visible*: share of the needed facts the request showed when their step came (the data flow, "
+        "measured at tier 0); *acted on*: of the tasks where tier 0 saw every needed fact, the share the tier-1 "
+        "agent solved under the same strategy (the behaviour).",
         "",
     ]
     for name, p in report["paired"].items():
@@ -454,6 +474,17 @@ def check_line(name: str, check: Mapping[str, Any]) -> str:
         )
     interval = f" [{check['paired_ci'][0]:+.3f}, {check['paired_ci'][1]:+.3f}]" if check.get("paired_ci") else ""
     return f"{name}: {check['value']:,.3f}{interval} (bar {check['bar']:,}) {verdict}"
+
+
+def _share_cell(value: float | None) -> str:
+    return f"{value:.2f}" if value is not None else "–"
+
+
+def _behaviour_cell(row: Mapping[str, Any]) -> str:
+    acted = row.get("behaviour")
+    if not acted:
+        return "–"
+    return f"{_share_cell(acted['success'])} ({acted['tasks']})"
 
 
 def both_solved_cell(row: Mapping[str, Any]) -> str:

@@ -24,6 +24,9 @@ class TaskScore:
     compressor_calls: int = 0
     # The episode's bill projected under the run's headline price model (None: not projected).
     cost: float | None = None
+    # Needed facts checked at their step and how many the request showed (None: not measured, tier 1).
+    facts_needed: int | None = None
+    facts_visible: int | None = None
 
 
 @dataclass(frozen=True)
@@ -50,6 +53,8 @@ class Scores:
                 int(e.metrics.recall_calls),
                 int(e.metrics.compressor_calls),
                 e.projected_cost if isinstance(e, EpisodeSummary) else None,
+                e.metrics.facts_needed,
+                e.metrics.facts_visible,
             )
             for e in episodes
             if e.outcome != "infra_error"
@@ -105,6 +110,17 @@ class Scores:
         return sum(t.cost or 0.0 for t in self.tasks) / successes
 
     @property
+    def facts_visible(self) -> float | None:
+        """Share of needed facts the request showed when their step came (tier 0's data-flow measure)."""
+        measured = [t for t in self.tasks if t.facts_needed is not None]
+        needed = sum(t.facts_needed or 0 for t in measured)
+        return sum(t.facts_visible or 0 for t in measured) / needed if needed else None
+
+    def all_visible(self) -> set[str]:
+        """Tasks whose every needed fact was in the request when its step came."""
+        return {t.task_id for t in self.tasks if t.facts_needed is not None and t.facts_visible == t.facts_needed}
+
+    @property
     def compressor_calls(self) -> int:
         return sum(t.compressor_calls for t in self.tasks)
 
@@ -131,6 +147,7 @@ class Scores:
             "compressor_calls": self.compressor_calls,
             "blocking": self.blocking,
             "cost_per_success": self.cost_per_success,
+            "facts_visible": self.facts_visible,
         }
 
     def to_dict(self) -> dict[str, Any]:

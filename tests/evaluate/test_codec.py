@@ -29,8 +29,8 @@ from optimizer.world.suite import load_suite
 FORMAT4 = Path(__file__).parent / "fixtures" / "format4"
 
 
-def test_run_format_is_5():
-    assert RUN_FORMAT == 5
+def test_run_format_is_6():
+    assert RUN_FORMAT == 6
 
 
 @pytest.mark.parametrize(("suite", "task_id"), [("smoke", "smoke-total"), ("builtin", "store_credit-00")])
@@ -78,9 +78,11 @@ def test_a_format_4_run_directory_still_loads(tmp_path):
     assert isinstance(result.retention, RetentionClass) and result.call is not None
     assert [c.name for c in total.tool_calls] == [c["name"] for c in lines[0]["tool_calls"]]
     assert any(r.breaks_cache for r in total.records)
-    # Nothing of a format-4 line is lost on the way in: re-encoded, it is the same line with the new tag.
+    # Nothing of a format-4 line is lost on the way in: re-encoded, it is the same line with the new tag
+    # and fact visibility marked as not measured.
+    unmeasured = {"facts_needed": None, "facts_visible": None}
     for line, episode in zip(lines, episodes, strict=True):
-        assert encode_episode(episode) == {**line, "format": RUN_FORMAT}
+        assert encode_episode(episode) == {**line, "format": RUN_FORMAT, "metrics": {**line["metrics"], **unmeasured}}
     _, summaries = store.index()
     assert summaries["smoke-total"] == EpisodeSummary.of(total)
     assert total.locate("42.5")[-1]["checkpoints"][5]  # delta-encoded steps still expand
@@ -96,7 +98,7 @@ def test_a_run_directory_of_an_unknown_format_fails_in_one_line(tmp_path):
             read()
         message = str(failure.value)
         assert "\n" not in message
-        assert str(run) in message and "format 9" in message and "4, 5" in message and "re-run" in message
+        assert str(run) in message and "format 9" in message and "4, 5, 6" in message and "re-run" in message
 
 
 def test_an_unfinished_episode_has_zero_metrics():

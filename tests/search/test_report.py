@@ -174,3 +174,22 @@ def test_a_success_drop_says_whether_it_is_significant():
         assert check["pass"] and check["significant"] == significant
         low, high = check["paired_ci"]
         assert low <= check["value"] <= high
+
+
+def test_rows_carry_fact_visibility_and_tier_one_behaviour_as_two_columns():
+    def seen(task_id, ok, needed, visible):
+        return TaskScore(task_id, ok, 500, facts_needed=needed, facts_visible=visible)
+
+    none0 = Row("none", "control", "reference", Scores((seen("a", True, 2, 2), seen("b", True, 2, 2))))
+    chosen0 = Row("chosen", "learned", "reference", Scores((seen("a", True, 2, 2), seen("b", False, 2, 1))), "v1")
+    none1 = Row("none", "control", "llm", scores(("a", True, 900), ("b", False, 800)))
+    chosen1 = Row("chosen", "learned", "llm", scores(("a", False, 600), ("b", False, 500)), "v1")
+    report = build_report(_inputs([chosen0, none0, chosen1, none1]))
+    rows = {(r["strategy"], r["tier"]): r for r in report["rows"]}
+    assert rows[("chosen", "reference")]["facts_visible"] == 0.75
+    tier1 = rows[("chosen", "llm")]
+    assert tier1["facts_visible"] == 0.75 and tier1["behaviour"] == {"tasks": 1, "success": 0.0}
+    assert rows[("none", "llm")]["behaviour"] == {"tasks": 2, "success": 0.5}
+    text = report_markdown(report)
+    assert "facts visible | acted on (tier 1) |" in text
+    assert "| 0.75 | 0.00 (1) |" in text and "| 1.00 | 0.50 (2) |" in text
