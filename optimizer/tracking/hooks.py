@@ -71,6 +71,7 @@ SCORE_METRICS = (
     "compressor_tokens",
     "cost_per_success",
     "blocking",
+    "facts_visible",
 )
 
 
