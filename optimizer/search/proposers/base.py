@@ -63,6 +63,9 @@ class Proposer(BaseModel, ABC):
     # more from what works (run on the best candidates after the UT step).
     step: ClassVar[Literal["ut", "co"]] = "ut"
     uses_llm: ClassVar[bool] = False
+    # Run when a config names no proposers. Off for a proposer that only pays under one objective, so that
+    # adding it changes no existing job's candidates.
+    in_default: ClassVar[bool] = True
 
     @abstractmethod
     def propose(self, inputs: ProposalInput) -> list[Proposal]:

@@ -208,5 +208,19 @@ def test_llm_shorten_only_for_policies_with_an_llm_move(lossy_pairs):
 def test_every_proposer_is_in_the_union_and_the_defaults():
     from optimizer.search.proposers import DEFAULT_PROPOSERS, PROPOSER_CLASSES
 
-    assert {p.type for p in DEFAULT_PROPOSERS} == {c.model_fields["type"].default for c in PROPOSER_CLASSES}
+    defaults = {c.model_fields["type"].default for c in PROPOSER_CLASSES if c.in_default}
+    assert {p.type for p in DEFAULT_PROPOSERS} == defaults
+    assert {c.model_fields["type"].default for c in PROPOSER_CLASSES} - defaults == {"batch"}
     assert {c.step for c in PROPOSER_CLASSES} == {"ut", "co"}
+
+
+def test_batch_proposes_fewer_prefix_rebuilds_above_the_parents_batch():
+    from optimizer.search.proposers import Batch
+
+    clearing = candidate(history=[{"move": "clear", "trigger_tokens": 2000, "keep_last": 1}])
+    proposals = Batch().propose(ProposalInput(clearing, ()))
+    assert [p.guideline.policy.batch_tokens for p in proposals] == [500, 2000]
+    assert all(p.guideline.policy.history == clearing.guideline.policy.history for p in proposals)
+    batched = Candidate(proposals[0].guideline, "batch", 1)
+    assert [p.guideline.policy.batch_tokens for p in Batch().propose(ProposalInput(batched, ()))] == [2000]
+    assert Batch().propose(ProposalInput(candidate(**LOSSY), ())) == []  # no history moves: nothing to batch
