@@ -303,14 +303,19 @@ def acceptance(inputs: ReportInputs, rows: Mapping[tuple[str, str], Row], best: 
             versus = paired(chosen.scores, other.scores)
             if not versus.get("tasks"):
                 continue
+            # A strategy that fails tasks often ends them early, below any peak a solving one reaches: its
+            # peak is no bar for a guideline that solves more (the seed solving 3 of 8 is not a competitor).
+            solves_fewer = other.scores.success < chosen.scores.success - inputs.tolerance - 1e-9
+            low, high = versus["peak_diff_ci"]
             checks[f"at_or_below_{name}"] = {
                 "value": versus["peak_diff"],
                 "bar": 0,
-                "pass": versus["peak_diff"] <= 1e-9,
+                "pass": solves_fewer or versus["peak_diff"] <= 1e-9,
                 "paired_ci": versus["peak_diff_ci"],
                 "tasks": versus["tasks"],
                 "against": other.name if name == "best_baseline" else "seed",
-                "significant": versus["peak_diff_ci"][1] < 0,
+                "significant": low > 0 or high < 0,
+                "solves_fewer": [other.scores.success, chosen.scores.success] if solves_fewer else None,
             }
         name = "tier0" if tier == "reference" else "tier1"
         out["tiers"][name] = {"suite": inputs.suite, "checks": checks, "pass": all(c["pass"] for c in checks.values())}
@@ -319,7 +324,7 @@ def acceptance(inputs: ReportInputs, rows: Mapping[tuple[str, str], Row], best: 
 
 
 def _negated(ci: Sequence[float] | None) -> list[float] | None:
-    return [-ci[1], -ci[0]] if ci else None
+    return [0.0 - ci[1] + 0.0, 0.0 - ci[0] + 0.0] if ci else None  # + 0.0: no "-0.000" in the report
 
 
 def report_markdown(report: Mapping[str, Any]) -> str:
@@ -468,9 +473,11 @@ def check_line(name: str, check: Mapping[str, Any]) -> str:
     if name.startswith("at_or_below_"):
         low, high = check["paired_ci"]
         sure = "significant" if check["significant"] else "not significant"
+        fewer = check.get("solves_fewer")
+        why = f"; `{check['against']}` solves fewer ({fewer[0]:.2f} vs {fewer[1]:.2f})" if fewer else ""
         return (
             f"{name} (`{check['against']}`, paired over {check['tasks']} tasks): peak {check['value']:+,.0f} tokens "
-            f"[{low:+,.0f}, {high:+,.0f}], {sure}: {verdict}"
+            f"[{low:+,.0f}, {high:+,.0f}], {sure}{why}: {verdict}"
         )
     interval = f" [{check['paired_ci'][0]:+.3f}, {check['paired_ci'][1]:+.3f}]" if check.get("paired_ci") else ""
     return f"{name}: {check['value']:,.3f}{interval} (bar {check['bar']:,}) {verdict}"
