@@ -90,7 +90,13 @@ class ChatClient:
             started = time.perf_counter()
             try:
                 with self.gate.slot():
-                    response = self._client.chat.completions.create(**request)
+                    try:
+                        response = self._client.chat.completions.create(**request)
+                    except _RETRYABLE as exc:
+                        # Closed while this caller still holds its slot: once the slot frees, another caller
+                        # (another thread, another Ray worker) could otherwise send inside the pause.
+                        self._pause_if_asked(exc)
+                        raise
                 choice = response.choices[0]
             except _RETRYABLE as exc:
                 self._retry_or_raise(exc, attempt)
@@ -135,11 +141,17 @@ class ChatClient:
         asked = retry_after_s(exc)
         if asked is not None:
             # The server said when: every caller of the endpoint waits that long, then this one retries.
+            # (A 429 closed the gate already, before its slot freed; pausing again only keeps the later end.)
             self.gate.pause(asked)
             time.sleep(min(asked, MAX_PAUSE_S))
             return
         delay = self.config.backoff_s * (2 ** (attempt - 1))
         time.sleep(delay * (0.5 + random.random()))
+
+    def _pause_if_asked(self, exc: BaseException) -> None:
+        asked = retry_after_s(exc)
+        if asked is not None:
+            self.gate.pause(asked)
 
     def system_tokens(self, system: str) -> int:
         """Server-side token count of a system prompt, from a one-token probe request (memoized).
