@@ -3,25 +3,12 @@ request showed when their step came. A recall that puts a fact back saves the ta
 
 from __future__ import annotations
 
-import dataclasses
-
-from optimizer.agent.loop import EpisodeServices, run_episode
 from optimizer.context.guideline import SEED_GUIDELINE, RetentionPolicy, read_guideline
 from optimizer.context.strategies import GuidelineStrategy, parse_strategy
 from optimizer.evaluate.codec import decode_episode, encode_episode
 from optimizer.search.report import behaviour
 from optimizer.search.scores import Scores, TaskScore
-from optimizer.world import CheckResult, Need, NeedKind
-from optimizer.world.sources import need_sources
-from tests.context.conftest import STANDARD, RecordingReference, Workbench, make_task
-
-NEEDS_BIN = (Need(NeedKind.VALUE, "B-14", guess="B-00", source_class="static"),)
-
-
-class CheckedWorkbench(Workbench):
-    def check(self, answers):
-        ok = "B-14" in (answers[0] or "")
-        return CheckResult(ok, () if ok else ("the answer does not name bin B-14",))
+from tests.context.conftest import bin_episode
 
 
 def guideline(**policy) -> GuidelineStrategy:
@@ -30,11 +17,7 @@ def guideline(**policy) -> GuidelineStrategy:
 
 
 def episode(strategy, recall_mode: str = "never"):
-    task = dataclasses.replace(
-        make_task(answer="ORD-5521 from bin B-14", answer_needs=NEEDS_BIN), make_env=lambda: CheckedWorkbench(STANDARD)
-    )
-    agent = RecordingReference(task.reference, sources=need_sources(task), recall_mode=recall_mode)
-    return run_episode(task, agent, strategy, EpisodeServices())
+    return bin_episode(strategy, recall_mode)[1]
 
 
 def test_full_context_shows_every_needed_fact():

@@ -30,6 +30,7 @@ from optimizer.world import (
     CheckResult,
     Environment,
     Need,
+    NeedKind,
     ReferenceStep,
     RetentionClass,
     Task,
@@ -205,6 +206,26 @@ class RecordingReference(ReferenceAgent):
     def act(self, agent_input):
         self.sent.append([dict(m) for m in agent_input.messages])
         return super().act(agent_input)
+
+
+# The bin task: its answer needs the bin printed in the catalogue (`FACT-STATIC-77: widget W-778 ships
+# from bin B-14.`), so a policy that cuts the catalogue's line loses it (mining and visibility tests).
+NEEDS_BIN = (Need(NeedKind.VALUE, "B-14", guess="B-00", source_class="static"),)
+
+
+class CheckedWorkbench(Workbench):
+    def check(self, answers):
+        ok = "B-14" in (answers[0] or "")
+        return CheckResult(ok, () if ok else ("the answer does not name bin B-14",))
+
+
+def bin_episode(strategy: ContextStrategy, recall_mode: str = "never") -> tuple[Task, Episode]:
+    """The bin task under `strategy`, the reference agent recalling as `recall_mode` says."""
+    task = dataclasses.replace(
+        make_task(answer="ORD-5521 from bin B-14", answer_needs=NEEDS_BIN), make_env=lambda: CheckedWorkbench(STANDARD)
+    )
+    agent = RecordingReference(task.reference, sources=need_sources(task), recall_mode=recall_mode)
+    return task, run_episode(task, agent, strategy, EpisodeServices())
 
 
 @dataclass

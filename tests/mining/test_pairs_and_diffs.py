@@ -7,23 +7,12 @@ import dataclasses
 
 import pytest
 
-from optimizer.agent.loop import EpisodeServices, run_episode
 from optimizer.context.guideline import SEED_GUIDELINE, RetentionPolicy, read_guideline
 from optimizer.context.strategies import GuidelineStrategy, parse_strategy
 from optimizer.mining.diff_render import diff_html, diff_markdown
 from optimizer.mining.pair_diff import PairDiff, diff_pair
 from optimizer.mining.pairs import compressed_successes, find_pairs, is_near_miss
-from optimizer.world import CheckResult, Need, NeedKind
-from optimizer.world.sources import need_sources
-from tests.context.conftest import STANDARD, RecordingReference, Workbench, make_task
-
-NEEDS_BIN = (Need(NeedKind.VALUE, "B-14", guess="B-00", source_class="static"),)
-
-
-class CheckedWorkbench(Workbench):
-    def check(self, answers):
-        ok = "B-14" in (answers[0] or "")
-        return CheckResult(ok, () if ok else ("the answer does not name bin B-14",))
+from tests.context.conftest import bin_episode
 
 
 def guideline(**policy) -> GuidelineStrategy:
@@ -47,11 +36,7 @@ OFFLOAD = guideline(write=[{"move": "offload", "classes": ["static"], "over": 30
 
 
 def episode(strategy, recall_mode: str = "never"):
-    task = dataclasses.replace(
-        make_task(answer="ORD-5521 from bin B-14", answer_needs=NEEDS_BIN), make_env=lambda: CheckedWorkbench(STANDARD)
-    )
-    agent = RecordingReference(task.reference, sources=need_sources(task), recall_mode=recall_mode)
-    return task, run_episode(task, agent, strategy, EpisodeServices())
+    return bin_episode(strategy, recall_mode)
 
 
 @pytest.fixture(scope="module")

@@ -3,12 +3,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 from types import SimpleNamespace
 
 import pytest
 
-from optimizer.agent.loop import EpisodeServices, run_episode
 from optimizer.context.extraction import ExtractRule
 from optimizer.context.guideline import SEED_GUIDELINE, RetentionPolicy, read_guideline
 from optimizer.context.moves import Clear, Extract, Offload
@@ -20,12 +18,9 @@ from optimizer.search.proposers import ExtractRules, Graft, LlmRewrite, LlmShort
 from optimizer.search.proposers.base import Pair, ProposalInput
 from optimizer.search.proposers.extract_rules import derive_rule, shape_pattern
 from optimizer.search.validate import ToolOutputIndex, validate
-from optimizer.world import CheckResult, Need, NeedKind
-from optimizer.world.sources import need_sources
-from tests.context.conftest import CATALOG, STANDARD, RecordingReference, Workbench, make_task, run
+from tests.context.conftest import CATALOG, NEEDS_BIN, bin_episode, run
 
 SEED = read_guideline(SEED_GUIDELINE)
-NEEDS_BIN = (Need(NeedKind.VALUE, "B-14", guess="B-00", source_class="static"),)
 
 
 def candidate(**policy) -> Candidate:
@@ -53,22 +48,9 @@ def lossy_pairs():
     return parent, pairs_of_never(parent)
 
 
-class CheckedWorkbench(Workbench):
-    def check(self, answers):
-        ok = "B-14" in (answers[0] or "")
-        return CheckResult(ok, () if ok else ("the answer does not name bin B-14",))
-
-
 def pairs_of_never(parent: Candidate) -> list[Pair]:
-    task = dataclasses.replace(
-        make_task(answer="ORD-5521 from bin B-14", answer_needs=NEEDS_BIN), make_env=lambda: CheckedWorkbench(STANDARD)
-    )
-
-    def episode(strategy):
-        agent = RecordingReference(task.reference, sources=need_sources(task), recall_mode="never")
-        return run_episode(task, agent, strategy, EpisodeServices())
-
-    full, lossy = episode(parse_strategy("none")), episode(GuidelineStrategy(guideline=parent.guideline))
+    task, full = bin_episode(parse_strategy("none"))
+    _, lossy = bin_episode(GuidelineStrategy(guideline=parent.guideline))
     found = find_pairs([full], [lossy])
     assert found, "the parent must lose the bin"
     return [Pair(f, c, diff_pair(f, c, task), task) for f, c in found]
