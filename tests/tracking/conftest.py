@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from optimizer.agent.episode import Episode, StepRecord, text_hash
 from optimizer.agent.episode_records import EntryRecord, EpisodeMetrics, ToolCallRecord
+from optimizer.cli.ui_cmd import HOST, UiTarget, server_command, server_env, stop, wait_healthy
 from optimizer.context.guideline import Guideline
 from optimizer.context.history import EntryKind
 from optimizer.context.record import CompressionRecord
@@ -171,3 +173,21 @@ def make_episode(task_id: str = "t-1", *, strategy: str = "guideline", outcome: 
 
 # Agent calls 120+20 and 180+10, one compressor call 300+30.
 EPISODE_USAGE = {"input_tokens": 600, "output_tokens": 60, "total_tokens": 660}
+
+
+def start_mlflow_server(target: UiTarget, port: int) -> subprocess.Popen:
+    """A real `mlflow server` for `target` on 127.0.0.1:`port`, healthy, in its own process group (so a test
+    can stop or kill it with its workers); stopped again if it never becomes healthy."""
+    process = subprocess.Popen(
+        server_command(target, port),
+        env=server_env(),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_healthy(f"http://{HOST}:{port}", process)
+    except BaseException:
+        stop(process)
+        raise
+    return process

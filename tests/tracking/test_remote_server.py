@@ -5,14 +5,13 @@ the MLflow client. An unreachable server is one line before anything runs."""
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 from mlflow import MlflowClient
 
-from optimizer.cli.ui_cmd import HOST, UiTarget, free_port, server_command, server_env, stop, wait_healthy
+from optimizer.cli.ui_cmd import HOST, UiTarget, free_port, stop
 from optimizer.config import load_experiment
 from optimizer.search.job import OptimizationJob
 from optimizer.testing.scripted import scripted_models
@@ -20,6 +19,7 @@ from optimizer.testing.stub_server import StubServer
 from optimizer.tracking import resolve_uri, tracker_for
 from optimizer.tracking.parent_runs import ParentRuns
 from optimizer.tracking.store import sqlite_uri
+from tests.tracking.conftest import start_mlflow_server
 
 EXPERIMENT = "remote-vs-sqlite"
 # Figures that measure this machine, not the job: they differ between any two runs of it.
@@ -31,17 +31,9 @@ def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("server")
     port = free_port(0)
     target = UiTarget(sqlite_uri(root / "server.db"), root / "artifacts")
-    process = subprocess.Popen(
-        server_command(target, port),
-        env=server_env(),
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://{HOST}:{port}"
+    process = start_mlflow_server(target, port)
     try:
-        wait_healthy(url, process)
-        yield SimpleNamespace(url=url, root=root)
+        yield SimpleNamespace(url=f"http://{HOST}:{port}", root=root)
     finally:
         stop(process)
 

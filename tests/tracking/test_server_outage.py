@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 
-from optimizer.cli.ui_cmd import HOST, UiTarget, free_port, server_command, server_env, stop, wait_healthy
+from optimizer.cli.ui_cmd import HOST, UiTarget, free_port, stop
 from optimizer.testing.scripted import scripted_models
 from optimizer.testing.stub_server import StubServer
 from optimizer.tracking.hooks import OptimizeTracking
 from optimizer.tracking.outage import PENDING_FILE
 from optimizer.tracking.store import sqlite_uri
+from tests.tracking.conftest import start_mlflow_server
 
 EXPERIMENT = "outage"
 
@@ -75,22 +76,6 @@ def write_config(tmp: Path, model_url: str, tracking_uri: str) -> Path:
     return path
 
 
-def start(target: UiTarget, port: int) -> subprocess.Popen:
-    process = subprocess.Popen(
-        server_command(target, port),
-        env=server_env(),
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_healthy(f"http://{HOST}:{port}", process)
-    except BaseException:
-        stop(process)
-        raise
-    return process
-
-
 def kill(process: subprocess.Popen) -> None:
     """SIGKILL to the server and its workers: no shutdown, requests in flight are cut."""
     os.killpg(process.pid, signal.SIGKILL)
@@ -138,7 +123,7 @@ def test_a_server_killed_mid_job_is_caught_up_on_resume_once(tmp_path, run_cli, 
     url = f"http://{HOST}:{port}"
     target = UiTarget(sqlite_uri(tmp_path / "server" / "server.db"), tmp_path / "server" / "artifacts")
     (tmp_path / "server").mkdir()
-    first = start(target, port)
+    first = start_mlflow_server(target, port)
     real = OptimizeTracking.on_candidate
     logged: list[str] = []
 
@@ -176,7 +161,7 @@ def test_a_server_killed_mid_job_is_caught_up_on_resume_once(tmp_path, run_cli, 
             # Bounded retries: MLflow's defaults would spend minutes on the first failed call alone.
             assert outage_s < 120, outage_s
 
-            second = start(target, port)  # the same backend store, a new process
+            second = start_mlflow_server(target, port)  # the same backend store, a new process
             code, _, err = run_cli("optimize", str(config), "--resume")
             assert code == 0, err
             assert "caught up" in err and not (job_dir / PENDING_FILE).exists()
@@ -220,7 +205,7 @@ def test_an_acon_run_whose_server_dies_ends_non_zero_and_logs_on_rerun(tmp_path,
     url = f"http://{HOST}:{port}"
     (tmp_path / "server").mkdir()
     target = UiTarget(sqlite_uri(tmp_path / "server" / "server.db"), tmp_path / "server" / "artifacts")
-    first = start(target, port)
+    first = start_mlflow_server(target, port)
     real = JobTracking.record_run
 
     def killed_first(self, result, *, agent, split):
@@ -236,7 +221,7 @@ def test_an_acon_run_whose_server_dies_ends_non_zero_and_logs_on_rerun(tmp_path,
             monkeypatch.setattr(JobTracking, "record_run", real)
             assert code == 3 and "episodes:" in out, err
             assert err.strip().splitlines()[-1].startswith("acon: error: tracking incomplete: "), err
-            second = start(target, port)
+            second = start_mlflow_server(target, port)
             code, out, err = run_cli("run", str(config), "--limit", "3")
             assert code == 0, err
             assert not (tmp_path / "job" / PENDING_FILE).exists()
