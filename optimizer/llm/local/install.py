@@ -24,7 +24,13 @@ from optimizer.errors import AconError
 from optimizer.llm.local.profiles import ModelProfile, acon_home
 
 LLAMA_CPP_PYTHON = "llama-cpp-python==0.3.36"
-SERVER_NAME = "llama-server-0.3.36"
+# The suffix names the build flavour, so a binary cached by an earlier flavour is rebuilt, not reused.
+SERVER_NAME = "llama-server-0.3.36-noamx"
+# A native build compiles ggml's AMX kernels wherever cpuid advertises AMX, but Linux runs tile
+# instructions only for a process the kernel granted them to, and VMs and sandboxes often withhold
+# that while cpuid still says yes: the server then dies of SIGILL at its first matmul. AMX speeds up
+# q8_0/q4_0 weights, not the q4_k_m models acon runs, so turning it off costs nothing measurable.
+NO_AMX_FLAGS = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
 
 Log = Callable[[str], None]
 
@@ -173,6 +179,11 @@ def build_server(log: Log = print) -> Path:
             "-DLLAMA_OPENSSL=OFF",
             "-DLLAMA_CURL=OFF",
             "-DBUILD_SHARED_LIBS=OFF",
+            "-DGGML_AMX_TILE=OFF",
+            "-DGGML_AMX_INT8=OFF",
+            "-DGGML_AMX_BF16=OFF",
+            f"-DCMAKE_C_FLAGS={NO_AMX_FLAGS}",
+            f"-DCMAKE_CXX_FLAGS={NO_AMX_FLAGS}",
         ],
         what="cmake configure of llama-server",
         log_file=src / "cmake.log",

@@ -152,6 +152,11 @@ def _launch(profile: ModelProfile, owner: str, log: Log) -> ServerState:
     while time.monotonic() < deadline:
         if process.poll() is not None:
             tail = log_path.read_text().strip().splitlines()[-1:] if log_path.exists() else []
+            if process.returncode == -signal.SIGILL:
+                raise AconError(
+                    f"llama-server died of an illegal instruction (log {log_path}): it was built for CPU "
+                    f"features this machine does not run; delete {binary} and run `acon setup` to rebuild it"
+                )
             raise AconError(f"llama-server exited with code {process.returncode} (log {log_path}): {' '.join(tail)}")
         if _healthy(port):
             state = ServerState(profile.name, process.pid, port, owner, str(log_path))
