@@ -26,6 +26,7 @@ def _register() -> None:
         export_cmd,
         models_cmd,
         optimize_cmd,
+        probe_cmd,
         run_cmd,
         suites_cmd,
         ui_cmd,
@@ -38,6 +39,7 @@ def _register() -> None:
     export_cmd.register(app)
     ui_cmd.register(app)
     canary_cmd.register(app)
+    probe_cmd.register(app)
     suites_cmd.register(app)
 
 

@@ -39,3 +39,13 @@ def paired_bootstrap_diff(
     diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     low, high = bootstrap_ci(diff, confidence=confidence, resamples=resamples, seed=seed)
     return float(diff.mean()) if diff.size else 0.0, low, high
+
+
+def wilson_interval(successes: int, n: int, *, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval of a proportion: unlike the bootstrap, 0 of 12 is not the point [0, 0]."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
+    return (max(0.0, centre - half), min(1.0, centre + half))

@@ -27,6 +27,9 @@ class EndpointConfig(BaseModel):
         None, description="Name of the environment variable holding the API key; never the key itself."
     )
     temperature: float = Field(0.0, ge=0, le=2)
+    seed: int | None = Field(
+        None, description="Sampling seed sent with every request: repeats at temperature > 0 that differ only by it."
+    )
     max_tokens: int = Field(384, gt=0, description="Completion cap per call.")
     timeout_s: float = Field(300.0, gt=0, description="Per-request timeout; a timeout is retried.")
     max_retries: int = Field(3, ge=0, le=10, description="Retries on 429, 5xx, timeouts and broken replies.")
@@ -65,4 +68,8 @@ class EndpointConfig(BaseModel):
 
     def describe(self) -> dict[str, str]:
         """Loggable identity of the endpoint: never includes the key."""
-        return {"base_url": self.base_url, "model": self.model}
+        identity = {"base_url": self.base_url, "model": self.model}
+        # Only when set, so that runs recorded before sampling settings existed keep their identity.
+        if self.seed is not None or self.temperature != 0.0:
+            identity |= {"temperature": str(self.temperature), "seed": str(self.seed)}
+        return identity

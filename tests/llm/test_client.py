@@ -79,3 +79,14 @@ def test_system_prompt_tokens_are_measured_once(stub):
     first = client.system_tokens("You are terse.")
     assert first > 0 and client.system_tokens("You are terse.") == first
     assert len(server.requests) == 1
+
+
+def test_a_seed_goes_with_every_request_and_into_the_run_identity(stub):
+    server = stub(scripted(["ok"]))
+    seeded = client_for(server.base_url, seed=7, temperature=0.3)
+    assert seeded.complete([{"role": "user", "content": "x"}]).request["seed"] == 7
+    assert seeded.config.describe() == {"base_url": server.base_url, "model": "stub", "temperature": "0.3", "seed": "7"}
+    # Runs recorded before sampling settings existed keep their identity: the default adds nothing.
+    plain = client_for(server.base_url)
+    assert "seed" not in plain.complete([{"role": "user", "content": "x"}]).request
+    assert plain.config.describe() == {"base_url": server.base_url, "model": "stub"}

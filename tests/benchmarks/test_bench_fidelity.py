@@ -1,0 +1,68 @@
+"""The fidelity benchmark's arithmetic on hand-made verdicts: confusion, agreement, false passes, reasons."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from optimizer.agent.episode import Episode
+from optimizer.agent.episode_records import DeviationRecord, ToolCallRecord
+from optimizer.evaluate.stats import wilson_interval
+from tasks.reach import ReachSuite
+
+ROOT = Path(__file__).resolve().parents[2]
+TASK = next(t for t in ReachSuite().load().tasks if t.id == "reach-price")
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("bench_fidelity", ROOT / "benchmarks" / "bench_fidelity.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["bench_fidelity"] = module
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop("bench_fidelity", None)
+
+
+def episode(success: bool, *, recalled: bool = False, tier0_recall: bool = False, peak: int = 100) -> Episode:
+    e = Episode(TASK.id, "reach", "s", "v", "agent", "success" if success else "failure")
+    if recalled:
+        e.tool_calls.append(ToolCallRecord(1, 0, "recall", {"handle": "h1"}, "sig", False, False, None, 10))
+    if tier0_recall:
+        e.deviations.append(DeviationRecord(1, 1, "value", "37.40", "recall", "static"))
+    e.metrics = type(e.metrics)(peak_tokens=peak)
+    return e
+
+
+def test_false_passes_count_only_where_none_passed_on_the_same_seed(bench):
+    V = bench.Verdict
+    tier0 = {
+        ("honest", "none", TASK.id): V(True, episode(True)),
+        ("honest", "offload_preview", TASK.id): V(True, episode(True, tier0_recall=True, peak=150)),
+    }
+    tier1 = {
+        ("none", TASK.id, 1): V(True, episode(True)),
+        ("none", TASK.id, 2): V(False, episode(False)),
+        ("offload_preview", TASK.id, 1): V(False, episode(False)),  # a false pass: none passed on seed 1
+        ("offload_preview", TASK.id, 2): V(False, episode(False)),  # none failed too: the agent's variance
+    }
+    result = bench.analyse([TASK], ["none", "offload_preview"], tier0, tier1, 2, "honest")
+    assert result["confusion"] == {"tier0_pass_tier1_pass": 1, "tier0_pass_tier1_fail": 3}
+    assert result["agreement"] == 0.25
+    assert (result["false_pass"], result["false_pass_of"]) == (1, 1)
+    assert result["changed_episodes"] == 2 and result["changed_agreement"] == 0.0
+    reasons = {(d["strategy"], d["seed"]): d["why"] for d in result["disagreements"]}
+    assert "recall the model did not make" in reasons[("offload_preview", 1)]
+    assert "under `none` too" in reasons[("offload_preview", 2)]
+    assert "under `none` too" in reasons[("none", 2)]
+
+
+def test_wilson_interval_is_not_a_point_at_zero():
+    low, high = wilson_interval(0, 12)
+    assert low == 0.0 and 0.24 < high < 0.25
+    low, high = wilson_interval(5, 10)
+    assert round(low, 3) == 0.237 and round(high, 3) == 0.763
+    assert wilson_interval(0, 0) == (0.0, 1.0)
