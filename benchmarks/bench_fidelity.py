@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
 import sys
 import time
@@ -83,6 +84,21 @@ class Verdict:
     episode: Episode
 
 
+def run_tier0(
+    config: ExperimentConfig, tasks: Sequence[Task], named: dict[str, ContextStrategy], runs: Path, knob: str
+) -> dict[tuple[str, str, str], Verdict]:
+    """Every strategy once with the reference agent as `config.run` sets it (deterministic: one run a cell)."""
+    out: dict[tuple[str, str, str], Verdict] = {}
+    with ModelEndpoints({"compressor": config.endpoints.compressor}, log=_log) as endpoints:
+        for name, strategy in named.items():
+            result = run_strategy(
+                config, tasks, strategy, agent="reference", endpoints=endpoints, split="all", base=runs
+            )
+            out.update(((knob, name, t), v) for t, v in _verdicts(result).items())
+            _log(f"tier 0 ({knob}) {name}: {_rate(result)}")
+    return out
+
+
 def run_all(
     config: ExperimentConfig,
     tasks: Sequence[Task],
@@ -95,18 +111,10 @@ def run_all(
     tier0: dict[tuple[str, str, str], Verdict] = {}
     tier1: dict[tuple[str, str, int], Verdict] = {}
     wall: Counter[str] = Counter()
-    compressor = {"compressor": config.endpoints.compressor}
-    with ModelEndpoints(compressor, log=_log) as endpoints:
-        for knob in TIER0_KNOBS:
-            knobbed = config.with_overrides(run={"recall": knob})
-            for name, strategy in named.items():
-                started = time.perf_counter()
-                result = run_strategy(
-                    knobbed, tasks, strategy, agent="reference", endpoints=endpoints, split="all", base=runs
-                )
-                wall["tier0"] += time.perf_counter() - started
-                tier0.update(((knob, name, t), v) for t, v in _verdicts(result).items())
-                _log(f"tier 0 ({knob}) {name}: {_rate(result)}")
+    for knob in TIER0_KNOBS:
+        started = time.perf_counter()
+        tier0.update(run_tier0(config.with_overrides(run={"recall": knob}), tasks, named, runs, knob))
+        wall["tier0"] += time.perf_counter() - started
     for seed in range(1, repeats + 1):
         seeded = config.with_overrides(
             endpoints={"agent": {**_dump(config, "agent"), "seed": seed, "temperature": temperature}}
@@ -233,6 +241,57 @@ def analyse(
     }
 
 
+def recall_fit(
+    tasks: Sequence[Task],
+    names: Sequence[str],
+    tier0: dict[tuple[str, str, str], Verdict],
+    tier1: dict[tuple[str, str, int], Verdict],
+    repeats: int,
+) -> dict[str, Any]:
+    """The probability p that the agent makes a recall tier 0 would make, fitted to the tier-1 verdicts.
+
+    A tier-0 agent recalling with probability p passes a cell whose honest run needed k recalls with
+    probability p**k where the never-recalling run fails (1 where both pass, 0 where the honest run fails),
+    so both tier-0 runs give each cell's predicted pass probability exactly; p = 1 is `honest`, p = 0 is
+    `never`. p is the maximum-likelihood value on a grid; what it is for is the predicted success rate of
+    each strategy, compared with tier 1's before (p = 1) and after fitting.
+    """
+    cells: dict[str, list[tuple[bool, bool, int, bool]]] = {name: [] for name in names}
+    for task in tasks:
+        for name in names:
+            honest, never = tier0[("honest", name, task.id)], tier0[("never", name, task.id)]
+            k = recalls(honest.episode)
+            for seed in range(1, repeats + 1):
+                cells[name].append((honest.success, never.success, k, tier1[(name, task.id, seed)].success))
+
+    def passes(p: float, honest_ok: bool, never_ok: bool, k: int) -> float:
+        made = p**k
+        return made * honest_ok + (1 - made) * never_ok
+
+    def log_likelihood(p: float) -> float:
+        total = 0.0
+        for rows in cells.values():
+            for honest_ok, never_ok, k, t1 in rows:
+                q = min(max(passes(p, honest_ok, never_ok, k), 1e-3), 1 - 1e-3)
+                total += math.log(q if t1 else 1 - q)
+        return total
+
+    grid = [i / 20 for i in range(21)]
+    p_hat = max(grid, key=lambda p: (round(log_likelihood(p), 9), p))  # ties: the larger p (nearer the default)
+
+    def predicted(p: float) -> dict[str, float]:
+        return {name: sum(passes(p, h, n, k) for h, n, k, _ in rows) / len(rows) for name, rows in cells.items()}
+
+    observed = {name: sum(t1 for *_, t1 in rows) / len(rows) for name, rows in cells.items()}
+    by_p = {
+        "honest (p = 1)": predicted(1.0),
+        "never (p = 0)": predicted(0.0),
+        f"fitted (p = {p_hat:.2f})": predicted(p_hat),
+    }
+    error = {label: sum(abs(rates[n] - observed[n]) for n in names) / len(names) for label, rates in by_p.items()}
+    return {"p_hat": p_hat, "tier1_success": observed, "predicted_success": by_p, "mean_abs_error": error}
+
+
 def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
@@ -254,13 +313,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         t.id: sum(tier1[("none", t.id, s)].success for s in range(1, args.repeats + 1)) / args.repeats for t in tasks
     }
     none_passes = sum(tier1[("none", t.id, s)].success for t in tasks for s in range(1, args.repeats + 1))
-    fits = {knob: analyse(tasks, names, tier0, tier1, args.repeats, knob) for knob in TIER0_KNOBS}
-    fitted = max(TIER0_KNOBS, key=lambda k: (fits[k]["agreement"], -fits[k]["false_pass"]))
+    recall_probability = recall_fit(tasks, names, tier0, tier1, args.repeats)
+    knobs = list(TIER0_KNOBS)
+    p_hat = recall_probability["p_hat"]
+    if 0.0 < p_hat < 1.0:
+        # The fitted value as the product runs it (`run.recall_probability`): a real tier-0 run, scored alike.
+        label = f"honest, p = {p_hat:.2f}"
+        overrides = {"recall": "honest", "recall_probability": p_hat}
+        tier0.update(run_tier0(config.with_overrides(run=overrides), tasks, named, args.runs, label))
+        knobs.append(label)
+    fits = {knob: analyse(tasks, names, tier0, tier1, args.repeats, knob) for knob in knobs}
+    fitted = max(knobs, key=lambda k: (fits[k]["agreement"], -fits[k]["false_pass"]))
     cells = [
         {
             "task": t.id,
             "strategy": name,
-            **{f"tier0_{knob}": tier0[(knob, name, t.id)].success for knob in TIER0_KNOBS},
+            **{f"tier0_{knob}": tier0[(knob, name, t.id)].success for knob in knobs},
             "tier1_passes": sum(tier1[(name, t.id, s)].success for s in range(1, args.repeats + 1)),
             "tier1_recalls": sum(recalls(tier1[(name, t.id, s)].episode) for s in range(1, args.repeats + 1)),
             "tier0_recalls": recalls(tier0[(DEFAULT_KNOB, name, t.id)].episode),
@@ -288,6 +356,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "by_knob": fits,
         "default_knob": DEFAULT_KNOB,
         "fitted_knob": fitted,
+        "recall_probability_fit": recall_probability,
         "wall_s": {**wall, "total": time.perf_counter() - started},
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -347,6 +416,14 @@ def print_report(r: dict[str, Any]) -> None:
                 f"{knob}: agreement on the {f['changed_episodes']} episodes whose tier-0 context differs from "
                 f"`none`'s: {f['changed_agreement']:.2f} {_ci(f['changed_agreement_ci'])}"
             )
+    fit = r["recall_probability_fit"]
+    labels = list(fit["predicted_success"])
+    print(f"\nrecall probability fitted to tier 1 (maximum likelihood): p = {fit['p_hat']:.2f}")
+    print(_row("strategy", "tier 1 success", *(f"tier 0, {label}" for label in labels)))
+    print(_row(*["---"] * (len(labels) + 2)))
+    for name, rate in fit["tier1_success"].items():
+        print(_row(name, f"{rate:.2f}", *(f"{fit['predicted_success'][label][name]:.2f}" for label in labels)))
+    print(_row("mean abs. error", "", *(f"{fit['mean_abs_error'][label]:.3f}" for label in labels)))
     print(f"\ndisagreements under the fitted knob ({r['fitted_knob']}):")
     for d in r["by_knob"][r["fitted_knob"]]["disagreements"]:
         verdicts = f"tier 0 {_pass(d['tier0'])}, tier 1 {_pass(d['tier1'])}"

@@ -50,6 +50,13 @@ class RunConfig(_Strict):
         description="Tier 0: the reference agent recalls from what its context shows (`honest`), never, "
         "or by peeking inside stored content (`peek`, the old behaviour, for comparison only).",
     )
+    recall_probability: float = Field(
+        1.0,
+        ge=0.0,
+        le=1.0,
+        description="Tier 0, honest recall: the share of the recalls it could make that it makes (a draw per task "
+        "and handle, the same every run); fit it to your model with benchmarks/bench_fidelity.py.",
+    )
     action_format: Literal["auto", "native", "json"] = Field(
         "auto", description="`auto`: native tool calls if the agent endpoint declares them, else JSON."
     )

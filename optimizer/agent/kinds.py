@@ -74,15 +74,25 @@ class ReferenceAgentConfig(AgentKind):
     reads_reference: ClassVar[bool] = True
     tier: ClassVar[int] = 0
     recall: RecallMode = Field("honest", description="How it recalls cleared results (`optimizer.agent.reference`).")
+    recall_probability: float = Field(1.0, ge=0.0, le=1.0, description="Share of the honest recalls it makes.")
 
     def build(self, task: Task, endpoints: ModelEndpoints | None) -> Agent:
         if task.reference is None:
             raise ConfigError(f"task {task.id} has no reference solution; the reference agent cannot run it")
         sources = need_sources(task) if self.recall == "honest" else {}
-        return ReferenceAgent(task.reference, sources=sources, recall_mode=self.recall)
+        return ReferenceAgent(
+            task.reference,
+            sources=sources,
+            recall_mode=self.recall,
+            recall_probability=self.recall_probability,
+            task_id=task.id,
+        )
 
     def identity(self, endpoint: dict | None) -> dict[str, Any]:
-        return {"agent": "reference", "recall": self.recall}
+        identity: dict[str, Any] = {"agent": "reference", "recall": self.recall}
+        if self.recall_probability != 1.0:  # only when set, so runs recorded before it keep their key
+            identity["recall_probability"] = self.recall_probability
+        return identity
 
 
 AGENTS: Registry[AgentKind] = Registry("acon.agents", AgentKind, what="agent")

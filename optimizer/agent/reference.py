@@ -16,6 +16,7 @@ old behaviour that looked inside stored content before recalling, kept only to c
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -101,6 +102,11 @@ class ReferenceAgent(Agent):
     # Literal -> the reference call id whose output first carried it (see `optimizer.world.sources`).
     sources: Mapping[str, str] = field(default_factory=dict)
     recall_mode: RecallMode = "honest"
+    # Honest recall only: the share of the recalls it could make that it makes. A real model does not
+    # always recall what it could (bench_fidelity measures how often); the draw is a hash of the task and
+    # the handle, so the same run records the same episodes.
+    recall_probability: float = 1.0
+    task_id: str = ""
     cursor: int = 0
     repeated: set[int] = field(default_factory=set)
     recalled: set[str] = field(default_factory=set)
@@ -191,8 +197,16 @@ class ReferenceAgent(Agent):
             call_id = _CALL_ID.search(line)
             if handle and call_id and call_id.group(1) in wanted and handle.group(1) not in self.recalled:
                 self.recalled.add(handle.group(1))
+                if not self._would_recall(handle.group(1)):
+                    continue
                 return self._recall(handle.group(1), missing, agent_input.step)
         return None
+
+    def _would_recall(self, handle: str) -> bool:
+        if self.recall_probability >= 1.0:
+            return True
+        digest = hashlib.sha256(f"{self.task_id}:{handle}".encode()).digest()
+        return int.from_bytes(digest[:8], "big") / 2**64 < self.recall_probability
 
     def _recall(self, handle: str, missing: list[Need], step: int) -> AgentAction:
         # On the record as a near miss: the context had lost what the step needed, and a recall paid for it.

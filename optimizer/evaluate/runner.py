@@ -37,10 +37,13 @@ class AgentSpec:
     action_format: str = "auto"
     # Tier 0: how the reference agent recalls (see `optimizer.agent.reference`).
     recall: RecallMode = "honest"
+    recall_probability: float = 1.0
 
     @property
     def config(self) -> AgentKind:
-        return agent_kind(self.kind, action_format=self.action_format, recall=self.recall)
+        return agent_kind(
+            self.kind, action_format=self.action_format, recall=self.recall, recall_probability=self.recall_probability
+        )
 
     @property
     def uses_model(self) -> bool:

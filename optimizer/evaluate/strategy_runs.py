@@ -91,7 +91,7 @@ def plan_run(
     split: str,
     base: Path | None = None,
 ) -> RunPlan:
-    spec = AgentSpec(agent, config.run.action_format, config.run.recall)
+    spec = AgentSpec(agent, config.run.action_format, config.run.recall, config.run.recall_probability)
     roles = {k: v.describe() for k, v in endpoint_roles(config, [strategy], agent).items()}
     # The strategy by content (`version()`: a guideline file's hash, not its path), so an edited file never
     # reads back episodes recorded under its old text; and the code that recorded them.
@@ -153,7 +153,7 @@ def run_strategy(
     episodes = run_tasks(
         tasks,
         strategy,
-        AgentSpec(agent, config.run.action_format, config.run.recall),
+        AgentSpec(agent, config.run.action_format, config.run.recall, config.run.recall_probability),
         endpoints=endpoints,
         directory=plan.directory,
         meta=plan.meta,

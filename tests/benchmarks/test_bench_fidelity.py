@@ -66,3 +66,22 @@ def test_wilson_interval_is_not_a_point_at_zero():
     low, high = wilson_interval(5, 10)
     assert round(low, 3) == 0.237 and round(high, 3) == 0.763
     assert wilson_interval(0, 0) == (0.0, 1.0)
+
+
+def test_the_recall_probability_fit_prefers_what_tier_1_did(bench):
+    V = bench.Verdict
+    tier0 = {
+        ("honest", "offload_preview", TASK.id): V(True, episode(True, recalled=True)),
+        ("never", "offload_preview", TASK.id): V(False, episode(False)),
+    }
+
+    def fit(tier1_passes: list[bool]) -> dict:
+        tier1 = {("offload_preview", TASK.id, s + 1): V(ok, episode(ok)) for s, ok in enumerate(tier1_passes)}
+        return bench.recall_fit([TASK], ["offload_preview"], tier0, tier1, len(tier1_passes))
+
+    assert fit([True, True, True])["p_hat"] == 1.0
+    assert fit([False, False, False])["p_hat"] == 0.0
+    one_in_four = fit([True, False, False, False])
+    assert one_in_four["p_hat"] == 0.25  # the rate at which the model made the recall tier 0 made
+    errors = one_in_four["mean_abs_error"]
+    assert errors["honest (p = 1)"] == 0.75 and errors["never (p = 0)"] == 0.25 and errors["fitted (p = 0.25)"] == 0.0

@@ -82,3 +82,13 @@ def test_a_broken_trial_log_is_one_line(tmp_path):
     path.write_text('{"length": "short"\n')
     with pytest.raises(ConfigError, match=r"trials\.jsonl:1: not a probe trial"):
         ProbeLog(path)
+
+
+def test_the_cli_refuses_an_unknown_length_and_a_broken_log_in_one_line(run_cli, tmp_path):
+    code, _, err = run_cli("probe", "position", "--lengths", "medium", "--log", str(tmp_path / "t.jsonl"))
+    assert code == 2 and err.strip().splitlines() == ["acon: error: --lengths: unknown ['medium']; known: short, long"]
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text("not json\n")
+    code, _, err = run_cli("probe", "position", "--log", str(broken), "--base-url", "http://127.0.0.1:9/v1")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "not a probe trial" in err
+    assert broken.read_text() == "not json\n"  # nothing already there is overwritten

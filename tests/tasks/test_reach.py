@@ -120,3 +120,19 @@ def test_the_fidelity_baselines_lose_facts_here(tmp_path):
     assert all(_tier0(tmp_path, offload).values())
     never = _tier0(tmp_path, offload, recall="never")
     assert {t for t, ok in never.items() if not ok} == {"reach-price", "reach-price-compare", "reach-reserve"}
+
+
+def test_the_recall_probability_knob_spans_never_to_honest_and_is_deterministic(tmp_path):
+    offload = parse_strategy({"type": "offload_preview", "max_tokens": 250, "head_tokens": 60, "tail_tokens": 30})
+
+    def verdicts(p: float, base) -> dict[str, bool]:
+        config = CONFIG.with_overrides(run={"recall": "honest", "recall_probability": p})
+        result = run_strategy(config, SUITE.tasks, offload, agent="reference", endpoints=None, split="all", base=base)
+        return {e.task_id: e.success for e in result.episodes.summaries}
+
+    assert verdicts(0.0, tmp_path / "a") == _tier0(tmp_path / "b", offload, recall="never")
+    assert verdicts(1.0, tmp_path / "c") == _tier0(tmp_path / "d", offload)
+    half = verdicts(0.5, tmp_path / "e")
+    assert half == verdicts(0.5, tmp_path / "f")  # the same draw every run, not a coin per run
+    honest, never = _tier0(tmp_path / "g", offload), _tier0(tmp_path / "h", offload, recall="never")
+    assert all(never[t] <= half[t] <= honest[t] for t in half)
