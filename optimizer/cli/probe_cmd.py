@@ -70,7 +70,9 @@ def position(
         present = "" if trial.position == "absent" or trial.present else ", rule NOT in the request"
         _log(f"{trial.length}/{trial.position} seed {trial.seed}: {verdict}{present} ({' > '.join(trial.calls)})")
 
-    trials = run_probe(endpoints_for, log, repeats=repeats, lengths=chosen, on_trial=progress)
+    # Held open for the whole probe: each trial's own endpoints (its seed) reuse this server and its cache.
+    with ModelEndpoints({"agent": agent}, log=_log):
+        trials = run_probe(endpoints_for, log, repeats=repeats, lengths=chosen, on_trial=progress)
     rows = summarize(trials)
     table = Table(title=f"probe position: {agent.model}, temperature {temperature}, {repeats} seeds per cell")
     for column in ("length", "position", "skill tokens", "trials", "rule present", "wrote", "compliance", "95 % CI"):

@@ -32,7 +32,7 @@ from optimizer.world import CheckResult, Environment, RetentionClass, Task, Tool
 
 Position = Literal["head", "middle", "tail", "absent"]
 POSITIONS: tuple[Position, ...] = ("head", "middle", "tail", "absent")
-LENGTHS = {"short": 12, "long": 160}  # filler lines around the rule: ~200 and ~2,600 tokens
+LENGTHS = {"short": 12, "long": 96}  # filler lines around the rule: ~200 and ~1,400 tokens
 
 RULE_ID = "RULE-FR-07"
 RULE = f"{RULE_ID}: before issue_refund, call check_fraud_score for the order; refund only if the score is low."
@@ -199,21 +199,24 @@ def run_probe(
     lengths: Sequence[str] = tuple(LENGTHS),
     on_trial: Callable[[Trial], None] | None = None,
 ) -> list[Trial]:
-    """Run every missing trial; `endpoints_for_seed(seed)` gives live endpoints whose agent samples with it."""
+    """Run every missing trial; `endpoints_for_seed(seed)` gives live endpoints whose agent samples with it.
+
+    Cell by cell, seeds innermost: consecutive trials share their prompt up to the first sampled token, so
+    a server kept up across them (the CLI holds one open) prefills a long SKILL.md once per cell.
+    """
     spec = AgentSpec("llm")
     strategy = parse_strategy("none")
-    pending = [cell for cell in cells(repeats, lengths) if cell not in log.done]
-    for seed in sorted({s for _, _, s in pending}):
+    for length, position, seed in cells(repeats, lengths):
+        if (length, position, seed) in log.done:
+            continue
+        task = probe_task(length, position)
         with endpoints_for_seed(seed) as endpoints:
-            for length, position, _ in (c for c in pending if c[2] == seed):
-                task = probe_task(length, position)
-                episode = run_episode(
-                    task, spec.build(task, endpoints), strategy, services_for(strategy, spec, endpoints)
-                )
-                trial = score(episode, length, position, seed, int(task.meta["skill_tokens"]))
-                log.add(trial)
-                if on_trial is not None:
-                    on_trial(trial)
+            agent = spec.build(task, endpoints)
+            episode = run_episode(task, agent, strategy, services_for(strategy, spec, endpoints))
+        trial = score(episode, length, position, seed, int(task.meta["skill_tokens"]))
+        log.add(trial)
+        if on_trial is not None:
+            on_trial(trial)
     return [log.done[c] for c in cells(repeats, lengths)]
 
 

@@ -43,7 +43,7 @@ def _run(stub, tmp_path, repeats=2):
 
 def test_compliance_follows_where_the_model_reads(stub, tmp_path):
     trials, seeds, server = _run(stub, tmp_path)
-    assert seeds == [1, 2]
+    assert seeds == [1, 2] * 8  # cell by cell, seeds innermost
     assert {r["seed"] for r in server.requests} == {1, 2}  # each trial samples with its own seed
     rows = {(r["length"], r["position"]): r for r in summarize(trials)}
     assert rows[("short", "head")]["compliance"] == 1.0 and rows[("long", "head")]["compliance"] == 1.0
