@@ -165,20 +165,26 @@ def compressed(episode: Episode, none: Episode) -> bool:
 
 def why(task: Task, strategy: str, t0: Verdict, t1: Verdict, none_t1: Verdict) -> str:
     """The episode pair's account of one disagreement."""
+    made = recalls(t1.episode)
     if t0.success and not t1.success:
         if not none_t1.success:
             return "the agent failed this task under `none` too on this seed (its own variance)"
-        if any(d.behaviour == "recall" for d in t0.episode.deviations) and recalls(t1.episode) == 0:
+        if any(d.behaviour == "recall" for d in t0.episode.deviations) and made == 0:
             return "a recall the model did not make (tier 0 recalled the cleared result)"
+        bad = [dict(c.arguments) for c in t1.episode.tool_calls if c.name == RECALL_TOOL and c.is_error]
+        if bad:
+            return f"the model called recall on what is not a handle ({bad[0]}) and answered from the error"
+        if made >= 2 * max(1, recalls(t0.episode)) and any("step limit" in r for r in t1.episode.reasons):
+            return f"the model recalled in a loop ({made} recalls; tier 0: {recalls(t0.episode)}) and never answered"
         needed = [n.literal for step in task.reference for n in step.needs]
         shown = request_texts(t1.episode)
         missing = [literal for literal in needed if literal not in shown]
+        reasons = "; ".join(t1.episode.reasons)
         if not missing:
-            return "every needed fact was visible, the model did not act on it: " + "; ".join(t1.episode.reasons)[:160]
-        return (
-            f"the model's context lacked {missing} (it took another path than the reference): "
-            + "; ".join(t1.episode.reasons)[:120]
-        )
+            return f"every needed fact was visible, the model did not act on it: {reasons[:140]}"
+        return f"the model's context lacked {missing} (it took another path than the reference): {reasons[:120]}"
+    if made and not any(d.behaviour == "recall" for d in t0.episode.deviations):
+        return f"the model recalled ({made}) what this tier-0 setting does not recall"
     lost = [f"{d.kind} {d.literal!r} ({d.behaviour})" for d in t0.episode.deviations if d.behaviour != "recall"]
     return "tier 0 too strict: the model did without " + (", ".join(lost) or "what tier 0 missed")
 

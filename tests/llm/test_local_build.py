@@ -64,3 +64,32 @@ def test_another_startup_death_reports_its_exit_code(tmp_path, monkeypatch):
     monkeypatch.setattr(server, "model_ready", lambda profile: True)
     with pytest.raises(AconError, match="exited with code -15"):
         server._launch(get_profile("qwen2.5-coder-0.5b"), str(os.getpid()), log=lambda _: None)
+
+
+def test_a_server_is_stopped_by_the_servers_object_that_started_it_not_by_a_nested_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("ACON_HOME", str(tmp_path))
+    running: dict[str, server.ServerState] = {}
+    stopped: list[int] = []
+
+    def launch(profile, owner, log):
+        state = server.ServerState(profile.name, 4242, 1, owner, "log")
+        running[profile.name] = state
+        return state
+
+    monkeypatch.setattr(server, "_launch", launch)
+    monkeypatch.setattr(server, "server_status", lambda name: running.get(name))
+    monkeypatch.setattr(server, "_terminate", stopped.append)
+    with server.LocalServers(log=lambda _: None) as outer:
+        outer.base_url("qwen2.5-coder-0.5b")
+        for _ in range(3):  # what the probe does per trial: short-lived endpoints inside a long-lived one
+            with server.LocalServers(log=lambda _: None) as inner:
+                inner.base_url("qwen2.5-coder-0.5b")
+        assert stopped == []
+    assert stopped == [4242]
+
+
+def test_an_empty_acon_home_is_unset(monkeypatch):
+    from optimizer.llm.local.profiles import acon_home
+
+    monkeypatch.setenv("ACON_HOME", "")
+    assert acon_home() == Path.home() / ".cache" / "acon"

@@ -12,7 +12,8 @@ from optimizer.errors import ConfigError
 
 def acon_home() -> Path:
     """Cache for model files, the server binary and server state (`ACON_HOME`, else ~/.cache/acon)."""
-    return Path(os.environ.get("ACON_HOME", Path.home() / ".cache" / "acon"))
+    # An empty value is unset (`ACON_HOME= acon ...`), not the current directory.
+    return Path(os.environ.get("ACON_HOME") or Path.home() / ".cache" / "acon")
 
 
 @dataclass(frozen=True)

@@ -221,10 +221,12 @@ class LocalServers:
                 # Orphaned by a killed job: adopt it so it is stopped when this job ends.
                 state = ServerState(state.profile, state.pid, state.port, self._owner, state.log)
                 _write_state(state)
+                self._owned[profile.name] = state
             if state is None:
                 state = _launch(profile, self._owner, self._log)
-            if state.owner == self._owner:
                 self._owned[profile.name] = state
+            # A server this process runs under another `LocalServers` (an outer one held open across many
+            # short-lived ones) is that one's to stop: owning by pid alone, each inner close killed it.
             return state.base_url
 
     def close(self) -> None:
