@@ -363,7 +363,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "default_knob": DEFAULT_KNOB,
         "fitted_knob": fitted,
         "recall_probability_fit": recall_probability,
+        # This invocation's time (stored runs are reused, not re-timed) and what the episodes took when run.
         "wall_s": {**wall, "total": time.perf_counter() - started},
+        "tier1_episode_wall_s": sum(v.episode.wall_s for v in tier1.values()),
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
@@ -405,7 +407,11 @@ def print_report(r: dict[str, Any]) -> None:
     for knob, f in r["by_knob"].items():
         m = f["confusion"]
         mark = (" (fitted)" if knob == r["fitted_knob"] else "") + (" (default)" if knob == r["default_knob"] else "")
-        rate = "n/a" if f["false_pass_rate"] is None else f"{f['false_pass']}/{f['false_pass_of']}"
+        rate = (
+            "n/a"
+            if f["false_pass_rate"] is None
+            else f"{f['false_pass']}/{f['false_pass_of']} = {f['false_pass_rate']:.2f}"
+        )
         print(
             _row(
                 knob + mark,

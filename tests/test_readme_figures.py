@@ -74,3 +74,41 @@ def test_prose_figures_match_the_json(quality, pattern, value):
     match = re.search(pattern, readme)
     assert match, f"README no longer says {pattern!r}"
     assert match.group(1) == f"{value(quality):.2f}"
+
+
+def _knob(fidelity, name):
+    return fidelity["by_knob"][name]
+
+
+def _fitted(fidelity):
+    return _knob(fidelity, fidelity["fitted_knob"])
+
+
+# The fidelity figures the README quotes, each against `results/fidelity.json`.
+FIDELITY = [
+    (r"3 seeds with the 1\.5B agent \(`none` solves ([\d.]+) at tier 1\)", lambda f: f"{f['none_success']:.2f}"),
+    (r"agreement ([\d.]+) \[[\d.]+, [\d.]+\], false-pass rate", lambda f: f"{_knob(f, 'honest')['agreement']:.2f}"),
+    (
+        r"false-pass rate ([\d.]+ \[[\d.]+, [\d.]+\]) with the default honest recall",
+        lambda f: "{:.2f} [{:.2f}, {:.2f}]".format(
+            _knob(f, "honest")["false_pass_rate"], *_knob(f, "honest")["false_pass_ci"]
+        ),
+    ),
+    (r"fitted to the model \(p = ([\d.]+)\)", lambda f: f"{f['recall_probability_fit']['p_hat']:.2f}"),
+    (
+        r"\(p = [\d.]+\) ([\d.]+ \[[\d.]+, [\d.]+\]) and",
+        lambda f: "{:.2f} [{:.2f}, {:.2f}]".format(_fitted(f)["agreement"], *_fitted(f)["agreement_ci"]),
+    ),
+    (r"of the (\d+) strategy episodes that tier 0 passed", lambda f: str(_knob(f, "honest")["false_pass_of"])),
+    (r"passed at tier 1, (\d+) failed at tier 1", lambda f: str(_knob(f, "honest")["false_pass"])),
+    (r"lifts agreement to ([\d.]+) and", lambda f: f"{_fitted(f)['agreement']:.2f}"),
+]
+
+
+@pytest.mark.parametrize(("pattern", "value"), FIDELITY, ids=[p for p, _ in FIDELITY])
+def test_fidelity_figures_match_the_json(pattern, value):
+    fidelity = json.loads((ROOT / "benchmarks" / "results" / "fidelity.json").read_text())
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    match = re.search(pattern, readme)
+    assert match, f"README no longer says {pattern!r}"
+    assert match.group(1) == value(fidelity)
