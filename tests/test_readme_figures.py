@@ -112,3 +112,25 @@ def test_fidelity_figures_match_the_json(pattern, value):
     match = re.search(pattern, readme)
     assert match, f"README no longer says {pattern!r}"
     assert match.group(1) == value(fidelity)
+
+
+def test_probe_figures_match_the_json():
+    probe = json.loads((ROOT / "benchmarks" / "results" / "probe_position.json").read_text())
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    match = re.search(
+        r"followed in (\d+) of (\d+) trials per length wherever it sits, never done without it \((\d+) of (\d+)\)",
+        readme,
+    )
+    assert match, "README no longer states the probe's counts"
+    ruled = [c for c in probe["cells"] if c["position"] != "absent"]
+    controls = [c for c in probe["cells"] if c["position"] == "absent"]
+    for length in {c["length"] for c in ruled}:
+        mine = [c for c in ruled if c["length"] == length]
+        assert (int(match.group(1)), int(match.group(2))) == (
+            sum(c["complied"] for c in mine),
+            sum(c["trials"] for c in mine),
+        ), length
+    assert (int(match.group(3)), int(match.group(4))) == (
+        sum(c["complied"] for c in controls),
+        sum(c["trials"] for c in controls),
+    )
