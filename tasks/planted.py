@@ -26,6 +26,7 @@ from optimizer.world import (
     ToolOutput,
     ToolSpec,
     UserTurn,
+    object_schema,
 )
 
 RULE = "RULE-MID-02"
@@ -47,27 +48,27 @@ def skill_text() -> str:
     return "\n".join([*head, *body[:30], *middle, *body[30:], *tail])
 
 
-def _schema(**properties: str) -> dict:
-    return {
-        "type": "object",
-        "properties": {k: {"type": v} for k, v in properties.items()},
-        "required": list(properties),
-    }
-
-
 TOOLS = (
-    ToolSpec("read_skill", "Read a skill file by name.", _schema(name="string"), retention_class=RetentionClass.SKILL),
+    ToolSpec(
+        "read_skill", "Read a skill file by name.", object_schema(name="string"), retention_class=RetentionClass.SKILL
+    ),
     ToolSpec(
         "get_order",
         "Read an order with its lines and history.",
-        _schema(order_id="string"),
+        object_schema(order_id="string"),
         retention_class=RetentionClass.STATIC,
     ),
     ToolSpec(
-        "request_approval", "Request approval for a refund on an order.", _schema(order_id="string"), side_effect=True
+        "request_approval",
+        "Request approval for a refund on an order.",
+        object_schema(order_id="string"),
+        side_effect=True,
     ),
     ToolSpec(
-        "issue_refund", "Refund an amount on an order.", _schema(order_id="string", amount="number"), side_effect=True
+        "issue_refund",
+        "Refund an amount on an order.",
+        object_schema(order_id="string", amount="number"),
+        side_effect=True,
     ),
 )
 

@@ -32,6 +32,7 @@ from optimizer.world import (
     ToolOutput,
     ToolSpec,
     UserTurn,
+    object_schema,
 )
 
 SKILL = RetentionClass.SKILL.value
@@ -69,62 +70,56 @@ def product_sheet(sku: str, price: str) -> str:
     return "\n".join([f"# Product sheet {sku}", *body[:22], f"unit price: {price} EUR", *body[22:]])
 
 
-def _schema(**properties: str) -> dict:
-    return {
-        "type": "object",
-        "properties": {k: {"type": v} for k, v in properties.items()},
-        "required": list(properties),
-    }
-
-
 TOOLS = (
-    ToolSpec("read_skill", "Read a skill file by name.", _schema(name="string"), retention_class=RetentionClass.SKILL),
+    ToolSpec(
+        "read_skill", "Read a skill file by name.", object_schema(name="string"), retention_class=RetentionClass.SKILL
+    ),
     ToolSpec(
         "get_product",
         "Read a product's sheet by SKU.",
-        _schema(sku="string"),
+        object_schema(sku="string"),
         retention_class=RetentionClass.STATIC,
     ),
     ToolSpec(
         "get_customer",
         "Look up a customer by email; returns the customer id.",
-        _schema(email="string"),
+        object_schema(email="string"),
         retention_class=RetentionClass.STATIC,
     ),
     ToolSpec(
         "verify_customer",
         "Verify a customer's identity before a payout.",
-        _schema(customer_id="string"),
+        object_schema(customer_id="string"),
         side_effect=True,
     ),
     ToolSpec(
         "send_gift_card",
         "Send a gift card to a customer. Returns the gift card id.",
-        _schema(customer_id="string", amount="number"),
+        object_schema(customer_id="string", amount="number"),
         side_effect=True,
     ),
     ToolSpec(
         "list_orders",
         "List a customer's orders, one page at a time (page starts at 1).",
-        _schema(customer_id="string", page="integer"),
+        object_schema(customer_id="string", page="integer"),
         retention_class=RetentionClass.STATIC,
     ),
     ToolSpec(
         "get_order",
         "Read one order's status by order id.",
-        _schema(order_id="string"),
+        object_schema(order_id="string"),
         retention_class=RetentionClass.DYNAMIC_STATE,
     ),
     ToolSpec(
         "get_stock",
         "Read the units in stock for a SKU.",
-        _schema(sku="string"),
+        object_schema(sku="string"),
         retention_class=RetentionClass.DYNAMIC_STATE,
     ),
     ToolSpec(
         "reserve_stock",
         "Reserve units of a SKU. Returns the reservation id.",
-        _schema(sku="string", units="integer"),
+        object_schema(sku="string", units="integer"),
         side_effect=True,
     ),
 )

@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import importlib.util
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -11,6 +13,17 @@ from optimizer.testing.scripted import scripted_models
 from optimizer.testing.stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def benchmark_module(name: str) -> Iterator[ModuleType]:
+    """`benchmarks/<name>.py` imported as a module for one test module (`benchmarks/` is no package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    yield module
+    sys.modules.pop(name, None)
 
 
 @pytest.fixture

@@ -3,24 +3,17 @@ hand drifted, and some were rounded in the favourable direction)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
-import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, benchmark_module
 
 
 @pytest.fixture(scope="module")
 def figures():
-    spec = importlib.util.spec_from_file_location("readme_figures", ROOT / "benchmarks" / "readme_figures.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["readme_figures"] = module
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("readme_figures", None)
+    yield from benchmark_module("readme_figures")
 
 
 @pytest.fixture(scope="module")

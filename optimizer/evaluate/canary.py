@@ -42,6 +42,7 @@ from optimizer.world import (
     ToolOutput,
     ToolSpec,
     UserTurn,
+    object_schema,
 )
 
 CONTROL = "none"
@@ -139,30 +140,27 @@ def _stock(on_hand: int, at: str) -> str:
     return f"sku: W-778\non_hand: {on_hand}\nreserved: 4\nupdated: {at}"
 
 
-def _schema(**properties: str) -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {name: {"type": kind} for name, kind in properties.items()},
-        "required": list(properties),
-    }
-
-
 TOOLS = (
-    ToolSpec("load_skill", "Load a SKILL.md by name.", _schema(name="string"), retention_class=RetentionClass.SKILL),
-    ToolSpec("read_doc", "Read a document.", _schema(path="string"), retention_class=RetentionClass.STATIC),
+    ToolSpec(
+        "load_skill", "Load a SKILL.md by name.", object_schema(name="string"), retention_class=RetentionClass.SKILL
+    ),
+    ToolSpec("read_doc", "Read a document.", object_schema(path="string"), retention_class=RetentionClass.STATIC),
     ToolSpec(
         "search_catalog",
         "Search the catalogue (20 hits per page).",
-        _schema(query="string"),
+        object_schema(query="string"),
         retention_class=RetentionClass.STATIC,
     ),
     ToolSpec(
-        "get_stock", "Current stock of a sku.", _schema(sku="string"), retention_class=RetentionClass.DYNAMIC_STATE
+        "get_stock",
+        "Current stock of a sku.",
+        object_schema(sku="string"),
+        retention_class=RetentionClass.DYNAMIC_STATE,
     ),
     ToolSpec(
         "create_order",
         "Place a restock order; returns a receipt.",
-        _schema(sku="string", quantity="integer"),
+        object_schema(sku="string", quantity="integer"),
         side_effect=True,
     ),
 )

@@ -28,7 +28,17 @@ from optimizer.evaluate.runner import AgentSpec, services_for
 from optimizer.evaluate.stats import wilson_interval
 from optimizer.runtime.render import request_text
 from optimizer.tokens import count_tokens
-from optimizer.world import CheckResult, Environment, RetentionClass, Task, ToolCall, ToolOutput, ToolSpec, UserTurn
+from optimizer.world import (
+    CheckResult,
+    Environment,
+    RetentionClass,
+    Task,
+    ToolCall,
+    ToolOutput,
+    ToolSpec,
+    UserTurn,
+    object_schema,
+)
 
 Position = Literal["head", "middle", "tail", "absent"]
 POSITIONS: tuple[Position, ...] = ("head", "middle", "tail", "absent")
@@ -62,19 +72,16 @@ def skill_text(length: str, position: Position) -> str:
     return "\n".join(["# SKILL: refunds", *body])
 
 
-def _schema(**properties: str) -> dict:
-    return {
-        "type": "object",
-        "properties": {k: {"type": v} for k, v in properties.items()},
-        "required": list(properties),
-    }
-
-
 TOOLS = (
-    ToolSpec("read_skill", "Read a skill file by name.", _schema(name="string"), retention_class=RetentionClass.SKILL),
-    ToolSpec("check_fraud_score", "Check an order's fraud score.", _schema(order_id="string")),
     ToolSpec(
-        "issue_refund", "Refund an amount on an order.", _schema(order_id="string", amount="number"), side_effect=True
+        "read_skill", "Read a skill file by name.", object_schema(name="string"), retention_class=RetentionClass.SKILL
+    ),
+    ToolSpec("check_fraud_score", "Check an order's fraud score.", object_schema(order_id="string")),
+    ToolSpec(
+        "issue_refund",
+        "Refund an amount on an order.",
+        object_schema(order_id="string", amount="number"),
+        side_effect=True,
     ),
 )
 

@@ -3,7 +3,7 @@
 from optimizer.world.retention import RetentionClass
 from optimizer.world.suite import SUITES, Suite, SuiteSource, available_suites, load_suite
 from optimizer.world.task import CheckResult, Environment, Need, NeedKind, ReferenceStep, Task, UserTurn
-from optimizer.world.tool import ToolCall, ToolOutput, ToolSpec, classify_result
+from optimizer.world.tool import ToolCall, ToolOutput, ToolSpec, classify_result, object_schema
 
 __all__ = [
     "SUITES",
@@ -23,4 +23,5 @@ __all__ = [
     "available_suites",
     "classify_result",
     "load_suite",
+    "object_schema",
 ]

@@ -78,3 +78,12 @@ def classify_result(spec: ToolSpec | None, call: ToolCall, output: ToolOutput) -
         if refined is not None:
             return refined
     return spec.retention_class
+
+
+def object_schema(**properties: str) -> dict[str, Any]:
+    """A JSON-schema object whose properties are all required, each of the JSON type given by name."""
+    return {
+        "type": "object",
+        "properties": {name: {"type": kind} for name, kind in properties.items()},
+        "required": list(properties),
+    }

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +10,7 @@ from optimizer.agent.episode import Episode
 from optimizer.agent.episode_records import DeviationRecord, ToolCallRecord
 from optimizer.evaluate.stats import wilson_interval
 from tasks.reach import ReachSuite
+from tests.conftest import benchmark_module
 
 ROOT = Path(__file__).resolve().parents[2]
 TASK = next(t for t in ReachSuite().load().tasks if t.id == "reach-price")
@@ -19,12 +18,7 @@ TASK = next(t for t in ReachSuite().load().tasks if t.id == "reach-price")
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_fidelity", ROOT / "benchmarks" / "bench_fidelity.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_fidelity"] = module
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("bench_fidelity", None)
+    yield from benchmark_module("bench_fidelity")
 
 
 def episode(success: bool, *, recalled: bool = False, tier0_recall: bool = False, peak: int = 100) -> Episode:

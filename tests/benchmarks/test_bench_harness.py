@@ -2,24 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import benchmark_module
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_harness", ROOT / "benchmarks" / "bench_harness.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_harness"] = module
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("bench_harness", None)
+    yield from benchmark_module("bench_harness")
 
 
 def test_replay_responder_answers_with_the_reference_then_finish(bench):
