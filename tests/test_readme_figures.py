@@ -95,6 +95,10 @@ FIDELITY = [
     (r"of the (\d+) strategy episodes that tier 0 passed", lambda f: str(_knob(f, "honest")["false_pass_of"])),
     (r"passed at tier 1, (\d+) failed at tier 1", lambda f: str(_knob(f, "honest")["false_pass"])),
     (r"lifts agreement to ([\d.]+) and", lambda f: f"{_fitted(f)['agreement']:.2f}"),
+    (
+        r"solved ([\d.]+) of the `reach` episodes at tier 1",
+        lambda f: f"{f['recall_probability_fit']['tier1_success']['learned']:.2f}",
+    ),
 ]
 
 
