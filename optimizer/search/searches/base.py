@@ -94,9 +94,12 @@ class SearchContext:
         evaluation = self.evaluate(candidate, name, tasks, "train", self.options.screen_agent)
         if name not in candidate.screens:
             candidate.screens[name] = evaluation.scores
-            self.save()
+            # Tracking before the checkpoint: a kill between the two re-screens on resume (its episodes are
+            # reused) and tracks again, where every write is keyed or idempotent. The other order lost the
+            # candidate's prompt versions for good: the checkpoint already said it was done.
             if self.on_candidate is not None and name == "train":
                 self.on_candidate(candidate, evaluation)
+            self.save()
         return candidate.screens[name]
 
     def evaluate(self, candidate: Candidate, name: str, tasks: Sequence[Task], split: str, agent: str) -> Evaluation:
