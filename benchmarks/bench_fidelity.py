@@ -154,18 +154,18 @@ def request_texts(episode: Episode) -> str:
     return "\n".join(episode.texts.get(m["text"], "") for step in episode.steps for m in step.request)
 
 
-def recalls(episode: Episode) -> int:
-    return sum(call.name == RECALL_TOOL for call in episode.tool_calls)
-
-
 def compressed(episode: Episode, none: Episode) -> bool:
     """Whether the strategy changed what the agent saw: a compression record, a recall, or another peak."""
-    return bool(episode.records) or recalls(episode) > 0 or episode.metrics.peak_tokens != none.metrics.peak_tokens
+    return (
+        bool(episode.records)
+        or episode.metrics.recall_calls > 0
+        or episode.metrics.peak_tokens != none.metrics.peak_tokens
+    )
 
 
 def why(task: Task, strategy: str, t0: Verdict, t1: Verdict, none_t1: Verdict) -> str:
     """The episode pair's account of one disagreement."""
-    made = recalls(t1.episode)
+    made = t1.episode.metrics.recall_calls
     if t0.success and not t1.success:
         if not none_t1.success:
             return "the agent failed this task under `none` too on this seed (its own variance)"
@@ -174,8 +174,9 @@ def why(task: Task, strategy: str, t0: Verdict, t1: Verdict, none_t1: Verdict) -
         bad = [dict(c.arguments) for c in t1.episode.tool_calls if c.name == RECALL_TOOL and c.is_error]
         if bad:
             return f"the model called recall on what is not a handle ({bad[0]}) and answered from the error"
-        if made >= 2 * max(1, recalls(t0.episode)) and any("step limit" in r for r in t1.episode.reasons):
-            return f"the model recalled in a loop ({made} recalls; tier 0: {recalls(t0.episode)}) and never answered"
+        expected = t0.episode.metrics.recall_calls
+        if made >= 2 * max(1, expected) and any("step limit" in r for r in t1.episode.reasons):
+            return f"the model recalled in a loop ({made} recalls; tier 0: {expected}) and never answered"
         needed = [n.literal for step in task.reference for n in step.needs]
         shown = request_texts(t1.episode)
         missing = [literal for literal in needed if literal not in shown]
@@ -266,7 +267,7 @@ def recall_fit(
     for task in tasks:
         for name in names:
             honest, never = tier0[("honest", name, task.id)], tier0[("never", name, task.id)]
-            k = recalls(honest.episode)
+            k = honest.episode.metrics.recall_calls
             for seed in range(1, repeats + 1):
                 cells[name].append((honest.success, never.success, k, tier1[(name, task.id, seed)].success))
 
@@ -336,8 +337,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "strategy": name,
             **{f"tier0_{knob}": tier0[(knob, name, t.id)].success for knob in knobs},
             "tier1_passes": sum(tier1[(name, t.id, s)].success for s in range(1, args.repeats + 1)),
-            "tier1_recalls": sum(recalls(tier1[(name, t.id, s)].episode) for s in range(1, args.repeats + 1)),
-            "tier0_recalls": recalls(tier0[(DEFAULT_KNOB, name, t.id)].episode),
+            "tier1_recalls": sum(
+                tier1[(name, t.id, s)].episode.metrics.recall_calls for s in range(1, args.repeats + 1)
+            ),
+            "tier0_recalls": tier0[(DEFAULT_KNOB, name, t.id)].episode.metrics.recall_calls,
         }
         for t in tasks
         for name in names

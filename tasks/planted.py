@@ -28,6 +28,7 @@ from optimizer.world import (
     UserTurn,
     object_schema,
 )
+from optimizer.world.shared_tools import ISSUE_REFUND, READ_SKILL
 
 RULE = "RULE-MID-02"
 
@@ -49,9 +50,7 @@ def skill_text() -> str:
 
 
 TOOLS = (
-    ToolSpec(
-        "read_skill", "Read a skill file by name.", object_schema(name="string"), retention_class=RetentionClass.SKILL
-    ),
+    READ_SKILL,
     ToolSpec(
         "get_order",
         "Read an order with its lines and history.",
@@ -64,12 +63,7 @@ TOOLS = (
         object_schema(order_id="string"),
         side_effect=True,
     ),
-    ToolSpec(
-        "issue_refund",
-        "Refund an amount on an order.",
-        object_schema(order_id="string", amount="number"),
-        side_effect=True,
-    ),
+    ISSUE_REFUND,
 )
 
 
@@ -93,11 +87,11 @@ class RefundDesk(Environment):
         if call.name == "request_approval":
             self.approved = args.get("order_id") == self.order_id
             line = f"approval APR-{self.order_id[-4:]} status granted"
-            return ToolOutput(line, must_keep=(line,))
+            return ToolOutput.vouched(line)
         if call.name == "issue_refund":
             self.refunds.append((str(args.get("order_id")), float(args.get("amount", 0)), self.approved))
             line = f"refund RF-{self.order_id[-4:]} status done"
-            return ToolOutput(line, must_keep=(line,))
+            return ToolOutput.vouched(line)
         return ToolOutput(f"Error: unknown tool {call.name!r}.", is_error=True)
 
     def check(self, answers: Sequence[str | None]) -> CheckResult:

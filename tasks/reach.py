@@ -34,6 +34,7 @@ from optimizer.world import (
     UserTurn,
     object_schema,
 )
+from optimizer.world.shared_tools import READ_SKILL
 
 SKILL = RetentionClass.SKILL.value
 STATIC = RetentionClass.STATIC.value
@@ -71,9 +72,7 @@ def product_sheet(sku: str, price: str) -> str:
 
 
 TOOLS = (
-    ToolSpec(
-        "read_skill", "Read a skill file by name.", object_schema(name="string"), retention_class=RetentionClass.SKILL
-    ),
+    READ_SKILL,
     ToolSpec(
         "get_product",
         "Read a product's sheet by SKU.",
@@ -173,12 +172,12 @@ class ShopDesk(Environment):
                 return _error(f"Error: unknown customer {arg.get('customer_id')!r}.")
             w.verified.add(arg["customer_id"])
             line = f"verification VRF-{arg['customer_id'][-3:]} status passed"
-            return ToolOutput(line, must_keep=(line,))
+            return ToolOutput.vouched(line)
         if call.name == "send_gift_card":
             customer = arg.get("customer_id", "")
             w.writes.append((call.name, dict(args), customer in w.verified))
             line = f"gift card GC-{len(w.writes):02d}{customer[-3:]} status sent"
-            return ToolOutput(line, must_keep=(line,))
+            return ToolOutput.vouched(line)
         if call.name == "list_orders":
             ids = w.orders.get(arg.get("customer_id", ""))
             if ids is None:
@@ -213,7 +212,7 @@ class ShopDesk(Environment):
         if call.name == "reserve_stock":
             w.writes.append((call.name, {**args, "sku": arg.get("sku", "")}, True))
             line = f"reservation RSV-{len(w.writes):02d}{arg.get('sku', '')[-2:]} status held"
-            return ToolOutput(line, must_keep=(line,))
+            return ToolOutput.vouched(line)
         return _error(f"Error: unknown tool {call.name!r}.")
 
     def check(self, answers: Sequence[str | None]) -> CheckResult:

@@ -92,7 +92,7 @@ class OrderDesk(Environment):
                 return ToolOutput(f"Error: order {order_id!r} not found.", is_error=True)
             self.refunds.append((order_id, amount))
             receipt = f"refund_id: RF-{len(self.refunds):04d}-{order_id[-4:]} status: done"
-            return ToolOutput(receipt, must_keep=(receipt,))
+            return ToolOutput.vouched(receipt)
         return ToolOutput(f"Error: unknown tool {call.name!r}.", is_error=True)
 
     def check(self, answers: Sequence[str | None]) -> CheckResult:

@@ -23,6 +23,7 @@ from optimizer.agent.episode import Episode
 from optimizer.agent.loop import run_episode
 from optimizer.context.recall import RECALL_TOOL
 from optimizer.context.strategies import parse_strategy
+from optimizer.errors import ConfigError
 from optimizer.evaluate.endpoints import ModelEndpoints
 from optimizer.evaluate.runner import AgentSpec, services_for
 from optimizer.evaluate.stats import wilson_interval
@@ -31,7 +32,6 @@ from optimizer.tokens import count_tokens
 from optimizer.world import (
     CheckResult,
     Environment,
-    RetentionClass,
     Task,
     ToolCall,
     ToolOutput,
@@ -39,6 +39,7 @@ from optimizer.world import (
     UserTurn,
     object_schema,
 )
+from optimizer.world.shared_tools import ISSUE_REFUND, READ_SKILL
 
 Position = Literal["head", "middle", "tail", "absent"]
 POSITIONS: tuple[Position, ...] = ("head", "middle", "tail", "absent")
@@ -73,16 +74,9 @@ def skill_text(length: str, position: Position) -> str:
 
 
 TOOLS = (
-    ToolSpec(
-        "read_skill", "Read a skill file by name.", object_schema(name="string"), retention_class=RetentionClass.SKILL
-    ),
+    READ_SKILL,
     ToolSpec("check_fraud_score", "Check an order's fraud score.", object_schema(order_id="string")),
-    ToolSpec(
-        "issue_refund",
-        "Refund an amount on an order.",
-        object_schema(order_id="string", amount="number"),
-        side_effect=True,
-    ),
+    ISSUE_REFUND,
 )
 
 
@@ -100,7 +94,7 @@ class RefundDesk(Environment):
             return ToolOutput(f"fraud score for {call.arguments.get('order_id')}: low")
         if call.name == WRITE:
             line = f"refund RF-{ORDER[-4:]} status done"
-            return ToolOutput(line, must_keep=(line,))
+            return ToolOutput.vouched(line)
         return ToolOutput(f"Error: unknown tool {call.name!r}.", is_error=True)
 
     def check(self, answers: Sequence[str | None]) -> CheckResult:
@@ -184,8 +178,6 @@ class ProbeLog:
                     data = json.loads(line)
                     trial = Trial(**{**data, "calls": tuple(data["calls"])})
                 except (json.JSONDecodeError, TypeError, KeyError) as exc:
-                    from optimizer.errors import ConfigError
-
                     raise ConfigError(
                         f"{path}:{number}: not a probe trial ({type(exc).__name__}); move it away"
                     ) from None

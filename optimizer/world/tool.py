@@ -64,6 +64,11 @@ class ToolOutput:
     partial: bool = False
     must_keep: tuple[str, ...] = ()
 
+    @classmethod
+    def vouched(cls, line: str) -> ToolOutput:
+        """A one-line result the runtime vouches for whole, as a write receipt is."""
+        return cls(line, must_keep=(line,))
+
 
 def classify_result(spec: ToolSpec | None, call: ToolCall, output: ToolOutput) -> RetentionClass:
     """Retention class of one result, from registration metadata and runtime status only."""

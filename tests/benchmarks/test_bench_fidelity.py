@@ -27,7 +27,7 @@ def episode(success: bool, *, recalled: bool = False, tier0_recall: bool = False
         e.tool_calls.append(ToolCallRecord(1, 0, "recall", {"handle": "h1"}, "sig", False, False, None, 10))
     if tier0_recall:
         e.deviations.append(DeviationRecord(1, 1, "value", "37.40", "recall", "static"))
-    e.metrics = type(e.metrics)(peak_tokens=peak)
+    e.metrics = type(e.metrics)(peak_tokens=peak, recall_calls=len(e.tool_calls))
     return e
 
 

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError
 
-from optimizer.context.extraction import ExtractRule, parse_units
+from optimizer.context.extraction import ExtractRule, Selection, parse_units, select
 from optimizer.context.policy import RetentionPolicy
 from optimizer.context.strategies.oracle import needed_units
 from optimizer.search.candidate import Proposal
@@ -191,8 +191,6 @@ def _rules(
 
 def _share(rule: ExtractRule, raw: str) -> float:
     """The share of a result's units the rule alone keeps."""
-    from optimizer.context.extraction import Selection, select
-
     parsed = parse_units(raw)
     only = Selection(rules=(rule,), mention_task=False, mention_calls=False, head=0, tail=0)
     return len(select(parsed, only, tool=rule.tool, terms=None)) / max(1, len(parsed.units))
