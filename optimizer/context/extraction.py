@@ -7,7 +7,9 @@ keys above it; a long multi-line string leaf is split into its lines). A unit is
   limited to one tool and, for JSON, to leaves under one key;
 - it *mentions* the request: it contains a strong term (a number of three or more digits, a phrase the
   user quoted, an argument value of one of the agent's calls so far), or enough of the user's words
-  (`min_words`, and at least `top_ratio` of the best-matching unit's count);
+  (`min_words`, and at least `top_ratio` of the best-matching unit's count). With `max_term_share` below 1,
+  a term found in more than that share of the result's units does not count: a year in the request, or
+  the order id every line of that order repeats, marks every line and so selects none;
 - it is among the first `head` or last `tail` units;
 - or it is (or holds) a line the runtime vouched for (`must_keep`): those survive every cut anyway.
 
@@ -26,7 +28,7 @@ from functools import lru_cache
 from typing import Any
 
 import re2
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
 from optimizer.context.history import Entry, EntryKind
 
@@ -188,8 +190,20 @@ class Selection(BaseModel):
     top_ratio: float = Field(
         0.0, ge=0.0, le=1.0, description="…and at least this share of the best unit's word count (0: off)."
     )
+    max_term_share: float = Field(
+        1.0, gt=0.0, le=1.0, description="A term in more than this share of the result's units is not a mention."
+    )
     head: int = Field(1, ge=0, le=200, description="First units always kept.")
     tail: int = Field(0, ge=0, le=200, description="Last units always kept.")
+
+    @model_serializer(mode="wrap")
+    def _without_unset_share(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Left out while off, so a guideline written before the knob existed keeps its version, and with it
+        # its cached compressor replies and registry entries.
+        data: dict[str, Any] = handler(self)
+        if self.max_term_share == 1.0:
+            data.pop("max_term_share", None)
+        return data
 
 
 @dataclass(frozen=True)
@@ -337,25 +351,54 @@ def select(
         if vouched or any(rule.matches(unit, tool) for rule in selection.rules):
             keep.add(unit.index)
     if terms is not None:
-        keep |= mentioning(units, terms, min_words=selection.min_words, top_ratio=selection.top_ratio)
+        keep |= mentioning(
+            units,
+            terms,
+            min_words=selection.min_words,
+            top_ratio=selection.top_ratio,
+            max_term_share=selection.max_term_share,
+        )
     return sorted(keep)
 
 
-def mentioning(units: Sequence[Unit], terms: Terms, *, min_words: int, top_ratio: float) -> set[int]:
+def mentioning(
+    units: Sequence[Unit], terms: Terms, *, min_words: int, top_ratio: float, max_term_share: float = 1.0
+) -> set[int]:
     """Units holding a strong term or literal, or at least the threshold of the user's words."""
+    tokens = [_unit_tokens(unit) for unit in units]
+    lowered = [unit.text.lower() for unit in units]
+    if max_term_share < 1.0:
+        terms = _distinctive(terms, units, tokens, lowered, limit=max_term_share * len(units))
     kept: set[int] = set()
     scores: dict[int, int] = {}
     phrases = [t for t in terms.strong if " " in t]
-    for unit in units:
-        tokens = _unit_tokens(unit)
-        lowered = unit.text.lower()
-        if tokens & terms.strong or any(p in lowered for p in phrases) or any(v in unit.text for v in terms.literals):
+    for unit, unit_tokens, text in zip(units, tokens, lowered, strict=True):
+        if unit_tokens & terms.strong or any(p in text for p in phrases) or any(v in unit.text for v in terms.literals):
             kept.add(unit.index)
         else:
-            scores[unit.index] = len(tokens & terms.words)
+            scores[unit.index] = len(unit_tokens & terms.words)
     best = max(scores.values(), default=0)
     threshold = max(min_words, math.ceil(top_ratio * best - 1e-9))
     return kept | {i for i, score in scores.items() if score >= threshold}
+
+
+def _distinctive(
+    terms: Terms, units: Sequence[Unit], tokens: Sequence[set[str]], lowered: Sequence[str], *, limit: float
+) -> Terms:
+    """`terms` without those found in more than `limit` units: such a term marks nearly every unit."""
+
+    def units_holding(term: str, *, literal: bool = False) -> int:
+        if literal:
+            return sum(term in unit.text for unit in units)
+        if " " in term:
+            return sum(term in text for text in lowered)
+        return sum(term in unit_tokens for unit_tokens in tokens)
+
+    return Terms(
+        frozenset(t for t in terms.strong if units_holding(t) <= limit),
+        frozenset(v for v in terms.literals if units_holding(v, literal=True) <= limit),
+        frozenset(w for w in terms.words if units_holding(w) <= limit),
+    )
 
 
 def render(parsed: Parsed, keep: Sequence[int]) -> str:

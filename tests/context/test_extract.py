@@ -85,6 +85,25 @@ def test_mentions_of_the_request_pick_the_line_the_user_described():
     assert kept(ORDER, Selection(head=0, min_words=1, top_ratio=0.9), terms).splitlines()[-1].startswith("LN-903308")
 
 
+def test_a_term_most_units_share_stops_counting_as_a_mention():
+    events = "\n".join(f"2024-04-{day:02d} 09:00  ORD-66682 parcel scanned at hub" for day in range(1, 10))
+    tracked = "2024-04-10 11:30  ORD-66682 outbound parcel tracking 1Z999AA10123456784"
+    history = history_with(
+        "Quote the outbound tracking number of order ORD-66682 from April 2024.",
+        ToolCall("c1", "get_order", {"order_id": "ORD-66682"}),
+    )
+    terms = request_terms(history.entries)
+    content = f"{events}\n{tracked}"
+    # The year and the order id are on every line, so by default every line mentions the request.
+    assert len(kept(content, Selection(head=0), terms).splitlines()) == 10
+    assert kept(content, Selection(head=0, max_term_share=0.5, min_words=2), terms) == tracked
+    # Off by default, and left out of the dump while off, so older guidelines keep their versions.
+    assert "max_term_share" not in Selection().model_dump()
+    assert Selection(max_term_share=0.5).model_dump()["max_term_share"] == 0.5
+    with pytest.raises(ValidationError):
+        Selection(max_term_share=0.0)
+
+
 def test_quoted_phrases_and_call_arguments_are_strong_terms():
     history = history_with("Find files with 'test' in their name.", ToolCall("c1", "cd", {"folder": "projects"}))
     terms = request_terms(history.entries)

@@ -117,6 +117,7 @@ def _keep_more(
                     "min_words": max(1, select.min_words - 1),
                     "head": select.head + 2,
                     "top_ratio": round(select.top_ratio / 2, 2),
+                    "max_term_share": min(1.0, round(select.max_term_share * 2, 2)),
                 }
             )
             new = move.model_copy(update={"select": looser})

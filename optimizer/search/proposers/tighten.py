@@ -1,7 +1,8 @@
 """`tighten`: CO-step variants that cut more, one knob each. No model; each names the knob it turned.
 
 Lower thresholds (`over`, clear triggers), shorter outputs (compressor caps, offload previews), fewer raw
-recent steps, stricter extraction (more of the request's words to count as a mention, fewer head units).
+recent steps, stricter extraction (more of the request's words to count as a mention, fewer head units),
+extraction that ignores terms common to many of a result's units.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from optimizer.search.proposers.edits import scaled
 MIN_SUMMARY_TOKENS = 96
 MIN_OBSERVATION_TOKENS = 64
 MIN_OVER = 128
+# A term in a tenth of a result's units still tells them apart; below that, extraction keeps only rule lines.
+MIN_TERM_SHARE = 0.1
 
 
 def _lower(move: Any) -> Any:
@@ -62,11 +65,23 @@ def _stricter(move: Any) -> Any:
     return move.model_copy(update={"select": stricter})
 
 
+def _distinct(move: Any) -> Any:
+    if not isinstance(move, Extract | ExtractOld) or move.select.max_term_share <= MIN_TERM_SHARE:
+        return move
+    share = max(MIN_TERM_SHARE, round(move.select.max_term_share / 2, 2))
+    return move.model_copy(update={"select": move.select.model_copy(update={"max_term_share": share})})
+
+
 KNOBS: tuple[tuple[str, Callable[[Any], Any], str], ...] = (
     ("lower", _lower, "thresholds x0.6"),
     ("short", _shorter, "output caps and previews x0.6"),
     ("fewer", _fewer, "one fewer raw recent step"),
     ("strict", _stricter, "stricter extraction (more words to mention, fewer head units, higher ratio)"),
+    (
+        "distinct",
+        _distinct,
+        "extraction: a term must be in at most half the share of units it was before to count as a mention",
+    ),
 )
 
 

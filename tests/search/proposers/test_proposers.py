@@ -129,11 +129,18 @@ def test_tighten_offers_one_variant_per_knob():
     variants = {
         p.guideline.name.rsplit("+", 1)[1]: p.guideline.policy for p in Tighten().propose(ProposalInput(parent, ()))
     }
-    assert set(variants) == {"lower", "short", "fewer", "strict"}
+    assert set(variants) == {"lower", "short", "fewer", "strict", "distinct"}
     assert (variants["lower"].write[0].over, variants["lower"].history[0].over) == (600, 1200)
     assert (variants["short"].write[1].max_tokens, variants["short"].history[0].max_tokens) == (96, 150)
     assert variants["fewer"].history[0].keep_last == 1
     assert (variants["strict"].write[0].select.min_words, variants["strict"].write[0].select.head) == (4, 1)
+    assert variants["distinct"].write[0].select.max_term_share == 0.5
+    halved = Tighten().propose(
+        ProposalInput(Candidate(SEED.model_copy(update={"policy": variants["distinct"]}), "t", 1), ())
+    )
+    assert {p.guideline.name.rsplit("+", 1)[1]: p.guideline.policy for p in halved}["distinct"].write[
+        0
+    ].select.max_term_share == 0.25
     floor = candidate(
         write=[{"move": "compress", "over": 128, "max_tokens": 64}],
         history=[{"move": "summarize", "over": 128, "keep_last": 1, "max_tokens": 96}],
