@@ -8,8 +8,8 @@ keys above it; a long multi-line string leaf is split into its lines). A unit is
 - it *mentions* the request: it contains a strong term (a number of three or more digits, a phrase the
   user quoted, an argument value of one of the agent's calls so far), or enough of the user's words
   (`min_words`, and at least `top_ratio` of the best-matching unit's count). With `max_term_share` below 1,
-  a term found in more than that share of the result's units does not count: a year in the request, or
-  the order id every line of that order repeats, marks every line and so selects none;
+  a strong term or literal found in more than that share of the result's units does not count: a year in
+  the request, or the order id every line of that order repeats, marks every line and so selects none;
 - it is among the first `head` or last `tail` units;
 - or it is (or holds) a line the runtime vouched for (`must_keep`): those survive every cut anyway.
 
@@ -385,7 +385,8 @@ def mentioning(
 def _distinctive(
     terms: Terms, units: Sequence[Unit], tokens: Sequence[set[str]], lowered: Sequence[str], *, limit: float
 ) -> Terms:
-    """`terms` without those found in more than `limit` units: such a term marks nearly every unit."""
+    """`terms` without the strong terms and literals found in more than `limit` units: each alone would keep
+    nearly every unit."""
 
     def units_holding(term: str, *, literal: bool = False) -> int:
         if literal:
@@ -394,10 +395,11 @@ def _distinctive(
             return sum(term in text for text in lowered)
         return sum(term in unit_tokens for unit_tokens in tokens)
 
+    # Words stay: one only adds to a unit's count toward `min_words`, it does not keep the unit alone.
     return Terms(
         frozenset(t for t in terms.strong if units_holding(t) <= limit),
         frozenset(v for v in terms.literals if units_holding(v, literal=True) <= limit),
-        frozenset(w for w in terms.words if units_holding(w) <= limit),
+        terms.words,
     )
 
 
