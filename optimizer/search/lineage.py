@@ -79,8 +79,13 @@ def changes(old: Guideline, new: Guideline) -> list[str]:
                     added = [r["pattern"] for r in rules_b if r not in rules_a]
                     if added:
                         out.append(f"{stage} {name}: rules " + ", ".join(f"/{p}/" for p in added))
-                    rest = {k: (a[key].get(k), v) for k, v in b[key].items() if k != "rules" and a[key].get(k) != v}
-                    out.extend(f"{stage} {name}: {k} {x} -> {y}" for k, (x, y) in rest.items())
+                    # From the models, not the dumps: a knob left out of the dump while off still has a value.
+                    old_select, new_select = before[name].select, after[name].select  # type: ignore[union-attr]
+                    out.extend(
+                        f"{stage} {name}: {k} {getattr(old_select, k)} -> {getattr(new_select, k)}"
+                        for k in type(new_select).model_fields
+                        if k != "rules" and getattr(old_select, k) != getattr(new_select, k)
+                    )
                 else:
                     out.append(f"{stage} {name}: {key} {a.get(key)} -> {b.get(key)}")
     if old.policy.budget_tokens != new.policy.budget_tokens:

@@ -33,8 +33,10 @@ class ProposeRules(dspy.Signature):  # type: ignore[misc]  # dspy has no type in
     that was lost; otherwise write none."""
 
     policy: str = dspy.InputField(desc="The current retention policy (JSON).")
-    losses: str = dspy.InputField(desc="One line per lost fact: class, tool, stage, move (fenced, untrusted).")
-    examples: str = dspy.InputField(desc="Needed and dropped lines of each result (fenced, untrusted).")
+    examples: str = dspy.InputField(
+        desc="Per result: its tool, class and the move that dropped it, then its NEEDED and DROPPED lines "
+        "(fenced, untrusted)."
+    )
     rules: str = dspy.OutputField(
         desc='A JSON list, e.g. [{"pattern": "^payment:", "tool": "get_order", "field": null}]; at most 4 rules.'
     )

@@ -48,10 +48,6 @@ class LlmRewrite(Proposer):
         if not facts:
             return []
         parent = inputs.parent.guideline
-        losses = "\n".join(
-            f"- {f['retention']} result of {f['tool']} lost at checkpoint {f['checkpoint']} by {f['action']}"
-            for f in facts
-        )
         examples = "\n\n".join(f["example"] for f in facts)
         literals = {f["literal"] for f in facts}
         retention = Counter(f["retention"] for f in facts).most_common(1)[0][0]
@@ -66,10 +62,9 @@ class LlmRewrite(Proposer):
                     temperature=0.0 if index == 0 else 0.7,
                     seed=seed,
                     policy=json.dumps(parent.policy.model_dump(mode="json")),
-                    losses=fence(losses, "losses"),
                     examples=fence(examples, "examples"),
                 )
-                rules, dropped = _rules(prediction.rules, literals, tools, [f["raw"] for f in facts], self.max_share)
+                rules, dropped = _rules(prediction.rules, literals, tools, facts, self.max_share)
                 if not rules:
                     why = "; ".join(dropped) or "the model found no pattern that separates the needed lines"
                     out.append(
@@ -131,7 +126,8 @@ def _lost_facts(pairs: Sequence[Pair]) -> list[dict[str, Any]]:
             if (fact.literal, tool or "") in seen:
                 continue
             seen.add((fact.literal, tool or ""))
-            example = _example(raw, fact.literal, tool)
+            action = (fact.record or {}).get("action", "?")
+            example = _example(raw, fact.literal, f"{tool or '?'} ({fact.retention}; dropped by {action})")
             if example:
                 facts.append(
                     {
@@ -139,7 +135,7 @@ def _lost_facts(pairs: Sequence[Pair]) -> list[dict[str, Any]]:
                         "tool": tool or "?",
                         "retention": fact.retention,
                         "checkpoint": fact.checkpoint,
-                        "action": (fact.record or {}).get("action", "?"),
+                        "action": action,
                         "example": example,
                         "raw": raw,
                     }
@@ -147,20 +143,22 @@ def _lost_facts(pairs: Sequence[Pair]) -> list[dict[str, Any]]:
     return facts
 
 
-def _example(raw: str, literal: str, tool: str | None) -> str | None:
+def _example(raw: str, literal: str, source: str) -> str | None:
     parsed = parse_units(raw)
     held = needed_units(parsed, [literal])
     if not held:
         return None
     needed = [parsed.units[i].text.replace(literal, "<VALUE>")[:LINE_CHARS] for i in held[:2]]
     dropped = [u.text[:LINE_CHARS] for u in parsed.units if u.index not in held and u.text.strip()][:3]
-    return "\n".join([f"result of {tool}:", *(f"NEEDED: {n}" for n in needed), *(f"DROPPED: {d}" for d in dropped)])
+    return "\n".join([f"result of {source}:", *(f"NEEDED: {n}" for n in needed), *(f"DROPPED: {d}" for d in dropped)])
 
 
 def _rules(
-    reply: object, literals: set[str], tools: set[str], raws: list[str], max_share: float
+    reply: object, literals: set[str], tools: set[str], facts: list[dict[str, Any]], max_share: float
 ) -> tuple[list[ExtractRule], list[str]]:
-    """The reply's valid rules, and why each other one was refused (RE2, a value, a copied line, too broad)."""
+    """The reply's valid rules, and why each other one was refused (RE2, a value, a copied line, too broad,
+    or keeping none of the lines that held a lost fact)."""
+    raws = [f["raw"] for f in facts]
     rules: list[ExtractRule] = []
     dropped: list[str] = []
     for item in parse_json_list(reply)[:4]:
@@ -184,9 +182,20 @@ def _rules(
         if broad is not None:
             dropped.append(f"/{rule.pattern[:40]}/ keeps {broad:.0%} of a result (too broad)")
             continue
+        if not any(_restores(rule, f) for f in facts):
+            dropped.append(f"/{rule.pattern[:40]}/ keeps no line that held a lost fact")
+            continue
         if rule not in rules:
             rules.append(rule)
     return rules, dropped
+
+
+def _restores(rule: ExtractRule, fact: dict[str, Any]) -> bool:
+    """Whether the rule alone keeps a unit that held the lost fact, in the result it was lost from."""
+    parsed = parse_units(fact["raw"])
+    only = Selection(rules=(rule,), mention_task=False, mention_calls=False, head=0, tail=0)
+    held = set(needed_units(parsed, [fact["literal"]]))
+    return bool(held & set(select(parsed, only, tool=fact["tool"], terms=None)))
 
 
 def _share(rule: ExtractRule, raw: str) -> float:

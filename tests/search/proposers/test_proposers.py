@@ -14,6 +14,7 @@ from optimizer.context.strategies import GuidelineStrategy, parse_strategy
 from optimizer.mining.pair_diff import diff_pair
 from optimizer.mining.pairs import find_pairs
 from optimizer.search.candidate import Candidate
+from optimizer.search.lineage import changes
 from optimizer.search.proposers import ExtractRules, Graft, LlmRewrite, LlmShorten, Patch, Tighten
 from optimizer.search.proposers.base import Pair, ProposalInput
 from optimizer.search.proposers.extract_rules import derive_rule, shape_pattern
@@ -166,7 +167,7 @@ def test_llm_rewrite_applies_valid_rules_and_refuses_ones_that_name_a_value(loss
     parent, pairs = lossy_pairs
     lm = FakeLM(
         rules='[{"pattern": "^FACT-[A-Z]+-\\\\d+:", "tool": "read_file"}, {"pattern": "B-14"}, '
-        '{"pattern": "(a)\\\\1"}]',
+        '{"pattern": "(a)\\\\1"}, {"pattern": "^no such line"}]',
         instruction_edit="none",
     )
     (proposal,) = LlmRewrite().propose(ProposalInput(parent, pairs, llm=lm))
@@ -174,7 +175,9 @@ def test_llm_rewrite_applies_valid_rules_and_refuses_ones_that_name_a_value(loss
     learned = ExtractRule(pattern=r"^FACT-[A-Z]+-\d+:", tool="read_file")
     assert proposal.guideline.policy.write[0].select.rules == (learned,)
     assert "names a value from the examples" in proposal.rationale
+    assert "/^no such line/ keeps no line that held a lost fact" in proposal.rationale
     examples = lm.prompts[0]["examples"]
+    assert "result of read_file (static; dropped by extract):" in examples
     assert "NEEDED: FACT-STATIC-77: widget W-778 ships from bin <VALUE>." in examples and "B-14" not in examples
     assert examples.startswith("<data") or "<data" in examples  # fenced as untrusted
 
@@ -213,3 +216,11 @@ def test_batch_proposes_fewer_prefix_rebuilds_above_the_parents_batch():
     batched = Candidate(proposals[0].guideline, "batch", 1)
     assert [p.guideline.policy.batch_tokens for p in Batch().propose(ProposalInput(batched, ()))] == [2000]
     assert Batch().propose(ProposalInput(candidate(**LOSSY), ())) == []  # no history moves: nothing to batch
+
+
+def test_the_lineage_names_a_knob_the_dump_leaves_out_while_off():
+    parent = candidate(write=[{"move": "extract", "over": 300}]).guideline
+    (distinct,) = [
+        p for p in Tighten().propose(ProposalInput(Candidate(parent, "seed", 0), ())) if "distinct" in p.guideline.name
+    ]
+    assert "write extract: max_term_share 1.0 -> 0.5" in changes(parent, distinct.guideline)
