@@ -128,7 +128,7 @@ def test_cli_prints_what_does_not_map_and_writes_the_settings(run_cli, tmp_path)
         str(out),
     )
     assert code == 0, err
-    assert "anthropic: write[0] extract: not mapped: no native write-time stage" in err
+    assert "anthropic: write[0] offload: not mapped: no native write-time stage" in err
     assert "anthropic: history[0] clear: lossy: cleared results are gone for good" in err
     assert "anthropic: lossy export" in err
     settings = json.loads(out.read_text())["settings"]
