@@ -43,6 +43,7 @@ from optimizer.context.strategies import ContextStrategy, GuidelineStrategy, par
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.evaluate.stats import wilson_interval  # noqa: E402
 from optimizer.evaluate.strategy_runs import RunResult, run_strategy, select_tasks  # noqa: E402
+from optimizer.interrupts import exit_cleanly_on_sigterm  # noqa: E402
 from optimizer.world.task import Task  # noqa: E402
 
 CONFIG = ROOT / "experiments" / "reach.toml"
@@ -446,4 +447,5 @@ def print_report(r: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
+    exit_cleanly_on_sigterm()
     raise SystemExit(main())

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import signal
 import sys
 
 import typer
 
 from optimizer import _offline as _offline
 from optimizer.errors import AconError
+from optimizer.interrupts import exit_cleanly_on_sigterm
 
 app = typer.Typer(
     name="acon",
@@ -43,13 +43,8 @@ def _register() -> None:
     suites_cmd.register(app)
 
 
-def _exit_on_sigterm(signum: int, frame: object) -> None:
-    # SystemExit unwinds the `with` blocks, so servers this job started are stopped and state is saved.
-    raise SystemExit(128 + signum)
-
-
 def main() -> None:
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    exit_cleanly_on_sigterm()
     try:
         _register()  # imports the registries: a broken plugin is a one-line error here, not a traceback
         app(standalone_mode=False, prog_name="acon")  # hints name `acon` under `python -m optimizer` too
