@@ -22,19 +22,20 @@ order `tests/test_import_layers.py` checks the source against (it reads it from 
     testing, __main__
 
 Why this order. At the bottom sit what every layer may need and that knows nothing of the domain: this
-file's version, errors, token counts, atomic files, locks, the untrusted-text fence, SIGTERM as a
-clean exit. `llm` (clients and endpoints) and `world` (tasks, tools, retention classes) are the two vocabularies the rest speaks;
-`tasks` builds suites out of `world`'s types. `context` is the retention contract and its strategies,
-over a history of world entries. `runtime` applies one guideline to one live conversation (every
-stage of the contract, rendering included); the agent loop and the adapters (OpenAI SDK, LangChain)
-are its clients, so they sit above it and it knows neither. `agent` owns the episode record, so what
-reads or replays episodes sits above it: `evaluate` runs episodes, scores them and holds the canary;
-`mining` pairs and diffs evaluated episodes; `search` proposes and selects guidelines from those diffs.
-`config` is the experiment file: its sections are the strategy, suite, executor and proposer unions
-from below, so it sits above all of them. `evaluate` and `search` receive an experiment config built by
-a caller above and name its type only under `if TYPE_CHECKING:` (the one kind of import the test
-exempts: it runs nothing). `tracking` records jobs (runs, candidates, fronts) into MLflow, `cli` wires
-everything to commands, and `testing` (stub servers, scripted agents) drives the CLI in tests.
+file's version, errors, token counts, atomic files, locks, the untrusted-text fence, SIGTERM as a clean
+exit. `llm` (clients and endpoints) and `world` (tasks, tools, retention classes) are the two
+vocabularies the rest speaks; `tasks` builds suites out of `world`'s types. `context` is the retention
+contract and its strategies, over a history of world entries. `runtime` applies one guideline to one
+live conversation (every stage of the contract, rendering included); the agent loop and the adapters
+(OpenAI SDK, LangChain) are its clients, so they sit above it and it knows neither. `agent` owns the
+episode record, so what reads or replays episodes sits above it: `evaluate` runs episodes, scores them
+and holds the canary; `mining` pairs and diffs evaluated episodes; `search` proposes and selects
+guidelines from those diffs. `config` is the experiment file: its sections are the strategy, suite,
+executor and proposer unions from below, so it sits above all of them. `evaluate` and `search` receive
+an experiment config built by a caller above and name its type only under `if TYPE_CHECKING:` (the one
+kind of import the test exempts: it runs nothing). `tracking` records jobs (runs, candidates, fronts)
+into MLflow, `cli` wires everything to commands, and `testing` (stub servers, scripted agents) drives
+the CLI in tests.
 
 `registry` builds each extension point's union (strategies, suites, agents, proposers) from entry points:
 it imports the classes by name when the union is first built, never by an import statement, so `world`
