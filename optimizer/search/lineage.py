@@ -80,7 +80,7 @@ def changes(old: Guideline, new: Guideline) -> list[str]:
                     if added:
                         out.append(f"{stage} {name}: rules " + ", ".join(f"/{p}/" for p in added))
                     # From the models, not the dumps: a knob left out of the dump while off still has a value.
-                    old_select, new_select = before[name].select, after[name].select  # type: ignore[union-attr]
+                    old_select, new_select = before[name].select, after[name].select
                     out.extend(
                         f"{stage} {name}: {k} {getattr(old_select, k)} -> {getattr(new_select, k)}"
                         for k in type(new_select).model_fields
