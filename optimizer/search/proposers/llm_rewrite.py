@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError
 
-from optimizer.context.extraction import ExtractRule, Selection, parse_units, select
+from optimizer.context.extraction import ExtractRule, Parsed, Selection, parse_units, select
 from optimizer.context.policy import RetentionPolicy
 from optimizer.context.strategies.oracle import needed_units
 from optimizer.search.candidate import Proposal
@@ -126,28 +126,27 @@ def _lost_facts(pairs: Sequence[Pair]) -> list[dict[str, Any]]:
             if (fact.literal, tool or "") in seen:
                 continue
             seen.add((fact.literal, tool or ""))
+            parsed = parse_units(raw)
+            held = needed_units(parsed, [fact.literal])
+            if not held:
+                continue
             action = (fact.record or {}).get("action", "?")
-            example = _example(raw, fact.literal, f"{tool or '?'} ({fact.retention}; dropped by {action})")
-            if example:
-                facts.append(
-                    {
-                        "literal": fact.literal,
-                        "tool": tool or "?",
-                        "retention": fact.retention,
-                        "checkpoint": fact.checkpoint,
-                        "action": action,
-                        "example": example,
-                        "raw": raw,
-                    }
-                )
+            source_name = f"{tool or '?'} ({fact.retention}; dropped by {action})"
+            facts.append(
+                {
+                    "literal": fact.literal,
+                    "tool": tool or "?",
+                    "retention": fact.retention,
+                    "action": action,
+                    "example": _example(parsed, held, fact.literal, source_name),
+                    "parsed": parsed,
+                    "held": frozenset(held),
+                }
+            )
     return facts
 
 
-def _example(raw: str, literal: str, source: str) -> str | None:
-    parsed = parse_units(raw)
-    held = needed_units(parsed, [literal])
-    if not held:
-        return None
+def _example(parsed: Parsed, held: Sequence[int], literal: str, source: str) -> str:
     needed = [parsed.units[i].text.replace(literal, "<VALUE>")[:LINE_CHARS] for i in held[:2]]
     dropped = [u.text[:LINE_CHARS] for u in parsed.units if u.index not in held and u.text.strip()][:3]
     return "\n".join([f"result of {source}:", *(f"NEEDED: {n}" for n in needed), *(f"DROPPED: {d}" for d in dropped)])
@@ -158,7 +157,6 @@ def _rules(
 ) -> tuple[list[ExtractRule], list[str]]:
     """The reply's valid rules, and why each other one was refused (RE2, a value, a copied line, too broad,
     or keeping none of the lines that held a lost fact)."""
-    raws = [f["raw"] for f in facts]
     rules: list[ExtractRule] = []
     dropped: list[str] = []
     for item in parse_json_list(reply)[:4]:
@@ -178,7 +176,7 @@ def _rules(
         if len(rule.pattern) > MAX_PATTERN_CHARS:
             dropped.append(f"/{rule.pattern[:40]}.../ copies a line ({len(rule.pattern)} characters)")
             continue
-        broad = next((share for raw in raws if (share := _share(rule, raw)) > max_share), None)
+        broad = next((share for f in facts if (share := _share(rule, f["parsed"])) > max_share), None)
         if broad is not None:
             dropped.append(f"/{rule.pattern[:40]}/ keeps {broad:.0%} of a result (too broad)")
             continue
@@ -190,19 +188,20 @@ def _rules(
     return rules, dropped
 
 
+def _kept_alone(rule: ExtractRule, parsed: Parsed, tool: str | None) -> set[int]:
+    """The units of a result that the rule, with no mention, head or tail, keeps."""
+    only = Selection(rules=(rule,), mention_task=False, mention_calls=False, head=0, tail=0)
+    return set(select(parsed, only, tool=tool, terms=None))
+
+
 def _restores(rule: ExtractRule, fact: dict[str, Any]) -> bool:
     """Whether the rule alone keeps a unit that held the lost fact, in the result it was lost from."""
-    parsed = parse_units(fact["raw"])
-    only = Selection(rules=(rule,), mention_task=False, mention_calls=False, head=0, tail=0)
-    held = set(needed_units(parsed, [fact["literal"]]))
-    return bool(held & set(select(parsed, only, tool=fact["tool"], terms=None)))
+    return bool(fact["held"] & _kept_alone(rule, fact["parsed"], fact["tool"]))
 
 
-def _share(rule: ExtractRule, raw: str) -> float:
+def _share(rule: ExtractRule, parsed: Parsed) -> float:
     """The share of a result's units the rule alone keeps."""
-    parsed = parse_units(raw)
-    only = Selection(rules=(rule,), mention_task=False, mention_calls=False, head=0, tail=0)
-    return len(select(parsed, only, tool=rule.tool, terms=None)) / max(1, len(parsed.units))
+    return len(_kept_alone(rule, parsed, rule.tool)) / max(1, len(parsed.units))
 
 
 def _edit(text: object) -> str:
