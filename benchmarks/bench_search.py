@@ -2,7 +2,7 @@
 only, with the LLM proposers, and with GEPA, at equal budget (rounds, candidates, seed), side by side.
 
     python benchmarks/bench_search.py [--configs experiments/builtin.toml,experiments/bfcl_long_context.toml]
-        [--variants deterministic,llm,gepa] [--finished builtin-llm=runs/builtin] [--out benchmarks/results/search.json]
+        [--variants deterministic,llm,gepa] [--out benchmarks/results/search.json]
 
 Per job: wall time, candidates screened, optimizer tokens, the train front it reached, the guideline it chose
 and that guideline's test-split row (from the job's own report, on the same test tasks as the baselines and
@@ -42,11 +42,9 @@ def variant(config: ExperimentConfig, name: str, work: Path) -> ExperimentConfig
     )
 
 
-def run(config: ExperimentConfig, fresh: bool, finished: Path | None = None) -> dict[str, Any]:
-    out = finished or config.out_dir
-    if finished is not None and not (finished / "report.json").exists():
-        raise SystemExit(f"bench_search: {finished} holds no finished job (no report.json)")
-    if fresh and finished is None and out.exists():
+def run(config: ExperimentConfig, fresh: bool) -> dict[str, Any]:
+    out = config.out_dir
+    if fresh and out.exists():
         shutil.rmtree(out)
     report_path = out / "report.json"
     if report_path.exists():
@@ -124,22 +122,13 @@ def main() -> None:
     parser.add_argument("--variants", default="deterministic,llm,gepa")
     parser.add_argument("--work", default=str(ROOT / "runs" / "bench_search"))
     parser.add_argument("--fresh", action="store_true", help="Redo jobs that already finished.")
-    parser.add_argument(
-        "--finished",
-        default="",
-        help="job=dir[,job=dir]: read a job this variant equals from where it already ran (e.g. "
-        "builtin-llm=runs/builtin, the README's own `acon optimize experiments/builtin.toml`).",
-    )
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "search.json"))
     args = parser.parse_args()
-    finished = dict(item.split("=", 1) for item in args.finished.split(",") if item)
     results = []
     for path in args.configs.split(","):
         config = load_experiment(ROOT / path)
         for name in args.variants.split(","):
-            job = variant(config, name, Path(args.work))
-            where = finished.get(job.name)
-            results.append(run(job, args.fresh, ROOT / where if where else None))
+            results.append(run(variant(config, name, Path(args.work)), args.fresh))
             print(table(results[-1:]), file=sys.stderr, flush=True)
     print(table(results))
     out = Path(args.out)
