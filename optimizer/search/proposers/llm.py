@@ -21,21 +21,25 @@ from optimizer.untrusted import UNTRUSTED_NOTICE
 class ProposeRules(dspy.Signature):  # type: ignore[misc]  # dspy has no type information: Signature is Any
     r"""You write extraction rules for a context compressor of an AI agent. The compressor keeps, in code,
     only the lines (or JSON fields) of a tool result that a rule matches. Lines that held facts the agent
-    needed were dropped. Each example shows such a NEEDED line (the needed value masked as <VALUE>) and
-    DROPPED lines of the same result. Write short RE2 patterns (under 40 characters) that match the
-    fixed part of the needed kind of line, such as its label or field name, and not the dropped lines.
-    Never copy a whole line and never write a value: use \d+ for numbers and [A-Z]+ for codes.
+    needed were dropped. Each example shows the agent's request, then NEEDED lines of one result (the
+    needed values masked as <VALUE>) and DROPPED lines of the same result, often rows of the same table.
+    Write short RE2 patterns (under 40 characters) that match what the needed lines share and the
+    dropped lines lack, in a way that holds for other requests of the same kind: a label or field name,
+    a status word, a marker, a column value the request asks for. Never copy a whole line, never write
+    a value or an id (they change from task to task): use \d+ for numbers and [A-Z]+ for codes.
     Examples: needed `payment: card ending <VALUE>, captured EUR 12.00` gives {"pattern": "^payment:"};
     needed `WARNING: showing 1-20 of <VALUE>` gives {"pattern": "^WARNING:"}; needed
-    `"current_working_directory": "<VALUE>"` gives {"pattern": ".", "field": "current_working_directory"}.
+    `"current_working_directory": "<VALUE>"` gives {"pattern": ".", "field": "current_working_directory"};
+    for the request "list my active accounts", needed rows `<VALUE>  ACTIVE  owner` and dropped rows
+    `u-118  DISABLED  owner` give {"pattern": "\\bACTIVE\\b"}.
     If no short pattern separates the needed lines from the dropped ones, return []. Then, if the policy
     also uses an LLM compressor, write one sentence for its instruction that names the kind of content
     that was lost; otherwise write none."""
 
     policy: str = dspy.InputField(desc="The current retention policy (JSON).")
     examples: str = dspy.InputField(
-        desc="Per result: its tool, class and the move that dropped it, then its NEEDED and DROPPED lines "
-        "(fenced, untrusted)."
+        desc="Per result: the request, its tool, class and the move that dropped it, then its NEEDED and "
+        "DROPPED lines (fenced, untrusted)."
     )
     rules: str = dspy.OutputField(
         desc='A JSON list, e.g. [{"pattern": "^payment:", "tool": "get_order", "field": null}]; at most 4 rules.'

@@ -1,15 +1,20 @@
 """`llm_rewrite`: the optimizer LLM writes extraction rules from the diff's examples, and a targeted edit
 of the compressor instruction naming what was lost.
 
-The model sees each lost fact's line with the value masked, next to lines of the same result that were
-rightly dropped, and writes RE2 patterns for the needed kind of line. Rules are validated one by one
-(RE2, length, no value from the examples); an edit is added only when the policy has an LLM move that
-the loss went through. The natural-language instructions stay the parent's otherwise.
+The model is given the work `extract_rules` cannot do. By default it sees only the lost facts for which
+that proposer derives no rule (a label, a JSON field, the value's shape): mostly rows of a table, where the
+value starts the line and every row has the same shape. For each such result it sees the task's request,
+the needed rows with their values masked and the rows of the same shape that were rightly dropped, and
+writes RE2 patterns for what the needed rows share (a status, a marker, a column). Rules are validated one
+by one (RE2, length, no value or id from the examples, not too broad, keeps a lost line); an edit is added
+only when the policy has an LLM move that the loss went through. Losses `extract_rules` already covers get
+no call: the model's copy of that rule would be a duplicate candidate that cost minutes.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any, ClassVar, Literal
@@ -21,12 +26,13 @@ from optimizer.context.policy import RetentionPolicy
 from optimizer.context.strategies.oracle import needed_units
 from optimizer.search.candidate import Proposal
 from optimizer.search.proposers.base import Pair, ProposalInput, Proposer, derived
-from optimizer.search.proposers.extract_rules import with_rules
+from optimizer.search.proposers.extract_rules import derive_rule, with_rules
 from optimizer.search.proposers.llm import ProposeRules, parse_json_list
 from optimizer.untrusted import fence
 from optimizer.world.retention import RetentionClass
 
 LINE_CHARS = 160
+REQUEST_CHARS = 300
 # A pattern this long copies a line rather than describing a kind of line: it cannot generalize.
 MAX_PATTERN_CHARS = 60
 _CUTTABLE = (RetentionClass.STATIC, RetentionClass.DYNAMIC_STATE, RetentionClass.ERROR_PARTIAL)
@@ -40,16 +46,23 @@ class LlmRewrite(Proposer):
     candidates: int = Field(1, ge=1, le=10, description="Proposals per parent (ACON: K=5).")
     examples: int = Field(4, ge=1, le=20, description="Lost facts shown to the model.")
     max_share: float = Field(0.34, gt=0, le=1, description="A rule may keep at most this share of an example.")
+    residual_only: bool = Field(
+        True, description="Show only losses `extract_rules` derives no rule for (no call when there are none)."
+    )
 
     def propose(self, inputs: ProposalInput) -> list[Proposal]:
         if inputs.llm is None:
             return []
-        facts = _lost_facts(inputs.pairs)[: self.examples]
+        facts = _lost_facts(inputs.pairs, self.max_share)
+        if self.residual_only:
+            facts = [f for f in facts if not f["derivable"]]
+        facts = facts[: self.examples]
         if not facts:
             return []
         parent = inputs.parent.guideline
-        examples = "\n\n".join(f["example"] for f in facts)
-        literals = {f["literal"] for f in facts}
+        examples = "\n\n".join(_examples(facts))
+        literals = {literal for f in facts for literal in f["literals"]}
+        ids = _ids("\n".join([examples, *(f["request"] for f in facts)]))
         retention = Counter(f["retention"] for f in facts).most_common(1)[0][0]
         tools = {f["tool"] for f in facts}
         out = []
@@ -64,7 +77,7 @@ class LlmRewrite(Proposer):
                     policy=json.dumps(parent.policy.model_dump(mode="json")),
                     examples=fence(examples, "examples"),
                 )
-                rules, dropped = _rules(prediction.rules, literals, tools, facts, self.max_share)
+                rules, dropped = _rules(prediction.rules, literals | ids, tools, facts, self.max_share)
                 if not rules:
                     why = "; ".join(dropped) or "the model found no pattern that separates the needed lines"
                     out.append(
@@ -114,42 +127,77 @@ class LlmRewrite(Proposer):
         return out
 
 
-def _lost_facts(pairs: Sequence[Pair]) -> list[dict[str, Any]]:
-    facts = []
-    seen: set[tuple[str, str]] = set()
+def _lost_facts(pairs: Sequence[Pair], max_share: float) -> list[dict[str, Any]]:
+    """One entry per result that lost cuttable facts: its needed units, and whether `extract_rules` derives a
+    rule for every fact it lost (`derivable`)."""
+    facts: dict[tuple[str, int], dict[str, Any]] = {}
     for pair in pairs:
         for fact in pair.diff.missing:
             source = pair.source_text(fact.source_entry)
-            if fact.retention not in _CUTTABLE or source is None:
+            if fact.retention not in _CUTTABLE or source is None or fact.source_entry is None:
                 continue
             raw, tool = source
-            if (fact.literal, tool or "") in seen:
-                continue
-            seen.add((fact.literal, tool or ""))
-            parsed = parse_units(raw)
-            held = needed_units(parsed, [fact.literal])
-            if not held:
-                continue
-            action = (fact.record or {}).get("action", "?")
-            source_name = f"{tool or '?'} ({fact.retention}; dropped by {action})"
-            facts.append(
-                {
-                    "literal": fact.literal,
+            key = (pair.compressed.task_id, fact.source_entry)
+            if key not in facts:
+                action = (fact.record or {}).get("action", "?")
+                facts[key] = {
+                    "literals": [],
                     "tool": tool or "?",
                     "retention": fact.retention,
                     "action": action,
-                    "example": _example(parsed, held, fact.literal, source_name),
-                    "parsed": parsed,
-                    "held": frozenset(held),
+                    "source": f"{tool or '?'} ({fact.retention}; dropped by {action})",
+                    "request": pair.task.instruction if pair.task is not None else "",
+                    "raw": raw,
+                    "parsed": parse_units(raw),
+                    "held": frozenset(),
+                    "derivable": True,
                 }
-            )
-    return facts
+            entry = facts[key]
+            held = needed_units(entry["parsed"], [fact.literal])
+            if not held or fact.literal in entry["literals"]:
+                continue
+            entry["literals"].append(fact.literal)
+            entry["held"] = entry["held"] | frozenset(held)
+            if derive_rule(raw, fact.literal, tool, max_share=max_share) is None:
+                entry["derivable"] = False
+    return [f for f in facts.values() if f["literals"]]
 
 
-def _example(parsed: Parsed, held: Sequence[int], literal: str, source: str) -> str:
-    needed = [parsed.units[i].text.replace(literal, "<VALUE>")[:LINE_CHARS] for i in held[:2]]
-    dropped = [u.text[:LINE_CHARS] for u in parsed.units if u.index not in held and u.text.strip()][:3]
-    return "\n".join([f"result of {source}:", *(f"NEEDED: {n}" for n in needed), *(f"DROPPED: {d}" for d in dropped)])
+def _examples(facts: Sequence[dict[str, Any]]) -> list[str]:
+    """Per result: the request that needed it, its needed units (values masked) and dropped units of the same
+    shape, so that what sets the needed ones apart is visible."""
+    out = []
+    for fact in facts:
+        parsed: Parsed = fact["parsed"]
+        held = sorted(fact["held"])
+        needed = [_masked(parsed.units[i].text, fact["literals"]) for i in held[:3]]
+        shape = _shape(parsed.units[held[0]].text)
+        others = [u for u in parsed.units if u.index not in fact["held"] and u.text.strip()]
+        alike = [u for u in others if _shape(u.text) == shape] or others
+        dropped = [u.text[:LINE_CHARS] for u in alike[:4]]
+        lines = [f"request: {' '.join(fact['request'].split())[:REQUEST_CHARS]}"] if fact["request"] else []
+        lines += [f"result of {fact['source']}:", *(f"NEEDED: {n}" for n in needed), *(f"DROPPED: {d}" for d in dropped)]
+        out.append("\n".join(lines))
+    return out
+
+
+def _masked(text: str, literals: Sequence[str]) -> str:
+    for literal in sorted(literals, key=len, reverse=True):
+        text = text.replace(literal, "<VALUE>")
+    return text[:LINE_CHARS]
+
+
+def _shape(text: str) -> tuple[int, int]:
+    """A row's shape: how many column separators it has, of the kinds tables here use."""
+    return text.count("|"), text.count("\t")
+
+
+_ID = re.compile(r"[\w-]*\d[\w-]*")
+
+
+def _ids(text: str) -> set[str]:
+    """Tokens with a digit in the examples or requests (`AG-317`, `CUS-77815`): a rule naming one fits one task."""
+    return {token for token in _ID.findall(text) if len(token) >= 3}
 
 
 def _rules(
@@ -170,8 +218,9 @@ def _rules(
         except ValidationError as exc:
             dropped.append(exc.errors()[0]["msg"][:80])
             continue
-        if any(literal in rule.pattern for literal in literals) or "<VALUE>" in rule.pattern:
-            dropped.append(f"/{rule.pattern[:40]}/ names a value from the examples")
+        plain = rule.pattern.replace("\\", "")
+        if any(literal in plain for literal in literals) or "<VALUE>" in rule.pattern:
+            dropped.append(f"/{rule.pattern[:40]}/ names a value or id from the examples")
             continue
         if len(rule.pattern) > MAX_PATTERN_CHARS:
             dropped.append(f"/{rule.pattern[:40]}.../ copies a line ({len(rule.pattern)} characters)")

@@ -170,11 +170,11 @@ def test_llm_rewrite_applies_valid_rules_and_refuses_ones_that_name_a_value(loss
         '{"pattern": "(a)\\\\1"}, {"pattern": "^no such line"}]',
         instruction_edit="none",
     )
-    (proposal,) = LlmRewrite().propose(ProposalInput(parent, pairs, llm=lm))
+    (proposal,) = LlmRewrite(residual_only=False).propose(ProposalInput(parent, pairs, llm=lm))
     assert proposal.llm and proposal.optimizer_tokens == 100
     learned = ExtractRule(pattern=r"^FACT-[A-Z]+-\d+:", tool="read_file")
     assert proposal.guideline.policy.write[0].select.rules == (learned,)
-    assert "names a value from the examples" in proposal.rationale
+    assert "names a value or id from the examples" in proposal.rationale
     assert "/^no such line/ keeps no line that held a lost fact" in proposal.rationale
     examples = lm.prompts[0]["examples"]
     assert "result of read_file (static; dropped by extract):" in examples
@@ -184,8 +184,61 @@ def test_llm_rewrite_applies_valid_rules_and_refuses_ones_that_name_a_value(loss
 
 def test_llm_rewrite_records_a_reply_it_cannot_use_as_a_failed_proposal(lossy_pairs):
     parent, pairs = lossy_pairs
-    (proposal,) = LlmRewrite().propose(ProposalInput(parent, pairs, llm=FakeLM(rules="n/a", instruction_edit="")))
+    lm = FakeLM(rules="n/a", instruction_edit="")
+    (proposal,) = LlmRewrite(residual_only=False).propose(ProposalInput(parent, pairs, llm=lm))
     assert proposal.guideline is None and "no JSON list" in proposal.error
+
+
+def test_llm_rewrite_makes_no_call_for_a_loss_extract_rules_already_covers(lossy_pairs):
+    parent, pairs = lossy_pairs
+    assert ExtractRules().propose(ProposalInput(parent, pairs))  # the bin's labelled line gives a rule
+    lm = FakeLM(rules="[]", instruction_edit="")
+    assert LlmRewrite().propose(ProposalInput(parent, pairs, llm=lm)) == [] and lm.prompts == []
+
+
+TICKETS = "\n".join(
+    [
+        "queue returns-eu: 6 open tickets",
+        "TCK-1001 | P3 | open | AG-7 (you) | Warranty question",
+        "TCK-1002 | P2 | open | AG-2 | Wrong size sent",
+        "TCK-1003 | P3 | open | AG-5 | Item arrived damaged",
+        "TCK-1004 | P1 | open | AG-7 (you) | Charged twice",
+        "TCK-1005 | P3 | open | AG-2 | Invoice address is wrong",
+        "TCK-1006 | P2 | open | AG-5 | Late delivery",
+        "TCK-1007 | P3 | open | AG-9 | Missing parts",
+    ]
+)
+
+
+def table_pair() -> SimpleNamespace:
+    """A pair whose lost facts are rows of a listing: the ids start their lines, so no label or shape rule
+    separates them (the duck-typed parts of `Pair` that the LLM proposer reads)."""
+    lost = [
+        SimpleNamespace(literal=t, retention="static", source_entry=3, record={"action": "clear"})
+        for t in ("TCK-1001", "TCK-1004")
+    ]
+    return SimpleNamespace(
+        diff=SimpleNamespace(missing=lost),
+        compressed=SimpleNamespace(task_id="ticket_queue-00"),
+        task=SimpleNamespace(instruction="You are support agent AG-7. Work through your own open tickets."),
+        source_text=lambda entry: (TICKETS, "list_tickets") if entry == 3 else None,
+    )
+
+
+def test_llm_rewrite_gets_the_rows_extract_rules_cannot_separate_and_refuses_ids():
+    pair = table_pair()
+    assert all(derive_rule(TICKETS, f.literal, "list_tickets", max_share=0.34) is None for f in pair.diff.missing)
+    lm = FakeLM(rules=r'[{"pattern": "AG-7"}, {"pattern": "\\| open \\|"}, {"pattern": "\\(you\\)"}]', instruction_edit="none")
+    (proposal,) = LlmRewrite().propose(ProposalInput(candidate(**LOSSY), [pair], llm=lm))
+    examples = lm.prompts[0]["examples"]
+    assert "request: You are support agent AG-7. Work through your own open tickets." in examples
+    assert "NEEDED: <VALUE> | P3 | open | AG-7 (you) | Warranty question" in examples
+    assert "NEEDED: <VALUE> | P1 | open | AG-7 (you) | Charged twice" in examples
+    # the dropped lines shown are rows of the same shape, not the listing's header
+    assert "DROPPED: TCK-1002 | P2 | open | AG-2 | Wrong size sent" in examples and "DROPPED: queue" not in examples
+    assert proposal.guideline.policy.write[0].select.rules == (ExtractRule(pattern=r"\(you\)"),)
+    assert "/AG-7/ names a value or id from the examples" in proposal.rationale
+    assert "too broad" in proposal.rationale  # every row is open
 
 
 def test_llm_shorten_only_for_policies_with_an_llm_move(lossy_pairs):
