@@ -9,7 +9,10 @@ keys above it; a long multi-line string leaf is split into its lines). A unit is
   user quoted, an argument value of one of the agent's calls so far), or enough of the user's words
   (`min_words`, and at least `top_ratio` of the best-matching unit's count). With `max_term_share` below 1,
   a strong term or literal found in more than that share of the result's units does not count: a year in
-  the request, or the order id every line of that order repeats, marks every line and so selects none;
+  the request, or the order id every line of that order repeats, marks every line and so selects none.
+  `max_word_share` does the same for the user's words: "card charge" on every row of a statement, or
+  "rain jacket" on every row of a catalog search for one, tells no row apart (a term or word found in a
+  single unit always counts);
 - it is among the first `head` or last `tail` units;
 - or it is (or holds) a line the runtime vouched for (`must_keep`): those survive every cut anyway.
 
@@ -193,16 +196,20 @@ class Selection(BaseModel):
     max_term_share: float = Field(
         1.0, gt=0.0, le=1.0, description="A term in more than this share of the result's units is not a mention."
     )
+    max_word_share: float = Field(
+        1.0, gt=0.0, le=1.0, description="A user word in more than this share of the units does not count."
+    )
     head: int = Field(1, ge=0, le=200, description="First units always kept.")
     tail: int = Field(0, ge=0, le=200, description="Last units always kept.")
 
     @model_serializer(mode="wrap")
-    def _without_unset_share(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Left out while off, so a guideline written before the knob existed keeps its version, and with it
+    def _without_unset_shares(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Left out while off, so a guideline written before the knobs existed keeps its version, and with it
         # its cached compressor replies and registry entries.
         data: dict[str, Any] = handler(self)
-        if self.max_term_share == 1.0:
-            data.pop("max_term_share", None)
+        for knob in ("max_term_share", "max_word_share"):
+            if getattr(self, knob) == 1.0:
+                data.pop(knob, None)
         return data
 
 
@@ -357,18 +364,29 @@ def select(
             min_words=selection.min_words,
             top_ratio=selection.top_ratio,
             max_term_share=selection.max_term_share,
+            max_word_share=selection.max_word_share,
         )
     return sorted(keep)
 
 
 def mentioning(
-    units: Sequence[Unit], terms: Terms, *, min_words: int, top_ratio: float, max_term_share: float = 1.0
+    units: Sequence[Unit],
+    terms: Terms,
+    *,
+    min_words: int,
+    top_ratio: float,
+    max_term_share: float = 1.0,
+    max_word_share: float = 1.0,
 ) -> set[int]:
     """Units holding a strong term or literal, or at least the threshold of the user's words."""
     tokens = [_unit_tokens(unit) for unit in units]
     lowered = [unit.text.lower() for unit in units]
     if max_term_share < 1.0:
-        terms = _distinctive(terms, units, tokens, lowered, limit=max_term_share * len(units))
+        terms = _distinctive(terms, units, tokens, lowered, limit=_limit(max_term_share, len(units)))
+    if max_word_share < 1.0:
+        limit = _limit(max_word_share, len(units))
+        common = {w for w in terms.words if sum(w in unit_tokens for unit_tokens in tokens) > limit}
+        terms = Terms(terms.strong, terms.literals, terms.words - common)
     kept: set[int] = set()
     scores: dict[int, int] = {}
     phrases = [t for t in terms.strong if " " in t]
@@ -380,6 +398,12 @@ def mentioning(
     best = max(scores.values(), default=0)
     threshold = max(min_words, math.ceil(top_ratio * best - 1e-9))
     return kept | {i for i, score in scores.items() if score >= threshold}
+
+
+def _limit(share: float, units: int) -> float:
+    """How many units a term may be found in and still count: a share of them, never less than one (in a
+    short result every term is in a large share of the units, and one that is in only one still tells it apart)."""
+    return max(1.0, share * units)
 
 
 def _distinctive(

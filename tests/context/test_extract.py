@@ -104,6 +104,27 @@ def test_a_term_most_units_share_stops_counting_as_a_mention():
         Selection(max_term_share=0.0)
 
 
+def test_a_term_found_in_one_unit_counts_however_short_the_result():
+    history = history_with("Quote the outbound tracking number of order ORD-66682.")
+    terms = request_terms(history.entries)
+    short = "order ORD-66682 shipped\ncarrier DHL\nservice express"
+    # 1 of 3 units is above a 0.12 share of them, but a term in a single unit still tells it apart.
+    assert kept(short, Selection(head=0, max_term_share=0.12, max_word_share=0.12), terms) == "order ORD-66682 shipped"
+
+
+def test_a_word_every_row_shares_stops_counting_toward_a_mention():
+    rows = [f"2024-0{m}-1{m} | CHG-10{m}0 | ORD-20{m}0 | card charge | EUR 1{m}.00" for m in range(1, 9)]
+    rows.append("2024-04-22 | CHG-7001 | ORD-53213 | card charge, captured twice | EUR 24.52")
+    statement = "\n".join(rows)
+    history = history_with("Customer was charged twice on their card: find the duplicate card charge and refund it.")
+    terms = request_terms(history.entries)
+    # "card" and "charge" are on every row: with the default, each row has enough of the user's words.
+    assert len(kept(statement, Selection(head=0, min_words=2), terms).splitlines()) == 9
+    assert kept(statement, Selection(head=0, min_words=1, max_word_share=0.5), terms) == rows[-1]
+    assert "max_word_share" not in Selection().model_dump()
+    assert Selection(max_word_share=0.25).model_dump()["max_word_share"] == 0.25
+
+
 def test_quoted_phrases_and_call_arguments_are_strong_terms():
     history = history_with("Find files with 'test' in their name.", ToolCall("c1", "cd", {"folder": "projects"}))
     terms = request_terms(history.entries)

@@ -118,6 +118,7 @@ def _keep_more(
                     "head": select.head + 2,
                     "top_ratio": round(select.top_ratio / 2, 2),
                     "max_term_share": min(1.0, round(select.max_term_share * 2, 2)),
+                    "max_word_share": min(1.0, round(select.max_word_share * 2, 2)),
                 }
             )
             new = move.model_copy(update={"select": looser})

@@ -72,6 +72,13 @@ def _distinct(move: Any) -> Any:
     return move.model_copy(update={"select": move.select.model_copy(update={"max_term_share": share})})
 
 
+def _rare(move: Any) -> Any:
+    if not isinstance(move, Extract | ExtractOld) or move.select.max_word_share <= MIN_TERM_SHARE:
+        return move
+    share = max(MIN_TERM_SHARE, round(move.select.max_word_share / 2, 2))
+    return move.model_copy(update={"select": move.select.model_copy(update={"max_word_share": share})})
+
+
 KNOBS: tuple[tuple[str, Callable[[Any], Any], str], ...] = (
     ("lower", _lower, "thresholds x0.6"),
     ("short", _shorter, "output caps and previews x0.6"),
@@ -81,6 +88,11 @@ KNOBS: tuple[tuple[str, Callable[[Any], Any], str], ...] = (
         "distinct",
         _distinct,
         "extraction: a term must be in at most half the share of units it was before to count as a mention",
+    ),
+    (
+        "rare",
+        _rare,
+        "extraction: a request word must be in at most half the share of units it was before to count",
     ),
 )
 

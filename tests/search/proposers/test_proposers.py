@@ -130,7 +130,8 @@ def test_tighten_offers_one_variant_per_knob():
     variants = {
         p.guideline.name.rsplit("+", 1)[1]: p.guideline.policy for p in Tighten().propose(ProposalInput(parent, ()))
     }
-    assert set(variants) == {"lower", "short", "fewer", "strict", "distinct"}
+    assert set(variants) == {"lower", "short", "fewer", "strict", "distinct", "rare"}
+    assert variants["rare"].write[0].select.max_word_share == 0.5
     assert (variants["lower"].write[0].over, variants["lower"].history[0].over) == (600, 1200)
     assert (variants["short"].write[1].max_tokens, variants["short"].history[0].max_tokens) == (96, 150)
     assert variants["fewer"].history[0].keep_last == 1
