@@ -72,11 +72,20 @@ def _distinct(move: Any) -> Any:
     return move.model_copy(update={"select": move.select.model_copy(update={"max_term_share": share})})
 
 
-def _rare(move: Any) -> Any:
+def _rare(move: Any, *, fewer_words: bool = False) -> Any:
     if not isinstance(move, Extract | ExtractOld) or move.select.max_word_share <= MIN_TERM_SHARE:
         return move
-    share = max(MIN_TERM_SHARE, round(move.select.max_word_share / 2, 2))
-    return move.model_copy(update={"select": move.select.model_copy(update={"max_word_share": share})})
+    update: dict[str, Any] = {"max_word_share": max(MIN_TERM_SHARE, round(move.select.max_word_share / 2, 2))}
+    if fewer_words:
+        update["min_words"] = max(1, move.select.min_words - 1)
+    return move.model_copy(update={"select": move.select.model_copy(update=update)})
+
+
+def _rare_fewer(move: Any) -> Any:
+    # Dropping common words lowers every unit's count, the needed one's too: alone, the knob often cuts a
+    # needed row, and the next step (one word fewer) alone keeps many more. Each is worse than the parent and
+    # both together are better, so a one-knob-at-a-time search needs them as one step.
+    return _rare(move, fewer_words=True)
 
 
 KNOBS: tuple[tuple[str, Callable[[Any], Any], str], ...] = (
@@ -93,6 +102,11 @@ KNOBS: tuple[tuple[str, Callable[[Any], Any], str], ...] = (
         "rare",
         _rare,
         "extraction: a request word must be in at most half the share of units it was before to count",
+    ),
+    (
+        "rare_fewer",
+        _rare_fewer,
+        "extraction: rarer request words only (half the share), and one word fewer to count as a mention",
     ),
 )
 

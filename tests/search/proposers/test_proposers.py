@@ -130,8 +130,10 @@ def test_tighten_offers_one_variant_per_knob():
     variants = {
         p.guideline.name.rsplit("+", 1)[1]: p.guideline.policy for p in Tighten().propose(ProposalInput(parent, ()))
     }
-    assert set(variants) == {"lower", "short", "fewer", "strict", "distinct", "rare"}
-    assert variants["rare"].write[0].select.max_word_share == 0.5
+    assert set(variants) == {"lower", "short", "fewer", "strict", "distinct", "rare", "rare_fewer"}
+    assert (variants["rare"].write[0].select.max_word_share, variants["rare"].write[0].select.min_words) == (0.5, 3)
+    rare_fewer = variants["rare_fewer"].write[0].select
+    assert (rare_fewer.max_word_share, rare_fewer.min_words) == (0.5, 2)
     assert (variants["lower"].write[0].over, variants["lower"].history[0].over) == (600, 1200)
     assert (variants["short"].write[1].max_tokens, variants["short"].history[0].max_tokens) == (96, 150)
     assert variants["fewer"].history[0].keep_last == 1
