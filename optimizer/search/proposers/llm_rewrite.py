@@ -176,7 +176,8 @@ def _examples(facts: Sequence[dict[str, Any]]) -> list[str]:
         alike = [u for u in others if _shape(u.text) == shape] or others
         dropped = [u.text[:LINE_CHARS] for u in alike[:4]]
         lines = [f"request: {' '.join(fact['request'].split())[:REQUEST_CHARS]}"] if fact["request"] else []
-        lines += [f"result of {fact['source']}:", *(f"NEEDED: {n}" for n in needed), *(f"DROPPED: {d}" for d in dropped)]
+        lines.append(f"result of {fact['source']}:")
+        lines += [f"NEEDED: {n}" for n in needed] + [f"DROPPED: {d}" for d in dropped]
         out.append("\n".join(lines))
     return out
 

@@ -231,7 +231,8 @@ def table_pair() -> SimpleNamespace:
 def test_llm_rewrite_gets_the_rows_extract_rules_cannot_separate_and_refuses_ids():
     pair = table_pair()
     assert all(derive_rule(TICKETS, f.literal, "list_tickets", max_share=0.34) is None for f in pair.diff.missing)
-    lm = FakeLM(rules=r'[{"pattern": "AG-7"}, {"pattern": "\\| open \\|"}, {"pattern": "\\(you\\)"}]', instruction_edit="none")
+    reply = r'[{"pattern": "AG-7"}, {"pattern": "\\| open \\|"}, {"pattern": "\\(you\\)"}]'
+    lm = FakeLM(rules=reply, instruction_edit="none")
     (proposal,) = LlmRewrite().propose(ProposalInput(candidate(**LOSSY), [pair], llm=lm))
     examples = lm.prompts[0]["examples"]
     assert "request: You are support agent AG-7. Work through your own open tickets." in examples
