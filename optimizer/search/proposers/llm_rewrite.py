@@ -17,7 +17,8 @@ import json
 import re
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal
+from dataclasses import dataclass, field
+from typing import ClassVar, Literal
 
 from pydantic import Field, ValidationError
 
@@ -55,16 +56,16 @@ class LlmRewrite(Proposer):
             return []
         facts = _lost_facts(inputs.pairs, self.max_share)
         if self.residual_only:
-            facts = [f for f in facts if not f["derivable"]]
+            facts = [f for f in facts if not f.derivable]
         facts = facts[: self.examples]
         if not facts:
             return []
         parent = inputs.parent.guideline
         examples = "\n\n".join(_examples(facts))
-        literals = {literal for f in facts for literal in f["literals"]}
-        ids = _ids("\n".join([examples, *(f["request"] for f in facts)]))
-        retention = Counter(f["retention"] for f in facts).most_common(1)[0][0]
-        tools = {f["tool"] for f in facts}
+        literals = {literal for f in facts for literal in f.literals}
+        ids = _ids("\n".join([examples, *(f.request for f in facts)]))
+        retention = Counter(f.retention for f in facts).most_common(1)[0][0]
+        tools = {f.tool for f in facts}
         out = []
         for index in range(self.candidates):
             before = inputs.llm.tokens
@@ -98,9 +99,9 @@ class LlmRewrite(Proposer):
                 )
                 edit = _edit(prediction.instruction_edit)
                 updates = {}
-                if edit and any(f["action"] == "compress" for f in facts) and policy.uses_compressor:
+                if edit and any(f.action == "compress" for f in facts) and policy.uses_compressor:
                     updates["observation"] = f"{parent.observation}\n\n{edit}"
-                if edit and any(f["action"] == "summarize" for f in facts) and policy.uses_compressor:
+                if edit and any(f.action == "summarize" for f in facts) and policy.uses_compressor:
                     updates["history"] = f"{parent.history}\n\n{edit}"
                 guideline = derived(parent, policy, f"llm{inputs.round}.{index}", **updates)
                 rationale = "rules " + ", ".join(f"/{r.pattern}/" for r in rules)
@@ -127,10 +128,27 @@ class LlmRewrite(Proposer):
         return out
 
 
-def _lost_facts(pairs: Sequence[Pair], max_share: float) -> list[dict[str, Any]]:
-    """One entry per result that lost cuttable facts: its needed units, and whether `extract_rules` derives a
-    rule for every fact it lost (`derivable`)."""
-    facts: dict[tuple[str, int], dict[str, Any]] = {}
+@dataclass
+class _LostResult:
+    """A tool result that lost cuttable facts, as the model is shown it and the rules are checked on."""
+
+    tool: str
+    retention: str
+    action: str  # the move that dropped it
+    request: str
+    parsed: Parsed
+    literals: list[str] = field(default_factory=list)
+    held: frozenset[int] = frozenset()  # the units that held a lost literal
+    derivable: bool = True  # whether `extract_rules` derives a rule for every literal it lost
+
+    @property
+    def source(self) -> str:
+        return f"{self.tool} ({self.retention}; dropped by {self.action})"
+
+
+def _lost_facts(pairs: Sequence[Pair], max_share: float) -> list[_LostResult]:
+    """One record per result that lost cuttable facts."""
+    found: dict[tuple[str, int], _LostResult] = {}
     for pair in pairs:
         for fact in pair.diff.missing:
             source = pair.source_text(fact.source_entry)
@@ -138,45 +156,39 @@ def _lost_facts(pairs: Sequence[Pair], max_share: float) -> list[dict[str, Any]]
                 continue
             raw, tool = source
             key = (pair.compressed.task_id, fact.source_entry)
-            if key not in facts:
-                action = (fact.record or {}).get("action", "?")
-                facts[key] = {
-                    "literals": [],
-                    "tool": tool or "?",
-                    "retention": fact.retention,
-                    "action": action,
-                    "source": f"{tool or '?'} ({fact.retention}; dropped by {action})",
-                    "request": pair.task.instruction if pair.task is not None else "",
-                    "raw": raw,
-                    "parsed": parse_units(raw),
-                    "held": frozenset(),
-                    "derivable": True,
-                }
-            entry = facts[key]
-            held = needed_units(entry["parsed"], [fact.literal])
-            if not held or fact.literal in entry["literals"]:
+            if key not in found:
+                found[key] = _LostResult(
+                    tool=tool or "?",
+                    retention=fact.retention,
+                    action=(fact.record or {}).get("action", "?"),
+                    request=pair.task.instruction if pair.task is not None else "",
+                    parsed=parse_units(raw),
+                )
+            result = found[key]
+            held = needed_units(result.parsed, [fact.literal])
+            if not held or fact.literal in result.literals:
                 continue
-            entry["literals"].append(fact.literal)
-            entry["held"] = entry["held"] | frozenset(held)
+            result.literals.append(fact.literal)
+            result.held |= frozenset(held)
             if derive_rule(raw, fact.literal, tool, max_share=max_share) is None:
-                entry["derivable"] = False
-    return [f for f in facts.values() if f["literals"]]
+                result.derivable = False
+    return [r for r in found.values() if r.literals]
 
 
-def _examples(facts: Sequence[dict[str, Any]]) -> list[str]:
+def _examples(facts: Sequence[_LostResult]) -> list[str]:
     """Per result: the request that needed it, its needed units (values masked) and dropped units of the same
     shape, so that what sets the needed ones apart is visible."""
     out = []
     for fact in facts:
-        parsed: Parsed = fact["parsed"]
-        held = sorted(fact["held"])
-        needed = [_masked(parsed.units[i].text, fact["literals"]) for i in held[:3]]
+        parsed = fact.parsed
+        held = sorted(fact.held)
+        needed = [_masked(parsed.units[i].text, fact.literals) for i in held[:3]]
         shape = _shape(parsed.units[held[0]].text)
-        others = [u for u in parsed.units if u.index not in fact["held"] and u.text.strip()]
+        others = [u for u in parsed.units if u.index not in fact.held and u.text.strip()]
         alike = [u for u in others if _shape(u.text) == shape] or others
         dropped = [u.text[:LINE_CHARS] for u in alike[:4]]
-        lines = [f"request: {' '.join(fact['request'].split())[:REQUEST_CHARS]}"] if fact["request"] else []
-        lines.append(f"result of {fact['source']}:")
+        lines = [f"request: {' '.join(fact.request.split())[:REQUEST_CHARS]}"] if fact.request else []
+        lines.append(f"result of {fact.source}:")
         lines += [f"NEEDED: {n}" for n in needed] + [f"DROPPED: {d}" for d in dropped]
         out.append("\n".join(lines))
     return out
@@ -202,7 +214,7 @@ def _ids(text: str) -> set[str]:
 
 
 def _rules(
-    reply: object, literals: set[str], tools: set[str], facts: list[dict[str, Any]], max_share: float
+    reply: object, literals: set[str], tools: set[str], facts: list[_LostResult], max_share: float
 ) -> tuple[list[ExtractRule], list[str]]:
     """The reply's valid rules, and why each other one was refused (RE2, a value, a copied line, too broad,
     or keeping none of the lines that held a lost fact)."""
@@ -213,9 +225,9 @@ def _rules(
             dropped.append(f"not an object: {str(item)[:40]}")
             continue
         tool = item.get("tool") if item.get("tool") in tools else None
-        field = item.get("field") if isinstance(item.get("field"), str) and item.get("field") else None
+        key = item.get("field") if isinstance(item.get("field"), str) and item.get("field") else None
         try:
-            rule = ExtractRule(pattern=str(item.get("pattern", "")), tool=tool, field=field)
+            rule = ExtractRule(pattern=str(item.get("pattern", "")), tool=tool, field=key)
         except ValidationError as exc:
             dropped.append(exc.errors()[0]["msg"][:80])
             continue
@@ -226,7 +238,7 @@ def _rules(
         if len(rule.pattern) > MAX_PATTERN_CHARS:
             dropped.append(f"/{rule.pattern[:40]}.../ copies a line ({len(rule.pattern)} characters)")
             continue
-        broad = next((share for f in facts if (share := _share(rule, f["parsed"])) > max_share), None)
+        broad = next((share for f in facts if (share := _share(rule, f.parsed)) > max_share), None)
         if broad is not None:
             dropped.append(f"/{rule.pattern[:40]}/ keeps {broad:.0%} of a result (too broad)")
             continue
@@ -244,9 +256,9 @@ def _kept_alone(rule: ExtractRule, parsed: Parsed, tool: str | None) -> set[int]
     return set(select(parsed, only, tool=tool, terms=None))
 
 
-def _restores(rule: ExtractRule, fact: dict[str, Any]) -> bool:
+def _restores(rule: ExtractRule, fact: _LostResult) -> bool:
     """Whether the rule alone keeps a unit that held the lost fact, in the result it was lost from."""
-    return bool(fact["held"] & _kept_alone(rule, fact["parsed"], fact["tool"]))
+    return bool(fact.held & _kept_alone(rule, fact.parsed, fact.tool))
 
 
 def _share(rule: ExtractRule, parsed: Parsed) -> float:
