@@ -243,7 +243,9 @@ class OptimizeTracking(JobTracking):
         markdown = job.dir.path / "report.md"
         self.tracker.log_report(markdown.read_text() if markdown.exists() else "", dict(report))
         for candidate in job.candidates():
-            if candidate.rejected and candidate.screens and candidate.version != chosen.version:
+            # Only a candidate screened on the whole train split was registered (`on_candidate`): one rejected
+            # after its subset screen (the compressor budget ran out) has no prompt version to tag.
+            if candidate.rejected and "train" in candidate.screens and candidate.version != chosen.version:
                 self.tracker.tag_guideline(
                     candidate.guideline, {"acon.status": "rejected", "acon.rejected": candidate.rejected}
                 )

@@ -294,3 +294,25 @@ def test_evaluation_runs_last_as_long_as_their_episodes(finished):
         assert took == pytest.approx(sum(e.wall_s for e in episodes), abs=0.01), key
         if run.data.tags["agent"] == "reference":
             assert "agent_tokens" not in run.data.metrics  # not measured at tier 0, so not a flat 0
+
+
+def test_a_seed_rejected_after_its_subset_screen_does_not_break_the_report(tmp_path, migrated_db):
+    # The seed compresses, so it is screened on a one-task subset first; with a one-call compressor budget
+    # it is rejected there and never registered. The report's tagging of rejected candidates once raised
+    # KeyError on it, after report.md was written, and the job exited with a traceback.
+    with StubServer(scripted_models) as url:
+        config = job_config(tmp_path, url).with_overrides(
+            optimize={"rounds": 1, "llm_screen_limit": 1, "max_compressor_calls": 1}
+        )
+        config.out_dir.mkdir(parents=True)
+        shutil.copy(migrated_db, config.out_dir / "mlflow.db")
+        job = OptimizationJob(config, log=lambda m: None)
+        with tracker_for(job) as tracking:
+            job.tracker = tracking
+            report = job.run()
+    seed = job.state.candidates[job.state.seed]
+    assert seed.rejected.startswith("compressor budget spent") and list(seed.screens) == ["subset"]
+    uri = resolve_uri(config.out_dir)
+    client = MlflowClient(tracking_uri=uri, registry_uri=uri)
+    chosen = client.get_prompt_version_by_alias("acon-scripted-history", "best")
+    assert chosen.tags["acon.version"] == report["chosen"]["version"]
