@@ -67,7 +67,9 @@ def test_the_local_optimizer_writes_a_selective_rule_for_the_lost_line():
     pairs = [Pair(f, c, diff_pair(f, c, task), task) for f, c in found]
     with ModelEndpoints({"optimizer": EndpointConfig(max_tokens=256)}) as endpoints:
         llm = OptimizerLM(endpoints.client("optimizer"), seed=0)
-        (proposal,) = LlmRewrite().propose(ProposalInput(parent, pairs, llm=llm))
+        # The labelled line is one `extract_rules` covers, so by default the model is not asked about it
+        # (`residual_only`); asked anyway, it must write that rule as well as the deterministic proposer does.
+        (proposal,) = LlmRewrite(residual_only=False).propose(ProposalInput(parent, pairs, llm=llm))
     assert proposal.guideline is not None, proposal.error
     rules = proposal.guideline.policy.write[0].select.rules
     parsed = parse_units(ORDER)
