@@ -53,19 +53,24 @@ def job_config(tmp: Path, url: str) -> ExperimentConfig:
     return load_experiment(path)
 
 
+def run_tracked(config: ExperimentConfig, migrated_db: Path) -> tuple[OptimizationJob, dict, MlflowClient]:
+    """Run the job into a fresh copy of the migrated store; the job, its report and a client on the store."""
+    config.out_dir.mkdir(parents=True)
+    shutil.copy(migrated_db, config.out_dir / "mlflow.db")
+    job = OptimizationJob(config, log=lambda m: None)
+    with tracker_for(job) as tracking:
+        job.tracker = tracking
+        report = job.run()
+    uri = resolve_uri(config.out_dir)
+    return job, report, MlflowClient(tracking_uri=uri, registry_uri=uri)
+
+
 @pytest.fixture(scope="module")
 def finished(tmp_path_factory, migrated_db):
     tmp = tmp_path_factory.mktemp("optimize")
     with StubServer(scripted_models) as url:
         config = job_config(tmp, url)
-        config.out_dir.mkdir(parents=True)
-        shutil.copy(migrated_db, config.out_dir / "mlflow.db")
-        job = OptimizationJob(config, log=lambda m: None)
-        with tracker_for(job) as tracking:
-            job.tracker = tracking
-            report = job.run()
-        uri = resolve_uri(config.out_dir)
-        client = MlflowClient(tracking_uri=uri, registry_uri=uri)
+        _, report, client = run_tracked(config, migrated_db)
         state = ParentRuns.read(config.out_dir)
         yield SimpleNamespace(config=config, report=report, client=client, state=state)
 
@@ -304,15 +309,8 @@ def test_a_seed_rejected_after_its_subset_screen_does_not_break_the_report(tmp_p
         config = job_config(tmp_path, url).with_overrides(
             optimize={"rounds": 1, "llm_screen_limit": 1, "max_compressor_calls": 1}
         )
-        config.out_dir.mkdir(parents=True)
-        shutil.copy(migrated_db, config.out_dir / "mlflow.db")
-        job = OptimizationJob(config, log=lambda m: None)
-        with tracker_for(job) as tracking:
-            job.tracker = tracking
-            report = job.run()
+        job, report, client = run_tracked(config, migrated_db)
     seed = job.state.candidates[job.state.seed]
     assert seed.rejected.startswith("compressor budget spent") and list(seed.screens) == ["subset"]
-    uri = resolve_uri(config.out_dir)
-    client = MlflowClient(tracking_uri=uri, registry_uri=uri)
     chosen = client.get_prompt_version_by_alias("acon-scripted-history", "best")
     assert chosen.tags["acon.version"] == report["chosen"]["version"]
