@@ -381,12 +381,15 @@ def mentioning(
     """Units holding a strong term or literal, or at least the threshold of the user's words."""
     tokens = [_unit_tokens(unit) for unit in units]
     lowered = [unit.text.lower() for unit in units]
-    if max_term_share < 1.0:
-        terms = _distinctive(terms, units, tokens, lowered, limit=_limit(max_term_share, len(units)))
-    if max_word_share < 1.0:
-        limit = _limit(max_word_share, len(units))
-        common = {w for w in terms.words if sum(w in unit_tokens for unit_tokens in tokens) > limit}
-        terms = Terms(terms.strong, terms.literals, terms.words - common)
+    if max_term_share < 1.0 or max_word_share < 1.0:
+        terms = _distinctive(
+            terms,
+            units,
+            tokens,
+            lowered,
+            limit=_limit(max_term_share, len(units)),
+            word_limit=_limit(max_word_share, len(units)),
+        )
     kept: set[int] = set()
     scores: dict[int, int] = {}
     phrases = [t for t in terms.strong if " " in t]
@@ -407,10 +410,16 @@ def _limit(share: float, units: int) -> float:
 
 
 def _distinctive(
-    terms: Terms, units: Sequence[Unit], tokens: Sequence[set[str]], lowered: Sequence[str], *, limit: float
+    terms: Terms,
+    units: Sequence[Unit],
+    tokens: Sequence[set[str]],
+    lowered: Sequence[str],
+    *,
+    limit: float,
+    word_limit: float,
 ) -> Terms:
-    """`terms` without the strong terms and literals found in more than `limit` units: each alone would keep
-    nearly every unit."""
+    """`terms` without the strong terms and literals found in more than `limit` units (each alone would keep
+    nearly every unit) and the words found in more than `word_limit` (they would add to every unit's count)."""
 
     def units_holding(term: str, *, literal: bool = False) -> int:
         if literal:
@@ -419,11 +428,12 @@ def _distinctive(
             return sum(term in text for text in lowered)
         return sum(term in unit_tokens for unit_tokens in tokens)
 
-    # Words stay: one only adds to a unit's count toward `min_words`, it does not keep the unit alone.
+    # Words have their own limit: one only adds to a unit's count toward `min_words`, it does not keep the
+    # unit alone, and filtering them with the terms' share lost needed rows (`kb_answer-04`).
     return Terms(
         frozenset(t for t in terms.strong if units_holding(t) <= limit),
         frozenset(v for v in terms.literals if units_holding(v, literal=True) <= limit),
-        terms.words,
+        frozenset(w for w in terms.words if units_holding(w) <= word_limit),
     )
 
 

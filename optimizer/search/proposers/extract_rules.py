@@ -48,7 +48,7 @@ class ExtractRules(Proposer):
                 if source is None:
                     continue
                 raw, tool = source
-                rule = derive_rule(raw, fact.literal, tool, max_share=self.max_share)
+                rule = derive_rule(parse_units(raw), fact.literal, tool, max_share=self.max_share)
                 if rule is None:
                     continue
                 rules = found.setdefault(RetentionClass(fact.retention), [])
@@ -96,9 +96,8 @@ def with_rules(
     return write, history
 
 
-def derive_rule(raw: str, literal: str, tool: str | None, *, max_share: float) -> ExtractRule | None:
+def derive_rule(parsed: Parsed, literal: str, tool: str | None, *, max_share: float) -> ExtractRule | None:
     """The most selective rule that keeps the unit holding `literal` and at most `max_share` of the units."""
-    parsed = parse_units(raw)
     held = needed_units(parsed, [literal])
     if not held or not parsed.units:
         return None

@@ -170,7 +170,7 @@ def _lost_facts(pairs: Sequence[Pair], max_share: float) -> list[_LostResult]:
                 continue
             result.literals.append(fact.literal)
             result.held |= frozenset(held)
-            if derive_rule(raw, fact.literal, tool, max_share=max_share) is None:
+            if derive_rule(result.parsed, fact.literal, tool, max_share=max_share) is None:
                 result.derivable = False
     return [r for r in found.values() if r.literals]
 

@@ -65,27 +65,29 @@ def _stricter(move: Any) -> Any:
     return move.model_copy(update={"select": stricter})
 
 
-def _distinct(move: Any) -> Any:
-    if not isinstance(move, Extract | ExtractOld) or move.select.max_term_share <= MIN_TERM_SHARE:
+def _halved(move: Any, knob: str, **also: Any) -> Any:
+    """An extraction with the share `knob` halved (floor MIN_TERM_SHARE), and the settings in `also`."""
+    if not isinstance(move, Extract | ExtractOld) or getattr(move.select, knob) <= MIN_TERM_SHARE:
         return move
-    share = max(MIN_TERM_SHARE, round(move.select.max_term_share / 2, 2))
-    return move.model_copy(update={"select": move.select.model_copy(update={"max_term_share": share})})
-
-
-def _rare(move: Any, *, fewer_words: bool = False) -> Any:
-    if not isinstance(move, Extract | ExtractOld) or move.select.max_word_share <= MIN_TERM_SHARE:
-        return move
-    update: dict[str, Any] = {"max_word_share": max(MIN_TERM_SHARE, round(move.select.max_word_share / 2, 2))}
-    if fewer_words:
-        update["min_words"] = max(1, move.select.min_words - 1)
+    update = {knob: max(MIN_TERM_SHARE, round(getattr(move.select, knob) / 2, 2)), **also}
     return move.model_copy(update={"select": move.select.model_copy(update=update)})
+
+
+def _distinct(move: Any) -> Any:
+    return _halved(move, "max_term_share")
+
+
+def _rare(move: Any) -> Any:
+    return _halved(move, "max_word_share")
 
 
 def _rare_fewer(move: Any) -> Any:
     # Dropping common words lowers every unit's count, the needed one's too: alone, the knob often cuts a
     # needed row, and the next step (one word fewer) alone keeps many more. Each is worse than the parent and
     # both together are better, so a one-knob-at-a-time search needs them as one step.
-    return _rare(move, fewer_words=True)
+    if not isinstance(move, Extract | ExtractOld):
+        return move
+    return _halved(move, "max_word_share", min_words=max(1, move.select.min_words - 1))
 
 
 KNOBS: tuple[tuple[str, Callable[[Any], Any], str], ...] = (

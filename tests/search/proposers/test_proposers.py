@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from optimizer.context.extraction import ExtractRule
+from optimizer.context.extraction import ExtractRule, parse_units
 from optimizer.context.guideline import SEED_GUIDELINE, RetentionPolicy, read_guideline
 from optimizer.context.moves import Clear, Extract, Offload
 from optimizer.context.strategies import GuidelineStrategy, parse_strategy
@@ -94,8 +94,9 @@ def test_derive_rule_prefers_a_label_and_refuses_broad_rules():
             *(f"LN-{i:06d} | item {i} | EUR {i}.00" for i in range(30)),
         ]
     )
-    assert derive_rule(listing, "8457", "get_order", max_share=0.34).pattern == r"^\s*payment\s*[:=|]"
-    assert derive_rule(listing, "LN-000007", "get_order", max_share=0.34) is None  # every row has that shape
+    parsed = parse_units(listing)
+    assert derive_rule(parsed, "8457", "get_order", max_share=0.34).pattern == r"^\s*payment\s*[:=|]"
+    assert derive_rule(parsed, "LN-000007", "get_order", max_share=0.34) is None  # every row has that shape
     assert shape_pattern("RFD-DC2A3") == r"\b[A-Z]+\-[A-Z]+\d+[A-Z]+\d+\b"
 
 
@@ -230,7 +231,8 @@ def table_pair() -> SimpleNamespace:
 
 def test_llm_rewrite_gets_the_rows_extract_rules_cannot_separate_and_refuses_ids():
     pair = table_pair()
-    assert all(derive_rule(TICKETS, f.literal, "list_tickets", max_share=0.34) is None for f in pair.diff.missing)
+    parsed = parse_units(TICKETS)
+    assert all(derive_rule(parsed, f.literal, "list_tickets", max_share=0.34) is None for f in pair.diff.missing)
     reply = r'[{"pattern": "AG-7"}, {"pattern": "\\| open \\|"}, {"pattern": "\\(you\\)"}]'
     lm = FakeLM(rules=reply, instruction_edit="none")
     (proposal,) = LlmRewrite().propose(ProposalInput(candidate(**LOSSY), [pair], llm=lm))
