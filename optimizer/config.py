@@ -158,8 +158,27 @@ class OptimizeConfig(_Strict):
     select_top: int = Field(4, ge=1, description="Best train candidates (beyond the front) evaluated on validation.")
     screen_agent: str = Field("reference", description="Agent (tier) used to screen candidates.")
     confirm_top: int = Field(1, ge=0, description="Best validated candidates confirmed with the llm agent.")
-    confirm_limit: int = Field(4, ge=0, description="Train tasks per tier-1 confirmation.")
+    confirm_limit: int = Field(
+        4,
+        ge=0,
+        description="Tasks per tier-1 confirmation: the first of the validation tasks (of train without them); "
+        "the chosen guideline is the best confirmed at tier 1.",
+    )
     max_agent_episodes: int = Field(40, ge=0, description="Budget of tier-1 (llm agent) episodes for the job.")
+    tier1_repeats: int = Field(
+        1,
+        ge=1,
+        le=5,
+        description="Tier-1 episodes per task, each with its own sampling seed at `tier1_temperature`: a pair or "
+        "a confirmation is then the agent's behaviour on most seeds, not one draw.",
+    )
+    tier1_temperature: float = Field(0.3, ge=0, le=2, description="Sampling temperature of tier-1 repeats.")
+    mine_tier1: int = Field(
+        0,
+        ge=0,
+        description="Train tasks each round's best parent and full context also run at tier 1 on, so that pairs "
+        "come from the real agent (majority over `tier1_repeats`); 0: tier-0 pairs only.",
+    )
     objective: Literal["constrained", "penalized", "success", "cost"] = Field(
         "constrained",
         description="`constrained`: lowest peak among candidates within the success tolerance of "

@@ -257,8 +257,10 @@ class LongDesk(Environment):
 
     def _read_skill(self, w: World, arg: dict[str, str], raw: dict) -> ToolOutput:
         name, rule, at = w.skill
-        if arg.get("name", "").lower().strip("'\" ") != name:
-            return _error(f"Error: no skill named {arg.get('name')!r}; the skill for this task is {name!r}.")
+        # 'gift_cards', 'Gift-Cards.md': the spelling of the name is not what this suite measures.
+        asked = " ".join(re.sub(r"[^a-z]+", " ", arg.get("name", "").lower().removesuffix(".md")).split())
+        if asked != name:
+            return _error(f"Error: no skill named {arg.get('name')!r}. Call read_skill with name {name!r}.")
         return ToolOutput(skill_text(name, rule, at))
 
     def _get_customer(self, w: World, arg: dict[str, str], raw: dict) -> ToolOutput:
@@ -500,10 +502,11 @@ def gift(d: Drawn) -> Built:
     instruction = (
         f"Send the customer with email {d.email} a gift card worth the unit price of the product in their most "
         "recent order. Work in this order: 1) Read the 'gift cards' skill with read_skill and follow its rules. "
-        "2) Find the customer id with get_customer. 3) Call list_orders with page 1; while the result says there "
-        "are more orders, call list_orders with the next page. 4) Read the most recent order (the last one "
-        "listed) with get_order. 5) Read the product sheet of that order's SKU with get_product. 6) Send the "
-        "gift card for that unit price. 7) Answer with the gift card id (it starts with GC-) and the customer id."
+        "2) Find the customer id with get_customer. 3) Call list_orders with page 1. 4) If that page says there "
+        "are more orders on the next page, call list_orders with page 2. 5) Read the most recent order (the last "
+        "order id listed on the last page) with get_order. 6) Read the product sheet of that order's SKU with "
+        "get_product. 7) Send the gift card for that unit price. 8) Answer with the gift card id (it starts with "
+        "GC-) and the customer id."
     )
     steps = (
         ReferenceStep(0, _call("r1", "read_skill", name="gift cards")),
@@ -586,7 +589,8 @@ def restock(d: Drawn) -> Built:
         f"follow its rules. 2) Read the product sheet of {a} with get_product. 3) Read the stock of {a} with "
         f"get_stock. 4) Reserve {units_a} units of {a} with reserve_stock. 5) Read the product sheet of {b}. "
         f"6) Read the stock of {b}. 7) Reserve all units in stock of {b}. 8) Answer with both reservation ids "
-        f"(they start with RSV-), the units of {a} left in stock now, and the unit price of {a}."
+        f"(they start with RSV-), the units of {a} left in stock now, and the unit price of {a} (from its sheet, "
+        "read in step 2)."
     )
     reserve_a = _call("r4", "reserve_stock", sku=a, units=units_a)
     reserve_b = _call("r8", "reserve_stock", sku=b, units=stock_b)
@@ -702,60 +706,43 @@ def order_fix(d: Drawn) -> Built:
 
 
 def compare(d: Drawn) -> Built:
-    """Three long sheets read one after another; the cheapest is reserved and quoted with an id read first."""
+    """Three long sheets read one after another (two alternatives, then the customer's choice); the choice is
+    reserved and quoted with its price, beside an id read first and the receipt."""
     world = world_of(d, ("gift cards", "", 0))
-    cheapest = min(d.skus, key=lambda s: float(world.prices[s]))
-    price = world.prices[cheapest]
+    a, b, choice = d.skus
+    price = world.prices[choice]
     cid = d.customer_id
-    rsv = f"RSV-01{cheapest[-3:]}"
-    a, b, c = d.skus
+    rsv = f"RSV-01{choice[-3:]}"
     instruction = (
-        f"Reserve one unit of the cheapest of {a}, {b} and {c} for the customer {d.email}. Work in this order: "
+        f"The customer {d.email} compared {a} and {b} with {choice} and chose {choice}. Work in this order: "
         f"1) Find the customer id with get_customer. 2) Read the product sheet of {a} with get_product. 3) Read "
-        f"the product sheet of {b}. 4) Read the product sheet of {c}. 5) Read the stock of the cheapest of the "
-        "three with get_stock. 6) Reserve 1 unit of it with reserve_stock. 7) Answer with the cheapest SKU, its "
-        "unit price, the reservation id (it starts with RSV-) and the customer id."
+        f"the product sheet of {b}. 4) Read the product sheet of {choice}. 5) Read the stock of {choice} with "
+        f"get_stock. 6) Reserve 1 unit of {choice} with reserve_stock. 7) Answer with the unit price of {choice}, "
+        "the reservation id (it starts with RSV-) and the customer id."
     )
-    others = [s for s in d.skus if s != cheapest]
+    reserve = _call("r6", "reserve_stock", sku=choice, units=1)
     steps = (
         ReferenceStep(0, _call("r1", "get_customer", email=d.email)),
         ReferenceStep(0, _call("r2", "get_product", sku=a)),
         ReferenceStep(0, _call("r3", "get_product", sku=b)),
-        ReferenceStep(0, _call("r4", "get_product", sku=c)),
+        ReferenceStep(0, _call("r4", "get_product", sku=choice)),
+        ReferenceStep(0, _call("r5", "get_stock", sku=choice)),
+        ReferenceStep(0, reserve),
         ReferenceStep(
             0,
-            _call("r5", "get_stock", sku=cheapest),
-            needs=tuple(
-                Need(
-                    NeedKind.VALUE,
-                    world.prices[s],
-                    guess=others[0] if s == cheapest else cheapest,
-                    source_class=STATIC,
-                    shown_as=cheapest,
-                )
-                for s in d.skus
-            ),
-        ),
-        ReferenceStep(0, _call("r6", "reserve_stock", sku=cheapest, units=1)),
-        ReferenceStep(
-            0,
-            answer=f"{cheapest} at {price} EUR, reservation {rsv}, customer {cid}.",
+            answer=f"{choice} at {price} EUR, reservation {rsv}, customer {cid}.",
             needs=(
-                Need(
-                    NeedKind.RECEIPT,
-                    rsv,
-                    repeat=_call("r6", "reserve_stock", sku=cheapest, units=1),
-                    source_class=RECEIPT,
-                ),
-                Need(NeedKind.VALUE, price, guess="0.00", source_class=STATIC),
+                Need(NeedKind.RECEIPT, rsv, repeat=reserve, source_class=RECEIPT),
+                # An agent without the choice's sheet quotes an alternative's price: the wrong row.
+                Need(NeedKind.VALUE, price, guess=world.prices[a], source_class=STATIC),
                 _cid_need(d, argument=None),
             ),
         ),
     )
 
     def check(w: World, answer: str) -> list[str]:
-        reasons = answer_lacks(answer, (cheapest, price, rsv, cid))
-        reasons += expect_writes(w, "reserve_stock", ({"sku": cheapest, "units": 1},))
+        reasons = answer_lacks(answer, (price, rsv, cid))
+        reasons += expect_writes(w, "reserve_stock", ({"sku": choice, "units": 1},))
         return reasons
 
     return Built(instruction, world, steps, check)

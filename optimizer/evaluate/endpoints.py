@@ -58,6 +58,11 @@ class ModelEndpoints:
             self._cache.close()
         self._servers.close()
 
+    def reconfigured(self, role: str, config: EndpointConfig) -> ModelEndpoints:
+        """These endpoints with `role` sending `config` (a sampling seed, a temperature): the same servers,
+        gates and reply cache, so tier-1 repeats share one warm server instead of starting one each."""
+        return _Reconfigured(self, role, config)
+
     def __enter__(self) -> ModelEndpoints:
         try:
             return self.connect()
@@ -67,3 +72,24 @@ class ModelEndpoints:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+class _Reconfigured(ModelEndpoints):
+    """A view of a parent's endpoints with one role's config replaced; the parent owns what it opened."""
+
+    def __init__(self, parent: ModelEndpoints, role: str, config: EndpointConfig) -> None:
+        super().__init__({**parent.configs, role: config}, gate_for=parent._gate_for)
+        self._parent = parent
+        self._role = role
+        self._servers = parent._servers
+
+    def client(self, role: str) -> ChatClient:
+        if role != self._role:
+            return self._parent.client(role)
+        return super().client(role)
+
+    def response_cache(self) -> ResponseCache:
+        return self._parent.response_cache()
+
+    def close(self) -> None:
+        pass  # the parent closes its servers and cache

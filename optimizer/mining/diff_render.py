@@ -15,6 +15,8 @@ def diff_markdown(diff: PairDiff) -> str:
         f"- first divergence: step {diff.divergence_step}",
         f"- compressed run failed because: {'; '.join(diff.compressed_reasons) or '(no reason given)'}",
     ]
+    if diff.cause:
+        lines.append(f"- behavioural cause (tier 1): {diff.cause}")
     if diff.blocking:
         lines.append(f"- blocking: {', '.join(diff.blocking)}")
     if not diff.missing:
@@ -57,6 +59,7 @@ def diff_html(diff: PairDiff) -> str:
 table.facts td,table.facts th{{border:1px solid #ccc;padding:3px 6px}}</style></head><body>
 <h2>{html.escape(diff.task_id)}: full context succeeded, {html.escape(diff.strategy)} failed</h2>
 <p>First divergence at step {diff.divergence_step}. Failure: {html.escape("; ".join(diff.compressed_reasons))}</p>
+{f"<p>Behavioural cause (tier 1): {html.escape(diff.cause)}</p>" if diff.cause else ""}
 <table class="facts"><tr><th>missing literal</th><th>kind</th><th>class</th><th>lost at checkpoint</th>
 <th>step</th><th>removed by</th><th>agent did</th></tr>{rows}</table>
 <h3>Request at the divergence step</h3>{table}</body></html>"""

@@ -48,6 +48,9 @@ class PairDiff:
     blocking: list[str]
     full_context: str = field(repr=False, default="")
     compressed_context: str = field(repr=False, default="")
+    # Tier 1: why the real agent failed (optimizer.mining.causes), beside what was missing; None at tier 0,
+    # where a failure is always a fact the reference agent could not see.
+    cause: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

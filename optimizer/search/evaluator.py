@@ -55,16 +55,33 @@ class Evaluator:
         self.progress = progress
         self.on_run = on_run
 
-    def evaluate(self, strategy: ContextStrategy, tasks: Sequence[Task], split: str, agent: str) -> Evaluation:
-        label = f"{strategy.label()} [{agent}, {split}, {len(tasks)} tasks]"
+    def evaluate(
+        self,
+        strategy: ContextStrategy,
+        tasks: Sequence[Task],
+        split: str,
+        agent: str,
+        *,
+        seed: int | None = None,
+        temperature: float = 0.3,
+    ) -> Evaluation:
+        """One run. `seed` (tier 1): the agent samples with that seed at `temperature`, a repeat that differs
+        from the others only by it (its own run directory, the same warm server)."""
+        config, endpoints = self.config, self.endpoints
+        if seed is not None:
+            agent_config = config.endpoints.agent.model_copy(update={"seed": seed, "temperature": temperature})
+            config = config.with_overrides(endpoints={"agent": agent_config.model_dump(mode="python")})
+            if endpoints is not None:
+                endpoints = endpoints.reconfigured("agent", config.endpoints.agent)
+        label = f"{strategy.label()} [{agent}, {split}, {len(tasks)} tasks{f', seed {seed}' if seed else ''}]"
         progress = self.progress(label, len(tasks)) if self.progress else contextlib.nullcontext(None)
         with progress as advance:
             result = run_strategy(
-                self.config,
+                config,
                 tasks,
                 strategy,
                 agent=agent,
-                endpoints=self.endpoints,
+                endpoints=endpoints,
                 split=split,
                 on_episode=advance,
                 base=self.base,
@@ -72,3 +89,20 @@ class Evaluator:
         if self.on_run is not None:
             self.on_run(result, agent, split)
         return Evaluation(result, Scores.of(result.episodes.summaries, result.summary, str(result.directory)))
+
+    def repeated(
+        self,
+        strategy: ContextStrategy,
+        tasks: Sequence[Task],
+        split: str,
+        agent: str,
+        repeats: int,
+        temperature: float = 0.3,
+    ) -> list[Evaluation]:
+        """`repeats` runs of the same tasks, each with its own sampling seed (one run, as configured, for 1)."""
+        if repeats <= 1:
+            return [self.evaluate(strategy, tasks, split, agent)]
+        return [
+            self.evaluate(strategy, tasks, split, agent, seed=seed, temperature=temperature)
+            for seed in range(1, repeats + 1)
+        ]

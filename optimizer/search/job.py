@@ -197,26 +197,41 @@ class OptimizationJob:
         )
 
     def _confirmed(self, ctx: SearchContext, evaluator: Evaluator, order: Sequence[Candidate]) -> Candidate | None:
-        """The first of `order` that tier 1 does not reject (when tier 1 is on and its budget allows)."""
+        """The best at tier 1 among the first `confirm_top` of `order` (when tier 1 is on and its budget allows).
+
+        The real agent runs full context and each candidate on the first `confirm_limit` validation tasks (train
+        tasks without them), `tier1_repeats` seeds each. A candidate whose tier-1 success falls below full
+        context's by more than the tolerance is rejected; of the rest, the best by the job's objective at tier 1
+        is chosen, so that tier 0 shortlists and the real agent decides."""
         if not self._tier1_enabled() or not order:
             return order[0] if order else None
-        tasks = self.train[: self.options.confirm_limit]
-        none = evaluator.evaluate(parse_strategy("none"), tasks, "train", "llm").scores
+        held = self.val or self.train
+        split = "val" if self.val else "train"
+        tasks = held[: self.options.confirm_limit]
+        none = ctx.repeats(parse_strategy("none"), tasks, split).scores()
         ctx.none_confirm = none
+        runs = len(tasks) * self.options.tier1_repeats
+        confirmed: list[Candidate] = []
         for candidate in order[: self.options.confirm_top]:
             if "confirm" not in candidate.screens:
-                if accounting.agent_episodes(self.dir.path) + len(tasks) > self.options.max_agent_episodes:
+                if not ctx.agent_budget_left(runs):
                     self.log("tier-1 episode budget spent; remaining candidates stay unconfirmed")
                     break
-                candidate.screens["confirm"] = ctx.evaluate(candidate, "confirm", tasks, "train", "llm").scores
+                strategy = GuidelineStrategy(guideline=candidate.guideline)
+                candidate.screens["confirm"] = ctx.repeats(strategy, tasks, split).scores()
                 self._save()
-            drop = none.success - candidate.screens["confirm"].success
-            if drop > ctx.tolerance + 1e-9:
-                confirmed = candidate.screens["confirm"].success
-                candidate.rejected = f"tier-1 success {confirmed:.2f} vs none {none.success:.2f}"
+            scores = candidate.screens["confirm"]
+            self.log(
+                f"tier 1: {candidate.guideline.name}@{candidate.version} {scores.success:.2f} at peak "
+                f"{scores.peak_mean:,.0f} (full context {none.success:.2f} at {none.peak_mean:,.0f})"
+            )
+            if not ctx.feasible(scores, none):
+                candidate.rejected = f"tier-1 success {scores.success:.2f} vs none {none.success:.2f}"
                 self._save()
                 continue
-            return candidate
+            confirmed.append(candidate)
+        if confirmed:
+            return max(confirmed, key=lambda c: ctx.key(c.screens["confirm"], none))
         return next((c for c in order if not c.rejected), None)
 
     # -------------------------------------------------------------------------------------- report
@@ -270,9 +285,12 @@ class OptimizationJob:
             subset = self.test[: self.options.final_llm_limit]
             rows += [
                 row("chosen", "learned", GuidelineStrategy(guideline=chosen.guideline), subset, "llm", chosen.version),
-                row("seed", "seed", GuidelineStrategy(guideline=seed.guideline), subset, "llm", seed.version),
                 row("none", "control", parse_strategy("none"), subset, "llm"),
             ]
+            # The real agent also runs the baselines a user would pick from tier 0 alone: the two with the lowest
+            # tier-0 peak that keep full context's success.
+            for baseline in tier1_baselines(rows, none_row, ctx.tolerance):
+                rows.append(row(baseline.name, "baseline", strategy_named(self.config, baseline.name), subset, "llm"))
         det_info = None
         if deterministic is not None:
             scores = det_row.scores if det_row else rows[0].scores
@@ -396,6 +414,16 @@ class OptimizationJob:
 
     def front(self) -> list[Point]:
         return self.ctx.front() if self.ctx is not None else []
+
+
+def tier1_baselines(rows: Sequence[Row], none: Row, tolerance: float, count: int = 2) -> list[Row]:
+    """The `count` tier-0 baseline rows with the lowest mean peak among those within the tolerance of `none`."""
+    keeping = [
+        r
+        for r in rows
+        if r.kind == "baseline" and r.tier == none.tier and r.scores.success >= none.scores.success - tolerance - 1e-9
+    ]
+    return sorted(keeping, key=lambda r: r.scores.peak_mean)[:count]
 
 
 def llm_subset(ctx: SearchContext, limit: int) -> list[str]:

@@ -101,6 +101,16 @@ def build_report(inputs: ReportInputs) -> dict[str, Any]:
         "wall_s": inputs.wall_s,
         "mlflow": dict(inputs.mlflow),
     }
+    # The real agent's verdict on the same test tasks, where the job ran it: chosen against full context and
+    # against the tier-1 baseline with the lowest peak that keeps full context's tier-1 success.
+    chosen1, none1 = rows.get(("chosen", "llm")), rows.get(("none", "llm"))
+    best1 = best_baseline([r for r in inputs.rows if r.tier == "llm"], none1, inputs.tolerance) if none1 else None
+    report["best_baseline_tier1"] = best1.name if best1 else None
+    report["paired_tier1"] = {
+        name: paired(chosen1.scores, other.scores)
+        for name, other in (("none", none1), ("best_baseline", best1))
+        if chosen1 and other is not None
+    }
     report["acceptance"] = acceptance(inputs, rows, best)
     report["cut"] = cut(report)
     return report
@@ -366,16 +376,20 @@ def report_markdown(report: Mapping[str, Any]) -> str:
         "agent solved under the same strategy (the behaviour).",
         "",
     ]
-    for name, p in report["paired"].items():
-        if not p.get("tasks"):
-            continue
-        other = report["best_baseline"] if name == "best_baseline" else name
-        low, high = p["peak_diff_ci"]
-        slow, shigh = p["success_diff_ci"]
-        lines.append(
-            f"- chosen vs `{other}` (paired, {p['tasks']} tasks): peak {p['peak_diff']:+,.0f} tokens "
-            f"[{low:+,.0f}, {high:+,.0f}], success {p['success_diff']:+.2f} [{slow:+.2f}, {shigh:+.2f}]"
-        )
+    for tier, key, best_key in (
+        ("tier 0", "paired", "best_baseline"),
+        ("tier 1", "paired_tier1", "best_baseline_tier1"),
+    ):
+        for name, p in report.get(key, {}).items():
+            if not p.get("tasks"):
+                continue
+            other = report[best_key] if name == "best_baseline" else name
+            low, high = p["peak_diff_ci"]
+            slow, shigh = p["success_diff_ci"]
+            lines.append(
+                f"- {tier}: chosen vs `{other}` (paired, {p['tasks']} tasks): peak {p['peak_diff']:+,.0f} tokens "
+                f"[{low:+,.0f}, {high:+,.0f}], success {p['success_diff']:+.2f} [{slow:+.2f}, {shigh:+.2f}]"
+            )
     lines += ["", "## Where the chosen guideline came from", ""]
     for part in report["parts"]:
         who = f"{part['origin']} (LLM)" if part["llm"] else part["origin"]

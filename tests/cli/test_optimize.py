@@ -55,9 +55,13 @@ def test_report_adds_llm_agent_rows_on_the_first_test_tasks(run_cli, tmp_path, s
     assert tier1["tasks"] == 1
     assert tier1["peak_tokens_mean"] > 0  # the scripted server reports usage, as llama-server does
     llm_rows = {r["strategy"] for r in report["rows"] if r["tier"] == "llm"}
-    assert llm_rows == {"chosen", "seed", "none"}
+    tier0 = {r["strategy"]: r for r in report["rows"] if r["tier"] == "reference"}
+    # Beside full context, the real agent runs the baselines a user would pick from tier 0: within the tolerance.
+    keeping = {n for n in ("fifo",) if tier0[n]["success"] >= tier0["none"]["success"] - 0.05}
+    assert llm_rows == {"chosen", "none", *keeping}
+    assert report["paired_tier1"]["none"]["tasks"] == 1
     assert set(report["acceptance"]["tiers"]) == {"tier0", "tier1"}
-    assert out.count(" llm ") >= 3  # chosen, seed and none printed with the llm tier
+    assert out.count(" llm ") >= 2  # chosen and none printed with the llm tier
 
 
 def test_pareto_table_shows_the_tier1_confirmation_beside_the_screen(run_cli, tmp_path, scripted_url):

@@ -147,7 +147,7 @@ def test_acceptance_compares_with_none_the_seed_and_the_best_baseline_paired():
     low, high = best["paired_ci"]
     assert low <= -250 <= high and best["significant"] == (low > 0 or high < 0)
     assert "paired_ci" in checks["success_drop"] and report["paired"]["seed"]["tasks"] == 1
-    assert "chosen vs `seed` (paired, 1 tasks)" in report_markdown(report)
+    assert "tier 0: chosen vs `seed` (paired, 1 tasks)" in report_markdown(report)
 
 
 def test_a_result_below_a_bar_prints_fail():

@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from optimizer.agent.episode import Episode
-from optimizer.context.strategies import GuidelineStrategy
+from optimizer.context.strategies import ContextStrategy, GuidelineStrategy, parse_strategy
 from optimizer.mining.pair_diff import diff_pair
 from optimizer.mining.pairs import compressed_successes, find_pairs
+from optimizer.search import accounting
 from optimizer.search.candidate import Candidate
 from optimizer.search.evaluator import Evaluation, Evaluator
 from optimizer.search.front import Point, pareto_front, rank_key
@@ -24,6 +25,7 @@ from optimizer.search.proposers.base import Pair
 from optimizer.search.proposers.llm import OptimizerLM
 from optimizer.search.scores import Scores
 from optimizer.search.state import JobDir, SearchState
+from optimizer.search.tier1 import Repeats, majority_pairs
 from optimizer.search.validate import ToolOutputIndex
 from optimizer.world.task import Task
 
@@ -52,6 +54,7 @@ class SearchContext:
     none_confirm: Scores | None = None
     _evaluations: dict[tuple[str, str], Evaluation] = field(default_factory=dict)
     _pairs: dict[str, list[Pair]] = field(default_factory=dict)
+    _tier1_pairs: dict[str, list[Pair]] = field(default_factory=dict)
 
     @property
     def options(self) -> OptimizeConfig:
@@ -240,6 +243,47 @@ class SearchContext:
             for full, compressed in found
         ]
         return self._pairs[candidate.version]
+
+    # ------------------------------------------------------------------------------------- tier 1
+
+    def agent_budget_left(self, episodes: int) -> bool:
+        """Whether `episodes` more tier-1 episodes fit the job's budget (stored ones are not run again)."""
+        return accounting.agent_episodes(self.dir.path) + episodes <= self.options.max_agent_episodes
+
+    def repeats(self, strategy: ContextStrategy, tasks: Sequence[Task], split: str) -> Repeats:
+        """`strategy` run by the real agent on `tasks`, `tier1_repeats` times (stored runs are read back)."""
+        options = self.options
+        evaluations = self.evaluator.repeated(
+            strategy, tasks, split, "llm", options.tier1_repeats, options.tier1_temperature
+        )
+        return Repeats(tuple(evaluations))
+
+    def tier1_pairs(self, candidate: Candidate) -> list[Pair]:
+        """Pairs from the real agent on the first `mine_tier1` train tasks: full context passes on most seeds,
+        the candidate fails on most, each with its behavioural cause. Empty when the budget is spent."""
+        if candidate.version in self._tier1_pairs:
+            return self._tier1_pairs[candidate.version]
+        tasks = self.train[: self.options.mine_tier1]
+        if not tasks:
+            return []
+        runs = len(tasks) * self.options.tier1_repeats
+        # Full context's runs are shared by every round; only the candidate's are new after the first.
+        if not self.agent_budget_left(runs):
+            self.log(
+                f"tier-1 episode budget spent; {candidate.guideline.name}@{candidate.version} mined at tier 0 only"
+            )
+            self._tier1_pairs[candidate.version] = []
+            return []
+        full = self.repeats(parse_strategy("none"), tasks, "train")
+        compressed = self.repeats(GuidelineStrategy(guideline=candidate.guideline), tasks, "train")
+        pairs = majority_pairs(full, compressed, tasks)
+        causes = ", ".join(sorted({p.diff.cause or "" for p in pairs})) or "none"
+        self.log(
+            f"tier 1: {candidate.guideline.name}@{candidate.version} passes {compressed.pass_rate():.2f} of "
+            f"{runs} episodes (full context {full.pass_rate():.2f}); {len(pairs)} pair(s), causes: {causes}"
+        )
+        self._tier1_pairs[candidate.version] = pairs
+        return pairs
 
     def successes(self, candidate: Candidate) -> list[Episode]:
         evaluation = self.evaluate(candidate, "train", self.train, "train", self.options.screen_agent)

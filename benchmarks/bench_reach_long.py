@@ -1,0 +1,191 @@
+"""The long-horizon suite with a real agent: tier-1 rows (the 1.5B local model) beside tier-0 rows, one run.
+
+    python benchmarks/bench_reach_long.py [--split test] [--limit N] [--strategies none,...] [--seeds 1]
+        [--temperature 0.0] [--runs runs/bench_reach_long] [--out benchmarks/results/reach_long.json]
+
+Per strategy and split: tier-1 success with its Wilson interval (every seed an episode), mean peak tokens,
+how much the context grows (last request over first), recalls, seconds per episode, success per family;
+and the same strategy's tier-0 row (reference agent, honest recall) on the same tasks. The suite's premise
+is the `none` row: at least 0.80 at tier 1, a mean peak of at least 3,000 tokens. Strategies are names
+(`none`, `offload_preview`, ...) or guideline files. Episodes are stored under `--runs` and reused, so an
+interrupted run resumes where it stopped; the JSON is rewritten after each strategy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from optimizer import _offline  # noqa: E402,F401
+from optimizer.agent.episode import Episode  # noqa: E402
+from optimizer.config import ExperimentConfig, load_experiment  # noqa: E402
+from optimizer.context.guideline import read_guideline  # noqa: E402
+from optimizer.context.strategies import ContextStrategy, GuidelineStrategy, parse_strategy  # noqa: E402
+from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
+from optimizer.evaluate.stats import wilson_interval  # noqa: E402
+from optimizer.evaluate.strategy_runs import run_strategy, select_tasks  # noqa: E402
+from optimizer.interrupts import exit_cleanly_on_sigterm  # noqa: E402
+from optimizer.world.task import Task  # noqa: E402
+
+CONFIG = ROOT / "experiments" / "reach_long.toml"
+
+
+def strategy_of(name: str) -> ContextStrategy:
+    if name.endswith(".md"):
+        return GuidelineStrategy(guideline=read_guideline(ROOT / name))
+    return parse_strategy(name)
+
+
+def episodes_of(
+    config: ExperimentConfig,
+    tasks: Sequence[Task],
+    strategy: ContextStrategy,
+    agent: str,
+    endpoints: ModelEndpoints | None,
+    runs: Path,
+    split: str,
+) -> list[Episode]:
+    started = time.perf_counter()
+    done = [0]
+
+    def progress(episode: Episode) -> None:
+        done[0] += 1
+        verdict = "pass" if episode.success else "FAIL"
+        _log(
+            f"  {agent} {strategy.label()} {done[0]}/{len(tasks)} {episode.task_id}: {verdict}, "
+            f"peak {episode.metrics.peak_tokens}, {episode.wall_s:.0f} s ({time.perf_counter() - started:.0f} s)"
+        )
+
+    result = run_strategy(
+        config, tasks, strategy, agent=agent, endpoints=endpoints, split=split, base=runs, on_episode=progress
+    )
+    out = []
+    for summary in result.episodes.summaries:
+        if summary.outcome == "infra_error":
+            raise SystemExit(f"bench_reach_long: infrastructure error on {summary.task_id}: {summary.error}")
+        episode = result.episodes.get(summary.task_id)
+        assert episode is not None
+        out.append(episode)
+    return out
+
+
+def first_of_each_family(tasks: Sequence[Task], count: int) -> list[Task]:
+    """The first `count` tasks of each family, in suite order: a sample that covers every kind of need."""
+    seen: dict[str, int] = {}
+    out = []
+    for task in tasks:
+        family = task.meta["family"]
+        seen[family] = seen.get(family, 0) + 1
+        if seen[family] <= count:
+            out.append(task)
+    return out
+
+
+def row(episodes: Sequence[Episode], tasks: Sequence[Task]) -> dict[str, Any]:
+    family = {t.id: t.meta["family"] for t in tasks}
+    passes = sum(e.success for e in episodes)
+    growth = [e.steps[-1].input_tokens / e.steps[0].input_tokens for e in episodes if e.steps]
+    by_family: dict[str, list[bool]] = {}
+    for e in episodes:
+        by_family.setdefault(family[e.task_id], []).append(e.success)
+    return {
+        "episodes": len(episodes),
+        "success": passes / len(episodes),
+        "success_ci": wilson_interval(passes, len(episodes)),
+        "peak_mean": statistics.mean(e.metrics.peak_tokens for e in episodes),
+        "peak_max": max(e.metrics.peak_tokens for e in episodes),
+        "growth_mean": statistics.mean(growth) if growth else None,
+        "steps_mean": statistics.mean(len(e.steps) for e in episodes),
+        "recalls": sum(e.metrics.recall_calls for e in episodes),
+        "seconds_per_episode": statistics.mean(e.wall_s for e in episodes),
+        "by_family": {f: sum(v) / len(v) for f, v in sorted(by_family.items())},
+        "failures": {e.task_id: e.reasons[:3] for e in episodes if not e.success},
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    exit_cleanly_on_sigterm()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--split", choices=("train", "test"), default="test")
+    parser.add_argument("--limit", type=int, default=None, help="First N tasks of the split (all by default).")
+    parser.add_argument("--per-family", type=int, default=None, help="First N tasks of each family in the split.")
+    parser.add_argument("--strategies", default="none")
+    parser.add_argument("--seeds", type=int, default=1, help="Tier-1 episodes per task, each its own seed.")
+    parser.add_argument("--temperature", type=float, default=0.0)
+    parser.add_argument("--runs", type=Path, default=ROOT / "runs" / "bench_reach_long")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "reach_long.json")
+    args = parser.parse_args(argv)
+    if args.limit is not None and args.limit < 1:
+        parser.error("--limit must be at least 1")
+    config = load_experiment(CONFIG).with_overrides(tracking={"enabled": False})
+    tasks = select_tasks(config, args.split, args.limit)
+    if args.per_family is not None:
+        tasks = first_of_each_family(tasks, args.per_family)
+    names = [n.strip() for n in args.strategies.split(",") if n.strip()]
+    report: dict[str, Any] = {
+        "benchmark": "reach_long",
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": f"{platform.machine()}, {platform.processor() or 'cpu'}",
+        "agent_model": config.endpoints.agent.model,
+        "compressor_model": config.endpoints.compressor.model,
+        "split": args.split,
+        "tasks": [t.id for t in tasks],
+        "seeds": args.seeds,
+        "temperature": args.temperature,
+        "rows": {},
+    }
+    for name in names:
+        strategy = strategy_of(name)
+        compressor = {"compressor": config.endpoints.compressor} if strategy.uses_compressor else {}
+        with ModelEndpoints(compressor, log=_log) as endpoints:
+            tier0 = episodes_of(config, tasks, strategy, "reference", endpoints, args.runs, args.split)
+        tier1: list[Episode] = []
+        for seed in range(1, args.seeds + 1):
+            agent = {**config.endpoints.agent.model_dump(mode="python"), "temperature": args.temperature}
+            if args.seeds > 1:
+                agent["seed"] = seed
+            seeded = config.with_overrides(endpoints={"agent": agent})
+            roles = {"agent": seeded.endpoints.agent, **compressor}
+            with ModelEndpoints(roles, log=_log) as endpoints:
+                tier1 += episodes_of(seeded, tasks, strategy, "llm", endpoints, args.runs, args.split)
+        report["rows"][name] = {"label": strategy.label(), "tier0": row(tier0, tasks), "tier1": row(tier1, tasks)}
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print_report(report)
+    return 0
+
+
+def print_report(r: dict[str, Any]) -> None:
+    print(
+        f"\nreach_long, {r['split']} split, {len(r['tasks'])} tasks, agent {r['agent_model']}, "
+        f"{r['seeds']} seed(s) at temperature {r['temperature']}"
+    )
+    print("| strategy | tier | success | 95 % CI | peak mean | growth | recalls | s / episode | by family |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, rows in r["rows"].items():
+        for tier in ("tier1", "tier0"):
+            x = rows[tier]
+            fam = ", ".join(f"{f} {v:.2f}" for f, v in x["by_family"].items())
+            print(
+                f"| {name} | {tier[-1]} | {x['success']:.2f} | [{x['success_ci'][0]:.2f}, {x['success_ci'][1]:.2f}] | "
+                f"{x['peak_mean']:,.0f} | {x['growth_mean']:.1f} x | {x['recalls']} | {x['seconds_per_episode']:.0f} | "
+                f"{fam} |"
+            )
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
