@@ -119,6 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--split", choices=("train", "test"), default="test")
     parser.add_argument("--limit", type=int, default=None, help="First N tasks of the split (all by default).")
     parser.add_argument("--per-family", type=int, default=None, help="First N tasks of each family in the split.")
+    parser.add_argument("--families", default=None, help="Only these families (comma-separated).")
     parser.add_argument("--strategies", default="none")
     parser.add_argument("--seeds", type=int, default=1, help="Tier-1 episodes per task, each its own seed.")
     parser.add_argument("--temperature", type=float, default=0.0)
@@ -129,6 +130,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--limit must be at least 1")
     config = load_experiment(CONFIG).with_overrides(tracking={"enabled": False})
     tasks = select_tasks(config, args.split, args.limit)
+    if args.families:
+        wanted = {f.strip() for f in args.families.split(",")}
+        tasks = [t for t in tasks if t.meta["family"] in wanted]
     if args.per_family is not None:
         tasks = first_of_each_family(tasks, args.per_family)
     names = [n.strip() for n in args.strategies.split(",") if n.strip()]

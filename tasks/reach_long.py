@@ -1,13 +1,15 @@
 """`reach_long`: long shop-desk tasks a small local agent solves with full context, where history matters.
 
 `reach` measured whether tier 0 predicts tier 1 on two-to-four-step tasks; its histories are too short
-for history compression to matter. Here every task takes eight to ten tool calls, each simple, and the
+for history compression to matter. Here every task takes six to nine tool calls, each simple, and the
 instruction names the order of work, so that the 1.5B local agent's own planning is not what is measured.
 What compression can lose sits at a distance from where it is needed:
 
-- a skill rule read first that gates a step near the end (`gift`, `restock`),
+- a skill rule read first that gates a step near the end (`gift`, `restock`, `order_fix`),
 - an id read early and quoted in the answer (every family),
-- a "page 1 of 2" warning that decides whether to read on (`gift`),
+- a "page 1 of 2" warning kept through every stage (`gift`; the instruction names page 2: told to read on only
+  "if page 1 says there are more orders", the 1.5B agent stopped at page 1 in 4 of 4 full-context episodes,
+  so here the warning does not decide, and no need of kind `page` is scored),
 - a write receipt the answer quotes, which an agent that cannot see it repeats (every family),
 - state that changes between two reads, where only the latest read is right (`restock`),
 - an error that names the right id (`order_fix`),
@@ -288,7 +290,7 @@ class LongDesk(Environment):
                 f" | channel web | gift wrap no | invoice sent by email"
             )
         warning = (
-            f"page {page} of {pages}: more orders on the next page"
+            f"page {page} of {pages}: more orders on page {page + 1} (the most recent orders are on the last page)"
             if page < pages
             else f"page {page} of {pages}: no more orders (the last order listed is the most recent)"
         )
@@ -502,11 +504,10 @@ def gift(d: Drawn) -> Built:
     instruction = (
         f"Send the customer with email {d.email} a gift card worth the unit price of the product in their most "
         "recent order. Work in this order: 1) Read the 'gift cards' skill with read_skill and follow its rules. "
-        "2) Find the customer id with get_customer. 3) Call list_orders with page 1. 4) If that page says there "
-        "are more orders on the next page, call list_orders with page 2. 5) Read the most recent order (the last "
-        "order id listed on the last page) with get_order. 6) Read the product sheet of that order's SKU with "
-        "get_product. 7) Send the gift card for that unit price. 8) Answer with the gift card id (it starts with "
-        "GC-) and the customer id."
+        "2) Find the customer id with get_customer. 3) Call list_orders with page 1. 4) Call list_orders with "
+        "page 2. 5) Read the most recent order (the last order id listed on page 2) with get_order. 6) Read the "
+        "product sheet of that order's SKU with get_product. 7) Send the gift card for that unit price. 8) Call "
+        "finish with the answer 'gift card <gift card id, GC-...> for <customer id, CUS-...>'."
     )
     steps = (
         ReferenceStep(0, _call("r1", "read_skill", name="gift cards")),
@@ -514,8 +515,10 @@ def gift(d: Drawn) -> Built:
         ReferenceStep(0, _call("r3", "list_orders", customer_id=cid, page=1), needs=(_cid_need(d),)),
         ReferenceStep(
             0,
+            # The instruction names page 2: with "if page 1 says there are more orders" the 1.5B agent stopped at
+            # page 1 in 4 of 4 full-context episodes, so the page warning does not decide here (see the docstring).
             _call("r4", "list_orders", customer_id=cid, page=2),
-            needs=(Need(NeedKind.PAGE, "page 1 of 2", source_class=ERROR_PARTIAL), _cid_need(d)),
+            needs=(_cid_need(d),),
         ),
         ReferenceStep(
             0,
@@ -582,15 +585,15 @@ def restock(d: Drawn) -> Built:
     stock_a, stock_b = d.stock[0], d.stock[1]
     units_a = 2
     world.drift[a] = 1 + d.rule_no % 3  # another desk reserves right after the agent: the first read goes stale
-    rsv_a, rsv_b = f"RSV-01{a[-3:]}", f"RSV-02{b[-3:]}"
+    rsv_a = f"RSV-01{a[-3:]}"
     left_a = stock_a - units_a - world.drift[a]
     instruction = (
         f"Reserve stock of two products. Work in this order: 1) Read the 'reservations' skill with read_skill and "
         f"follow its rules. 2) Read the product sheet of {a} with get_product. 3) Read the stock of {a} with "
         f"get_stock. 4) Reserve {units_a} units of {a} with reserve_stock. 5) Read the product sheet of {b}. "
-        f"6) Read the stock of {b}. 7) Reserve all units in stock of {b}. 8) Answer with both reservation ids "
-        f"(they start with RSV-), the units of {a} left in stock now, and the unit price of {a} (from its sheet, "
-        "read in step 2)."
+        f"6) Read the stock of {b}. 7) Reserve all units in stock of {b}. 8) Call finish with the answer "
+        f"'reservation <reservation id of {a}, RSV-...>, <units of {a} left in stock now> units of {a} left, {b} "
+        f"costs <unit price of {b}> EUR'."
     )
     reserve_a = _call("r4", "reserve_stock", sku=a, units=units_a)
     reserve_b = _call("r8", "reserve_stock", sku=b, units=stock_b)
@@ -611,10 +614,9 @@ def restock(d: Drawn) -> Built:
         ),
         ReferenceStep(
             0,
-            answer=f"{rsv_a} and {rsv_b}; {left_a} units of {a} left; unit price {world.prices[a]} EUR.",
+            answer=f"{rsv_a}; {left_a} units of {a} left; unit price of {b} {world.prices[b]} EUR.",
             needs=(
                 Need(NeedKind.RECEIPT, rsv_a, repeat=reserve_a, source_class=RECEIPT),
-                Need(NeedKind.RECEIPT, rsv_b, repeat=reserve_b, source_class=RECEIPT),
                 Need(
                     NeedKind.VALUE,
                     f'"units_in_stock": {left_a}',
@@ -622,13 +624,14 @@ def restock(d: Drawn) -> Built:
                     source_class=DYNAMIC,
                     shown_as=str(left_a),
                 ),
-                Need(NeedKind.VALUE, world.prices[a], guess="0.00", source_class=STATIC),
+                # An agent without B's sheet quotes A's price, read earlier: the wrong row.
+                Need(NeedKind.VALUE, world.prices[b], guess=world.prices[a], source_class=STATIC),
             ),
         ),
     )
 
     def check(w: World, answer: str) -> list[str]:
-        reasons = answer_lacks(answer, (rsv_a, rsv_b, str(left_a), world.prices[a]))
+        reasons = answer_lacks(answer, (rsv_a, str(left_a), world.prices[b]))
         reasons += expect_writes(w, "reserve_stock", ({"sku": a, "units": units_a}, {"sku": b, "units": stock_b}))
         return reasons
 
@@ -655,8 +658,9 @@ def order_fix(d: Drawn) -> Built:
         f"read_skill and follow its rules. 2) Find the customer id of {d.email} with get_customer. 3) Call "
         f"get_order with {typo}. 4) If it returns an error that suggests another id, call get_order again with "
         "that id. 5) Read the product sheet of the order's SKU with get_product. 6) Read the stock of that SKU "
-        "with get_stock. 7) Reserve 1 unit of that SKU with reserve_stock. 8) Answer with the order's status, "
-        "the reservation id (it starts with RSV-), the unit price, the units left in stock now and the customer id."
+        "with get_stock. 7) Reserve 1 unit of that SKU with reserve_stock. 8) Call finish with the answer "
+        "'order <status>, reservation <reservation id, RSV-...>, price <unit price> EUR, <units left in stock now> "
+        "left, customer <customer id, CUS-...>'."
     )
     reserve = _call("r7", "reserve_stock", sku=sku, units=1)
     wrong_sku = d.skus[2] if sku != d.skus[2] else d.skus[0]
@@ -717,8 +721,9 @@ def compare(d: Drawn) -> Built:
         f"The customer {d.email} compared {a} and {b} with {choice} and chose {choice}. Work in this order: "
         f"1) Find the customer id with get_customer. 2) Read the product sheet of {a} with get_product. 3) Read "
         f"the product sheet of {b}. 4) Read the product sheet of {choice}. 5) Read the stock of {choice} with "
-        f"get_stock. 6) Reserve 1 unit of {choice} with reserve_stock. 7) Answer with the unit price of {choice}, "
-        "the reservation id (it starts with RSV-) and the customer id."
+        f"get_stock. 6) Reserve 1 unit of {choice} with reserve_stock. 7) Call finish with the answer "
+        f"'reservation <reservation id, RSV-...>, price <unit price of {choice}> EUR, customer <customer id, "
+        "CUS-...>'."
     )
     reserve = _call("r6", "reserve_stock", sku=choice, units=1)
     steps = (

@@ -221,10 +221,30 @@ class ContextRuntime:
         original = self.store.get(handle)
         if original is None:
             return ToolOutput(f"Error: no stored content for handle {handle!r}.", is_error=True)
+        shown = self._restored_in_view(handle, original)
+        if shown is not None:
+            # A small agent recalls the same handle again and again (9 recalls in one task on the 1.5B model);
+            # while the restored content is still in its context, say where it is instead of paying for it again.
+            self.stats.recalls += 1
+            where = shown.call.id if shown.call is not None else "?"
+            return ToolOutput(
+                f"Already restored: the full content of handle {handle} is the result of your recall call_id={where} "
+                "above, still in your context. Use it from there; do not recall it again."
+            )
         self.store.recalls += 1
         self.store.recalled_tokens += original.tokens
         self.stats.recalls += 1
         return ToolOutput(original.content, must_keep=original.must_keep)
+
+    def _restored_in_view(self, handle: str, original: Entry) -> Entry | None:
+        """The recall result that restored `handle`, if the request the agent just answered showed it whole."""
+        sent = self._previous_request or []
+        if not any(original.content in str(m.get("content") or "") for m in sent):
+            return None
+        for entry in reversed(self.history.replay()):
+            if entry.recalled_handle == handle and entry.content == original.content:
+                return entry
+        return None
 
     def add_result(
         self, call: ToolCall, output: ToolOutput, spec: ToolSpec | None = None

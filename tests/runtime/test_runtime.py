@@ -218,3 +218,36 @@ def test_the_recall_name_is_reserved():
     runtime = ContextRuntime(policy_guideline(write=[{"move": "offload"}]))
     with pytest.raises(ConfigError, match="already named 'recall'"):
         runtime.tools([{"type": "function", "function": {"name": "recall"}}])
+
+
+def test_a_repeated_recall_points_at_the_restored_content_instead_of_paying_for_it_again():
+    runtime = ContextRuntime(
+        policy_guideline(write=[{"move": "offload", "over": 300, "head_tokens": 40, "tail_tokens": 10}]),
+        retention=RETENTION,
+    )
+    messages = conversation(2)
+    sent = runtime.compact(messages)
+    handle = sent[3]["content"].split('recall(handle="')[1].split('"')[0]
+    first = call("r1", "recall", handle=handle)
+    assert runtime.answer(first) == doc(0)
+    messages += [
+        {"role": "assistant", "content": None, "tool_calls": [first]},
+        {"role": "tool", "tool_call_id": "r1", "content": doc(0)},
+    ]
+    assert doc(0) in texts(runtime.compact(messages))  # the agent was shown the restored result
+    again = runtime.answer(call("r2", "recall", handle=handle))
+    assert again.startswith("Already restored") and "call_id=r1" in again and len(again) < 300
+    assert runtime.store.recalled_tokens == runtime.store.get(handle).tokens  # paid for once
+
+
+def test_a_recall_repeated_after_the_restored_content_was_cleared_restores_it_again():
+    runtime = ContextRuntime(
+        policy_guideline(write=[{"move": "offload", "over": 300, "head_tokens": 40, "tail_tokens": 10}]),
+        retention=RETENTION,
+    )
+    messages = conversation(2)
+    sent = runtime.compact(messages)
+    handle = sent[3]["content"].split('recall(handle="')[1].split('"')[0]
+    assert runtime.answer(call("r1", "recall", handle=handle)) == doc(0)
+    # Not yet shown in a request (or gone from it): the content itself, not a pointer.
+    assert runtime.answer(call("r2", "recall", handle=handle)) == doc(0)

@@ -70,7 +70,8 @@ def test_every_class_and_need_kind_is_needed_somewhere():
     classes = {n.source_class for t in SUITE.tasks for s in t.reference for n in s.needs}
     kinds = {n.kind for t in SUITE.tasks for s in t.reference for n in s.needs}
     assert classes == {"skill", "static", "error_partial", "dynamic_state", "write_receipt"}
-    assert kinds == set(NeedKind)
+    # Not `page`: the 1.5B agent did not act on a page warning in a long task, so the instruction names page 2.
+    assert kinds == set(NeedKind) - {NeedKind.PAGE}
 
 
 @pytest.mark.parametrize("family", FAMILIES)
