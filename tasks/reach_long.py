@@ -496,7 +496,9 @@ def gift(d: Drawn) -> Built:
     rule_id = f"RULE-GC-{d.rule_no:02d}"
     rule = f"{rule_id}: call verify_customer for the customer before send_gift_card."
     world = world_of(d, ("gift cards", rule, d.rule_at))
-    last = d.order_ids[-1]
+    # Four orders: page 2 lists one, the most recent (with two there, the 1.5B agent read the first).
+    world.orders[d.customer_id] = list(d.order_ids[:4])
+    last = d.order_ids[3]
     sku = world.order_info[last]["sku"]
     price = world.prices[sku]
     cid = d.customer_id
@@ -505,7 +507,7 @@ def gift(d: Drawn) -> Built:
         f"Send the customer with email {d.email} a gift card worth the unit price of the product in their most "
         "recent order. Work in this order: 1) Read the 'gift cards' skill with read_skill and follow its rules. "
         "2) Find the customer id with get_customer. 3) Call list_orders with page 1. 4) Call list_orders with "
-        "page 2. 5) Read the most recent order (the last order id listed on page 2) with get_order. 6) Read the "
+        "page 2. 5) Read the most recent order (the order listed on page 2) with get_order. 6) Read the "
         "product sheet of that order's SKU with get_product. 7) Send the gift card for that unit price. 8) Call "
         "finish with the answer 'gift card <gift card id, GC-...> for <customer id, CUS-...>'."
     )
@@ -592,8 +594,8 @@ def restock(d: Drawn) -> Built:
         f"follow its rules. 2) Read the product sheet of {a} with get_product. 3) Read the stock of {a} with "
         f"get_stock. 4) Reserve {units_a} units of {a} with reserve_stock. 5) Read the product sheet of {b}. "
         f"6) Read the stock of {b}. 7) Reserve all units in stock of {b}. 8) Call finish with the answer "
-        f"'reservation <reservation id of {a}, RSV-...>, <units of {a} left in stock now> units of {a} left, {b} "
-        f"costs <unit price of {b}> EUR'."
+        f"'reservation <reservation id of {a}, RSV-...>, <units_in_stock of your last get_stock of {a}> units of "
+        f"{a} left, {b} costs <unit price of {b}> EUR'."
     )
     reserve_a = _call("r4", "reserve_stock", sku=a, units=units_a)
     reserve_b = _call("r8", "reserve_stock", sku=b, units=stock_b)

@@ -85,3 +85,34 @@ def test_pareto_table_shows_the_tier1_confirmation_beside_the_screen(run_cli, tm
     assert len(confirmed) == 1 and confirmed[0]["confirm_peak_tokens"] > 0
     assert any(p["confirm_success"] is None for p in points if p["kind"] == "candidate")
     assert "llm peak" in out and "–" in out
+
+
+def test_tier1_in_the_loop_mines_with_repeats_confirms_on_validation_and_reports_tier1_rows(
+    run_cli, tmp_path, scripted_url
+):
+    config = job_config(
+        tmp_path,
+        scripted_url,
+        train_limit=4,
+        test_limit=1,
+        rounds=1,
+        llm_proposers=False,
+        val_fraction=0.5,
+        mine_tier1=1,
+        tier1_repeats=2,
+        confirm_top=1,
+        confirm_limit=1,
+        max_agent_episodes=20,
+        final_llm_limit=1,
+    )
+    code, out, err = run_cli("optimize", str(tmp_path / "job.toml"))
+    assert code == 0, err
+    assert "tier 1: " in out  # the mining and confirmation lines
+    runs = sorted(p.name for p in (config.out_dir / "runs").iterdir() if "-llm-" in p.name)
+    # none and the round's parent mined on a train task, none and one candidate confirmed on a validation task:
+    # each a run per seed; the final rows one run each.
+    assert sum("-llm-train-" in r for r in runs) >= 4 and sum("-llm-val-" in r for r in runs) == 4
+    report = json.loads((config.out_dir / "report.json").read_text())
+    confirmed = [p for p in report["points"] if p["confirm_success"] is not None]
+    assert confirmed
+    assert report["paired_tier1"]["none"]["tasks"] == 1
