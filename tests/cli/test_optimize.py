@@ -107,7 +107,7 @@ def test_tier1_in_the_loop_mines_with_repeats_confirms_on_validation_and_reports
     )
     code, out, err = run_cli("optimize", str(tmp_path / "job.toml"))
     assert code == 0, err
-    assert "tier 1: " in out  # the mining and confirmation lines
+    assert "tier 1: " in out + err  # the mining and confirmation lines (the job logs to stderr)
     runs = sorted(p.name for p in (config.out_dir / "runs").iterdir() if "-llm-" in p.name)
     # none and the round's parent mined on a train task, none and one candidate confirmed on a validation task:
     # each a run per seed; the final rows one run each.
