@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -122,6 +123,15 @@ def summary_table(rows: list[tuple[str, dict[str, Any]]], title: str) -> Table:
     return table
 
 
+def report_overrides(strategies: Sequence[ContextStrategy]) -> None:
+    """Say when a strategy runs against the retention contract (a guideline allowed to leave classes unpinned)."""
+    for strategy in strategies:
+        override = getattr(strategy, "contract_override", None)
+        note = override() if override is not None else None
+        if note is not None:
+            _log(f"[yellow]{escape(note)}[/yellow]")
+
+
 @contextlib.contextmanager
 def hold_runs(config: ExperimentConfig, tasks: Sequence[Task], strategies: Sequence[ContextStrategy]) -> Iterator[None]:
     """This process's claim on the run directory of each strategy, for as long as the command runs."""
@@ -160,6 +170,7 @@ def run(
     config = load_with_overrides(experiment, split=split, limit=limit, agent=agent, base_url=base_url, model=model)
     chosen = strategy_named(config, strategy)
     check_tier(chosen, config.run.agent)
+    report_overrides([chosen])
     tasks = select_tasks(config, config.run.split, config.run.limit)
     endpoints = endpoints_for(config, [chosen], config.run.agent, _log)
     tracked = tracked_job(config, "run", strategy=chosen.label(), split=config.run.split, agent=config.run.agent)
@@ -222,6 +233,7 @@ def compare(
     chosen = [strategy_named(config, name.strip()) for name in strategies.split(",") if name.strip()]
     for strategy_ in chosen:
         check_tier(strategy_, config.run.agent)
+    report_overrides(chosen)
     tasks = select_tasks(config, config.run.split, config.run.limit)
     endpoints = endpoints_for(config, chosen, config.run.agent, _log)
     results = []

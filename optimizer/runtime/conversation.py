@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,7 +88,9 @@ class ContextRuntime:
     `tracking_uri`), or any `ContextStrategy` (the agent loop passes its strategy). `retention`: a
     `RetentionMap`, a mapping `tool name -> class / {retention_class, side_effect}`, or a classifier
     `(name, arguments) -> class`. `compressor`: an `openai.OpenAI` client (with `compressor_model`), an
-    acon `ChatClient` or `Compressor`; required when a guideline's moves call an LLM.
+    acon `ChatClient` or `Compressor`; required when a guideline's moves call an LLM. A guideline that
+    leaves skills or write receipts unpinned is refused unless `allow_unpinned` (to study that failure; a
+    `UserWarning` and `contract_override` then say so).
     """
 
     def __init__(
@@ -99,8 +102,15 @@ class ContextRuntime:
         compressor_model: str | None = None,
         tracking_uri: str | None = None,
         reference_literals: tuple[str, ...] = (),
+        allow_unpinned: bool = False,
     ) -> None:
-        self.strategy = _strategy(guideline, tracking_uri)
+        self.strategy = _strategy(guideline, tracking_uri, allow_unpinned)
+        # A strategy object was checked when it was built; its runner reports an override.
+        self.contract_override: str | None = None
+        if not isinstance(guideline, ContextStrategy):
+            self.contract_override = _override(self.strategy)
+            if self.contract_override is not None:
+                warnings.warn(self.contract_override, UserWarning, stacklevel=2)
         self.compressor = _compressor(compressor, compressor_model)
         if self.compressor is None and self.strategy.uses_compressor and not isinstance(guideline, ContextStrategy):
             raise ConfigError(
@@ -376,21 +386,30 @@ def cache_break_of(
     return True, count_message_tokens(previous[common:])
 
 
-def _strategy(guideline: str | Path | Guideline | ContextStrategy, tracking_uri: str | None) -> ContextStrategy:
+def _strategy(
+    guideline: str | Path | Guideline | ContextStrategy, tracking_uri: str | None, allow_unpinned: bool
+) -> ContextStrategy:
     from optimizer.context.strategies import GuidelineStrategy
 
     if isinstance(guideline, ContextStrategy):
         return guideline
     if isinstance(guideline, Guideline):
-        return GuidelineStrategy(guideline=guideline)
+        return GuidelineStrategy(guideline=guideline, allow_unpinned=allow_unpinned)
     text = str(guideline)
     if "@" in text and not text.endswith(".md") and not Path(text).exists():
         from optimizer.context.prompt_registry import load_from_registry
 
-        return GuidelineStrategy(guideline=load_from_registry(text, tracking_uri))
+        loaded = load_from_registry(text, tracking_uri)
+        return GuidelineStrategy(guideline=loaded, allow_unpinned=allow_unpinned)
     from optimizer.context.guideline import resolve_path
 
-    return GuidelineStrategy(guideline=read_guideline(resolve_path(text)))
+    return GuidelineStrategy(guideline=read_guideline(resolve_path(text)), allow_unpinned=allow_unpinned)
+
+
+def _override(strategy: ContextStrategy) -> str | None:
+    from optimizer.context.strategies import GuidelineStrategy
+
+    return strategy.contract_override() if isinstance(strategy, GuidelineStrategy) else None
 
 
 def _compressor(value: Any, model: str | None) -> Compressor | None:

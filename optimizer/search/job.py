@@ -21,12 +21,12 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from optimizer.context.guideline import read_guideline
-from optimizer.context.strategies import GuidelineStrategy, parse_strategy
+from optimizer.context.strategies import parse_strategy
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.evaluate.endpoints import ModelEndpoints
 from optimizer.evaluate.strategy_runs import RunResult, select_tasks, strategy_named
 from optimizer.search import accounting
-from optimizer.search.candidate import Candidate
+from optimizer.search.candidate import Candidate, screened
 from optimizer.search.evaluator import Evaluation, Evaluator, Progress
 from optimizer.search.front import Point
 from optimizer.search.lineage import llm_free, parts
@@ -244,8 +244,8 @@ class OptimizationJob:
             )
             seed_tasks = [t for t in self.test if t.id in affordable][: self.options.seed_test_limit]
         rows = [
-            row("chosen", "learned", GuidelineStrategy(guideline=chosen.guideline), self.test, tier0, chosen.version),
-            row("seed", "seed", GuidelineStrategy(guideline=seed.guideline), seed_tasks, tier0, seed.version),
+            row("chosen", "learned", screened(chosen.guideline), self.test, tier0, chosen.version),
+            row("seed", "seed", screened(seed.guideline), seed_tasks, tier0, seed.version),
             none_row,
         ]
         for name in dict.fromkeys(self.options.final_strategies):
@@ -260,7 +260,7 @@ class OptimizationJob:
             det_row = row(
                 "deterministic only",
                 "deterministic",
-                GuidelineStrategy(guideline=deterministic.guideline),
+                screened(deterministic.guideline),
                 self.test,
                 tier0,
                 deterministic.version,
@@ -269,8 +269,8 @@ class OptimizationJob:
         if self.options.final_llm_limit > 0:
             subset = self.test[: self.options.final_llm_limit]
             rows += [
-                row("chosen", "learned", GuidelineStrategy(guideline=chosen.guideline), subset, "llm", chosen.version),
-                row("seed", "seed", GuidelineStrategy(guideline=seed.guideline), subset, "llm", seed.version),
+                row("chosen", "learned", screened(chosen.guideline), subset, "llm", chosen.version),
+                row("seed", "seed", screened(seed.guideline), subset, "llm", seed.version),
                 row("none", "control", parse_strategy("none"), subset, "llm"),
             ]
         det_info = None

@@ -86,3 +86,17 @@ def test_rerun_resumes_without_redoing_episodes(run_cli, tmp_path, monkeypatch):
     lines = log.read_text().splitlines()
     assert run_cli("run", SMOKE, "--agent", "reference")[0] == 0
     assert log.read_text().splitlines() == lines
+
+
+def test_an_unpinned_guideline_runs_only_under_the_override_and_says_so(run_cli, tmp_path, monkeypatch, scripted_url):
+    monkeypatch.chdir(tmp_path)
+    unpinned = ROOT / "guidelines" / "examples" / "unpinned.md"
+    endpoint = f'base_url = "{scripted_url}"\nmodel = "scripted"\nbackoff_s = 0.0\n'
+    body = (
+        f'name = "x"\n[suite]\ntype = "smoke"\n[run]\nagent = "reference"\n[tracking]\nenabled = false\n'
+        f'[strategy]\ntype = "guideline"\nguideline = "{unpinned}"\nallow_unpinned = true\n'
+        f"[endpoints.compressor]\n{endpoint}"
+    )
+    code, _, err = run_cli("run", str(write_config(tmp_path, body)), "--limit", "1")
+    assert code == 0, err
+    assert "contract override (set allow_unpinned)" in err and "skill unpinned" in err

@@ -407,3 +407,25 @@ def test_export_of_a_path_that_does_not_exist(fails, tmp_path):
 def test_export_of_a_broken_guideline_file(fails, tmp_path):
     (tmp_path / "g.md").write_text("no front matter here\n")
     fails("export", str(tmp_path / "g.md"), says=("g.md", "no front matter"))
+
+
+# ---------------------------------------------------------------------------------------------- contract
+
+UNPINNED = ROOT / "guidelines" / "examples" / "unpinned.md"
+
+
+def test_run_of_a_guideline_that_unpins_skills(fails, tmp_path):
+    path = config(tmp_path, BASE + f'[strategy]\ntype = "guideline"\nguideline = "{UNPINNED}"\n')
+    fails("run", path, "--agent", "reference", says=(str(UNPINNED), "skill unpinned", "allow_unpinned"))
+    assert not (tmp_path / "runs").exists()
+
+
+def test_export_of_a_guideline_that_unpins_skills(fails, tmp_path):
+    fails(
+        "export",
+        str(UNPINNED),
+        "--out",
+        str(tmp_path / "g.md"),
+        says=(str(UNPINNED), "skill unpinned", "--allow-unpinned"),
+    )
+    assert not (tmp_path / "g.md").exists()

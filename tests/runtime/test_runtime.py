@@ -218,3 +218,19 @@ def test_the_recall_name_is_reserved():
     runtime = ContextRuntime(policy_guideline(write=[{"move": "offload"}]))
     with pytest.raises(ConfigError, match="already named 'recall'"):
         runtime.tools([{"type": "function", "function": {"name": "recall"}}])
+
+
+UNPINNED = "guidelines/examples/unpinned.md"
+
+
+def test_a_guideline_that_unpins_skills_is_refused_unless_allowed(stub):
+    compressor = Compressor(ChatClient(EndpointConfig(base_url="http://127.0.0.1:9/v1"), base_url="x", model="m"))
+    for guideline in (UNPINNED, read_guideline(UNPINNED), policy_guideline(pinned=())):
+        with pytest.raises(ConfigError, match=r"unpinned.*retention contract.*allow_unpinned") as info:
+            ContextRuntime(guideline, compressor=compressor)
+        assert "\n" not in str(info.value)
+    with pytest.warns(UserWarning, match=r"contract override.*skill unpinned"):
+        runtime = ContextRuntime(UNPINNED, compressor=compressor, allow_unpinned=True)
+    assert "skill" in runtime.contract_override
+    # A valid guideline is as before: nothing to override, nothing reported.
+    assert ContextRuntime(policy_guideline(), allow_unpinned=True).contract_override is None

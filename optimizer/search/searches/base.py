@@ -14,10 +14,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from optimizer.agent.episode import Episode
-from optimizer.context.strategies import GuidelineStrategy
 from optimizer.mining.pair_diff import diff_pair
 from optimizer.mining.pairs import compressed_successes, find_pairs
-from optimizer.search.candidate import Candidate
+from optimizer.search.candidate import Candidate, screened
 from optimizer.search.evaluator import Evaluation, Evaluator
 from optimizer.search.front import Point, pareto_front, rank_key
 from optimizer.search.proposers.base import Pair
@@ -105,7 +104,7 @@ class SearchContext:
     def evaluate(self, candidate: Candidate, name: str, tasks: Sequence[Task], split: str, agent: str) -> Evaluation:
         key = (candidate.version, name)
         if key not in self._evaluations:
-            strategy = GuidelineStrategy(guideline=candidate.guideline)
+            strategy = screened(candidate.guideline)
             self._evaluations[key] = self.evaluator.evaluate(strategy, tasks, split, agent)
         return self._evaluations[key]
 
