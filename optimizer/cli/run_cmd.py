@@ -168,7 +168,7 @@ def run(
     from optimizer.tracking import check_caught_up, tracked_job
 
     config = load_with_overrides(experiment, split=split, limit=limit, agent=agent, base_url=base_url, model=model)
-    chosen = strategy_named(config, strategy)
+    chosen = strategy_named(config, strategy).fixed()  # the version read now is the one claimed and run
     check_tier(chosen, config.run.agent)
     report_overrides([chosen])
     tasks = select_tasks(config, config.run.split, config.run.limit)
@@ -230,7 +230,7 @@ def compare(
     from optimizer.tracking import check_caught_up, tracked_job
 
     config = load_with_overrides(experiment, split=split, limit=limit, agent=agent, base_url=base_url, model=model)
-    chosen = [strategy_named(config, name.strip()) for name in strategies.split(",") if name.strip()]
+    chosen = [strategy_named(config, name.strip()).fixed() for name in strategies.split(",") if name.strip()]
     for strategy_ in chosen:
         check_tier(strategy_, config.run.agent)
     report_overrides(chosen)

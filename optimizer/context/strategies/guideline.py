@@ -57,6 +57,11 @@ class GuidelineStrategy(ContextStrategy):
         source = self.guideline if isinstance(self.guideline, str) else None
         return check_contract(spec, source=source, allow_unpinned=self.allow_unpinned, override="set allow_unpinned")
 
+    def fixed(self) -> GuidelineStrategy:
+        if isinstance(self.guideline, Guideline):
+            return self
+        return GuidelineStrategy(guideline=self.spec, allow_unpinned=self.allow_unpinned)
+
     @property
     def spec(self) -> Guideline:
         return self.guideline if isinstance(self.guideline, Guideline) else guideline_at(self.guideline)
