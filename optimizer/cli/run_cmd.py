@@ -16,10 +16,12 @@ from rich.table import Table
 from optimizer.agent.kinds import AGENTS
 from optimizer.config import ExperimentConfig, load_experiment
 from optimizer.context.strategies import DETERMINISTIC, STRATEGY_NAMES
+from optimizer.errors import ConfigError, EndpointError
 from optimizer.storage import atomic_write_json
 
 if TYPE_CHECKING:
     from optimizer.context.strategies.base import ContextStrategy
+    from optimizer.evaluate.strategy_runs import RunResult
     from optimizer.world.task import Task
 
 AGENT_CHOICES = " | ".join(AGENTS.names())
@@ -40,11 +42,14 @@ def load_with_overrides(
     base_url: str | None = None,
     model: str | None = None,
 ) -> ExperimentConfig:
+    if limit is not None and limit < 1:
+        # 0 was read as "no limit" and ran every task; a run of no task has nothing to show either.
+        raise ConfigError(f"--limit must be at least 1, not {limit} (leave it out to run every task)")
     config = load_experiment(path)
     run: dict[str, Any] = {}
     if split:
         run["split"] = split
-    if limit:
+    if limit is not None:
         run["limit"] = limit
     if agent:
         run["agent"] = agent
@@ -210,7 +215,24 @@ def run(
                 "episodes": [episode_row(e) for e in result.episodes],
             },
         )
+    check_scored(result)
     check_caught_up(tracking, "run the same command again")  # last: every result is written first
+
+
+def check_scored(result: RunResult) -> None:
+    """A run none of whose episodes could be scored failed, though its table reads `tasks 0, 0.00`.
+
+    Raised once everything is written: the infrastructure errors are stored, and the next run retries them.
+    """
+    summary = result.summary
+    failed = summary["infra_errors"]
+    if summary["scored"] == 0 and failed:
+        first = next((e.error for e in result.episodes.summaries if e.error), None) or "no error recorded"
+        raise EndpointError(
+            f"every episode of {result.strategy.label()} failed on the endpoint ({failed} of {failed}, first: "
+            f"{' '.join(first.split())[:160]}); nothing was scored. Fix the endpoint and run again: the episodes in "
+            f"{result.directory / 'episodes.jsonl'} are retried"
+        )
 
 
 def compare(
@@ -288,6 +310,8 @@ def compare(
                 "experiment": config.name,
             },
         )
+    for result in results:
+        check_scored(result)
     check_caught_up(tracking, "run the same command again")
 
 

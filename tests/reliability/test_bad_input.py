@@ -429,3 +429,10 @@ def test_export_of_a_guideline_that_unpins_skills(fails, tmp_path):
         says=(str(UNPINNED), "skill unpinned", "--allow-unpinned"),
     )
     assert not (tmp_path / "g.md").exists()
+
+
+@pytest.mark.parametrize("command", ["run", "compare"])
+@pytest.mark.parametrize("limit", ["0", "-2"])
+def test_a_limit_of_no_task(fails, tmp_path, command, limit):
+    path = config(tmp_path, BASE)
+    fails(command, path, "--agent", "reference", "--limit", limit, says=("--limit must be at least 1", limit))
