@@ -180,14 +180,21 @@ class ContextRuntime:
         `call` is an OpenAI `tool_calls` item, as a dict or the SDK's object.
         """
         call = _plain(call)
-        function = call.get("function") or {}
-        if function.get("name") != RECALL_TOOL:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+            raise ConfigError(
+                "answer() takes one tool call (an item of an assistant message's tool_calls, with 'function' and "
+                f"its 'name'), not {_shown(call)}"
+            )
+        if function["name"] != RECALL_TOOL:
             return None
-        try:
-            arguments = json.loads(function.get("arguments") or "{}")
-        except json.JSONDecodeError:
-            return "Error: recall arguments are not JSON."
-        handle = arguments.get("handle") if isinstance(arguments, dict) else None
+        arguments = function.get("arguments") or "{}"
+        if isinstance(arguments, str):  # as the API sends them; inline objects are taken as `compact` takes them
+            try:
+                arguments = json.loads(arguments)
+            except json.JSONDecodeError:
+                return "Error: recall arguments are not JSON."
+        handle = arguments.get("handle") if isinstance(arguments, Mapping) else None
         return self.recall(str(handle or "")).content
 
     # -- the agent loop's way in: one step at a time ---------------------------------------------------
@@ -317,20 +324,33 @@ class ContextRuntime:
         from optimizer.storage import atomic_write_text
 
         target = Path(path)
-        atomic_write_text(target, json.dumps(dump_state(self), ensure_ascii=False))
+        text = json.dumps(dump_state(self), ensure_ascii=False)
+        try:
+            atomic_write_text(target, text)
+        except OSError as exc:
+            raise ConfigError(f"cannot write runtime state to {target}: {exc.strerror or exc}") from None
         return target
 
     def load(self, path: str | Path) -> ContextRuntime:
-        """Restore a state `save` wrote, for the same guideline (a different one is refused)."""
-        from optimizer.runtime.state import restore_state
+        """Restore a state `save` wrote, for the same guideline (a different one is refused).
+
+        The state is read and checked whole before anything changes: a refused load leaves this runtime
+        exactly as it was, never part saved conversation and part its own.
+        """
+        from optimizer.runtime.state import read_state
 
         try:
             data = json.loads(Path(path).read_text())
         except FileNotFoundError:
             raise ConfigError(f"runtime state not found: {path}") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{path}: not a runtime state file ({exc})") from None
-        restore_state(self, data, source=str(path))
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+            raise ConfigError(f"{path}: not a runtime state file ({type(exc).__name__}: {exc})") from None
+        except OSError as exc:  # a directory, a file it may not read
+            raise ConfigError(f"{path}: not a runtime state file ({exc.strerror or exc})") from None
+        restored = read_state(self, data, source=str(path))
+        self.history, self.store, self.stats = restored.history, restored.store, restored.stats
+        self.step, self.turn, self._action_step = restored.step, restored.turn, restored.action_step
+        self._previous_request, self._seen = restored.previous_request, restored.seen
         return self
 
     # -- internals --------------------------------------------------------------------------------------
@@ -362,6 +382,10 @@ class ContextRuntime:
         if self._seen.system is None:
             messages = messages[1:]
         return messages
+
+
+def _shown(value: Any) -> str:
+    return repr(value)[:80] if isinstance(value, str | Mapping) else type(value).__name__
 
 
 def _plain(message: Any) -> Any:
