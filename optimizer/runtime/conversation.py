@@ -14,13 +14,15 @@ messages it has not seen yet). The project's agent loop drives the same object s
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
+import threading
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, cast
 
 from optimizer.context.budget import apply_budget
 from optimizer.context.compressor import Compressor
@@ -81,6 +83,20 @@ class _Ingested:
     texts: dict[int, str] = field(default_factory=dict)
 
 
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _serialized(method: _Method) -> _Method:
+    """One call at a time on a runtime; a second thread waits for the first to finish."""
+
+    @functools.wraps(method)
+    def locked(self: ContextRuntime, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return cast(_Method, locked)
+
+
 class ContextRuntime:
     """A guideline applied to one conversation; state kept between calls, saveable with `save`/`load`.
 
@@ -90,7 +106,7 @@ class ContextRuntime:
     `(name, arguments) -> class`. `compressor`: an `openai.OpenAI` client (with `compressor_model`), an
     acon `ChatClient` or `Compressor`; required when a guideline's moves call an LLM. A guideline that
     leaves skills or write receipts unpinned is refused unless `allow_unpinned` (to study that failure; a
-    `UserWarning` and `contract_override` then say so).
+    `UserWarning` and `contract_override` then say so). Calls from several threads are run one at a time.
     """
 
     def __init__(
@@ -127,6 +143,10 @@ class ContextRuntime:
         self._action_step = 0  # the step of the latest action: its results are written under it
         self._previous_request: list[dict[str, Any]] | None = None
         self._seen = _Ingested()
+        # One conversation is one sequence of calls: two threads compacting it at once (an SDK client shared
+        # by threads, parallel tool calls recalling) would both ingest the same messages. Reentrant, since
+        # `compact` drives the step-wise methods that are public too.
+        self._lock = threading.RLock()
 
     # -- the user's way in: OpenAI chat messages -------------------------------------------------------
 
@@ -140,6 +160,7 @@ class ContextRuntime:
             out.append(RECALL_SPEC.openai_schema())
         return out
 
+    @_serialized
     def compact(
         self, messages: Sequence[Mapping[str, Any]], *, tool_format: ToolFormat = "native"
     ) -> list[dict[str, Any]]:
@@ -174,6 +195,7 @@ class ContextRuntime:
             return self._with_assistant_texts(prepared)
         return prepared.messages
 
+    @_serialized
     def answer(self, call: Any) -> str | None:
         """The content of the tool message answering a `recall` call; None for any other tool (yours to run).
 
@@ -199,23 +221,27 @@ class ContextRuntime:
 
     # -- the agent loop's way in: one step at a time ---------------------------------------------------
 
+    @_serialized
     def start(self, task: str) -> Entry:
         """The conversation's first user message: the task, never dropped."""
         if self.history.entries:
             raise ConfigError("the conversation already has its task")
         return self.history.append(EntryKind.TASK, task, step=0, turn=0)
 
+    @_serialized
     def add_user(self, text: str) -> Entry:
         """A later user turn."""
         self.turn += 1
         return self.history.append(EntryKind.USER, text, step=self.step, turn=self.turn)
 
+    @_serialized
     def add_notice(self, text: str) -> Entry:
         """Harness feedback after a reply that could not be used (it takes that request's step)."""
         entry = self.history.append(EntryKind.NOTICE, text, step=self.step, turn=self.turn)
         self.step += 1
         return entry
 
+    @_serialized
     def add_action(self, calls: Sequence[ToolCall] = (), answer: str | None = None) -> Entry:
         """The assistant's reply to the latest request: tool calls, or a final answer."""
         draft = Entry(
@@ -233,6 +259,7 @@ class ContextRuntime:
         self.step += 1
         return entry
 
+    @_serialized
     def recall(self, handle: str) -> ToolOutput:
         """Run the `recall` tool: the stored original, or an error for a handle the store never issued."""
         original = self.store.get(handle)
@@ -243,6 +270,7 @@ class ContextRuntime:
         self.stats.recalls += 1
         return ToolOutput(original.content, must_keep=original.must_keep)
 
+    @_serialized
     def add_result(
         self, call: ToolCall, output: ToolOutput, spec: ToolSpec | None = None
     ) -> tuple[Entry, Entry, tuple[CompressionRecord, ...], float, float]:
@@ -291,6 +319,7 @@ class ContextRuntime:
         self._count(records)
         return raw, entry, records, started, took
 
+    @_serialized
     def prepare(self, system: str, *, native_tools: bool) -> Prepared:
         """The next request: history moves (recorded as edits), replay, pre-send budget, rendering."""
         step = self.step
@@ -318,6 +347,7 @@ class ContextRuntime:
 
     # -- state ------------------------------------------------------------------------------------------
 
+    @_serialized
     def save(self, path: str | Path) -> Path:
         """Write the conversation's state (history, edits, recall store, counters) as JSON."""
         from optimizer.runtime.state import dump_state
@@ -331,6 +361,7 @@ class ContextRuntime:
             raise ConfigError(f"cannot write runtime state to {target}: {exc.strerror or exc}") from None
         return target
 
+    @_serialized
     def load(self, path: str | Path) -> ContextRuntime:
         """Restore a state `save` wrote, for the same guideline (a different one is refused).
 

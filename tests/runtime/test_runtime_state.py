@@ -104,3 +104,39 @@ def test_answer_takes_a_tool_call_in_either_form_and_refuses_anything_else():
         with pytest.raises(ConfigError, match="answer\\(\\)") as info:
             busy.answer(bad)
         assert "\n" not in str(info.value)
+
+
+def _race(shared: ContextRuntime, conversations: list[list[dict]]) -> list[Any]:
+    """Each conversation compacted on its own thread, all released at once: the results or the errors."""
+    import threading
+
+    barrier = threading.Barrier(len(conversations))
+    results: list[Any] = []
+
+    def work(messages: list[dict]) -> None:
+        barrier.wait()
+        try:
+            results.append(shared.compact(messages))
+        except Exception as exc:  # the failure under test: recorded, then asserted on by the caller
+            results.append(exc)
+
+    threads = [threading.Thread(target=work, args=(m,)) for m in conversations]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return results
+
+
+def test_concurrent_calls_on_one_runtime_are_serialized():
+    # Two threads of one agent compacting the same conversation (an SDK wrapper shared by threads, parallel
+    # tool calls answering recalls): each call sees the conversation as the one before it left it.
+    expected = runtime().compact(FULL)
+    for _ in range(10):
+        shared = runtime()
+        results = _race(shared, [FULL, FULL, FULL[:10]])
+        # The shorter conversation may come last and be refused as a rewrite; never anything else.
+        for result in results:
+            assert not isinstance(result, Exception) or "differs from what this runtime already saw" in str(result)
+        assert shared.compact(FULL) == expected
+        assert [e.id for e in shared.history.entries] == list(range(len(shared.history.entries)))
