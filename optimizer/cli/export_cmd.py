@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from optimizer.cli.run_cmd import out
 from optimizer.context.guideline import Guideline, check_contract
 from optimizer.errors import AconError, ConfigError
-from optimizer.storage import atomic_write_json, atomic_write_text
+from optimizer.storage import atomic_write_json, atomic_write_text, writable_file
 
 if TYPE_CHECKING:
     from optimizer.adapters.native_export import NativeFormat
@@ -131,6 +131,8 @@ def export(
     """Write the chosen guideline (policy + both compressor texts, with provenance), or convert a guideline file."""
     from optimizer.adapters.native_export import FORMATS
 
+    if out_path is not None:
+        writable_file(out_path, "--out")
     if fmt not in ("md", "json", *FORMATS):
         raise ConfigError(f"--format must be md, json, anthropic or langchain, not {fmt!r}")
     if retention is not None and fmt not in FORMATS:

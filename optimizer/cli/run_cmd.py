@@ -17,7 +17,7 @@ from optimizer.agent.kinds import AGENTS
 from optimizer.config import ExperimentConfig, load_experiment
 from optimizer.context.strategies import DETERMINISTIC, STRATEGY_NAMES
 from optimizer.errors import ConfigError, EndpointError
-from optimizer.storage import atomic_write_json
+from optimizer.storage import atomic_write_json, writable_file
 
 if TYPE_CHECKING:
     from optimizer.context.strategies.base import ContextStrategy
@@ -172,6 +172,8 @@ def run(
     )
     from optimizer.tracking import check_caught_up, tracked_job
 
+    if json_path is not None:
+        writable_file(json_path, "--json")  # refused before the run, not after it
     config = load_with_overrides(experiment, split=split, limit=limit, agent=agent, base_url=base_url, model=model)
     chosen = strategy_named(config, strategy).fixed()  # the version read now is the one claimed and run
     check_tier(chosen, config.run.agent)
@@ -251,6 +253,8 @@ def compare(
     from optimizer.evaluate.strategy_runs import check_tier, endpoints_for, run_strategy, select_tasks, strategy_named
     from optimizer.tracking import check_caught_up, tracked_job
 
+    if json_path is not None:
+        writable_file(json_path, "--json")
     config = load_with_overrides(experiment, split=split, limit=limit, agent=agent, base_url=base_url, model=model)
     chosen = [strategy_named(config, name.strip()).fixed() for name in strategies.split(",") if name.strip()]
     for strategy_ in chosen:

@@ -436,3 +436,26 @@ def test_export_of_a_guideline_that_unpins_skills(fails, tmp_path):
 def test_a_limit_of_no_task(fails, tmp_path, command, limit):
     path = config(tmp_path, BASE)
     fails(command, path, "--agent", "reference", "--limit", limit, says=("--limit must be at least 1", limit))
+
+
+# ---------------------------------------------------------------------------------------------- output files
+
+
+def test_export_to_a_directory(fails, tmp_path):
+    (tmp_path / "out").mkdir()
+    learned = str(ROOT / "guidelines" / "learned" / "quickstart.md")
+    fails("export", learned, "--out", str(tmp_path / "out"), says=(str(tmp_path / "out"), "a directory"))
+
+
+@pytest.mark.parametrize("command", ["run", "compare"])
+def test_json_to_a_directory(fails, tmp_path, command):
+    (tmp_path / "out").mkdir()
+    path = config(tmp_path, BASE)
+    fails(command, path, "--agent", "reference", "--json", str(tmp_path / "out"), says=("--json", "a directory"))
+    assert not (tmp_path / "runs").exists()  # refused before any episode ran
+
+
+def test_diff_json_to_a_directory(fails, job_copy, tmp_path):
+    _, job = job_copy
+    (tmp_path / "out").mkdir()
+    fails("diff", str(job), "--json", str(tmp_path / "out"), says=("--json", "a directory"))
