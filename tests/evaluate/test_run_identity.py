@@ -100,3 +100,19 @@ def test_an_episode_of_another_strategy_version_is_never_stored(tmp_path):
         run_tasks(tasks, strategy, AgentSpec("reference"), endpoints=None, directory=plan.directory, meta=plan.meta)
     assert "\n" not in str(info.value)
     assert not (plan.directory / "episodes.jsonl").exists() or not (plan.directory / "episodes.jsonl").read_text()
+
+
+@pytest.mark.parametrize("kind", ["guideline", "llm_history", "llm_observation"])
+def test_a_fixed_strategy_keeps_the_guideline_it_read(tmp_path, kind):
+    # Every strategy that reads a guideline file (its policy and texts, or only its texts).
+    path = guideline_file(tmp_path, 40)
+    strategy = parse_strategy({"type": kind, "guideline": str(path)})
+    fixed = strategy.fixed()
+    before = (fixed.version(), fixed.texts().version, fixed.label())
+    seed = read_guideline(path)
+    edited = seed.model_copy(update={"history": "Edited.", "observation": "Edited too."})
+    save_guideline(edited, path)
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**12))
+    assert strategy.version() != before[0]  # unfixed, it follows the file
+    assert (fixed.version(), fixed.texts().version, fixed.label()) == before
