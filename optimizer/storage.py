@@ -2,22 +2,71 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import stat
 import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from optimizer.errors import AconError, ConfigError
+
 
 def atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, prefix=f".{path.name}.", delete=False) as tmp:
-        tmp.write(text)
-        tmp.flush()
-        os.fsync(tmp.fileno())
-    os.replace(tmp.name, path)
+    """Write `text` to `path` at once: a new file, or a regular file replaced (a symlink is followed to it).
+
+    Anything else already at the path is refused: `os.replace` would put a regular file in its place (run as
+    root, `--out /dev/full` turned the device into one; a directory would fail halfway through instead).
+    """
+    target = writable_file(path)
+    tmp: str | None = None
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=target.parent, prefix=f".{target.name}.", delete=False) as file:
+            tmp = file.name
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(tmp, target)
+    except OSError as exc:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        raise AconError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def writable_file(path: Path, what: str = "") -> Path:
+    """The file to write for `path` (a symlink's target), or a one-line `ConfigError` when something other
+    than a regular file is there. `what` names where the path came from (a flag), for the message."""
+    path = Path(path)
+    target = path.resolve() if path.is_symlink() else path
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        return target
+    except OSError as exc:
+        raise ConfigError(f"cannot write {what}{' ' if what else ''}{path}: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(mode):
+        raise ConfigError(
+            f"{what}{' ' if what else ''}{path} is {_kind(mode)}, not a regular file: give the path of a file to write"
+        )
+    return target
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a named pipe"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
 
 
 def atomic_write_json(path: Path, data: Any) -> None:

@@ -17,7 +17,7 @@ from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import ConfigError
 from optimizer.evaluate.canary import CONTROL, CanaryReport, StrategyResult, run_canary
 from optimizer.llm.endpoint import EndpointConfig
-from optimizer.storage import atomic_write_json
+from optimizer.storage import atomic_write_json, writable_file
 
 err = Console(stderr=True)
 out = Console(width=max(150, Console().width))
@@ -98,6 +98,8 @@ def canary(
     model: Annotated[str | None, typer.Option(help="Compressor model name.")] = None,
 ) -> None:
     """Run the fixed canary conversation under each strategy; show which identifiers survive where."""
+    if json_path is not None:
+        writable_file(json_path, "--json")  # refused before the model runs, not after
     from optimizer.evaluate.endpoints import ModelEndpoints
 
     strategies = _strategies(strategy, config)

@@ -11,7 +11,7 @@ from rich.table import Table
 from optimizer.cli.run_cmd import out
 from optimizer.errors import AconError
 from optimizer.mining.pair_diff import PairDiff
-from optimizer.storage import atomic_write_json
+from optimizer.storage import atomic_write_json, writable_file
 
 
 def load_diffs(job_dir: Path, round_index: int | None) -> tuple[int, list[PairDiff]]:
@@ -35,6 +35,8 @@ def diff(
     json_path: Path | None = typer.Option(None, "--json", help="Write the diffs as JSON."),
 ) -> None:
     """Print, per pair, the missing literals: kind, retention class, checkpoint, step, and what dropped them."""
+    if json_path is not None:
+        writable_file(json_path, "--json")
     index, diffs = load_diffs(job_dir, round_index)
     if task is not None:
         diffs = [d for d in diffs if d.task_id == task]

@@ -10,9 +10,9 @@ import typer
 from pydantic import ValidationError
 
 from optimizer.cli.run_cmd import out
-from optimizer.context.guideline import Guideline
+from optimizer.context.guideline import Guideline, check_contract
 from optimizer.errors import AconError, ConfigError
-from optimizer.storage import atomic_write_json, atomic_write_text
+from optimizer.storage import atomic_write_json, atomic_write_text, writable_file
 
 if TYPE_CHECKING:
     from optimizer.adapters.native_export import NativeFormat
@@ -121,10 +121,18 @@ def export(
         help="For anthropic|langchain: JSON tool -> class or "
         "{retention_class, side_effect}, to turn classes into exclude_tools.",
     ),
+    allow_unpinned: bool = typer.Option(
+        False,
+        "--allow-unpinned",
+        help="Export a guideline that leaves skills or write receipts unpinned (against the retention "
+        "contract; to study that failure).",
+    ),
 ) -> None:
     """Write the chosen guideline (policy + both compressor texts, with provenance), or convert a guideline file."""
     from optimizer.adapters.native_export import FORMATS
 
+    if out_path is not None:
+        writable_file(out_path, "--out")
     if fmt not in ("md", "json", *FORMATS):
         raise ConfigError(f"--format must be md, json, anthropic or langchain, not {fmt!r}")
     if retention is not None and fmt not in FORMATS:
@@ -146,6 +154,10 @@ def export(
         guideline = chosen_guideline(job_dir)
     else:
         raise ConfigError("give a job directory or --from-registry NAME@ALIAS")
+    source = str(job_dir) if job_dir is not None else from_registry
+    note = check_contract(guideline, source=source, allow_unpinned=allow_unpinned, override="pass --allow-unpinned")
+    if note is not None:
+        typer.echo(f"acon: {note}", err=True)
     if fmt in FORMATS:
         text = _native(guideline, fmt, retention)
     else:

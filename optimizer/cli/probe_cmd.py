@@ -13,7 +13,7 @@ from rich.table import Table
 
 from optimizer.errors import ConfigError
 from optimizer.llm.endpoint import EndpointConfig
-from optimizer.storage import atomic_write_json
+from optimizer.storage import atomic_write_json, writable_file
 
 err = Console(stderr=True)
 out = Console(width=max(130, Console().width))
@@ -43,6 +43,8 @@ def position(
     from optimizer.evaluate.endpoints import ModelEndpoints
     from optimizer.evaluate.position_probe import LENGTHS, ProbeLog, run_probe, summarize
 
+    if json_path is not None:
+        writable_file(json_path, "--json")  # refused before the model runs, not after
     chosen = [name.strip() for name in lengths.split(",") if name.strip()]
     unknown = [name for name in chosen if name not in LENGTHS]
     if unknown or not chosen:

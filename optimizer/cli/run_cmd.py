@@ -9,16 +9,19 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from optimizer.agent.kinds import AGENTS
 from optimizer.config import ExperimentConfig, load_experiment
 from optimizer.context.strategies import DETERMINISTIC, STRATEGY_NAMES
-from optimizer.storage import atomic_write_json
+from optimizer.errors import ConfigError, EndpointError
+from optimizer.storage import atomic_write_json, writable_file
 
 if TYPE_CHECKING:
     from optimizer.context.strategies.base import ContextStrategy
+    from optimizer.evaluate.strategy_runs import RunResult
     from optimizer.world.task import Task
 
 AGENT_CHOICES = " | ".join(AGENTS.names())
@@ -39,11 +42,14 @@ def load_with_overrides(
     base_url: str | None = None,
     model: str | None = None,
 ) -> ExperimentConfig:
+    if limit is not None and limit < 1:
+        # 0 was read as "no limit" and ran every task; a run of no task has nothing to show either.
+        raise ConfigError(f"--limit must be at least 1, not {limit} (leave it out to run every task)")
     config = load_experiment(path)
     run: dict[str, Any] = {}
     if split:
         run["split"] = split
-    if limit:
+    if limit is not None:
         run["limit"] = limit
     if agent:
         run["agent"] = agent
@@ -122,6 +128,15 @@ def summary_table(rows: list[tuple[str, dict[str, Any]]], title: str) -> Table:
     return table
 
 
+def report_overrides(strategies: Sequence[ContextStrategy]) -> None:
+    """Say when a strategy runs against the retention contract (a guideline allowed to leave classes unpinned)."""
+    for strategy in strategies:
+        override = getattr(strategy, "contract_override", None)
+        note = override() if override is not None else None
+        if note is not None:
+            _log(f"[yellow]{escape(note)}[/yellow]")
+
+
 @contextlib.contextmanager
 def hold_runs(config: ExperimentConfig, tasks: Sequence[Task], strategies: Sequence[ContextStrategy]) -> Iterator[None]:
     """This process's claim on the run directory of each strategy, for as long as the command runs."""
@@ -157,9 +172,12 @@ def run(
     )
     from optimizer.tracking import check_caught_up, tracked_job
 
+    if json_path is not None:
+        writable_file(json_path, "--json")  # refused before the run, not after it
     config = load_with_overrides(experiment, split=split, limit=limit, agent=agent, base_url=base_url, model=model)
-    chosen = strategy_named(config, strategy)
+    chosen = strategy_named(config, strategy).fixed()  # the version read now is the one claimed and run
     check_tier(chosen, config.run.agent)
+    report_overrides([chosen])
     tasks = select_tasks(config, config.run.split, config.run.limit)
     endpoints = endpoints_for(config, [chosen], config.run.agent, _log)
     tracked = tracked_job(config, "run", strategy=chosen.label(), split=config.run.split, agent=config.run.agent)
@@ -199,7 +217,24 @@ def run(
                 "episodes": [episode_row(e) for e in result.episodes],
             },
         )
+    check_scored(result)
     check_caught_up(tracking, "run the same command again")  # last: every result is written first
+
+
+def check_scored(result: RunResult) -> None:
+    """A run none of whose episodes could be scored failed, though its table reads `tasks 0, 0.00`.
+
+    Raised once everything is written: the infrastructure errors are stored, and the next run retries them.
+    """
+    summary = result.summary
+    failed = summary["infra_errors"]
+    if summary["scored"] == 0 and failed:
+        first = next((e.error for e in result.episodes.summaries if e.error), None) or "no error recorded"
+        raise EndpointError(
+            f"every episode of {result.strategy.label()} failed on the endpoint ({failed} of {failed}, first: "
+            f"{' '.join(first.split())[:160]}); nothing was scored. Fix the endpoint and run again: the episodes in "
+            f"{result.directory / 'episodes.jsonl'} are retried"
+        )
 
 
 def compare(
@@ -218,10 +253,13 @@ def compare(
     from optimizer.evaluate.strategy_runs import check_tier, endpoints_for, run_strategy, select_tasks, strategy_named
     from optimizer.tracking import check_caught_up, tracked_job
 
+    if json_path is not None:
+        writable_file(json_path, "--json")
     config = load_with_overrides(experiment, split=split, limit=limit, agent=agent, base_url=base_url, model=model)
-    chosen = [strategy_named(config, name.strip()) for name in strategies.split(",") if name.strip()]
+    chosen = [strategy_named(config, name.strip()).fixed() for name in strategies.split(",") if name.strip()]
     for strategy_ in chosen:
         check_tier(strategy_, config.run.agent)
+    report_overrides(chosen)
     tasks = select_tasks(config, config.run.split, config.run.limit)
     endpoints = endpoints_for(config, chosen, config.run.agent, _log)
     results = []
@@ -276,6 +314,8 @@ def compare(
                 "experiment": config.name,
             },
         )
+    for result in results:
+        check_scored(result)
     check_caught_up(tracking, "run the same command again")
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from optimizer.context.contract import summary_rules
+from optimizer.errors import InfrastructureError
 from optimizer.llm.cache import ResponseCache, request_key
 from optimizer.llm.client import ChatClient
 from optimizer.llm.usage import Usage
@@ -149,6 +150,14 @@ class Compressor:
         completion = self.client.complete(messages, max_tokens=max_tokens)
         self.calls += 1
         text = clean_reply(completion.text)
+        if not text:
+            # Only a marker or an empty fence: a compression to nothing would drop the content unseen.
+            raise InfrastructureError(
+                f"{self.client.base_url}: empty compression from model {self.client.model!r} "
+                f"(reply {completion.text[:40]!r})",
+                kind="empty_reply",
+                attempts=completion.attempts,
+            )
         if self.cache is not None:
             self.cache.put(key, text, completion.usage, origin)
         return CompressorOutput(text, completion.usage, False, prompt, completion.attempts - 1)

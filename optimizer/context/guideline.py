@@ -174,6 +174,35 @@ def guideline_at(path: str | Path) -> Guideline:
     return _load_cached(str(resolved), mtime)
 
 
+def contract_breach(guideline: Guideline) -> str | None:
+    """What a guideline leaves unpinned that the retention contract pins, in words (None: nothing)."""
+    unpinned = guideline.policy.unpinned_required()
+    if not unpinned:
+        return None
+    names = " and ".join(c.value for c in unpinned)
+    return f"guideline {guideline.name}@{guideline.version} leaves {names} unpinned, so a summary may cut them"
+
+
+def check_contract(guideline: Guideline, *, source: str | None, allow_unpinned: bool, override: str) -> str | None:
+    """Refuse a guideline that unpins a class the contract pins, unless `allow_unpinned`; then the note to report.
+
+    The contract bounds every move whatever a guideline says: a summary is lossy, so a skill or a write
+    receipt handed to one can lose the rule or the id the task depends on. Running such a guideline is for
+    studying that failure (acon's planted example, the plain-ACON baselines), and says so wherever it runs.
+    `override` names how the user grants it (a config key, a keyword, a flag).
+    """
+    breach = contract_breach(guideline)
+    if breach is None:
+        return None
+    if not allow_unpinned:
+        where = f"{source}: " if source else ""
+        raise ConfigError(
+            f"{where}{breach}; the retention contract never cuts skills or write receipts: pin them "
+            f"(policy.pinned), or {override} to study the failure"
+        )
+    return f"contract override ({override}): {breach}"
+
+
 def _loadable(path: str) -> str:
     guideline_at(path)  # a missing or broken file fails when the config is read, not mid-episode
     return path

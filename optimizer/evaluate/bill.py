@@ -5,9 +5,10 @@ serve follows from the prefix it shares with the requests before it; no server i
 episode gets a real cost. Per request: input at the full price, input served from the cache, input
 written to it, and output (the reported completion, or the length of the action the agent took, which is
 what a model would have had to write). Compressor calls are billed as one-off prompts (no cache) under
-the same prices; a call answered from acon's response cache cost nothing. A recall is billed where it is
-paid: its result is input to every later request that shows it, and its step is one more request;
-`recall_tokens` says how much of the input was text read back.
+the same prices; a call answered from acon's own reply cache is billed too, as the provider would bill it
+(the cache saves acon a call, not a deployment, so a cold and a warm cache project the same cost). A
+recall is billed where it is paid: its result is input to every later request that shows it, and its
+step is one more request; `recall_tokens` says how much of the input was text read back.
 
 Tokens are acon's count of the messages sent (the system prompt included; native tool definitions sent
 beside them are not) at both tiers, so tiers and strategies are billed alike; a tier-1 step's output is
@@ -211,7 +212,7 @@ def _output_tokens(step: StepRecord) -> int:
 
 
 def _compressor_tokens(episode: Episode) -> tuple[int, int]:
-    calls = [r for r in episode.records if r.compressor_usage is not None and not r.compressor_cached]
+    calls = [r for r in episode.records if r.compressor_usage is not None]
     return (
         sum(r.compressor_usage.prompt_tokens for r in calls if r.compressor_usage),
         sum(r.compressor_usage.completion_tokens for r in calls if r.compressor_usage),

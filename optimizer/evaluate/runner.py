@@ -16,7 +16,7 @@ from optimizer.agent.loop import EpisodeServices, run_episode
 from optimizer.agent.reference import RecallMode
 from optimizer.context.compressor import Compressor
 from optimizer.context.strategies.base import ContextStrategy
-from optimizer.errors import ConfigError
+from optimizer.errors import AconError, ConfigError
 from optimizer.evaluate.endpoints import ModelEndpoints
 from optimizer.evaluate.executors import EpisodeWork, Executor, LocalExecutor
 from optimizer.evaluate.records import EpisodeRecords, EpisodeSummary
@@ -134,7 +134,21 @@ def _run_locked(
     on_episode: OnEpisode | None,
     executor: Executor,
 ) -> EpisodeRecords:
+    strategy = strategy.fixed()
+    # The version the run is keyed by: an episode run under another (its guideline file changed after the run
+    # was planned) would sit in this directory under this run's label.
+    expected = meta.get("strategy_version") or strategy.version()
     store = EpisodeStore(directory)
+
+    def record(episode: Episode) -> int:
+        if episode.strategy_version != expected:
+            raise AconError(
+                f"{directory}: episode {episode.task_id} ran under strategy version {episode.strategy_version}, "
+                f"but the run is {expected} (its guideline file changed after the run began); not stored, "
+                "run the command again"
+            )
+        return store.append(episode)
+
     existing = read_meta(directory)
     if existing is not None and existing.get("key") != meta.get("key"):
         raise ConfigError(f"{directory} holds episodes of a different run (key {existing.get('key')})")
@@ -162,7 +176,7 @@ def _run_locked(
             return run_episode(task, agent.build(task, endpoints), strategy, services)
 
     work = EpisodeWork(strategy, agent, endpoints.configs if endpoints is not None else {}, max_total_steps, prefix)
-    finished = executor.episodes(work, todo, concurrency=concurrency, here=here, record=store.append)
+    finished = executor.episodes(work, todo, concurrency=concurrency, here=here, record=record)
     # Closed at once on an interrupt (Ctrl-C, SIGTERM, a failed episode): no queued task starts after it.
     with contextlib.closing(finished):
         for episode, offset in finished:

@@ -92,7 +92,7 @@ def plan_run(
     base: Path | None = None,
 ) -> RunPlan:
     spec = AgentSpec(agent, config.run.action_format, config.run.recall, config.run.recall_probability)
-    roles = {k: v.describe() for k, v in endpoint_roles(config, [strategy], agent).items()}
+    roles = {k: v.identity() for k, v in endpoint_roles(config, [strategy], agent).items()}
     # The strategy by content (`version()`: a guideline file's hash, not its path), so an edited file never
     # reads back episodes recorded under its old text; and the code that recorded them.
     code = code_version()
@@ -106,6 +106,7 @@ def plan_run(
         spec.identity(roles),
         roles.get("compressor"),
         code,
+        *_run_settings(config),
     )
     directory = (base or config.out_dir / "runs") / f"{strategy.type}-{agent}-{split}-{key}"
     meta = {
@@ -121,6 +122,17 @@ def plan_run(
         "code": code,
     }
     return RunPlan(key, directory, meta)
+
+
+def _run_settings(config: ExperimentConfig) -> list[dict[str, Any]]:
+    """The `[run]` settings that change an episode, beyond the agent's identity: each only when it differs
+    from its default, so the keys of runs recorded before it was keyed stay the same."""
+    settings = {
+        name: getattr(config.run, name)
+        for name in ("max_total_steps",)
+        if getattr(config.run, name) != type(config.run).model_fields[name].default
+    }
+    return [settings] if settings else []
 
 
 def code_version() -> dict[str, Any]:
@@ -149,6 +161,7 @@ def run_strategy(
     base: Path | None = None,
 ) -> RunResult:
     check_tier(strategy, agent)
+    strategy = strategy.fixed()  # keyed and run by one version, whatever happens to its file meanwhile
     plan = plan_run(config, tasks, strategy, agent=agent, split=split, base=base)
     episodes = run_tasks(
         tasks,

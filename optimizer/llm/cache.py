@@ -45,11 +45,14 @@ class ResponseCache:
         """`(text, usage, origin)` of the cached reply, or None."""
         with self._lock:
             row = self._db.execute("SELECT text, usage, origin FROM replies WHERE key = ?", (key,)).fetchone()
-        if row is None:
+        # Versions before empty replies were refused stored them; served, they would fail every later run.
+        if row is None or not row[0].strip():
             return None
         return row[0], Usage.from_dict(json.loads(row[1])), row[2]
 
     def put(self, key: str, text: str, usage: Usage, origin: str | None = None) -> None:
+        if not text.strip():
+            raise ValueError("an empty reply is an endpoint error, never cached")
         with self._lock:
             self._db.execute(
                 "INSERT OR REPLACE INTO replies (key, text, usage, origin) VALUES (?, ?, ?, ?)",

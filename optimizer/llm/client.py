@@ -72,7 +72,11 @@ class ChatClient:
         response_format: Mapping[str, Any] | None = None,
         max_tokens: int | None = None,
         temperature: float | None = None,
+        allow_empty: bool = False,
     ) -> Completion:
+        """One reply. A reply with neither text nor a tool call (a refusal, a reasoning model out of
+        tokens) raises `InfrastructureError` unless `allow_empty`: no caller can use it, and taken as an
+        answer or a compression it would be scored, and cached, as the model's work."""
         request: dict[str, Any] = {
             "model": self.model,
             "messages": [dict(m) for m in messages],
@@ -124,6 +128,12 @@ class ChatClient:
             message = choice.message
             text = message.content or ""
             tool_calls = tuple(_tool_call_dict(call) for call in (message.tool_calls or ()))
+            if not allow_empty and not text.strip() and not tool_calls:
+                raise InfrastructureError(
+                    f"{self.base_url}: empty reply from model {self.model!r} (finish_reason {choice.finish_reason})",
+                    kind="empty_reply",
+                    attempts=attempt,
+                )
             return Completion(
                 text=text,
                 tool_calls=tool_calls,
@@ -165,7 +175,7 @@ class ChatClient:
             if system in self._system_tokens:
                 return self._system_tokens[system]
         completion = self.complete(
-            [{"role": "system", "content": system}, {"role": "user", "content": "."}], max_tokens=1
+            [{"role": "system", "content": system}, {"role": "user", "content": "."}], max_tokens=1, allow_empty=True
         )
         tokens = completion.usage.prompt_tokens
         with self._system_lock:
@@ -175,7 +185,7 @@ class ChatClient:
     def probe(self) -> None:
         """Fail fast with a one-line `EndpointError` when the endpoint cannot answer at all."""
         try:
-            self.complete([{"role": "user", "content": "Reply with OK."}], max_tokens=2)
+            self.complete([{"role": "user", "content": "Reply with OK."}], max_tokens=2, allow_empty=True)
         except InfrastructureError as exc:
             raise EndpointError(f"endpoint {self.base_url} is not answering: {exc}") from exc
 

@@ -66,6 +66,16 @@ class EndpointConfig(BaseModel):
             raise ConfigError(f"environment variable {self.api_key_env} (api_key_env) is not set")
         return key
 
+    def identity(self) -> dict[str, str]:
+        """`describe()` plus the settings that change what the endpoint replies or is sent (part of a run's
+        key), each only when it differs from its default, so runs recorded before it was keyed keep their key."""
+        identity = self.describe()
+        for name in ("max_tokens", "structured_output", "native_tools", "context_tokens"):
+            value = getattr(self, name)
+            if value != type(self).model_fields[name].default:
+                identity[name] = str(value)
+        return identity
+
     def describe(self) -> dict[str, str]:
         """Loggable identity of the endpoint: never includes the key."""
         identity = {"base_url": self.base_url, "model": self.model}

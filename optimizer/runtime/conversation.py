@@ -14,12 +14,15 @@ messages it has not seen yet). The project's agent loop drives the same object s
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
+import threading
 import time
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar, cast
 
 from optimizer.context.budget import apply_budget
 from optimizer.context.compressor import Compressor
@@ -80,6 +83,20 @@ class _Ingested:
     texts: dict[int, str] = field(default_factory=dict)
 
 
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+
+def _serialized(method: _Method) -> _Method:
+    """One call at a time on a runtime; a second thread waits for the first to finish."""
+
+    @functools.wraps(method)
+    def locked(self: ContextRuntime, *args: Any, **kwargs: Any) -> Any:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return cast(_Method, locked)
+
+
 class ContextRuntime:
     """A guideline applied to one conversation; state kept between calls, saveable with `save`/`load`.
 
@@ -87,7 +104,9 @@ class ContextRuntime:
     `tracking_uri`), or any `ContextStrategy` (the agent loop passes its strategy). `retention`: a
     `RetentionMap`, a mapping `tool name -> class / {retention_class, side_effect}`, or a classifier
     `(name, arguments) -> class`. `compressor`: an `openai.OpenAI` client (with `compressor_model`), an
-    acon `ChatClient` or `Compressor`; required when a guideline's moves call an LLM.
+    acon `ChatClient` or `Compressor`; required when a guideline's moves call an LLM. A guideline that
+    leaves skills or write receipts unpinned is refused unless `allow_unpinned` (to study that failure; a
+    `UserWarning` and `contract_override` then say so). Calls from several threads are run one at a time.
     """
 
     def __init__(
@@ -99,8 +118,15 @@ class ContextRuntime:
         compressor_model: str | None = None,
         tracking_uri: str | None = None,
         reference_literals: tuple[str, ...] = (),
+        allow_unpinned: bool = False,
     ) -> None:
-        self.strategy = _strategy(guideline, tracking_uri)
+        self.strategy = _strategy(guideline, tracking_uri, allow_unpinned)
+        # A strategy object was checked when it was built; its runner reports an override.
+        self.contract_override: str | None = None
+        if not isinstance(guideline, ContextStrategy):
+            self.contract_override = _override(self.strategy)
+            if self.contract_override is not None:
+                warnings.warn(self.contract_override, UserWarning, stacklevel=2)
         self.compressor = _compressor(compressor, compressor_model)
         if self.compressor is None and self.strategy.uses_compressor and not isinstance(guideline, ContextStrategy):
             raise ConfigError(
@@ -117,6 +143,10 @@ class ContextRuntime:
         self._action_step = 0  # the step of the latest action: its results are written under it
         self._previous_request: list[dict[str, Any]] | None = None
         self._seen = _Ingested()
+        # One conversation is one sequence of calls: two threads compacting it at once (an SDK client shared
+        # by threads, parallel tool calls recalling) would both ingest the same messages. Reentrant, since
+        # `compact` drives the step-wise methods that are public too.
+        self._lock = threading.RLock()
 
     # -- the user's way in: OpenAI chat messages -------------------------------------------------------
 
@@ -130,6 +160,7 @@ class ContextRuntime:
             out.append(RECALL_SPEC.openai_schema())
         return out
 
+    @_serialized
     def compact(
         self, messages: Sequence[Mapping[str, Any]], *, tool_format: ToolFormat = "native"
     ) -> list[dict[str, Any]]:
@@ -164,41 +195,53 @@ class ContextRuntime:
             return self._with_assistant_texts(prepared)
         return prepared.messages
 
+    @_serialized
     def answer(self, call: Any) -> str | None:
         """The content of the tool message answering a `recall` call; None for any other tool (yours to run).
 
         `call` is an OpenAI `tool_calls` item, as a dict or the SDK's object.
         """
         call = _plain(call)
-        function = call.get("function") or {}
-        if function.get("name") != RECALL_TOOL:
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
+            raise ConfigError(
+                "answer() takes one tool call (an item of an assistant message's tool_calls, with 'function' and "
+                f"its 'name'), not {_shown(call)}"
+            )
+        if function["name"] != RECALL_TOOL:
             return None
-        try:
-            arguments = json.loads(function.get("arguments") or "{}")
-        except json.JSONDecodeError:
-            return "Error: recall arguments are not JSON."
-        handle = arguments.get("handle") if isinstance(arguments, dict) else None
+        arguments = function.get("arguments") or "{}"
+        if isinstance(arguments, str):  # as the API sends them; inline objects are taken as `compact` takes them
+            try:
+                arguments = json.loads(arguments)
+            except json.JSONDecodeError:
+                return "Error: recall arguments are not JSON."
+        handle = arguments.get("handle") if isinstance(arguments, Mapping) else None
         return self.recall(str(handle or "")).content
 
     # -- the agent loop's way in: one step at a time ---------------------------------------------------
 
+    @_serialized
     def start(self, task: str) -> Entry:
         """The conversation's first user message: the task, never dropped."""
         if self.history.entries:
             raise ConfigError("the conversation already has its task")
         return self.history.append(EntryKind.TASK, task, step=0, turn=0)
 
+    @_serialized
     def add_user(self, text: str) -> Entry:
         """A later user turn."""
         self.turn += 1
         return self.history.append(EntryKind.USER, text, step=self.step, turn=self.turn)
 
+    @_serialized
     def add_notice(self, text: str) -> Entry:
         """Harness feedback after a reply that could not be used (it takes that request's step)."""
         entry = self.history.append(EntryKind.NOTICE, text, step=self.step, turn=self.turn)
         self.step += 1
         return entry
 
+    @_serialized
     def add_action(self, calls: Sequence[ToolCall] = (), answer: str | None = None) -> Entry:
         """The assistant's reply to the latest request: tool calls, or a final answer."""
         draft = Entry(
@@ -216,6 +259,7 @@ class ContextRuntime:
         self.step += 1
         return entry
 
+    @_serialized
     def recall(self, handle: str) -> ToolOutput:
         """Run the `recall` tool: the stored original, or an error for a handle the store never issued."""
         original = self.store.get(handle)
@@ -246,6 +290,7 @@ class ContextRuntime:
                 return entry
         return None
 
+    @_serialized
     def add_result(
         self, call: ToolCall, output: ToolOutput, spec: ToolSpec | None = None
     ) -> tuple[Entry, Entry, tuple[CompressionRecord, ...], float, float]:
@@ -294,6 +339,7 @@ class ContextRuntime:
         self._count(records)
         return raw, entry, records, started, took
 
+    @_serialized
     def prepare(self, system: str, *, native_tools: bool) -> Prepared:
         """The next request: history moves (recorded as edits), replay, pre-send budget, rendering."""
         step = self.step
@@ -321,26 +367,41 @@ class ContextRuntime:
 
     # -- state ------------------------------------------------------------------------------------------
 
+    @_serialized
     def save(self, path: str | Path) -> Path:
         """Write the conversation's state (history, edits, recall store, counters) as JSON."""
         from optimizer.runtime.state import dump_state
         from optimizer.storage import atomic_write_text
 
         target = Path(path)
-        atomic_write_text(target, json.dumps(dump_state(self), ensure_ascii=False))
+        text = json.dumps(dump_state(self), ensure_ascii=False)
+        try:
+            atomic_write_text(target, text)
+        except OSError as exc:
+            raise ConfigError(f"cannot write runtime state to {target}: {exc.strerror or exc}") from None
         return target
 
+    @_serialized
     def load(self, path: str | Path) -> ContextRuntime:
-        """Restore a state `save` wrote, for the same guideline (a different one is refused)."""
-        from optimizer.runtime.state import restore_state
+        """Restore a state `save` wrote, for the same guideline (a different one is refused).
+
+        The state is read and checked whole before anything changes: a refused load leaves this runtime
+        exactly as it was, never part saved conversation and part its own.
+        """
+        from optimizer.runtime.state import read_state
 
         try:
             data = json.loads(Path(path).read_text())
         except FileNotFoundError:
             raise ConfigError(f"runtime state not found: {path}") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"{path}: not a runtime state file ({exc})") from None
-        restore_state(self, data, source=str(path))
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:
+            raise ConfigError(f"{path}: not a runtime state file ({type(exc).__name__}: {exc})") from None
+        except OSError as exc:  # a directory, a file it may not read
+            raise ConfigError(f"{path}: not a runtime state file ({exc.strerror or exc})") from None
+        restored = read_state(self, data, source=str(path))
+        self.history, self.store, self.stats = restored.history, restored.store, restored.stats
+        self.step, self.turn, self._action_step = restored.step, restored.turn, restored.action_step
+        self._previous_request, self._seen = restored.previous_request, restored.seen
         return self
 
     # -- internals --------------------------------------------------------------------------------------
@@ -374,6 +435,10 @@ class ContextRuntime:
         return messages
 
 
+def _shown(value: Any) -> str:
+    return repr(value)[:80] if isinstance(value, str | Mapping) else type(value).__name__
+
+
 def _plain(message: Any) -> Any:
     # The openai SDK's message and tool-call objects, as the dicts the API sends.
     dump = getattr(message, "model_dump", None)
@@ -396,21 +461,30 @@ def cache_break_of(
     return True, count_message_tokens(previous[common:])
 
 
-def _strategy(guideline: str | Path | Guideline | ContextStrategy, tracking_uri: str | None) -> ContextStrategy:
+def _strategy(
+    guideline: str | Path | Guideline | ContextStrategy, tracking_uri: str | None, allow_unpinned: bool
+) -> ContextStrategy:
     from optimizer.context.strategies import GuidelineStrategy
 
     if isinstance(guideline, ContextStrategy):
         return guideline
     if isinstance(guideline, Guideline):
-        return GuidelineStrategy(guideline=guideline)
+        return GuidelineStrategy(guideline=guideline, allow_unpinned=allow_unpinned)
     text = str(guideline)
     if "@" in text and not text.endswith(".md") and not Path(text).exists():
         from optimizer.context.prompt_registry import load_from_registry
 
-        return GuidelineStrategy(guideline=load_from_registry(text, tracking_uri))
+        loaded = load_from_registry(text, tracking_uri)
+        return GuidelineStrategy(guideline=loaded, allow_unpinned=allow_unpinned)
     from optimizer.context.guideline import resolve_path
 
-    return GuidelineStrategy(guideline=read_guideline(resolve_path(text)))
+    return GuidelineStrategy(guideline=read_guideline(resolve_path(text)), allow_unpinned=allow_unpinned)
+
+
+def _override(strategy: ContextStrategy) -> str | None:
+    from optimizer.context.strategies import GuidelineStrategy
+
+    return strategy.contract_override() if isinstance(strategy, GuidelineStrategy) else None
 
 
 def _compressor(value: Any, model: str | None) -> Compressor | None:

@@ -12,13 +12,14 @@ import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from optimizer.context.history import Drop, Edit, Entry, EntryKind, Replace, Summarize
+from optimizer.context.history import Drop, Edit, Entry, EntryKind, History, Replace, Summarize
+from optimizer.context.recall import RecallStore
 from optimizer.errors import ConfigError
 from optimizer.world.retention import RetentionClass
 from optimizer.world.tool import ToolCall
 
 if TYPE_CHECKING:
-    from optimizer.runtime.conversation import ContextRuntime
+    from optimizer.runtime.conversation import ContextRuntime, RuntimeStats, _Ingested
 
 FORMAT = "acon-runtime-state/1"
 
@@ -52,34 +53,133 @@ def dump_state(runtime: ContextRuntime) -> dict[str, Any]:
     }
 
 
-def restore_state(runtime: ContextRuntime, data: Any, *, source: str) -> None:
-    from optimizer.runtime.conversation import RuntimeStats
+@dataclasses.dataclass(frozen=True)
+class Restored:
+    """A saved state read back whole and checked, ready to replace a runtime's own in one move."""
 
+    history: History
+    store: RecallStore
+    stats: RuntimeStats
+    step: int
+    turn: int
+    action_step: int
+    previous_request: list[dict[str, Any]] | None
+    seen: _Ingested
+
+
+class _Broken(Exception):
+    """What is wrong with the state, said where; `read_state` turns it into one `ConfigError` line."""
+
+
+def read_state(runtime: ContextRuntime, data: Any, *, source: str) -> Restored:
+    """The state in `data` for `runtime`'s guideline, checked whole before anything of the runtime changes.
+
+    Besides each field's presence and type, it checks what a runtime itself never writes: entries out of
+    order, an edit or a handle naming an entry that is not there, a must-keep line missing from its entry
+    (every move keeps those lines, so a state without one was edited or damaged).
+    """
     if not isinstance(data, Mapping) or data.get("format") != FORMAT:
         raise ConfigError(f"{source}: not a runtime state file (expected format {FORMAT!r})")
-    if data["strategy_version"] != runtime.strategy.version():
-        raise ConfigError(
-            f"{source}: saved under guideline version {data['strategy_version']}, this runtime runs "
-            f"{runtime.strategy.version()}"
-        )
     try:
-        runtime.history.entries = [_read_entry(e) for e in data["entries"]]
-        runtime.history.edits = [_read_edit(e) for e in data["edits"]]
-        store = runtime.store
-        store._items = {h: _read_entry(e) for h, e in data["store"]["items"].items()}
-        store._by_entry = {int(k): v for k, v in data["store"]["by_entry"].items()}
-        store.recalls, store.recalled_tokens = data["store"]["recalls"], data["store"]["recalled_tokens"]
-        runtime.stats = RuntimeStats(**data["stats"])
-        runtime.step, runtime.turn, runtime._action_step = data["step"], data["turn"], data["action_step"]
-        runtime._previous_request = data["previous_request"]
-        seen = data["seen"]
-        runtime._seen.fingerprints = list(seen["fingerprints"])
-        runtime._seen.system = seen["system"]
-        runtime._seen.calls = {c["id"]: ToolCall(c["id"], c["name"], c["arguments"]) for c in seen["calls"]}
-        runtime._seen.answered = set(seen["answered"])
-        runtime._seen.texts = {int(k): v for k, v in seen["texts"].items()}
-    except (KeyError, TypeError, ValueError) as exc:
+        restored = _read(data)
+        version = _field(data, "strategy_version", str)
+    except _Broken as exc:
+        raise ConfigError(f"{source}: broken runtime state: {exc}") from None
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a shape the checks above did not name
         raise ConfigError(f"{source}: broken runtime state ({type(exc).__name__}: {exc})") from None
+    if version != runtime.strategy.version():
+        raise ConfigError(
+            f"{source}: saved under guideline version {version}, this runtime runs {runtime.strategy.version()}"
+        )
+    return restored
+
+
+def _field(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str = "") -> Any:
+    name = f"{where}.{key}" if where else key
+    if key not in data:
+        raise _Broken(f"missing field {name!r}")
+    value = data[key]
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        expected = " or ".join("null" if k is type(None) else k.__name__ for k in kinds)
+        raise _Broken(f"{name!r} must be {expected}, not {type(value).__name__}")
+    return value
+
+
+def _read(data: Mapping[str, Any]) -> Restored:
+    from optimizer.runtime.conversation import RuntimeStats, _Ingested
+
+    step, turn = _field(data, "step", int), _field(data, "turn", int)
+    action_step = _field(data, "action_step", int)
+    entries = [_checked_entry(e, f"entries[{i}]") for i, e in enumerate(_field(data, "entries", list))]
+    for index, entry in enumerate(entries):
+        if entry.id != index:
+            raise _Broken(f"entries[{index}] has id {entry.id}: entries must be in order from 0")
+    edits = [_read_edit(e) for e in _field(data, "edits", list)]
+    for edit in edits:
+        ids = (edit.entry_id,) if isinstance(edit, Replace) else edit.entry_ids
+        missing = [i for i in ids if not 0 <= i < len(entries)]
+        if missing:
+            raise _Broken(f"an edit names entry {missing[0]}, which the state does not hold")
+    saved_store = _field(data, "store", Mapping)
+    store = RecallStore()
+    items = _field(saved_store, "items", Mapping, "store")
+    store._items = {str(h): _checked_entry(e, f"store.items.{h}") for h, e in items.items()}
+    by_entry = _field(saved_store, "by_entry", Mapping, "store")
+    for key, handle in by_entry.items():
+        entry_id = _int_key(key, "store.by_entry")
+        if not 0 <= entry_id < len(entries) or handle not in store._items:
+            raise _Broken(f"store.by_entry maps entry {entry_id} to handle {handle!r}, which the state does not hold")
+        store._by_entry[entry_id] = handle
+    store.recalls = _field(saved_store, "recalls", int, "store")
+    store.recalled_tokens = _field(saved_store, "recalled_tokens", int, "store")
+    stats_data = _field(data, "stats", Mapping)
+    stats = RuntimeStats(**{k: _field(stats_data, k, int, "stats") for k in RuntimeStats().to_dict()})
+    previous = _field(data, "previous_request", (list, type(None)))
+    if previous is not None and not all(isinstance(m, Mapping) for m in previous):
+        raise _Broken("'previous_request' must be a list of messages")
+    saved_seen = _field(data, "seen", Mapping)
+    seen = _Ingested()
+    seen.fingerprints = [str(f) for f in _field(saved_seen, "fingerprints", list, "seen")]
+    seen.system = _field(saved_seen, "system", (str, type(None)), "seen")
+    seen.calls = {c["id"]: _read_call(c) for c in _field(saved_seen, "calls", list, "seen")}
+    seen.answered = {str(a) for a in _field(saved_seen, "answered", list, "seen")}
+    texts = _field(saved_seen, "texts", Mapping, "seen")
+    seen.texts = {_int_key(k, "seen.texts"): str(v) for k, v in texts.items()}
+    return Restored(
+        History(entries, edits),
+        store,
+        stats,
+        step,
+        turn,
+        action_step,
+        None if previous is None else list(previous),
+        seen,
+    )
+
+
+def _int_key(key: Any, where: str) -> int:
+    try:
+        return int(key)
+    except (TypeError, ValueError):
+        raise _Broken(f"{where!r} is keyed by entry ids, not {key!r}") from None
+
+
+def _checked_entry(data: Any, where: str) -> Entry:
+    if not isinstance(data, Mapping):
+        raise _Broken(f"{where} must be an object, not {type(data).__name__}")
+    try:
+        entry = _read_entry(data)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise _Broken(f"{where}: {type(exc).__name__}: {exc}") from None
+    for name, kind in (("id", int), ("step", int), ("turn", int), ("tokens", int), ("content", str)):
+        value = getattr(entry, name)
+        if not isinstance(value, kind) or isinstance(value, bool):
+            raise _Broken(f"{where}: {name!r} must be {kind.__name__}, not {type(value).__name__}")
+    for line in entry.must_keep:
+        if not isinstance(line, str) or line not in entry.content:
+            raise _Broken(f"{where}: must_keep line {str(line)[:60]!r} is not in its content")
+    return entry
 
 
 def _entry(entry: Entry) -> dict[str, Any]:

@@ -7,11 +7,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from optimizer.context.guideline import Guideline
+from optimizer.context.strategies import GuidelineStrategy
 from optimizer.search.scores import Scores
 
 # Where a candidate was screened. `train`: the tasks pairs are mined from; `subset`: the part of them an
 # LLM-compressing candidate is screened on first; `val`: selection; `confirm`: tier 1 on train tasks.
 TASK_SETS = ("train", "subset", "val", "confirm")
+
+
+def screened(guideline: Guideline) -> GuidelineStrategy:
+    """A candidate as the job runs it. The job studies the seed and the LLM baselines as given, unpinned
+    classes included (it says so when it starts), and its validator keeps every proposal pinned."""
+    return GuidelineStrategy(guideline=guideline, allow_unpinned=True)
 
 
 @dataclass

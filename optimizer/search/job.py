@@ -21,12 +21,12 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from optimizer.context.guideline import read_guideline
-from optimizer.context.strategies import GuidelineStrategy, parse_strategy
+from optimizer.context.strategies import parse_strategy
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.evaluate.endpoints import ModelEndpoints
 from optimizer.evaluate.strategy_runs import RunResult, select_tasks, strategy_named
 from optimizer.search import accounting
-from optimizer.search.candidate import Candidate
+from optimizer.search.candidate import Candidate, screened
 from optimizer.search.evaluator import Evaluation, Evaluator, Progress
 from optimizer.search.front import Point
 from optimizer.search.lineage import llm_free, parts
@@ -217,7 +217,7 @@ class OptimizationJob:
                 if not ctx.agent_budget_left(runs):
                     self.log("tier-1 episode budget spent; remaining candidates stay unconfirmed")
                     break
-                strategy = GuidelineStrategy(guideline=candidate.guideline)
+                strategy = screened(candidate.guideline)
                 candidate.screens["confirm"] = ctx.repeats(strategy, tasks, split).scores()
                 self._save()
             scores = candidate.screens["confirm"]
@@ -259,8 +259,8 @@ class OptimizationJob:
             )
             seed_tasks = [t for t in self.test if t.id in affordable][: self.options.seed_test_limit]
         rows = [
-            row("chosen", "learned", GuidelineStrategy(guideline=chosen.guideline), self.test, tier0, chosen.version),
-            row("seed", "seed", GuidelineStrategy(guideline=seed.guideline), seed_tasks, tier0, seed.version),
+            row("chosen", "learned", screened(chosen.guideline), self.test, tier0, chosen.version),
+            row("seed", "seed", screened(seed.guideline), seed_tasks, tier0, seed.version),
             none_row,
         ]
         for name in dict.fromkeys(self.options.final_strategies):
@@ -275,7 +275,7 @@ class OptimizationJob:
             det_row = row(
                 "deterministic only",
                 "deterministic",
-                GuidelineStrategy(guideline=deterministic.guideline),
+                screened(deterministic.guideline),
                 self.test,
                 tier0,
                 deterministic.version,
@@ -284,7 +284,7 @@ class OptimizationJob:
         if self.options.final_llm_limit > 0:
             subset = self.test[: self.options.final_llm_limit]
             rows += [
-                row("chosen", "learned", GuidelineStrategy(guideline=chosen.guideline), subset, "llm", chosen.version),
+                row("chosen", "learned", screened(chosen.guideline), subset, "llm", chosen.version),
                 row("none", "control", parse_strategy("none"), subset, "llm"),
             ]
             # The real agent also runs the baselines a user would pick from tier 0 alone: the two with the lowest

@@ -83,3 +83,14 @@ def test_unknown_tool_comes_back_as_an_error_result(stub):
     episode = run_episode(task, agent_for(server.base_url), parse_strategy("none"), EpisodeServices())
     result = next(e for e in episode.entries if e.kind == "result")
     assert result.is_error and "unknown tool" in episode.text(result.text)
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_an_empty_reply_is_an_infrastructure_error_not_an_answer(stub, native):
+    # Natively an empty reply used to be a final answer of "" (a task failure scored against the strategy).
+    server = stub(lambda request: {"content": None})
+    config = EndpointConfig(base_url=server.base_url, model="stub", backoff_s=0.0)
+    agent = LlmAgent(ChatClient(config, base_url=server.base_url, model="stub"), native=native)
+    task = load_suite("smoke").task("smoke-status")
+    episode = run_episode(task, agent, parse_strategy("none"), EpisodeServices())
+    assert episode.outcome == "infra_error" and episode.error.startswith("empty_reply:")

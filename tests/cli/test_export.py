@@ -37,3 +37,11 @@ def test_a_json_version_that_disagrees_with_the_content_is_recomputed(run_cli, t
     assert code == 0, err
     assert "version: 000000000000" not in out
     assert Guideline.from_markdown(out).version == Guideline.from_markdown(LEARNED.read_text()).version
+
+
+def test_an_unpinned_guideline_exports_only_under_the_override_and_says_so(run_cli, tmp_path):
+    unpinned = ROOT / "guidelines" / "examples" / "unpinned.md"
+    code, _, err = run_cli("export", str(unpinned), "--allow-unpinned", "--out", str(tmp_path / "g.md"))
+    assert code == 0, err
+    assert "contract override (pass --allow-unpinned)" in err and "skill unpinned" in err
+    assert Guideline.from_markdown((tmp_path / "g.md").read_text()) == Guideline.from_markdown(unpinned.read_text())

@@ -86,3 +86,50 @@ def test_rerun_resumes_without_redoing_episodes(run_cli, tmp_path, monkeypatch):
     lines = log.read_text().splitlines()
     assert run_cli("run", SMOKE, "--agent", "reference")[0] == 0
     assert log.read_text().splitlines() == lines
+
+
+def test_an_unpinned_guideline_runs_only_under_the_override_and_says_so(run_cli, tmp_path, monkeypatch, scripted_url):
+    monkeypatch.chdir(tmp_path)
+    unpinned = ROOT / "guidelines" / "examples" / "unpinned.md"
+    endpoint = f'base_url = "{scripted_url}"\nmodel = "scripted"\nbackoff_s = 0.0\n'
+    body = (
+        f'name = "x"\n[suite]\ntype = "smoke"\n[run]\nagent = "reference"\n[tracking]\nenabled = false\n'
+        f'[strategy]\ntype = "guideline"\nguideline = "{unpinned}"\nallow_unpinned = true\n'
+        f"[endpoints.compressor]\n{endpoint}"
+    )
+    code, _, err = run_cli("run", str(write_config(tmp_path, body)), "--limit", "1")
+    assert code == 0, err
+    assert "contract override (set allow_unpinned)" in err and "skill unpinned" in err
+
+
+def test_a_run_whose_every_episode_failed_on_the_endpoint_exits_nonzero(run_cli, tmp_path, monkeypatch, stub):
+    # The endpoint answers the health probe but never a request (an empty reply each time): no episode scored.
+    monkeypatch.chdir(tmp_path)
+    server = stub(lambda request: {"content": None})
+    json_path = tmp_path / "out.json"
+    code, _, err = run_cli("run", SMOKE, "--base-url", server.base_url, "--json", str(json_path))
+    assert code == 3, err
+    error = err.strip().splitlines()[-1]
+    assert error.startswith("acon: error: ") and "every episode" in error and "3 of 3" in error
+    # The work done is stored: the episodes (to resume) and the JSON interface.
+    data = json.loads(json_path.read_text())
+    assert [r["outcome"] for r in data["episodes"]] == ["infra_error"] * 3
+    assert "episodes.jsonl" in error
+
+
+def test_a_run_of_zero_tasks_is_refused(run_cli, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for command in ("run", "compare"):
+        code, _, err = run_cli(command, SMOKE, "--agent", "reference", "--limit", "0")
+        assert code == 2, err
+        assert err.strip().count("\n") == 0 and "--limit" in err and "at least 1" in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_a_comparison_with_a_strategy_that_scored_nothing_exits_nonzero(run_cli, tmp_path, monkeypatch, stub):
+    monkeypatch.chdir(tmp_path)
+    server = stub(lambda request: {"content": None})
+    code, out, err = run_cli("compare", SMOKE, "--strategies", "none,fifo", "--base-url", server.base_url)
+    assert code == 3, err
+    assert "fifo" in out  # the table is printed first: every row is on the record
+    assert err.strip().splitlines()[-1].startswith("acon: error: every episode of none failed on the endpoint")

@@ -29,10 +29,13 @@ STATIC = ["static"]
 OLD = ["static", "dynamic_state", "error_partial"]
 
 
-def guideline(*, write: list[dict] = (), history: list[dict] = (), **policy: Any) -> GuidelineStrategy:
+def guideline(
+    *, write: list[dict] = (), history: list[dict] = (), allow_unpinned: bool = False, **policy: Any
+) -> GuidelineStrategy:
     """The seed's texts under another policy (validated like a file would be)."""
     changed = RetentionPolicy.model_validate({"write": list(write), "history": list(history), **policy})
-    return GuidelineStrategy(guideline=SEED.model_copy(update={"policy": changed, "name": "test"}))
+    spec = SEED.model_copy(update={"policy": changed, "name": "test"})
+    return GuidelineStrategy(guideline=spec, allow_unpinned=allow_unpinned)
 
 
 def compress(over: int, **extra: Any) -> dict:
@@ -148,7 +151,9 @@ def test_the_summary_is_an_index_of_the_originals(compressor_for):
 def test_pinning_is_what_keeps_the_skill(compressor_for):
     """The same policy with skills unpinned sends the skill into a summary that (here) drops it."""
     compressor, server = compressor_for()
-    unpinned = guideline(pinned=["write_receipt"], history=[summarize(300, classes=["skill", *OLD])])
+    unpinned = guideline(
+        pinned=["write_receipt"], history=[summarize(300, classes=["skill", *OLD])], allow_unpinned=True
+    )
     assert unpinned.spec.policy.unpinned_required() == [RetentionClass.SKILL]
     result = run(unpinned, compressor=compressor)
     assert not result.visible_at_end("RULE-MID-02")
@@ -243,3 +248,28 @@ def test_the_compressor_is_told_its_length_limit(compressor_for):
     assert all("at most 120 words; the reply is cut off after 200 tokens" in p for p in summaries)
     assert all("at most 60 words; the reply is cut off after 100 tokens" in p for p in observations)
     assert all(r["max_tokens"] in (200, 100) for r in server.requests)
+
+
+UNPINNED = "guidelines/examples/unpinned.md"
+
+
+@pytest.mark.parametrize("pinned", [[], ["write_receipt"], ["skill"]])
+def test_a_guideline_that_unpins_a_contract_class_is_refused_in_one_line(pinned):
+    # The contract never cuts skills or write receipts, whatever a guideline says: leaving them to a summary
+    # is refused where the guideline is loaded, not noted after the summary dropped them.
+    with pytest.raises(ConfigError, match="unpinned") as info:
+        guideline(pinned=pinned)
+    missing = {"skill", "write_receipt"} - set(pinned)
+    assert all(name in str(info.value) for name in missing) and "\n" not in str(info.value)
+    with pytest.raises(ConfigError, match=f"{UNPINNED}.*skill.*unpinned.*allow_unpinned"):
+        parse_strategy({"type": "guideline", "guideline": UNPINNED})
+
+
+def test_an_unpinned_guideline_runs_only_under_an_explicit_override_that_says_so():
+    allowed = parse_strategy({"type": "guideline", "guideline": UNPINNED, "allow_unpinned": True})
+    assert "skill" in allowed.contract_override() and "unpinned" in allowed.contract_override()
+    assert parse_strategy(allowed.model_dump()) == allowed
+    # Valid guidelines are unchanged: no override to report, and the config (and so a run's meta) as before.
+    seed = parse_strategy("guideline")
+    assert seed.contract_override() is None and "allow_unpinned" not in seed.model_dump()
+    assert GuidelineStrategy(allow_unpinned=True).contract_override() is None

@@ -179,3 +179,25 @@ def test_a_custom_price_table_missing_a_field_is_named_in_one_line(tmp_path):
 
     with pytest.raises(ConfigError, match=r"missing key 'cost.custom.0.cache_read_per_mtok'"):
         load_experiment(path)
+
+
+@pytest.mark.parametrize("price", [OPENAI, ANTHROPIC, NoCache(name="flat", input_per_mtok=1.0, output_per_mtok=4.0)])
+def test_a_compressor_reply_from_acons_cache_is_billed_as_the_provider_would(price):
+    # acon's reply cache saves acon a call; a user's deployment makes every call. A projection that left cached
+    # calls out would price the same job lower on a warm cache than a cold one, and rank guidelines on that.
+    from optimizer.context.record import CompressionRecord
+    from optimizer.llm.usage import Usage
+
+    def with_compression(cached: bool) -> Episode:
+        episode = episode_of([A], [A, B])
+        usage = Usage(1200, 150, 0, "reported")
+        episode.records.append(
+            CompressionRecord(
+                "guideline", "write", 1, "compress", (2,), 900, 150, compressor_usage=usage, compressor_cached=cached
+            )
+        )
+        return episode
+
+    cold, warm = (project_bill(with_compression(cached), price) for cached in (False, True))
+    assert warm == cold
+    assert (cold.compressor_input_tokens, cold.compressor_output_tokens) == (1200, 150)

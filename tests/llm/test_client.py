@@ -90,3 +90,22 @@ def test_a_seed_goes_with_every_request_and_into_the_run_identity(stub):
     plain = client_for(server.base_url)
     assert "seed" not in plain.complete([{"role": "user", "content": "x"}]).request
     assert plain.config.describe() == {"base_url": server.base_url, "model": "stub"}
+
+
+@pytest.mark.parametrize("content", [None, "", "  \n "])
+def test_an_empty_reply_is_an_infrastructure_error(stub, content):
+    # A refusal, or a reasoning model that spent its tokens thinking: no text and no tool call is the
+    # endpoint failing the request, not an answer (an agent's empty answer, a compression to nothing).
+    server = stub(lambda request: {"content": content})
+    with pytest.raises(InfrastructureError, match="empty reply") as info:
+        client_for(server.base_url).complete([{"role": "user", "content": "x"}])
+    assert info.value.kind == "empty_reply" and "\n" not in str(info.value)
+
+
+def test_the_probes_accept_an_empty_reply(stub):
+    # One- and two-token probes only measure the prompt or the endpoint's health: a reasoning model answers
+    # them with no content at all, and that is not a failure.
+    server = stub(lambda request: {"content": None})
+    client = client_for(server.base_url)
+    client.probe()
+    assert client.system_tokens("You are terse.") > 0

@@ -407,3 +407,55 @@ def test_export_of_a_path_that_does_not_exist(fails, tmp_path):
 def test_export_of_a_broken_guideline_file(fails, tmp_path):
     (tmp_path / "g.md").write_text("no front matter here\n")
     fails("export", str(tmp_path / "g.md"), says=("g.md", "no front matter"))
+
+
+# ---------------------------------------------------------------------------------------------- contract
+
+UNPINNED = ROOT / "guidelines" / "examples" / "unpinned.md"
+
+
+def test_run_of_a_guideline_that_unpins_skills(fails, tmp_path):
+    path = config(tmp_path, BASE + f'[strategy]\ntype = "guideline"\nguideline = "{UNPINNED}"\n')
+    fails("run", path, "--agent", "reference", says=(str(UNPINNED), "skill unpinned", "allow_unpinned"))
+    assert not (tmp_path / "runs").exists()
+
+
+def test_export_of_a_guideline_that_unpins_skills(fails, tmp_path):
+    fails(
+        "export",
+        str(UNPINNED),
+        "--out",
+        str(tmp_path / "g.md"),
+        says=(str(UNPINNED), "skill unpinned", "--allow-unpinned"),
+    )
+    assert not (tmp_path / "g.md").exists()
+
+
+@pytest.mark.parametrize("command", ["run", "compare"])
+@pytest.mark.parametrize("limit", ["0", "-2"])
+def test_a_limit_of_no_task(fails, tmp_path, command, limit):
+    path = config(tmp_path, BASE)
+    fails(command, path, "--agent", "reference", "--limit", limit, says=("--limit must be at least 1", limit))
+
+
+# ---------------------------------------------------------------------------------------------- output files
+
+
+def test_export_to_a_directory(fails, tmp_path):
+    (tmp_path / "out").mkdir()
+    learned = str(ROOT / "guidelines" / "learned" / "quickstart.md")
+    fails("export", learned, "--out", str(tmp_path / "out"), says=(str(tmp_path / "out"), "a directory"))
+
+
+@pytest.mark.parametrize("command", ["run", "compare"])
+def test_json_to_a_directory(fails, tmp_path, command):
+    (tmp_path / "out").mkdir()
+    path = config(tmp_path, BASE)
+    fails(command, path, "--agent", "reference", "--json", str(tmp_path / "out"), says=("--json", "a directory"))
+    assert not (tmp_path / "runs").exists()  # refused before any episode ran
+
+
+def test_diff_json_to_a_directory(fails, job_copy, tmp_path):
+    _, job = job_copy
+    (tmp_path / "out").mkdir()
+    fails("diff", str(job), "--json", str(tmp_path / "out"), says=("--json", "a directory"))

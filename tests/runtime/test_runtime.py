@@ -251,3 +251,19 @@ def test_a_recall_repeated_after_the_restored_content_was_cleared_restores_it_ag
     assert runtime.answer(call("r1", "recall", handle=handle)) == doc(0)
     # Not yet shown in a request (or gone from it): the content itself, not a pointer.
     assert runtime.answer(call("r2", "recall", handle=handle)) == doc(0)
+
+
+UNPINNED = "guidelines/examples/unpinned.md"
+
+
+def test_a_guideline_that_unpins_skills_is_refused_unless_allowed(stub):
+    compressor = Compressor(ChatClient(EndpointConfig(base_url="http://127.0.0.1:9/v1"), base_url="x", model="m"))
+    for guideline in (UNPINNED, read_guideline(UNPINNED), policy_guideline(pinned=())):
+        with pytest.raises(ConfigError, match=r"unpinned.*retention contract.*allow_unpinned") as info:
+            ContextRuntime(guideline, compressor=compressor)
+        assert "\n" not in str(info.value)
+    with pytest.warns(UserWarning, match=r"contract override.*skill unpinned"):
+        runtime = ContextRuntime(UNPINNED, compressor=compressor, allow_unpinned=True)
+    assert "skill" in runtime.contract_override
+    # A valid guideline is as before: nothing to override, nothing reported.
+    assert ContextRuntime(policy_guideline(), allow_unpinned=True).contract_override is None

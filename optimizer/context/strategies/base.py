@@ -81,6 +81,11 @@ class ContextStrategy(BaseModel, ABC):
     def uses_compressor(self) -> bool:
         return self._policy.uses_compressor
 
+    def fixed(self) -> ContextStrategy:
+        """This strategy with everything it reads from outside read now, so that every episode of a run uses
+        the version the run is keyed by (a strategy reading a file would otherwise follow its edits)."""
+        return self
+
     def version(self) -> str:
         """Content hash of what the strategy does: identical policies and texts compress identically."""
         texts = self.texts()

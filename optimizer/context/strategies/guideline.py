@@ -7,11 +7,11 @@ compressors), and the pre-send budget; its body holds the history and observatio
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, SerializerFunctionWrapHandler, field_validator, model_serializer, model_validator
 
-from optimizer.context.guideline import SEED_GUIDELINE, Guideline, guideline_at
+from optimizer.context.guideline import SEED_GUIDELINE, Guideline, check_contract, guideline_at
 from optimizer.context.moves import CompressorTexts
 from optimizer.context.policy import RetentionPolicy
 from optimizer.context.strategies.base import ContextStrategy
@@ -23,6 +23,20 @@ class GuidelineStrategy(ContextStrategy):
     type: Literal["guideline"] = "guideline"
     kind: ClassVar[Literal["learned"]] = "learned"
     guideline: Guideline | str = Field(str(SEED_GUIDELINE), description="A guideline file path, or the guideline.")
+    allow_unpinned: bool = Field(
+        False,
+        description="Run a guideline that leaves skills or write receipts unpinned, so a summary may cut them "
+        "(against the retention contract): to study that failure only. Without it such a guideline is refused; "
+        "with it, every command that runs it says so.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_default_override(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Left out when off, so the config of every valid guideline (stored in a run's meta) is as before.
+        data: dict[str, Any] = handler(self)
+        if not self.allow_unpinned:
+            data.pop("allow_unpinned", None)
+        return data
 
     @field_validator("guideline")
     @classmethod
@@ -30,6 +44,23 @@ class GuidelineStrategy(ContextStrategy):
         if isinstance(value, str):
             guideline_at(value)
         return value
+
+    @model_validator(mode="after")
+    def _contract(self) -> GuidelineStrategy:
+        self.contract_override()
+        return self
+
+    def contract_override(self) -> str | None:
+        """The override to report when this strategy runs a guideline that unpins a contract class, else None;
+        such a guideline without `allow_unpinned` is a `ConfigError`."""
+        spec = self.spec
+        source = self.guideline if isinstance(self.guideline, str) else None
+        return check_contract(spec, source=source, allow_unpinned=self.allow_unpinned, override="set allow_unpinned")
+
+    def fixed(self) -> GuidelineStrategy:
+        if isinstance(self.guideline, Guideline):
+            return self
+        return GuidelineStrategy(guideline=self.spec, allow_unpinned=self.allow_unpinned)
 
     @property
     def spec(self) -> Guideline:

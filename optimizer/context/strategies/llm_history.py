@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from optimizer.context.guideline import SEED_GUIDELINE, GuidelinePath, guideline_at
 from optimizer.context.moves import CompressorTexts, SummarizeOld
@@ -38,5 +38,13 @@ class LlmHistory(ContextStrategy):
         summarize = SummarizeOld(over=self.t_hist, keep_last=self.keep_last, max_tokens=self.max_tokens, index=False)
         return RetentionPolicy(pinned=self.pinned, history=(summarize,))
 
+    # The texts as read by `fixed()`: a run keeps the version it is keyed by while the file is edited.
+    _read: CompressorTexts | None = PrivateAttr(None)
+
     def texts(self) -> CompressorTexts:
-        return guideline_at(self.guideline).texts
+        return self._read or guideline_at(self.guideline).texts
+
+    def fixed(self) -> LlmHistory:
+        copy = self.model_copy()
+        copy._read = self.texts()
+        return copy

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from optimizer.context.guideline import SEED_GUIDELINE, GuidelinePath, guideline_at
 from optimizer.context.moves import Compress, CompressorTexts
@@ -33,5 +33,13 @@ class LlmObservation(ContextStrategy):
         compress = Compress(over=self.t_obs, max_tokens=self.max_tokens, recoverable=False)
         return RetentionPolicy(pinned=(), write=(compress,))
 
+    # The texts as read by `fixed()`: a run keeps the version it is keyed by while the file is edited.
+    _read: CompressorTexts | None = PrivateAttr(None)
+
     def texts(self) -> CompressorTexts:
-        return guideline_at(self.guideline).texts
+        return self._read or guideline_at(self.guideline).texts
+
+    def fixed(self) -> LlmObservation:
+        copy = self.model_copy()
+        copy._read = self.texts()
+        return copy

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from optimizer.agent.episode import Episode
-from optimizer.context.strategies import ContextStrategy, GuidelineStrategy, parse_strategy
+from optimizer.context.strategies import ContextStrategy, parse_strategy
 from optimizer.mining.pair_diff import diff_pair
 from optimizer.mining.pairs import compressed_successes, find_pairs
 from optimizer.search import accounting
-from optimizer.search.candidate import Candidate
+from optimizer.search.candidate import Candidate, screened
 from optimizer.search.evaluator import Evaluation, Evaluator
 from optimizer.search.front import Point, pareto_front, rank_key
 from optimizer.search.proposers.base import Pair
@@ -108,7 +108,7 @@ class SearchContext:
     def evaluate(self, candidate: Candidate, name: str, tasks: Sequence[Task], split: str, agent: str) -> Evaluation:
         key = (candidate.version, name)
         if key not in self._evaluations:
-            strategy = GuidelineStrategy(guideline=candidate.guideline)
+            strategy = screened(candidate.guideline)
             self._evaluations[key] = self.evaluator.evaluate(strategy, tasks, split, agent)
         return self._evaluations[key]
 
@@ -275,7 +275,7 @@ class SearchContext:
             self._tier1_pairs[candidate.version] = []
             return []
         full = self.repeats(parse_strategy("none"), tasks, "train")
-        compressed = self.repeats(GuidelineStrategy(guideline=candidate.guideline), tasks, "train")
+        compressed = self.repeats(screened(candidate.guideline), tasks, "train")
         pairs = majority_pairs(full, compressed, tasks)
         causes = ", ".join(sorted({p.diff.cause or "" for p in pairs})) or "none"
         self.log(

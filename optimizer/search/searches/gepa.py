@@ -19,10 +19,9 @@ from gepa.proposer.reflective_mutation.base import LanguageModel
 
 from optimizer.agent.episode import Episode
 from optimizer.context.guideline import Guideline
-from optimizer.context.strategies import GuidelineStrategy
 from optimizer.mining.diff_render import diff_markdown
 from optimizer.mining.pair_diff import diff_pair
-from optimizer.search.candidate import Candidate
+from optimizer.search.candidate import Candidate, screened
 from optimizer.search.searches.acon import SearchResult
 from optimizer.search.searches.base import SearchContext
 from optimizer.search.state import RoundSummary
@@ -56,7 +55,7 @@ class GuidelineAdapter:
     def evaluate(
         self, batch: list[Task], candidate: dict[str, str], capture_traces: bool = False
     ) -> EvaluationBatch[_Trace, Episode]:
-        strategy = GuidelineStrategy(guideline=self.guideline(candidate))
+        strategy = screened(self.guideline(candidate))
         # Read once: a run's records are parsed from disk on each pass over them.
         episodes = list(self.ctx.evaluator.evaluate(strategy, batch, "train", self.ctx.options.screen_agent).episodes)
         self.metric_calls += len(batch)
