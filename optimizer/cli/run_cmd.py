@@ -13,11 +13,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from optimizer.agent.kinds import AGENTS
-from optimizer.config import ExperimentConfig, load_experiment
 from optimizer.context.strategies import DETERMINISTIC, STRATEGY_NAMES
 from optimizer.storage import atomic_write_json
 
 if TYPE_CHECKING:
+    from optimizer.config import ExperimentConfig
     from optimizer.context.strategies.base import ContextStrategy
     from optimizer.world.task import Task
 
@@ -39,6 +39,8 @@ def load_with_overrides(
     base_url: str | None = None,
     model: str | None = None,
 ) -> ExperimentConfig:
+    from optimizer.config import load_experiment  # the config names every union: deferred past `--help`
+
     config = load_experiment(path)
     run: dict[str, Any] = {}
     if split:
