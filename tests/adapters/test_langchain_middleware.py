@@ -178,3 +178,28 @@ def test_a_thread_survives_a_process_restart_with_a_persisting_checkpointer(stub
         "requests": 4,
         "recalls": 1,
     }
+
+
+def test_the_readme_langchain_example_runs_against_a_scripted_model(stub, capsys):
+    """The README block as written, its address swapped for a stub that reads, recalls, then answers."""
+    from tests.test_readme_examples_local import EXAMPLE_URL, readme_block
+
+    def scripted(request: dict) -> dict:
+        messages = request["messages"]
+        seen = "\n".join(str(m.get("content") or "") for m in messages)
+        tool_results = [m for m in messages if m["role"] == "tool"]
+        if not tool_results:
+            return call("c1", "read_doc", {"name": "refunds"})
+        if "REF-7" not in seen and len(tool_results) == 1:
+            return call("c2", "recall", {"handle": seen.split('recall(handle="')[1].split('"')[0]})
+        return {"content": "Team REF-7 approves it." if "REF-7" in seen else "I cannot tell."}
+
+    server = stub(scripted)
+    code = readme_block("langchain-example")
+    assert code.count(EXAMPLE_URL) == 1
+    namespace: dict = {}
+    exec(compile(code.replace(EXAMPLE_URL, server.base_url), "README", "exec"), namespace)
+    assert capsys.readouterr().out.strip() == "Team REF-7 approves it."
+    stats = namespace["middleware"].runtime(namespace["result"]).stats
+    assert (stats.requests, stats.recalls) == (3, 1) and stats.compressions >= 1  # offloaded, then recalled
+    assert "REF-7" not in json.dumps(server.requests[1]["messages"])  # the fact was outside the preview
