@@ -144,11 +144,14 @@ class Handler(BaseHTTPRequestHandler):
         self._json(status, {"error": {"message": message, "type": "invalid_request_error", "code": status}})
 
     def _send(self, status: int, payload: bytes, content_type: str) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting (its own timeout)
+            self.log_message("client gone before the reply to %s was sent", self.path)
 
 
 def _post(url: str, body: dict[str, Any]) -> tuple[int, bytes]:
