@@ -7,6 +7,11 @@ write time (extraction, offloading, observation compression), nothing keeps a re
 retention classes become tool names only through a retention map. Every policy entry therefore gets a
 verdict (`mapped`, `lossy` with what is lost, or `not_mapped` with why): a lossy export is never silent.
 The full guideline runs only through `optimizer.runtime` (or its adapters).
+
+The Anthropic settings are the keyword arguments of `client.beta.messages.create` as they stand
+(`betas` and `context_management`), to pass beside `model`, `max_tokens` and `messages`. Values that
+cost the user money natively are warned about: a clearing trigger that rewrites the cached prefix every
+turn, triggers far below the provider's defaults (a guideline learned on short tasks carries short ones).
 """
 
 from __future__ import annotations
@@ -25,6 +30,11 @@ NativeFormat = Literal["anthropic", "langchain"]
 FORMATS: tuple[NativeFormat, ...] = ("anthropic", "langchain")
 
 CONTEXT_EDITING = "langchain.agents.middleware.ContextEditingMiddleware"
+CONTEXT_MANAGEMENT_BETA = "context-management-2025-06-27"  # clear_tool_uses_20250919
+COMPACTION_BETA = "compact-2026-01-12"  # compact_20260112
+# Anthropic's defaults (the SDK's docstrings): a trigger a tenth of these or less is flagged.
+CLEAR_DEFAULT_TRIGGER = 100_000
+COMPACT_DEFAULT_TRIGGER = 150_000
 NO_WRITE_HOOK = "no native write-time stage: the result enters the context verbatim"
 NO_RECALL = "cleared results are gone for good: no recall handle, no recall tool"
 
@@ -44,6 +54,7 @@ class NativeExport:
     guideline: str
     settings: dict[str, Any]
     verdicts: list[Verdict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # values that cost the user, each one line
 
     @property
     def lossy(self) -> bool:
@@ -55,6 +66,7 @@ class NativeExport:
             "guideline": self.guideline,
             "settings": self.settings,
             "entries": [asdict(v) for v in self.verdicts],
+            "warnings": list(self.warnings),
         }
 
 
@@ -72,6 +84,7 @@ def export_native(
         where = f"history[{index}] {move.move}"
         if isinstance(move, Clear):
             losses = [NO_RECALL, *exporter.clear(move, excluded(move), result.settings)]
+            result.warnings += exporter.clear_warnings(move, where)
             if move.over:
                 losses.append(f"size floor over={move.over} has no native counterpart: small results are cleared too")
             if retention is None:
@@ -82,6 +95,7 @@ def export_native(
             result.verdicts.append(Verdict(where, "lossy", "; ".join(losses)))
         elif isinstance(move, SummarizeOld):
             losses = exporter.summarize(move, guideline, result.settings)
+            result.warnings += exporter.summarize_warnings(move, where)
             losses.append(
                 "the summary covers every class, pinned skills and receipts included (the contract pins "
                 "them verbatim outside any summary)"
@@ -150,8 +164,36 @@ class _Anthropic:
             edit["clear_at_least"] = {"type": "input_tokens", "value": move.clear_at_least}
         if exclude:
             edit["exclude_tools"] = exclude
-        settings.setdefault("context_management", {"edits": []})["edits"].append(edit)
+        _add(settings, edit, CONTEXT_MANAGEMENT_BETA)
         return ["the trigger counts the whole input (system prompt and tools included), acon's the history only"]
+
+    def clear_warnings(self, move: Clear, where: str) -> list[str]:
+        out = []
+        if move.trigger_tokens == 0:
+            out.append(
+                f"{where}: trigger 0 input tokens clears on every request past keep={move.keep_last} tool uses, "
+                "so the cached prompt prefix is rewritten each turn "
+                f"(Anthropic's default trigger: {CLEAR_DEFAULT_TRIGGER:,})"
+            )
+        elif move.trigger_tokens * 10 <= CLEAR_DEFAULT_TRIGGER:
+            out.append(
+                f"{where}: trigger {move.trigger_tokens:,} input tokens is a tenth or less of Anthropic's default "
+                f"{CLEAR_DEFAULT_TRIGGER:,}: clears (and cache rewrites) start early"
+            )
+        if not move.clear_at_least:
+            out.append(
+                f"{where}: no clear_at_least: a clear that frees a few tokens still rewrites the cached prefix "
+                "(Anthropic recommends setting it)"
+            )
+        return out
+
+    def summarize_warnings(self, move: SummarizeOld, where: str) -> list[str]:
+        if move.over * 10 > COMPACT_DEFAULT_TRIGGER:
+            return []
+        return [
+            f"{where}: compaction trigger {move.over:,} input tokens is a tenth or less of Anthropic's default "
+            f"{COMPACT_DEFAULT_TRIGGER:,}: the server summarizes (and pays for a summary) almost every request"
+        ]
 
     def summarize(self, move: SummarizeOld, guideline: Guideline, settings: dict[str, Any]) -> list[str]:
         edit = {
@@ -159,14 +201,33 @@ class _Anthropic:
             "trigger": {"type": "input_tokens", "value": move.over},
             "instructions": guideline.history,
         }
-        settings.setdefault("context_management", {"edits": []})["edits"].append(edit)
+        _add(settings, edit, COMPACTION_BETA)
         return [
             f"keep_last={move.keep_last} and max_tokens={move.max_tokens} have no counterpart: the server "
             "compacts everything before the trigger point, at its own length"
         ]
 
 
+def _add(settings: dict[str, Any], edit: dict[str, Any], beta: str) -> None:
+    """One edit into `context_management`, and the beta it needs into `betas` (once, in order)."""
+    betas = settings.setdefault("betas", [])
+    if beta not in betas:
+        betas.append(beta)
+    settings.setdefault("context_management", {"edits": []})["edits"].append(edit)
+
+
 class _LangChain:
+    def clear_warnings(self, move: Clear, where: str) -> list[str]:
+        if move.trigger_tokens == 0:
+            return [
+                f"{where}: trigger 0 tokens clears on every model call past keep={move.keep_last} tool uses, so "
+                "the provider's cached prompt prefix is rewritten each turn (LangChain's default trigger: 100,000)"
+            ]
+        return []
+
+    def summarize_warnings(self, move: SummarizeOld, where: str) -> list[str]:
+        return []
+
     def clear(self, move: Clear, exclude: list[str], settings: dict[str, Any]) -> list[str]:
         kwargs: dict[str, Any] = {
             "trigger": move.trigger_tokens,

@@ -7,6 +7,7 @@ import sys
 import typer
 
 from optimizer import _offline as _offline
+from optimizer.cli.library_logs import show_library_logs
 from optimizer.errors import AconError
 from optimizer.interrupts import exit_cleanly_on_sigterm
 
@@ -17,6 +18,15 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+@app.callback()
+def _options(
+    verbose: bool = typer.Option(
+        False, "--verbose", "-v", help="Also show the INFO lines of the libraries acon drives (MLflow, DSPy, ...)."
+    ),
+) -> None:
+    show_library_logs(verbose)
 
 
 def _register() -> None:

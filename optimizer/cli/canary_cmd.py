@@ -4,25 +4,28 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.table import Table
 
-from optimizer.context.compressor import Compressor
-from optimizer.context.strategies import STRATEGY_NAMES, parse_strategy
-from optimizer.context.strategies.base import ContextStrategy
+from optimizer.context.strategies import STRATEGY_NAMES, NoCompression, parse_strategy
 from optimizer.errors import ConfigError
-from optimizer.evaluate.canary import CONTROL, CanaryReport, StrategyResult, run_canary
 from optimizer.llm.endpoint import EndpointConfig
 from optimizer.storage import atomic_write_json, writable_file
+
+if TYPE_CHECKING:
+    from optimizer.context.strategies.base import ContextStrategy
+    from optimizer.evaluate.canary import CanaryReport, StrategyResult
 
 err = Console(stderr=True)
 out = Console(width=max(150, Console().width))
 
 
+# The control's name from its class: the canary module (and the agent loop under it) loads past `--help`.
+CONTROL = NoCompression.model_fields["type"].default
 STRATEGY_HELP = f"all | {' | '.join(STRATEGY_NAMES)} (`{CONTROL}` always runs: it is the control)."
 CONFIG_HELP = "Experiment config (TOML): its compressor endpoint and strategy settings."
 
@@ -100,6 +103,8 @@ def canary(
     """Run the fixed canary conversation under each strategy; show which identifiers survive where."""
     if json_path is not None:
         writable_file(json_path, "--json")  # refused before the model runs, not after
+    from optimizer.context.compressor import Compressor
+    from optimizer.evaluate.canary import run_canary
     from optimizer.evaluate.endpoints import ModelEndpoints
 
     strategies = _strategies(strategy, config)

@@ -190,8 +190,13 @@ def _native(guideline: Guideline, fmt: str, retention: Path | None) -> str:
     )
     for verdict in exported.verdicts:  # a lossy export is never silent; one unwrapped line per entry
         typer.echo(f"{fmt}: {verdict.entry}: {verdict.status.replace('_', ' ')}: {verdict.note}", err=True)
+    for warning in exported.warnings:
+        typer.echo(f"{fmt}: warning: {warning}", err=True)
     if exported.lossy:
         typer.echo(f"{fmt}: lossy export; the full guideline runs only through optimizer.runtime", err=True)
+    if fmt == "anthropic":  # pasteable: client.beta.messages.create(model=..., max_tokens=..., messages=..., **this)
+        typer.echo(f"{fmt}: keyword arguments of client.beta.messages.create, from {exported.guideline}", err=True)
+        return json.dumps(exported.settings, indent=2)
     return json.dumps(exported.to_dict(), indent=2)
 
 

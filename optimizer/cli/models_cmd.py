@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 
 from optimizer.llm.local import PROFILES, get_profile, server_status, start_detached, stop_server
+from optimizer.llm.local.endpoint import DEFAULT_PORT, endpoint_status, start_endpoint, stop_endpoint
 from optimizer.llm.local.install import build_server, install_model, model_ready, server_binary
 from optimizer.llm.local.profiles import DEFAULT_PROFILE, SETUP_PROFILES
 
@@ -44,19 +45,32 @@ def status() -> None:
     Console().print(table)
     binary = server_binary()
     Console().print(f"llama-server: {binary if binary else 'not built (run `acon setup`)'}")
+    endpoint = endpoint_status()
+    Console().print(f"endpoint: {endpoint.base_url if endpoint else 'stopped'}")
 
 
 @models.command("start")
-def start(model: str = typer.Argument(DEFAULT_PROFILE, help="Model profile.")) -> None:
-    """Start a server that stays up until `acon models stop`; jobs reuse it."""
+def start(
+    model: str = typer.Argument(DEFAULT_PROFILE, help="Model profile."),
+    port: int = typer.Option(DEFAULT_PORT, "--port", help="Port of the local endpoint (all running models)."),
+) -> None:
+    """Start a model server and the local endpoint; both stay up until `acon models stop`; jobs reuse them.
+
+    Prints the endpoint's URL: point any OpenAI-compatible client at it (tool calls come back as
+    `tool_calls`). Each model's own llama-server listens on a free port of its own.
+    """
     state = start_detached(model, log=_log)
-    Console().print(f"{model}: {state.base_url} (pid {state.pid})")
+    endpoint = start_endpoint(port, log=_log)
+    _log(f"{model}: llama-server {state.base_url} (pid {state.pid})")
+    Console().print(endpoint.base_url)
 
 
 @models.command("stop")
 def stop(model: str = typer.Argument(DEFAULT_PROFILE, help="Model profile.")) -> None:
-    """Stop a profile's server."""
+    """Stop a profile's server, and the local endpoint once no model is left running."""
     Console().print(f"{model}: {'stopped' if stop_server(model) else 'was not running'}")
+    if not any(server_status(name) for name in PROFILES) and stop_endpoint():
+        Console().print("endpoint: stopped")
 
 
 def register(app: typer.Typer) -> None:

@@ -9,7 +9,6 @@ import typer
 from rich.table import Table
 
 from optimizer.cli.run_cmd import err, fmt, out, progress_bar
-from optimizer.config import load_experiment
 from optimizer.locking import exclusive
 
 
@@ -24,6 +23,7 @@ def optimize(
     out_dir: Path | None = typer.Option(None, "--out", help="Job directory (default: the config's `out`)."),
 ) -> None:
     """Run the optimization loop and write report.md / report.json to the job directory."""
+    from optimizer.config import load_experiment
     from optimizer.search.job import OptimizationJob
     from optimizer.search.report import check_line
     from optimizer.tracking import check_caught_up, tracker_for

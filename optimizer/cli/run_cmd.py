@@ -14,12 +14,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from optimizer.agent.kinds import AGENTS
-from optimizer.config import ExperimentConfig, load_experiment
 from optimizer.context.strategies import DETERMINISTIC, STRATEGY_NAMES
 from optimizer.errors import ConfigError, EndpointError
 from optimizer.storage import atomic_write_json, writable_file
 
 if TYPE_CHECKING:
+    from optimizer.config import ExperimentConfig
     from optimizer.context.strategies.base import ContextStrategy
     from optimizer.evaluate.strategy_runs import RunResult
     from optimizer.world.task import Task
@@ -42,6 +42,8 @@ def load_with_overrides(
     base_url: str | None = None,
     model: str | None = None,
 ) -> ExperimentConfig:
+    from optimizer.config import load_experiment  # the config names every union: deferred past `--help`
+
     if limit is not None and limit < 1:
         # 0 was read as "no limit" and ran every task; a run of no task has nothing to show either.
         raise ConfigError(f"--limit must be at least 1, not {limit} (leave it out to run every task)")

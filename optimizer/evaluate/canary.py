@@ -45,7 +45,7 @@ from optimizer.world import (
     object_schema,
 )
 
-CONTROL = "none"
+CONTROL: str = NoCompression.model_fields["type"].default
 
 PAGE_WARNING = "showing 1-20 of 47"
 # Identifier -> retention class of the result it is planted in.

@@ -8,9 +8,8 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import openai
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from optimizer.errors import EndpointError, InfrastructureError
 from optimizer.llm.endpoint import EndpointConfig
@@ -18,13 +17,21 @@ from optimizer.llm.gate import MAX_PAUSE_S, Gate, LocalGate, retry_after_s
 from optimizer.llm.usage import Usage
 from optimizer.tokens import count_message_tokens, count_tokens
 
-_RETRYABLE = (
-    openai.APITimeoutError,
-    openai.APIConnectionError,
-    openai.RateLimitError,
-    openai.InternalServerError,
-    openai.APIResponseValidationError,
-)
+if TYPE_CHECKING:
+    import openai
+
+
+@cache
+def _retryable() -> tuple[type[Exception], ...]:
+    import openai  # deferred: the SDK takes most of a second to import, and `acon --help` needs none of it
+
+    return (
+        openai.APITimeoutError,
+        openai.APIConnectionError,
+        openai.RateLimitError,
+        openai.InternalServerError,
+        openai.APIResponseValidationError,
+    )
 
 
 @dataclass(frozen=True)
@@ -47,6 +54,8 @@ class ChatClient:
         self.config = config
         self.base_url = base_url
         self.model = model
+        import openai
+
         self._client = openai.OpenAI(
             base_url=base_url, api_key=config.api_key(), timeout=config.timeout_s, max_retries=0
         )
@@ -90,6 +99,9 @@ class ChatClient:
         if response_format is not None:
             request["response_format"] = dict(response_format)
 
+        import openai
+
+        retryable = _retryable()
         attempt = 0
         while True:
             attempt += 1
@@ -98,13 +110,13 @@ class ChatClient:
                 with self.gate.slot():
                     try:
                         response = self._client.chat.completions.create(**request)
-                    except _RETRYABLE as exc:
+                    except retryable as exc:
                         # Closed while this caller still holds its slot: once the slot frees, another caller
                         # (another thread, another Ray worker) could otherwise send inside the pause.
                         self._pause_if_asked(exc)
                         raise
                 choice = response.choices[0]
-            except _RETRYABLE as exc:
+            except retryable as exc:
                 self._retry_or_raise(exc, attempt)
                 continue
             except (IndexError, AttributeError, TypeError, json.JSONDecodeError) as exc:

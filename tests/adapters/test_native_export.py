@@ -113,6 +113,47 @@ def assert_every_entry_has_a_verdict(guideline, exported) -> None:
             assert verdict.status == "not_mapped"
 
 
+@pytest.mark.parametrize("path", GUIDELINES)
+def test_anthropic_settings_are_accepted_by_the_sdks_create_call(path):
+    """The settings go into the installed SDK's `client.beta.messages.create` as they stand; the request it
+    would send carries each beta in its header and the edits in its body (captured, never sent)."""
+    import anthropic
+    import httpx2 as httpx  # the SDK ships its own copy of httpx under this name
+
+    exported = export_native(read_guideline(path), "anthropic", RETENTION)
+    if not exported.settings:
+        pytest.skip("nothing of this guideline maps onto Anthropic's settings")
+    sent: list = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        message = {"id": "m", "type": "message", "role": "assistant", "model": "claude-x", "content": []}
+        usage = {"input_tokens": 1, "output_tokens": 1}
+        return httpx.Response(200, json={**message, "stop_reason": "end_turn", "usage": usage})
+
+    client = anthropic.Anthropic(api_key="x", http_client=httpx.Client(transport=httpx.MockTransport(answer)))
+    question = [{"role": "user", "content": "hi"}]
+    client.beta.messages.create(model="claude-x", max_tokens=16, messages=question, **exported.settings)
+    (request,) = sent
+    assert request.headers["anthropic-beta"].split(",") == exported.settings["betas"]
+    assert json.loads(request.content)["context_management"] == exported.settings["context_management"]
+    needs = {"clear_tool_uses_20250919": "context-management-2025-06-27", "compact_20260112": "compact-2026-01-12"}
+    edits = exported.settings["context_management"]["edits"]
+    assert {needs[e["type"]] for e in edits} == set(exported.settings["betas"])
+    known = set(typing.get_args(typing.get_args(anthropic.types.AnthropicBetaParam)[1]))
+    assert set(exported.settings["betas"]) <= known  # literal names of the installed SDK, not free strings
+
+
+def test_exports_warn_on_triggers_that_cost_the_user():
+    learned = export_native(read_guideline("guidelines/learned/bfcl_long_context.md"), "anthropic", RETENTION)
+    assert any("trigger 0 input tokens" in w and "rewritten each turn" in w for w in learned.warnings)
+    assert any("no clear_at_least" in w for w in learned.warnings)
+    seed = export_native(read_guideline("guidelines/seed/seed.md"), "anthropic", RETENTION)
+    assert [w for w in seed.warnings if "compaction trigger 2,048 input tokens" in w]
+    langchain = export_native(read_guideline("guidelines/learned/bfcl_long_context.md"), "langchain", RETENTION)
+    assert any("trigger 0 tokens clears on every model call" in w for w in langchain.warnings)
+
+
 def test_cli_prints_what_does_not_map_and_writes_the_settings(run_cli, tmp_path):
     retention = tmp_path / "retention.json"
     retention.write_text(json.dumps({"read_doc": "static", "pay": {"side_effect": True}}))
@@ -131,7 +172,9 @@ def test_cli_prints_what_does_not_map_and_writes_the_settings(run_cli, tmp_path)
     assert "anthropic: write[0] offload: not mapped: no native write-time stage" in err
     assert "anthropic: history[0] clear: lossy: cleared results are gone for good" in err
     assert "anthropic: lossy export" in err
-    settings = json.loads(out.read_text())["settings"]
+    assert "anthropic: warning: history[0] clear: trigger 0 input tokens clears on every request" in err
+    settings = json.loads(out.read_text())  # the call's keyword arguments, nothing around them
+    assert set(settings) == {"betas", "context_management"} and settings["betas"] == ["context-management-2025-06-27"]
     assert settings["context_management"]["edits"][0]["exclude_tools"] == ["pay"]
 
 

@@ -36,14 +36,15 @@ def test_expected_size():
     result = run(OFFLOAD)
     records = result.episode.records
     # The two documents and the web page pass 500 tokens; each becomes a ~100-token placeholder with a
-    # 40-token head and a 20-token tail. Stock reads, the receipt and the page of hits stay.
+    # head of at most 40 tokens and a tail of at most 20, each cut back to a line or word boundary (the
+    # catalog keeps two whole notes and the last). Stock reads, the receipt and the page of hits stay.
     assert (count_tokens(CATALOG), count_tokens(PAGE_HTML), count_tokens(SHIPPING)) == (1097, 559, 1080)
     assert [(r.stage, list(r.entry_ids), r.tokens_before, r.tokens_after) for r in records] == [
-        ("write", [4], 1097, 103),
-        ("write", [16], 559, 103),
-        ("write", [20], 1080, 104),
+        ("write", [4], 1097, 96),
+        ("write", [16], 559, 98),
+        ("write", [20], 1080, 97),
     ]
-    assert result.final_tokens() == 1671  # none: 4,097
+    assert result.final_tokens() == 1652  # none: 4,097
 
 
 def test_invariants_and_preview():
@@ -56,6 +57,7 @@ def test_invariants_and_preview():
     assert written.startswith(head)
     assert 'recall(handle="h1")' in written and "catalog note 0:" in written and "catalog note 59:" in written
     assert "[... preview cut ...]" in written
+    assert "\ncatalog note 1: bins, labels and carrier cut-off times are unchanged this quarter.\n[..." in written
 
 
 def test_a_large_skill_is_never_offloaded():

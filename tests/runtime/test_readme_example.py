@@ -1,8 +1,9 @@
 """The README's runtime example runs as written (only its server address and guideline path swapped).
 
-The server is the project's stub: the agent model is scripted (it reads the refunds doc three times, then
-answers with the team it can see in what it was sent); the compressor is scripted too, or the real local
-0.5B model in the `llm` variant. The example must be a complete agent of under 15 lines.
+The server is the project's stub: the agent model is scripted (it reads the refunds doc three times, recalls
+it when the team is not in what it was sent but a handle is, then answers with the team it can see); the
+compressor is scripted too, or the real local 0.5B model in the `llm` variant. The example must be a
+complete agent of under 20 lines. (`tests/test_readme_examples_local.py` runs it on the real local model.)
 """
 
 from __future__ import annotations
@@ -36,20 +37,19 @@ def scripted_agent(compress):
         reads = asked["n"]
         asked["n"] += 1
         if reads < 3:
-            return {
-                "content": None,
-                "tool_calls": [
-                    {
-                        "id": f"c{reads}",
-                        "type": "function",
-                        "function": {"name": "read_doc", "arguments": json.dumps({"name": "refunds"})},
-                    }
-                ],
-            }
+            return _call(f"c{reads}", "read_doc", {"name": "refunds"})
         seen = "\n".join(str(m.get("content") or "") for m in messages)
+        handle = re.search(r'recall\(handle="(h\d+)"\)', seen)
+        if "REF-7" not in seen and handle and reads == 3:
+            return _call("r1", "recall", {"handle": handle.group(1)})
         return {"content": "Team REF-7 approves it." if "REF-7" in seen else "I cannot tell."}
 
     return respond
+
+
+def _call(call_id: str, name: str, arguments: dict) -> dict:
+    function = {"name": name, "arguments": json.dumps(arguments)}
+    return {"content": None, "tool_calls": [{"id": call_id, "type": "function", "function": function}]}
 
 
 def run_example(url: str, guideline: str) -> dict:
@@ -62,26 +62,29 @@ def run_example(url: str, guideline: str) -> dict:
 
 def test_the_example_is_a_short_complete_agent():
     lines = [line for line in readme_example().splitlines() if line.strip()]
-    assert len(lines) < 15
+    assert len(lines) < 20
 
 
-def check_run(server, namespace: dict, *, recall: bool = True, sent_reads: float = 1.5) -> None:
+def check_run(server, namespace: dict, *, recall: bool = True, sent_reads: float = 1.5, requests: int = 4) -> None:
     """`sent_reads`: at most how many reads' worth of doc text the last request may carry (three were made)."""
     runtime, messages = namespace["runtime"], namespace["messages"]
     assert messages[-1] == {"role": "assistant", "content": "Team REF-7 approves it."}
     agent_requests = [r for r in server.requests if r.get("tools")]
-    assert len(agent_requests) == 4
+    assert len(agent_requests) == requests
     assert [t["function"]["name"] for t in agent_requests[-1]["tools"]] == ["read_doc", *["recall"] * recall]
     raw = namespace["docs"]["refunds"]
     sent = sum(len(str(m.get("content") or "")) for m in agent_requests[-1]["messages"])
     assert sent < sent_reads * len(raw)  # three reads of the doc were sent compressed
-    assert runtime.stats.compressions > 0 and runtime.stats.requests == 4
+    assert runtime.stats.compressions > 0 and runtime.stats.requests == requests
+    assert runtime.stats.recalls == (requests - 4)
 
 
 def test_readme_example_with_a_policy_only_guideline(stub):
     server = stub(scripted_agent(scripted_models))
     namespace = run_example(server.base_url, EXAMPLE_GUIDELINE)
-    check_run(server, namespace)
+    # Every read is offloaded with the team outside its preview: the agent recalls one, and that request
+    # carries the whole doc once beside the placeholders.
+    check_run(server, namespace, requests=5, sent_reads=2.0)
     assert namespace["runtime"].stats.compressor_calls == 0
     assert not [r for r in server.requests if not r.get("tools")]  # no model compressed anything
 

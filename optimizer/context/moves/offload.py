@@ -9,10 +9,11 @@ from typing import Literal
 
 from pydantic import Field
 
+from optimizer.context import preview
 from optimizer.context.history import Entry, History
 from optimizer.context.moves.base import CompressorTexts, StrategyContext, WriteMove, Written, write_record
 from optimizer.context.recall import placeholder
-from optimizer.tokens import count_tokens, last_tokens, truncate_to_tokens
+from optimizer.tokens import count_tokens
 
 
 class Offload(WriteMove):
@@ -26,11 +27,11 @@ class Offload(WriteMove):
     def write(
         self, raw: Entry, current: str, history: History, ctx: StrategyContext, texts: CompressorTexts | None
     ) -> Written | None:
-        head = truncate_to_tokens(current, self.head_tokens)
-        tail = last_tokens(current, self.tail_tokens)
-        preview = f"{head}\n[... preview cut ...]\n{tail}" if tail else head
+        head = preview.head(current, self.head_tokens)
+        tail = preview.tail(current, self.tail_tokens)
+        shown = f"{head}\n[... preview cut ...]\n{tail}" if tail else head
         handle = ctx.store.put(raw)
-        content = placeholder(raw, handle, reason="offloaded", preview=preview)
+        content = placeholder(raw, handle, reason="offloaded", preview=shown)
         record = write_record(
             "offload",
             raw,

@@ -28,7 +28,7 @@ from optimizer.context.strategies.oracle import needed_units
 from optimizer.search.candidate import Proposal
 from optimizer.search.proposers.base import Pair, ProposalInput, Proposer, derived
 from optimizer.search.proposers.extract_rules import derive_rule, with_rules
-from optimizer.search.proposers.llm import ProposeRules, parse_json_list
+from optimizer.search.proposers.llm import parse_json_list
 from optimizer.untrusted import fence
 from optimizer.world.retention import RetentionClass
 
@@ -54,6 +54,8 @@ class LlmRewrite(Proposer):
     def propose(self, inputs: ProposalInput) -> list[Proposal]:
         if inputs.llm is None:
             return []
+        from optimizer.search.proposers.signatures import ProposeRules  # imports DSPy: only when asking
+
         facts = _lost_facts(inputs.pairs, self.max_share)
         if self.residual_only:
             facts = [f for f in facts if not f.derivable]

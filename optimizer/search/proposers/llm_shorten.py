@@ -13,7 +13,6 @@ from optimizer.context.contract import summary_rules
 from optimizer.search.analysis import unused_content
 from optimizer.search.candidate import Proposal
 from optimizer.search.proposers.base import ProposalInput, Proposer, derived
-from optimizer.search.proposers.llm import ShortenGuideline
 from optimizer.untrusted import fence
 
 
@@ -29,6 +28,8 @@ class LlmShorten(Proposer):
         parent = inputs.parent.guideline
         if inputs.llm is None or not parent.policy.uses_compressor or not inputs.successes:
             return []
+        from optimizer.search.proposers.signatures import ShortenGuideline  # imports DSPy: only when asking
+
         analysis = unused_content(inputs.successes)
         out = []
         for index in range(self.candidates):

@@ -1,0 +1,54 @@
+"""Head and tail previews of a long text, cut at a line or word boundary within a token budget.
+
+A cut in mid-word turns `ORD-7731` into `ORD-77` (a wrong id the agent may act on) and `RULE-MID-02` into
+a fragment no reader can trust. The budget stays the one given; only the cut moves back inside it: to the
+nearest line break when that keeps at least half of the budget's text, else to the nearest space. A text
+with no space within the budget (one giant token run: base64, a minified blob) keeps the plain token cut,
+because keeping nothing would hide that the text exists.
+"""
+
+from __future__ import annotations
+
+from optimizer.tokens import last_tokens, truncate_to_tokens
+
+
+def head(text: str, max_tokens: int) -> str:
+    """The start of `text` in at most `max_tokens` tokens, ending at a line or word boundary."""
+    cut = _common_prefix(truncate_to_tokens(text, max_tokens), text)  # a split character decodes as U+FFFD
+    if cut == text or not cut or text[len(cut)] == "\n":
+        return cut
+    line = cut.rfind("\n")
+    if line >= len(cut) // 2:
+        return cut[:line].rstrip()
+    if text[len(cut)].isspace() or cut[-1].isspace():
+        return cut.rstrip()
+    space = max(cut.rfind(" "), cut.rfind("\t"), line)
+    return cut[:space].rstrip() if space > 0 else cut
+
+
+def tail(text: str, max_tokens: int) -> str:
+    """The end of `text` in at most `max_tokens` tokens, starting at a line or word boundary."""
+    cut = _common_suffix(last_tokens(text, max_tokens), text)
+    if cut == text or not cut or text[-len(cut) - 1] == "\n":
+        return cut
+    line = cut.find("\n")
+    if 0 <= line <= len(cut) // 2:
+        return cut[line + 1 :].lstrip()
+    if text[-len(cut) - 1].isspace() or cut[0].isspace():
+        return cut.lstrip()
+    found = [i for i in (cut.find(" "), cut.find("\t"), line) if i >= 0]
+    return cut[min(found) + 1 :].lstrip() if found else cut
+
+
+def _common_prefix(a: str, b: str) -> str:
+    n = 0
+    while n < min(len(a), len(b)) and a[n] == b[n]:
+        n += 1
+    return a[:n]
+
+
+def _common_suffix(a: str, b: str) -> str:
+    n = 0
+    while n < min(len(a), len(b)) and a[-1 - n] == b[-1 - n]:
+        n += 1
+    return a[len(a) - n :]

@@ -1,0 +1,89 @@
+"""The README's runtime and LangChain examples, run as written on the real local model (marked `llm`).
+
+Each example is read from the README and run in a child process with only its address changed: the local
+endpoint (`optimizer.llm.local.toolcall_proxy`) runs here on a free port rather than 8080, in front of the
+1.5B model's llama-server (reused if one runs, else started and stopped). The child prints the final
+answer and what the run did; a test fails on garbage: no real tool call, or an answer without the fact
+that only the tool result holds.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from tests.conftest import ROOT
+
+pytestmark = pytest.mark.llm
+
+EXAMPLE_URL = "http://127.0.0.1:8080/v1"
+FACT = "REF-7"  # only the refunds doc says who approves: the model cannot know it otherwise
+RUNTIME_REPORT = """
+import json as _json
+print("ACON-RESULT " + _json.dumps({"messages": messages, "stats": runtime.stats.to_dict()}))
+"""
+LANGCHAIN_REPORT = """
+import json as _json
+_messages = [m.model_dump(include={"type", "content", "tool_calls", "name"}) for m in result["messages"]]
+_stats = middleware.runtime(result).stats.to_dict()
+print("ACON-RESULT " + _json.dumps({"messages": _messages, "stats": _stats}))
+"""
+
+
+def readme_block(marker: str) -> str:
+    readme = (ROOT / "README.md").read_text()
+    match = re.search(rf"<!-- {marker} -->\n```python\n(.*?)\n```", readme, re.DOTALL)
+    assert match, f"README has no {marker}"
+    return match.group(1)
+
+
+@pytest.fixture(scope="module")
+def endpoint() -> Iterator[str]:
+    from optimizer.llm.local import LocalServers
+    from optimizer.llm.local.toolcall_proxy import serve
+
+    with LocalServers(log=lambda _: None) as servers:
+        servers.base_url("qwen2.5-coder-1.5b")
+        httpd = serve(0)
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        yield f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def run_as_written(code: str, url: str, report: str) -> tuple[str, dict]:
+    assert code.count(EXAMPLE_URL) == 1, "the example names the local endpoint once"
+    program = code.replace(EXAMPLE_URL, url) + "\n" + report
+    done = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, cwd=ROOT, timeout=1500)
+    assert done.returncode == 0, done.stderr[-3000:]
+    printed, _, result = done.stdout.rpartition("ACON-RESULT ")
+    return printed.strip(), json.loads(result)
+
+
+def test_the_runtime_example_on_the_local_model(endpoint):
+    printed, result = run_as_written(readme_block("runtime-example"), endpoint, RUNTIME_REPORT)
+    messages = result["messages"]
+    calls = [c["function"]["name"] for m in messages for c in m.get("tool_calls") or ()]
+    assert "read_doc" in calls, messages  # a real tool call, read from the model's own reply
+    assert messages[-1]["role"] == "assistant" and FACT in messages[-1]["content"], messages[-1]
+    assert printed == messages[-1]["content"].strip()
+    assert result["stats"]["requests"] >= 2 and result["stats"]["compressions"] >= 1  # the doc was offloaded
+    print(json.dumps({"calls": calls, "answer": printed, "stats": result["stats"]}))
+
+
+def test_the_langchain_example_on_the_local_model(endpoint):
+    pytest.importorskip("langchain")
+    printed, result = run_as_written(readme_block("langchain-example"), endpoint, LANGCHAIN_REPORT)
+    messages = result["messages"]
+    calls = [c["name"] for m in messages for c in m.get("tool_calls") or ()]
+    assert "read_doc" in calls, messages
+    assert messages[-1]["type"] == "ai" and FACT in messages[-1]["content"], messages[-1]
+    assert printed == messages[-1]["content"].strip()
+    assert result["stats"]["requests"] >= 2 and result["stats"]["compressions"] >= 1
+    print(json.dumps({"calls": calls, "answer": printed, "stats": result["stats"]}))
