@@ -61,7 +61,7 @@ def run_episode(task: Task, agent: Agent, strategy: ContextStrategy, services: E
     runtime = ContextRuntime(
         strategy,
         compressor=services.compressor,
-        reference_literals=reference_literals(task) if strategy.kind == "oracle" else (),
+        reference=tuple(task.reference or ()) if strategy.kind == "oracle" else (),
     )
     answers: list[str | None] = []
     state = _LoopState()
@@ -207,11 +207,6 @@ def _run_turn(
     state.stopped = True
     state.reasons.append(f"turn {turn} hit the step limit ({task.max_steps_per_turn} per turn)")
     return None
-
-
-def reference_literals(task: Task) -> tuple[str, ...]:
-    """Every literal the task's reference solution needs (what only the tier-0 oracle may see)."""
-    return tuple(dict.fromkeys(n.literal for step in task.reference or () for n in step.needs))
 
 
 def _execute(

@@ -33,6 +33,7 @@ from optimizer.errors import ConfigError
 from optimizer.runtime.render import action_json, render_messages
 from optimizer.runtime.retention_map import CallClassifier, RetentionMap, as_retention_map
 from optimizer.tokens import count_message_tokens, count_tokens
+from optimizer.world.task import ReferenceStep
 from optimizer.world.tool import ToolCall, ToolOutput, ToolSpec
 
 ToolFormat = Literal["native", "json"]
@@ -87,7 +88,8 @@ class ContextRuntime:
     `tracking_uri`), or any `ContextStrategy` (the agent loop passes its strategy). `retention`: a
     `RetentionMap`, a mapping `tool name -> class / {retention_class, side_effect}`, or a classifier
     `(name, arguments) -> class`. `compressor`: an `openai.OpenAI` client (with `compressor_model`), an
-    acon `ChatClient` or `Compressor`; required when a guideline's moves call an LLM.
+    acon `ChatClient` or `Compressor`; required when a guideline's moves call an LLM. `reference`: the
+    task's reference solution, which only the tier-0 `oracle` reads (the agent loop passes it to it alone).
     """
 
     def __init__(
@@ -98,7 +100,7 @@ class ContextRuntime:
         compressor: Any = None,
         compressor_model: str | None = None,
         tracking_uri: str | None = None,
-        reference_literals: tuple[str, ...] = (),
+        reference: tuple[ReferenceStep, ...] = (),
     ) -> None:
         self.strategy = _strategy(guideline, tracking_uri)
         self.compressor = _compressor(compressor, compressor_model)
@@ -108,7 +110,7 @@ class ContextRuntime:
                 "(an OpenAI-compatible client and compressor_model=)"
             )
         self.retention = as_retention_map(retention)
-        self.reference_literals = reference_literals
+        self.reference = reference
         self.history = History()
         self.store = RecallStore()
         self.stats = RuntimeStats()
@@ -333,7 +335,7 @@ class ContextRuntime:
             store=self.store,
             compressor=self.compressor,
             strategy=self.strategy.type,
-            reference_literals=self.reference_literals,
+            reference=self.reference,
         )
 
     def _count(self, records: Sequence[CompressionRecord]) -> None:

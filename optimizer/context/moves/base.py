@@ -24,6 +24,7 @@ from optimizer.context.history import Edit, Entry, EntryKind, History, Replace, 
 from optimizer.context.recall import RecallStore
 from optimizer.context.record import CompressionRecord
 from optimizer.world.retention import RetentionClass
+from optimizer.world.task import ReferenceStep
 
 
 @dataclass(frozen=True)
@@ -45,9 +46,9 @@ class StrategyContext:
     compressor: Compressor | None = None
     # Label written into compression records (the strategy's `type`).
     strategy: str = ""
-    # Every literal the task's reference solution needs. Only the tier-0 `oracle` may read it: a strategy
-    # that looked here would be grading itself with the answer key.
-    reference_literals: tuple[str, ...] = ()
+    # The task's reference solution. Only the tier-0 `oracle` may read it: a strategy that looked here
+    # would be grading itself with the answer key.
+    reference: tuple[ReferenceStep, ...] = ()
     notes: dict[str, object] = field(default_factory=dict)
 
 
