@@ -429,7 +429,7 @@ def _distinctive(
         return sum(term in unit_tokens for unit_tokens in tokens)
 
     # Words have their own limit: one only adds to a unit's count toward `min_words`, it does not keep the
-    # unit alone, and filtering them with the terms' share lost needed rows (`kb_answer-04`).
+    # unit alone, and filtering them with the terms' share lost needed rows of knowledge-base answers.
     return Terms(
         frozenset(t for t in terms.strong if units_holding(t) <= limit),
         frozenset(v for v in terms.literals if units_holding(v, literal=True) <= limit),
