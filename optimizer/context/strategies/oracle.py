@@ -12,6 +12,7 @@ guideline gets to keeping only what the task needs.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from typing import ClassVar, Literal
@@ -186,6 +187,12 @@ class Oracle(ContextStrategy):
 
     type: Literal["oracle"] = "oracle"
     kind: ClassVar[Literal["oracle"]] = "oracle"
+    # Its code is what it does (it has no policy to hash), so a change of what it keeps bumps this: stored
+    # episodes of an earlier floor are then never read back as this one's. 2: each part until its last use.
+    revision: ClassVar[int] = 2
+
+    def version(self) -> str:
+        return hashlib.sha256(f"{super().version()}:{self.revision}".encode()).hexdigest()[:12]
 
     def write(self, raw: Entry, history: History, ctx: StrategyContext) -> Written:
         # Not a policy move: a guideline may never hold it, so it is applied here, bounded by the contract.
