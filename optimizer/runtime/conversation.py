@@ -25,7 +25,7 @@ from optimizer.context.budget import apply_budget
 from optimizer.context.compressor import Compressor
 from optimizer.context.guideline import Guideline, read_guideline
 from optimizer.context.history import Entry, EntryKind, History
-from optimizer.context.moves.base import StrategyContext
+from optimizer.context.moves.base import AnswerKey, StrategyContext
 from optimizer.context.recall import RECALL_SPEC, RECALL_TOOL, RecallStore
 from optimizer.context.record import CompressionRecord
 from optimizer.context.strategies.base import ContextStrategy
@@ -33,7 +33,6 @@ from optimizer.errors import ConfigError
 from optimizer.runtime.render import action_json, render_messages
 from optimizer.runtime.retention_map import CallClassifier, RetentionMap, as_retention_map
 from optimizer.tokens import count_message_tokens, count_tokens
-from optimizer.world.task import ReferenceStep
 from optimizer.world.tool import ToolCall, ToolOutput, ToolSpec
 
 ToolFormat = Literal["native", "json"]
@@ -88,7 +87,7 @@ class ContextRuntime:
     `tracking_uri`), or any `ContextStrategy` (the agent loop passes its strategy). `retention`: a
     `RetentionMap`, a mapping `tool name -> class / {retention_class, side_effect}`, or a classifier
     `(name, arguments) -> class`. `compressor`: an `openai.OpenAI` client (with `compressor_model`), an
-    acon `ChatClient` or `Compressor`; required when a guideline's moves call an LLM. `reference`: the
+    acon `ChatClient` or `Compressor`; required when a guideline's moves call an LLM. `answer_key`: the
     task's reference solution, which only the tier-0 `oracle` reads (the agent loop passes it to it alone).
     """
 
@@ -100,7 +99,7 @@ class ContextRuntime:
         compressor: Any = None,
         compressor_model: str | None = None,
         tracking_uri: str | None = None,
-        reference: tuple[ReferenceStep, ...] = (),
+        answer_key: AnswerKey | None = None,
     ) -> None:
         self.strategy = _strategy(guideline, tracking_uri)
         self.compressor = _compressor(compressor, compressor_model)
@@ -110,7 +109,7 @@ class ContextRuntime:
                 "(an OpenAI-compatible client and compressor_model=)"
             )
         self.retention = as_retention_map(retention)
-        self.reference = reference
+        self.answer_key = answer_key or AnswerKey()
         self.history = History()
         self.store = RecallStore()
         self.stats = RuntimeStats()
@@ -335,7 +334,7 @@ class ContextRuntime:
             store=self.store,
             compressor=self.compressor,
             strategy=self.strategy.type,
-            reference=self.reference,
+            answer_key=self.answer_key,
         )
 
     def _count(self, records: Sequence[CompressionRecord]) -> None:

@@ -28,7 +28,7 @@ LEARNED = Path(__file__).resolve().parents[2] / "guidelines" / "learned"
 
 
 def test_the_oracle_drops_a_step_once_no_later_step_needs_it():
-    """The catalogue's bin line is kept until the stock read that needs it, then the whole step goes."""
+    """The catalogue's bin is kept until the stock read that needs it, then the whole step goes."""
     need = Need(NeedKind.VALUE, "B-14", argument="bin", guess="B-15")
     script = (
         *STANDARD[:2],
@@ -40,23 +40,27 @@ def test_the_oracle_drops_a_step_once_no_later_step_needs_it():
     steps = result.episode.steps
     # Step 2 takes the stock read: the bin must be in view there, and is gone from the next request on,
     # with the catalogue's call (a call is never shown without its result).
-    assert any("B-14" in t for t in result.episode.checkpoint_texts(5, 2) if "FACT-STATIC-77" in t)
+    assert "B-14" in "\n".join(result.episode.checkpoint_texts(5, 2))
     later = "\n".join(result.episode.checkpoint_texts(5, 3))
-    assert "FACT-STATIC-77" not in later and "docs/catalog.md" not in later
+    assert "read_file" not in later and "docs/catalog.md" not in later  # the read and its result
     assert result.visible_at_end("RULE-MID-02")  # pinned: whole, to the end
-    assert steps[-1].input_tokens < steps[2].input_tokens
+    # A step no later step needs from goes as soon as its result is in: the page read, before the answer.
+    final = "\n".join(result.episode.checkpoint_texts(5, len(steps) - 1))
+    assert "fetch_page" not in final and "example.com" not in final
     assert_contract(result)
 
 
-def test_the_oracle_keeps_a_literal_with_its_json_key():
-    """A need printed as key and value (`"units_in_stock": 3`) is held by the leaf rendered alone."""
-    from optimizer.context.extraction import parse_units, render
-    from optimizer.context.strategies.oracle import needed_units
+def test_the_oracle_keeps_a_literal_alone_whatever_it_spans():
+    """A need printed as key and value (`"units_in_stock": 3`) or across two fields stays visible: the
+    literal itself is kept, however the result is laid out, with the result's must-keep lines."""
+    from optimizer.context.history import Entry, EntryKind
+    from optimizer.context.strategies.oracle import kept_content
 
-    parsed = parse_units('{"sku": "SKU-1", "units_in_stock": 3}')
-    assert render(parsed, needed_units(parsed, ['"units_in_stock": 3'])) == '{"units_in_stock": 3}'
-    # A literal that no single leaf holds keeps every leaf rather than lose the need.
-    assert needed_units(parsed, ['"SKU-1", "units_in_stock"']) == [0, 1]
+    content = '{"sku": "SKU-1", "units_in_stock": 3, "note": "showing 1 of 2"}'
+    raw = Entry(2, EntryKind.RESULT, content, 0, 0, must_keep=("showing 1 of 2",))
+    assert kept_content(raw, content, ['"units_in_stock": 3']) == '"units_in_stock": 3\nshowing 1 of 2'
+    assert kept_content(raw, content, ['"SKU-1", "units_in_stock"']) == '"SKU-1", "units_in_stock"\nshowing 1 of 2'
+    assert kept_content(raw, content, ["SKU-2"]) == "showing 1 of 2"  # not in it: nothing of it kept
 
 
 # --- the floor, suite by suite ----------------------------------------------------------------------

@@ -12,7 +12,7 @@ edits to replay (checkpoint 3), each with a `CompressionRecord`.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -36,6 +36,15 @@ class CompressorTexts:
     version: str
 
 
+@dataclass(frozen=True)
+class AnswerKey:
+    """A task's reference solution as the tier-0 `oracle` reads it: its steps, and for each literal they
+    need, the steps whose outputs show it (found by replaying the reference once)."""
+
+    steps: tuple[ReferenceStep, ...] = ()
+    carriers: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+
+
 @dataclass
 class StrategyContext:
     """What a strategy may use during one episode besides the history."""
@@ -48,7 +57,7 @@ class StrategyContext:
     strategy: str = ""
     # The task's reference solution. Only the tier-0 `oracle` may read it: a strategy that looked here
     # would be grading itself with the answer key.
-    reference: tuple[ReferenceStep, ...] = ()
+    answer_key: AnswerKey = field(default_factory=AnswerKey)
     notes: dict[str, object] = field(default_factory=dict)
 
 
