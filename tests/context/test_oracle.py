@@ -2,7 +2,7 @@
 reference agent succeeds under sends a smaller peak than it on any task of the suites that run offline.
 
 The floor test runs every built-in fixed strategy and every shipped learned guideline that makes no
-compressor call, task by task, on smoke, reach, a share of the built-in suite and (with bfcl-eval
+compressor call, task by task, on smoke, reach, planted, a share of the built-in suite and (with bfcl-eval
 installed) the first tasks of BFCL's base and long_context categories, both splits: a floor that held on
 train only would still be a wrong floor in the test-split report. A task some strategy solves must be
 solved by the oracle at a peak no higher.
@@ -88,6 +88,12 @@ def _reach() -> Sequence[Task]:
     return ReachSuite().load().tasks
 
 
+def _planted() -> Sequence[Task]:
+    from tasks.planted import PlantedSuite
+
+    return PlantedSuite().load().tasks
+
+
 def _builtin() -> Sequence[Task]:
     from tasks.builtin import BuiltinSuite
 
@@ -108,6 +114,7 @@ def _bfcl(category: str, limit: int) -> Callable[[], Sequence[Task]]:
 SUITES: dict[str, Callable[[], Sequence[Task]]] = {
     "smoke": _smoke,
     "reach": _reach,
+    "planted": _planted,
     "builtin": _builtin,
     "bfcl_base": _bfcl("multi_turn_base", 30),
     "bfcl_long_context": _bfcl("multi_turn_long_context", 12),
