@@ -138,5 +138,5 @@ class PlantedSuite(SuiteSource):
     type: Literal["planted"] = "planted"
 
     def load(self) -> Suite:
-        tasks = (_task("planted-train", "ORD-90417", 240.0), _task("planted-test", "ORD-55302", 180.0))
-        return Suite("planted", tasks, frozenset({"planted-train"}), frozenset({"planted-test"}))
+        train, test = _task("planted-train", "ORD-90417", 240.0), _task("planted-test", "ORD-55302", 180.0)
+        return Suite("planted", (train, test), frozenset({train.id}), frozenset({test.id}))

@@ -18,6 +18,7 @@ from optimizer.agent.episode import Episode, StepRecord, compute_metrics
 from optimizer.agent.episode_records import EntryRecord, ToolCallRecord
 from optimizer.context.compressor import Compressor
 from optimizer.context.history import Entry
+from optimizer.context.moves.base import AnswerKey
 from optimizer.context.recall import RECALL_SPEC, RECALL_TOOL, RecallStore
 from optimizer.context.record import CompressionRecord
 from optimizer.context.strategies.base import ContextStrategy
@@ -25,6 +26,7 @@ from optimizer.errors import InfrastructureError
 from optimizer.llm.usage import Pricing
 from optimizer.runtime import ContextRuntime
 from optimizer.tokens import MESSAGE_OVERHEAD_TOKENS, count_message_tokens, count_tokens
+from optimizer.world.sources import literal_carriers
 from optimizer.world.task import Task
 from optimizer.world.tool import ToolCall, ToolOutput, ToolSpec
 
@@ -61,7 +63,7 @@ def run_episode(task: Task, agent: Agent, strategy: ContextStrategy, services: E
     runtime = ContextRuntime(
         strategy,
         compressor=services.compressor,
-        reference_literals=reference_literals(task) if strategy.kind == "oracle" else (),
+        answer_key=answer_key(task) if strategy.kind == "oracle" else None,
     )
     answers: list[str | None] = []
     state = _LoopState()
@@ -209,9 +211,9 @@ def _run_turn(
     return None
 
 
-def reference_literals(task: Task) -> tuple[str, ...]:
-    """Every literal the task's reference solution needs (what only the tier-0 oracle may see)."""
-    return tuple(dict.fromkeys(n.literal for step in task.reference or () for n in step.needs))
+def answer_key(task: Task) -> AnswerKey:
+    """The task's reference solution as the tier-0 oracle reads it (what no other strategy may see)."""
+    return AnswerKey(tuple(task.reference or ()), literal_carriers(task))
 
 
 def _execute(

@@ -26,7 +26,7 @@ from optimizer.agent.base import Agent, AgentAction, AgentInput
 from optimizer.agent.episode_records import DeviationRecord
 from optimizer.context.recall import RECALL_TOOL
 from optimizer.runtime.render import request_text
-from optimizer.world.needs import alter_text, occurs
+from optimizer.world.needs import alter_text, occurs, written_needs
 from optimizer.world.task import Need, NeedKind, ReferenceStep
 from optimizer.world.tool import ToolCall, ToolSpec
 
@@ -35,7 +35,6 @@ RecallMode = Literal["honest", "never", "peek"]
 _HANDLE = re.compile(r'recall\(handle="(h\d+)"\)')
 _CALL_ID = re.compile(r"call_id=([A-Za-z0-9_.:-]+)")
 SKIPPING_KINDS = (NeedKind.RULE, NeedKind.PAGE, NeedKind.ERROR)
-_WRITTEN_KINDS = (NeedKind.VALUE, NeedKind.RECEIPT)
 
 
 @dataclass(frozen=True)
@@ -57,43 +56,6 @@ class Deviation:
             self.behaviour,
             self.need.source_class,
         )
-
-
-def written_needs(reference: Sequence[ReferenceStep]) -> list[tuple[Need, ...]]:
-    """Each step's needs plus the literals of the task's other VALUE and RECEIPT needs it writes out.
-
-    A reference step whose email body or answer quotes an id the task needed elsewhere needs that id
-    too; a suite that declared it only where it first mattered would let the agent quote it for free.
-    """
-    # Only literals an earlier step needed: a value the agent writes before any output showed it (BFCL's
-    # ground truth knows a ticker symbol) is its own, not one it copies.
-    known: dict[str, Need] = {}
-    out = []
-    for step in reference:
-        declared = {n.literal for n in step.needs}
-        text = _written_text(step)
-        implied = tuple(
-            Need(NeedKind.VALUE, literal, guess=alter_text(literal), source_class=need.source_class)
-            for literal, need in known.items()
-            if literal not in declared and occurs(literal, text)
-        )
-        out.append((*step.needs, *implied))
-        known.update((n.literal, n) for n in step.needs if n.kind in _WRITTEN_KINDS and n.literal not in known)
-    return out
-
-
-def _written_text(step: ReferenceStep) -> str:
-    if step.call is None:
-        return step.answer or ""
-    return "\n".join(_strings(step.call.arguments))
-
-
-def _strings(node: Any) -> list[str]:
-    if isinstance(node, Mapping):
-        return [s for item in node.values() for s in _strings(item)]
-    if isinstance(node, list | tuple):
-        return [s for item in node for s in _strings(item)]
-    return [node] if isinstance(node, str) else []
 
 
 @dataclass

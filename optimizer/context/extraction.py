@@ -34,6 +34,7 @@ import re2
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, field_validator, model_serializer
 
 from optimizer.context.history import Entry, EntryKind
+from optimizer.world.needs import occurs
 
 MAX_PATTERN_CHARS = 200
 MAX_RULES = 24
@@ -429,7 +430,7 @@ def _distinctive(
         return sum(term in unit_tokens for unit_tokens in tokens)
 
     # Words have their own limit: one only adds to a unit's count toward `min_words`, it does not keep the
-    # unit alone, and filtering them with the terms' share lost needed rows (`kb_answer-04`).
+    # unit alone, and filtering them with the terms' share lost needed rows of knowledge-base answers.
     return Terms(
         frozenset(t for t in terms.strong if units_holding(t) <= limit),
         frozenset(v for v in terms.literals if units_holding(v, literal=True) <= limit),
@@ -446,6 +447,36 @@ def render(parsed: Parsed, keep: Sequence[int]) -> str:
     for unit in kept:
         tree = _insert(tree, parsed.data, unit.path, unit)
     return json.dumps(_finish(tree) if tree is not None else {}, ensure_ascii=parsed.ascii_only)
+
+
+def needed_units(parsed: Parsed, literals: list[str]) -> list[int]:
+    """Units holding a literal, as the tool printed it (JSON-escaped) or as the leaf reads. A literal that
+    spans several lines of a split string leaf (a whole file posted as a tweet) keeps the whole leaf.
+
+    What the proposers read to find where a lost fact sat in a result (the rule they derive must keep it)."""
+    if not literals:
+        return []
+    leaves: dict[tuple[tuple[str | int, ...], bool], list[Unit]] = {}
+    for unit in parsed.units:
+        leaves.setdefault((unit.path, unit.line is not None), []).append(unit)
+    keep: set[int] = set()
+
+    def holds(literal: str, texts: tuple[str, ...]) -> bool:
+        return any(occurs(literal, text) for text in texts)
+
+    def forms(value: str) -> tuple[str, ...]:
+        return value, json.dumps(value, ensure_ascii=parsed.ascii_only)[1:-1]
+
+    # Literal by literal: a short one (a tweet id "1") held by one line must not hide that another one (the
+    # whole diff being tweeted) is held only by the leaf as a whole.
+    for literal in literals:
+        for (_, split), units in leaves.items():
+            one_by_one = [u.index for u in units if holds(literal, (*forms(u.value), u.text))]
+            if one_by_one:
+                keep.update(one_by_one)
+            elif split and holds(literal, forms("\n".join(u.value for u in units))):
+                keep.update(u.index for u in units)  # only the leaf as a whole holds it
+    return sorted(keep)
 
 
 class _Indexed(dict[int, Any]):

@@ -28,7 +28,7 @@ from optimizer.context.budget import apply_budget
 from optimizer.context.compressor import Compressor
 from optimizer.context.guideline import Guideline, read_guideline
 from optimizer.context.history import Entry, EntryKind, History
-from optimizer.context.moves.base import StrategyContext
+from optimizer.context.moves.base import AnswerKey, StrategyContext
 from optimizer.context.recall import RECALL_SPEC, RECALL_TOOL, RecallStore
 from optimizer.context.record import CompressionRecord
 from optimizer.context.strategies.base import ContextStrategy
@@ -107,6 +107,8 @@ class ContextRuntime:
     acon `ChatClient` or `Compressor`; required when a guideline's moves call an LLM. A guideline that
     leaves skills or write receipts unpinned is refused unless `allow_unpinned` (to study that failure; a
     `UserWarning` and `contract_override` then say so). Calls from several threads are run one at a time.
+    `answer_key`: the task's reference solution, which only the tier-0 `oracle` reads (the agent loop passes
+    it to it alone).
     """
 
     def __init__(
@@ -117,7 +119,7 @@ class ContextRuntime:
         compressor: Any = None,
         compressor_model: str | None = None,
         tracking_uri: str | None = None,
-        reference_literals: tuple[str, ...] = (),
+        answer_key: AnswerKey | None = None,
         allow_unpinned: bool = False,
     ) -> None:
         self.strategy = _strategy(guideline, tracking_uri, allow_unpinned)
@@ -134,7 +136,7 @@ class ContextRuntime:
                 "(an OpenAI-compatible client and compressor_model=)"
             )
         self.retention = as_retention_map(retention)
-        self.reference_literals = reference_literals
+        self.answer_key = answer_key or AnswerKey()
         self.history = History()
         self.store = RecallStore()
         self.stats = RuntimeStats()
@@ -414,7 +416,7 @@ class ContextRuntime:
             store=self.store,
             compressor=self.compressor,
             strategy=self.strategy.type,
-            reference_literals=self.reference_literals,
+            answer_key=self.answer_key,
         )
 
     def _count(self, records: Sequence[CompressionRecord]) -> None:

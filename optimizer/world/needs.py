@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from optimizer.world.task import Need, NeedKind
+from optimizer.world.task import Need, NeedKind, ReferenceStep
 from optimizer.world.tool import ToolCall
 
 _COMMON = """
@@ -290,3 +290,43 @@ def _alterations(value: Any) -> list[Any]:
             base = ord("a") if ch.islower() else ord("A")
             return [value[:i] + chr(base + (ord(ch) - base + 1) % 26) + value[i + 1 :]]
     return [value + "x"]
+
+
+_WRITTEN_KINDS = (NeedKind.VALUE, NeedKind.RECEIPT)
+
+
+def written_needs(reference: Sequence[ReferenceStep]) -> list[tuple[Need, ...]]:
+    """Each step's needs plus the literals of the task's other VALUE and RECEIPT needs it writes out.
+
+    A reference step whose email body or answer quotes an id the task needed elsewhere needs that id
+    too; a suite that declared it only where it first mattered would let the agent quote it for free.
+    """
+    # Only literals an earlier step needed: a value the agent writes before any output showed it (BFCL's
+    # ground truth knows a ticker symbol) is its own, not one it copies.
+    known: dict[str, Need] = {}
+    out = []
+    for step in reference:
+        declared = {n.literal for n in step.needs}
+        text = _written_text(step)
+        implied = tuple(
+            Need(NeedKind.VALUE, literal, guess=alter_text(literal), source_class=need.source_class)
+            for literal, need in known.items()
+            if literal not in declared and occurs(literal, text)
+        )
+        out.append((*step.needs, *implied))
+        known.update((n.literal, n) for n in step.needs if n.kind in _WRITTEN_KINDS and n.literal not in known)
+    return out
+
+
+def _written_text(step: ReferenceStep) -> str:
+    if step.call is None:
+        return step.answer or ""
+    return "\n".join(_strings(step.call.arguments))
+
+
+def _strings(node: Any) -> list[str]:
+    if isinstance(node, Mapping):
+        return [s for item in node.values() for s in _strings(item)]
+    if isinstance(node, list | tuple):
+        return [s for item in node for s in _strings(item)]
+    return [node] if isinstance(node, str) else []

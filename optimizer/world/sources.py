@@ -1,4 +1,4 @@
-"""Where each literal of a reference solution comes from: which reference call's output first showed it.
+"""Where each literal of a reference solution comes from: which reference calls' outputs show it.
 
 An agent that lost a fact from its context can only think of recalling it if it knows which earlier
 call the fact came from; that is task knowledge (an order's line ids are in the order), not knowledge
@@ -14,28 +14,40 @@ import threading
 from collections import OrderedDict
 
 from optimizer.world.needs import occurs
-from optimizer.world.task import Task
+from optimizer.world.task import ReferenceStep, Task
 
 # Only the sources are kept, never the task: holding tasks here kept thousands of worlds alive.
-_CACHE: OrderedDict[str, dict[str, str]] = OrderedDict()
+_CACHE: OrderedDict[str, dict[str, tuple[int, ...]]] = OrderedDict()
 _LOCK = threading.Lock()
 _CACHE_SIZE = 4096
 
 
 def need_sources(task: Task) -> dict[str, str]:
     """Literal -> id of the reference call whose output first carried it (absent: from the user)."""
+    reference = task.reference or ()
+    return {literal: _call_id(reference[steps[0]]) for literal, steps in literal_carriers(task).items()}
+
+
+def literal_carriers(task: Task) -> dict[str, tuple[int, ...]]:
+    """Literal -> indices of the reference steps whose outputs show it, in order (absent: no output does).
+
+    The tier-0 oracle reads it to keep a literal in the last output that shows it before it is used."""
     key = _content_key(task)
     with _LOCK:
         hit = _CACHE.get(key)
         if hit is not None:
             _CACHE.move_to_end(key)
             return hit
-    sources = _replay_sources(task)
+    carriers = _replay_carriers(task)
     with _LOCK:
-        _CACHE[key] = sources
+        _CACHE[key] = carriers
         while len(_CACHE) > _CACHE_SIZE:
             _CACHE.popitem(last=False)
-    return sources
+    return carriers
+
+
+def _call_id(step: ReferenceStep) -> str:
+    return step.call.id if step.call is not None else ""  # only call steps have outputs
 
 
 def _content_key(task: Task) -> str:
@@ -45,18 +57,18 @@ def _content_key(task: Task) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _replay_sources(task: Task) -> dict[str, str]:
+def _replay_carriers(task: Task) -> dict[str, tuple[int, ...]]:
     literals = {n.literal for step in task.reference or () for n in step.needs}
-    found: dict[str, str] = {}
+    found: dict[str, list[int]] = {}
     env = task.make_env()
     try:
-        for step in task.reference or ():
-            if step.call is None or len(found) == len(literals):
+        for index, step in enumerate(task.reference or ()):
+            if step.call is None:
                 continue
             output = env.call(step.call, step.turn).content
-            for literal in literals - found.keys():
+            for literal in literals:
                 if occurs(literal, output):
-                    found[literal] = step.call.id
+                    found.setdefault(literal, []).append(index)
     finally:
         env.close()
-    return found
+    return {literal: tuple(steps) for literal, steps in found.items()}

@@ -73,7 +73,7 @@ def test_counted_input_tokens_match_the_request_at_every_step():
 
 def test_literals_the_agent_writes_out_are_needs_of_that_step():
     """An email body or an answer that quotes an id the task needed earlier needs it in view too."""
-    from optimizer.agent.reference import written_needs
+    from optimizer.world.needs import written_needs
 
     task = load_suite("builtin").task("refund-00")
     needs = written_needs(task.reference)

@@ -13,7 +13,7 @@ from tasks.reach import ReachSuite
 from tests.conftest import benchmark_module
 
 ROOT = Path(__file__).resolve().parents[2]
-TASK = next(t for t in ReachSuite().load().tasks if t.id == "reach-price")
+TASK = next(t for t in ReachSuite().load().tasks if t.id == "reach-price-compare")
 
 
 @pytest.fixture(scope="module")

@@ -80,7 +80,7 @@ def test_show_lists_the_tasks(run_cli):
 
 
 def test_show_one_task_gives_instruction_tools_with_classes_and_needs(run_cli):
-    task = BuiltinSuite().load().task("catalog_quote-00")
+    task = BuiltinSuite().load().task("catalog_quote-01")
     code, out, err = run_cli("suites", "show", "builtin", "--task", task.id)
     assert code == 0, err
     assert task.instruction.split("\n")[0][:60] in out
@@ -109,7 +109,7 @@ def test_export_writes_the_suite_and_its_splits_to_parquet(run_cli, tmp_path):
     for split in ("train", "test"):
         rows = pq.read_table(tmp_path / "builtin" / f"{split}.parquet").to_pylist()
         assert len(rows) == 32 and {row["split"] for row in rows} == {split}
-    task = BuiltinSuite().load().task("catalog_quote-00")
+    task = BuiltinSuite().load().task("catalog_quote-01")
     row = next(r for r in table if r["id"] == task.id)
     assert row["instruction"] == json.loads(row["turns"])[0] == task.instruction
     assert {t["name"]: t["retention_class"] for t in json.loads(row["tools"])}["create_quote"] == "write_receipt"

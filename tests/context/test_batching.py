@@ -30,7 +30,7 @@ def guideline(batch_tokens: int) -> Guideline:
     return SEED.model_copy(update={"policy": policy, "name": f"batch-{batch_tokens}"})
 
 
-def run(batch_tokens: int, task_id: str = "ticket_queue-01") -> Episode:
+def run(batch_tokens: int, task_id: str = "ticket_queue-03") -> Episode:
     task = load_suite("builtin").task(task_id)
     agent = ReferenceAgent(task.reference, sources=need_sources(task))
     return run_episode(task, agent, GuidelineStrategy(guideline=guideline(batch_tokens)), EpisodeServices())

@@ -252,15 +252,30 @@ def test_the_oracle_keeps_exactly_what_the_reference_needs():
     result = run(oracle, script)
     assert result.episode.outcome == "success" and not result.episode.deviations
     written = result.episode.text(next(e.text for e in result.episode.entries if e.id == 4))
-    assert written == "FACT-STATIC-77: widget W-778 ships from bin B-14."
+    assert written == "B-14"  # the literal itself: less than its line, as a preview could show
     assert result.visible_at_end("RULE-MID-02")  # pinned: whole
     assert_contract(result)
 
 
-def test_the_oracle_keeps_a_literal_that_spans_a_whole_multi_line_leaf():
-    """A file's whole content, posted elsewhere, is a need: the leaf it sits in stays whole."""
-    from optimizer.context.extraction import parse_units
-    from optimizer.context.strategies.oracle import needed_units
+def test_the_oracle_keeps_a_whole_file_literal_verbatim():
+    """A file's whole content, posted elsewhere, is a need: it is kept verbatim, as the tool printed it."""
+    from optimizer.context.history import Entry, EntryKind
+    from optimizer.context.strategies.oracle import kept_content
+
+    body = "\n".join(f"line {i}: the company’s figures" for i in range(12))
+    content = json.dumps({"file_content": body, "other": "x" * 50})
+    literal = json.dumps(body)[1:-1]  # as the tool printed it: JSON-escaped, \u2019 included
+    raw = Entry(4, EntryKind.RESULT, content, 1, 0)
+    # A short literal (a tweet id "1", needed by a later call) beside the whole-file one keeps both (a BFCL
+    # task's tweeted diff once lost its second line, and the oracle failed the task).
+    assert kept_content(raw, content, ["1", literal, "absent"]) == f"1\n{literal}"
+    assert kept_content(raw, content, []) == ""
+
+
+def test_the_units_holding_a_literal_that_spans_a_whole_multi_line_leaf():
+    """A file's whole content, posted elsewhere, is a need: the leaf it sits in is what holds it (the
+    proposers derive their rules from these units)."""
+    from optimizer.context.extraction import needed_units, parse_units
 
     body = "\n".join(f"line {i}: the company’s figures" for i in range(12))
     content = json.dumps({"file_content": body, "other": "x" * 50})
@@ -270,5 +285,5 @@ def test_the_oracle_keeps_a_literal_that_spans_a_whole_multi_line_leaf():
     assert json.loads(render(parsed, kept)) == {"file_content": body}
     assert needed_units(parsed, ["line 3: the company\\u2019s figures"]) == [3]
     # A short literal one line holds (an id "1", needed by a later call) must not hide the whole-leaf one
-    # (BFCL multi_turn_base_8: the tweeted diff lost its second line, and the oracle failed the task).
+    # (a BFCL task whose tweeted diff lost its second line).
     assert json.loads(render(parsed, needed_units(parsed, ["1", literal]))) == {"file_content": body}

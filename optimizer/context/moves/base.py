@@ -12,7 +12,7 @@ edits to replay (checkpoint 3), each with a `CompressionRecord`.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -24,6 +24,7 @@ from optimizer.context.history import Edit, Entry, EntryKind, History, Replace, 
 from optimizer.context.recall import RecallStore
 from optimizer.context.record import CompressionRecord
 from optimizer.world.retention import RetentionClass
+from optimizer.world.task import ReferenceStep
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,15 @@ class CompressorTexts:
     history: str
     observation: str
     version: str
+
+
+@dataclass(frozen=True)
+class AnswerKey:
+    """A task's reference solution as the tier-0 `oracle` reads it: its steps, and for each literal they
+    need, the steps whose outputs show it (found by replaying the reference once)."""
+
+    steps: tuple[ReferenceStep, ...] = ()
+    carriers: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -45,9 +55,9 @@ class StrategyContext:
     compressor: Compressor | None = None
     # Label written into compression records (the strategy's `type`).
     strategy: str = ""
-    # Every literal the task's reference solution needs. Only the tier-0 `oracle` may read it: a strategy
-    # that looked here would be grading itself with the answer key.
-    reference_literals: tuple[str, ...] = ()
+    # The task's reference solution. Only the tier-0 `oracle` may read it: a strategy that looked here
+    # would be grading itself with the answer key.
+    answer_key: AnswerKey = field(default_factory=AnswerKey)
     notes: dict[str, object] = field(default_factory=dict)
 
 

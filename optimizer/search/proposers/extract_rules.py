@@ -15,10 +15,18 @@ from typing import Literal, TypeVar
 
 from pydantic import Field
 
-from optimizer.context.extraction import MAX_RULES, ExtractRule, Parsed, Selection, Unit, parse_units, select
+from optimizer.context.extraction import (
+    MAX_RULES,
+    ExtractRule,
+    Parsed,
+    Selection,
+    Unit,
+    needed_units,
+    parse_units,
+    select,
+)
 from optimizer.context.moves import Extract, ExtractOld, HistoryMoveConfig, WriteMoveConfig
 from optimizer.context.policy import RetentionPolicy
-from optimizer.context.strategies.oracle import needed_units
 from optimizer.search.candidate import Proposal
 from optimizer.search.proposers.base import ProposalInput, Proposer, derived, unique
 from optimizer.search.proposers.edits import WRITE_ORDER, classes_of, inserted

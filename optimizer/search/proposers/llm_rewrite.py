@@ -22,9 +22,8 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, ValidationError
 
-from optimizer.context.extraction import ExtractRule, Parsed, Selection, parse_units, select
+from optimizer.context.extraction import ExtractRule, Parsed, Selection, needed_units, parse_units, select
 from optimizer.context.policy import RetentionPolicy
-from optimizer.context.strategies.oracle import needed_units
 from optimizer.search.candidate import Proposal
 from optimizer.search.proposers.base import Pair, ProposalInput, Proposer, derived
 from optimizer.search.proposers.extract_rules import derive_rule, with_rules

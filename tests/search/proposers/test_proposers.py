@@ -223,7 +223,7 @@ def table_pair() -> SimpleNamespace:
     ]
     return SimpleNamespace(
         diff=SimpleNamespace(missing=lost),
-        compressed=SimpleNamespace(task_id="ticket_queue-00"),
+        compressed=SimpleNamespace(task_id="ticket_queue-02"),
         task=SimpleNamespace(instruction="You are support agent AG-7. Work through your own open tickets."),
         source_text=lambda entry: (TICKETS, "list_tickets") if entry == 3 else None,
     )
