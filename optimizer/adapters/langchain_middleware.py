@@ -34,7 +34,7 @@ from optimizer.context.guideline import Guideline
 from optimizer.context.recall import RECALL_SPEC, RECALL_TOOL
 from optimizer.errors import ConfigError
 from optimizer.runtime import ContextRuntime
-from optimizer.runtime.state import dump_state, restore_state
+from optimizer.runtime.state import dump_state
 
 STATE_KEY = "acon"
 
@@ -74,11 +74,10 @@ class AconMiddleware(AgentMiddleware):
             settings.strategy,
             retention=settings.retention,
             compressor=settings.compressor,
-            reference_literals=settings.reference_literals,
         )
         saved = state.get(STATE_KEY)
         if saved is not None:
-            restore_state(runtime, saved, source="the thread's acon state")
+            runtime.restore(saved, source="the thread's acon state")
         return runtime
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:

@@ -390,7 +390,6 @@ class ContextRuntime:
         The state is read and checked whole before anything changes: a refused load leaves this runtime
         exactly as it was, never part saved conversation and part its own.
         """
-        from optimizer.runtime.state import read_state
 
         try:
             data = json.loads(Path(path).read_text())
@@ -400,7 +399,14 @@ class ContextRuntime:
             raise ConfigError(f"{path}: not a runtime state file ({type(exc).__name__}: {exc})") from None
         except OSError as exc:  # a directory, a file it may not read
             raise ConfigError(f"{path}: not a runtime state file ({exc.strerror or exc})") from None
-        restored = read_state(self, data, source=str(path))
+        return self.restore(data, source=str(path))
+
+    @_serialized
+    def restore(self, data: Any, *, source: str) -> ContextRuntime:
+        """Restore a state as `save` writes it, already parsed (a LangGraph thread's state holds one)."""
+        from optimizer.runtime.state import read_state
+
+        restored = read_state(self, data, source=source)
         self.history, self.store, self.stats = restored.history, restored.store, restored.stats
         self.step, self.turn, self._action_step = restored.step, restored.turn, restored.action_step
         self._previous_request, self._seen = restored.previous_request, restored.seen

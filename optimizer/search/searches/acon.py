@@ -60,8 +60,8 @@ class AconSearch:
         if ctx.options.mine_tier1 and parents:
             # The real agent's pairs for the round's best parent: what tier 0 cannot see (a fact shown and not
             # acted on, a recall not made or made in a loop) is learned from too.
-            best = parents[0]
-            pairs[best.version] = [*pairs[best.version], *ctx.tier1_pairs(best)]
+            leader = parents[0]
+            pairs[leader.version] = [*pairs[leader.version], *ctx.tier1_pairs(leader)]
         found = sum(len(v) for v in pairs.values())
         near = sum(1 for v in pairs.values() for p in v if p.compressed.success)
         provoking = f" (provoked by {provoked.guideline.name})" if provoked else ""

@@ -1,0 +1,37 @@
+"""The long-horizon benchmark's sampling and row arithmetic, on reference-agent episodes (no model)."""
+
+from __future__ import annotations
+
+import pytest
+
+from optimizer.agent.kinds import ReferenceAgentConfig
+from optimizer.agent.loop import EpisodeServices, run_episode
+from optimizer.context.strategies import parse_strategy
+from tasks.reach_long import FAMILIES, ReachLongSuite
+from tests.conftest import benchmark_module
+
+SUITE = ReachLongSuite().load()
+TRAIN = [t for t in SUITE.tasks if t.id in SUITE.train_ids]
+
+
+@pytest.fixture(scope="module")
+def bench():
+    yield from benchmark_module("bench_reach_long")
+
+
+def test_the_sample_takes_the_first_tasks_of_every_family_in_suite_order(bench):
+    sample = bench.first_of_each_family(TRAIN, 2)
+    assert [t.meta["family"] for t in sample] == [f for f in FAMILIES for _ in range(2)]
+    assert all(t.meta["seed"] in (0, 1) for t in sample)
+
+
+def test_a_row_counts_successes_per_family_and_the_context_growth(bench):
+    tasks = bench.first_of_each_family(TRAIN, 1)
+    episodes = [
+        run_episode(t, ReferenceAgentConfig().build(t, None), parse_strategy("none"), EpisodeServices()) for t in tasks
+    ]
+    episodes[0].outcome = "failure"
+    row = bench.row(episodes, tasks)
+    assert row["episodes"] == 4 and row["success"] == 0.75
+    assert row["by_family"][tasks[0].meta["family"]] == 0.0 and list(row["failures"]) == [tasks[0].id]
+    assert row["growth_mean"] > 3 and row["peak_mean"] == sum(e.metrics.peak_tokens for e in episodes) / 4
