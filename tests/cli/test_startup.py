@@ -46,8 +46,11 @@ def test_the_probe_sees_a_heavy_import_when_one_happens():
 
 
 def _acon(tmp_path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    env.pop("MLFLOW_LOGGING_LEVEL", None)
+    # MLflow's variables as a user would have them: none. In-process CLI tests before this one leave theirs
+    # in this process (mlflow.set_tracking_uri sets MLFLOW_TRACKING_URI), which would send the run's tracking
+    # to another test's store.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env["PYTHONPATH"] = str(ROOT)
     command = [sys.executable, "-m", "optimizer", *args]
     return subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
 
