@@ -87,7 +87,7 @@ def test_load_of_a_directory_and_save_to_an_unwritable_path_are_one_line(tmp_pat
     (tmp_path / "a-file").write_text("x")
     busy = runtime()
     busy.compact(ONE)
-    with pytest.raises(ConfigError, match="cannot write runtime state") as info:
+    with pytest.raises(ConfigError, match="cannot write") as info:
         busy.save(tmp_path / "a-file" / "state.json")
     assert str(tmp_path / "a-file" / "state.json") in str(info.value) and "\n" not in str(info.value)
 
