@@ -361,7 +361,8 @@ class LongDesk(Environment):
 
     def check(self, answers: Sequence[str | None]) -> CheckResult:
         answer = (answers[0] or "") if answers else ""
-        reasons, blocking = [], []
+        reasons: list[str] = []
+        blocking: list[str] = []
         for reason in self._check(self.world, answer):
             (blocking if reason.startswith("!") else reasons).append(reason.lstrip("!"))
         return CheckResult(not reasons and not blocking, tuple(reasons + blocking), tuple(blocking))
