@@ -1,10 +1,11 @@
 """The long-horizon suite with a real agent: tier-1 rows (the 1.5B local model) beside tier-0 rows, one run.
 
     python benchmarks/bench_reach_long.py [--split test] [--limit N] [--strategies none,...] [--seeds 1]
-        [--temperature 0.0] [--runs runs/bench_reach_long] [--out benchmarks/results/reach_long.json]
+        [--temperature 0.0] [--concurrency 1] [--runs runs/bench_reach_long] [--out benchmarks/results/reach_long.json]
 
 Per strategy and split: tier-1 success with its Wilson interval (every seed an episode), mean peak tokens,
-how much the context grows (last request over first), recalls, seconds per episode, success per family;
+how much the context grows (last request over first), recalls, seconds per episode, tier-1 episodes per hour
+of wall time (with `--concurrency 2` two episodes share the local server's two slots), success per family;
 and the same strategy's tier-0 row (reference agent, honest recall) on the same tasks. The suite's premise
 is the `none` row: at least 0.80 at tier 1, a mean peak of at least 3,000 tokens. Strategies are names
 (`none`, `offload_preview`, ...) or guideline files. Episodes are stored under `--runs` and reused, so an
@@ -54,6 +55,7 @@ def episodes_of(
     endpoints: ModelEndpoints | None,
     runs: Path,
     split: str,
+    pace: dict[str, float] | None = None,
 ) -> list[Episode]:
     started = time.perf_counter()
     done = [0]
@@ -76,6 +78,9 @@ def episodes_of(
         episode = result.episodes.get(summary.task_id)
         assert episode is not None
         out.append(episode)
+    if pace is not None:  # only episodes run now count: stored ones cost nothing and would inflate the rate
+        pace["episodes_run"] = pace.get("episodes_run", 0) + done[0]
+        pace["wall_s"] = pace.get("wall_s", 0.0) + (time.perf_counter() - started if done[0] else 0.0)
     return out
 
 
@@ -113,6 +118,12 @@ def row(episodes: Sequence[Episode], tasks: Sequence[Task]) -> dict[str, Any]:
     }
 
 
+def throughput(pace: dict[str, float]) -> dict[str, Any]:
+    """Tier-1 episodes per hour of wall time, counting only episodes this invocation ran (None if all stored)."""
+    run, wall = int(pace.get("episodes_run", 0)), pace.get("wall_s", 0.0)
+    return {"episodes_run": run, "episodes_per_hour": round(3600 * run / wall, 1) if run and wall else None}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     exit_cleanly_on_sigterm()
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -123,12 +134,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--strategies", default="none")
     parser.add_argument("--seeds", type=int, default=1, help="Tier-1 episodes per task, each its own seed.")
     parser.add_argument("--temperature", type=float, default=0.0)
+    parser.add_argument(
+        "--concurrency", type=int, default=1, help="Tier-1 episodes at once (the local server has two slots)."
+    )
     parser.add_argument("--runs", type=Path, default=ROOT / "runs" / "bench_reach_long")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "reach_long.json")
     args = parser.parse_args(argv)
     if args.limit is not None and args.limit < 1:
         parser.error("--limit must be at least 1")
-    config = load_experiment(CONFIG).with_overrides(tracking={"enabled": False})
+    if args.concurrency < 1:
+        parser.error("--concurrency must be at least 1")
+    config = load_experiment(CONFIG).with_overrides(tracking={"enabled": False}, run={"concurrency": args.concurrency})
     tasks = select_tasks(config, args.split, args.limit)
     if args.families:
         wanted = {f.strip() for f in args.families.split(",")}
@@ -146,6 +162,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "tasks": [t.id for t in tasks],
         "seeds": args.seeds,
         "temperature": args.temperature,
+        "concurrency": args.concurrency,
         "rows": {},
     }
     for name in names:
@@ -154,6 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with ModelEndpoints(compressor, log=_log) as endpoints:
             tier0 = episodes_of(config, tasks, strategy, "reference", endpoints, args.runs, args.split)
         tier1: list[Episode] = []
+        pace: dict[str, float] = {}
         for seed in range(1, args.seeds + 1):
             agent = {**config.endpoints.agent.model_dump(mode="python"), "temperature": args.temperature}
             if args.seeds > 1:
@@ -161,8 +179,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             seeded = config.with_overrides(endpoints={"agent": agent})
             roles = {"agent": seeded.endpoints.agent, **compressor}
             with ModelEndpoints(roles, log=_log) as endpoints:
-                tier1 += episodes_of(seeded, tasks, strategy, "llm", endpoints, args.runs, args.split)
-        report["rows"][name] = {"label": strategy.label(), "tier0": row(tier0, tasks), "tier1": row(tier1, tasks)}
+                tier1 += episodes_of(seeded, tasks, strategy, "llm", endpoints, args.runs, args.split, pace)
+        report["rows"][name] = {
+            "label": strategy.label(),
+            "tier0": row(tier0, tasks),
+            "tier1": {**row(tier1, tasks), **throughput(pace)},
+        }
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=2) + "\n")
     print_report(report)
@@ -172,18 +194,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 def print_report(r: dict[str, Any]) -> None:
     print(
         f"\nreach_long, {r['split']} split, {len(r['tasks'])} tasks, agent {r['agent_model']}, "
-        f"{r['seeds']} seed(s) at temperature {r['temperature']}"
+        f"{r['seeds']} seed(s) at temperature {r['temperature']}, {r.get('concurrency', 1)} episode(s) at once"
     )
-    print("| strategy | tier | success | 95 % CI | peak mean | growth | recalls | s / episode | by family |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| strategy | tier | success | 95 % CI | peak mean | growth | recalls | s / episode | per hour | by family |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name, rows in r["rows"].items():
         for tier in ("tier1", "tier0"):
             x = rows[tier]
             fam = ", ".join(f"{f} {v:.2f}" for f, v in x["by_family"].items())
+            rate = x.get("episodes_per_hour")
             print(
                 f"| {name} | {tier[-1]} | {x['success']:.2f} | [{x['success_ci'][0]:.2f}, {x['success_ci'][1]:.2f}] | "
                 f"{x['peak_mean']:,.0f} | {x['growth_mean']:.1f} x | {x['recalls']} | {x['seconds_per_episode']:.0f} | "
-                f"{fam} |"
+                f"{'-' if rate is None else f'{rate:.0f}'} | {fam} |"
             )
 
 

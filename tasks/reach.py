@@ -34,7 +34,15 @@ from optimizer.world import (
     UserTurn,
     object_schema,
 )
-from optimizer.world.shared_tools import READ_SKILL
+from optimizer.world.shared_tools import (
+    GET_PRODUCT,
+    GET_STOCK,
+    LIST_ORDERS,
+    READ_SKILL,
+    RESERVE_STOCK,
+    SEND_GIFT_CARD,
+    VERIFY_CUSTOMER,
+)
 
 SKILL = RetentionClass.SKILL.value
 STATIC = RetentionClass.STATIC.value
@@ -73,54 +81,24 @@ def product_sheet(sku: str, price: str) -> str:
 
 TOOLS = (
     READ_SKILL,
-    ToolSpec(
-        "get_product",
-        "Read a product's sheet by SKU.",
-        object_schema(sku="string"),
-        retention_class=RetentionClass.STATIC,
-    ),
+    GET_PRODUCT,
     ToolSpec(
         "get_customer",
         "Look up a customer by email; returns the customer id.",
         object_schema(email="string"),
         retention_class=RetentionClass.STATIC,
     ),
-    ToolSpec(
-        "verify_customer",
-        "Verify a customer's identity before a payout.",
-        object_schema(customer_id="string"),
-        side_effect=True,
-    ),
-    ToolSpec(
-        "send_gift_card",
-        "Send a gift card to a customer. Returns the gift card id.",
-        object_schema(customer_id="string", amount="number"),
-        side_effect=True,
-    ),
-    ToolSpec(
-        "list_orders",
-        "List a customer's orders, one page at a time (page starts at 1).",
-        object_schema(customer_id="string", page="integer"),
-        retention_class=RetentionClass.STATIC,
-    ),
+    VERIFY_CUSTOMER,
+    SEND_GIFT_CARD,
+    LIST_ORDERS,
     ToolSpec(
         "get_order",
         "Read one order's status by order id.",
         object_schema(order_id="string"),
         retention_class=RetentionClass.DYNAMIC_STATE,
     ),
-    ToolSpec(
-        "get_stock",
-        "Read the units in stock for a SKU.",
-        object_schema(sku="string"),
-        retention_class=RetentionClass.DYNAMIC_STATE,
-    ),
-    ToolSpec(
-        "reserve_stock",
-        "Reserve units of a SKU. Returns the reservation id.",
-        object_schema(sku="string", units="integer"),
-        side_effect=True,
-    ),
+    GET_STOCK,
+    RESERVE_STOCK,
 )
 
 

@@ -5,7 +5,8 @@ for history compression to matter. Here every task takes six to nine tool calls,
 instruction names the order of work, so that the 1.5B local agent's own planning is not what is measured.
 What compression can lose sits at a distance from where it is needed:
 
-- a skill rule read first that gates a step near the end (`gift`, `restock`, `order_fix`),
+- a skill rule read first that gates a step near the end (`gift`, `order_fix`; `restock` reads one the
+  instruction repeats),
 - an id read early and quoted in the answer (every family),
 - a "page 1 of 2" warning kept through every stage (`gift`; the instruction names page 2: told to read on only
   "if page 1 says there are more orders", the 1.5B agent stopped at page 1 in 4 of 4 full-context episodes,
@@ -49,7 +50,15 @@ from optimizer.world import (
     UserTurn,
     object_schema,
 )
-from optimizer.world.shared_tools import READ_SKILL
+from optimizer.world.shared_tools import (
+    GET_PRODUCT,
+    GET_STOCK,
+    LIST_ORDERS,
+    READ_SKILL,
+    RESERVE_STOCK,
+    SEND_GIFT_CARD,
+    VERIFY_CUSTOMER,
+)
 
 SKILL = RetentionClass.SKILL.value
 STATIC = RetentionClass.STATIC.value
@@ -72,48 +81,18 @@ TOOLS = (
         object_schema(email="string"),
         retention_class=RetentionClass.STATIC,
     ),
-    ToolSpec(
-        "list_orders",
-        "List a customer's orders, one page at a time (page starts at 1).",
-        object_schema(customer_id="string", page="integer"),
-        retention_class=RetentionClass.STATIC,
-    ),
+    LIST_ORDERS,
     ToolSpec(
         "get_order",
         "Read one order by order id: status, SKU and shipping.",
         object_schema(order_id="string"),
         retention_class=RetentionClass.DYNAMIC_STATE,
     ),
-    ToolSpec(
-        "get_product",
-        "Read a product's sheet by SKU.",
-        object_schema(sku="string"),
-        retention_class=RetentionClass.STATIC,
-    ),
-    ToolSpec(
-        "get_stock",
-        "Read the units in stock for a SKU.",
-        object_schema(sku="string"),
-        retention_class=RetentionClass.DYNAMIC_STATE,
-    ),
-    ToolSpec(
-        "reserve_stock",
-        "Reserve units of a SKU. Returns the reservation id.",
-        object_schema(sku="string", units="integer"),
-        side_effect=True,
-    ),
-    ToolSpec(
-        "verify_customer",
-        "Verify a customer's identity before a payout.",
-        object_schema(customer_id="string"),
-        side_effect=True,
-    ),
-    ToolSpec(
-        "send_gift_card",
-        "Send a gift card to a customer. Returns the gift card id.",
-        object_schema(customer_id="string", amount="number"),
-        side_effect=True,
-    ),
+    GET_PRODUCT,
+    GET_STOCK,
+    RESERVE_STOCK,
+    VERIFY_CUSTOMER,
+    SEND_GIFT_CARD,
 )
 
 # Filler for long results: plausible, repetitive, never a needed fact.
@@ -580,7 +559,15 @@ def gift(d: Drawn) -> Built:
 
 
 def restock(d: Drawn) -> Built:
-    """A rule read first asks for a fresh stock read after each reservation; the stock changes in between."""
+    """A rule read first asks for a fresh stock read after each reservation; the stock changes in between.
+
+    The instruction names the fresh read, so the rule does not decide here and no need of kind `rule` is
+    scored (as with the page warning in `gift`): with the step left to the rule, the 1.5B agent skipped the
+    fresh read in 2 of 4 full-context train episodes and lost its place in the numbered steps after it, and told
+    only to "do what the skill says after a reservation" it answered with made-up ids right after the skill in
+    3 of 4 (with an answer template to fill in, 2 of 4 still did, so the answer is described, not templated).
+    What restock measures is the state that changed between two reads, a receipt and the wrong row.
+    """
     rule_id = f"RULE-RS-{d.rule_no:02d}"
     rule = f"{rule_id}: after every reserve_stock, call get_stock again for that SKU and report the new count."
     world = world_of(d, ("reservations", rule, d.rule_at))
@@ -593,10 +580,11 @@ def restock(d: Drawn) -> Built:
     instruction = (
         f"Reserve stock of two products. Work in this order: 1) Read the 'reservations' skill with read_skill and "
         f"follow its rules. 2) Read the product sheet of {a} with get_product. 3) Read the stock of {a} with "
-        f"get_stock. 4) Reserve {units_a} units of {a} with reserve_stock. 5) Read the product sheet of {b}. "
-        f"6) Read the stock of {b}. 7) Reserve all units in stock of {b}. 8) Call finish with the answer "
-        f"'reservation <reservation id of {a}, RSV-...>, <units_in_stock of your last get_stock of {a}> units of "
-        f"{a} left, {b} costs <unit price of {b}> EUR'."
+        f"get_stock. 4) Reserve {units_a} units of {a} with reserve_stock. 5) Read the stock of {a} again with "
+        f"get_stock. 6) Read the product sheet of {b} with get_product. 7) Read the stock of "
+        f"{b} with get_stock. 8) Call reserve_stock for {b} with units set to the units_in_stock that get_stock gave "
+        f"for {b}. 9) Call finish. The answer gives three things: the reservation id that reserve_stock returned "
+        f"for {a}, the units_in_stock of {a} from step 5, and the unit price of {b} from its product sheet."
     )
     reserve_a = _call("r4", "reserve_stock", sku=a, units=units_a)
     reserve_b = _call("r8", "reserve_stock", sku=b, units=stock_b)
@@ -605,7 +593,7 @@ def restock(d: Drawn) -> Built:
         ReferenceStep(0, _call("r2", "get_product", sku=a)),
         ReferenceStep(0, _call("r3", "get_stock", sku=a)),
         ReferenceStep(0, reserve_a),
-        ReferenceStep(0, _call("r5", "get_stock", sku=a), needs=(Need(NeedKind.RULE, rule_id, source_class=SKILL),)),
+        ReferenceStep(0, _call("r5", "get_stock", sku=a)),
         ReferenceStep(0, _call("r6", "get_product", sku=b)),
         ReferenceStep(0, _call("r7", "get_stock", sku=b)),
         ReferenceStep(

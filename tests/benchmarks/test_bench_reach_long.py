@@ -35,3 +35,10 @@ def test_a_row_counts_successes_per_family_and_the_context_growth(bench):
     assert row["episodes"] == 4 and row["success"] == 0.75
     assert row["by_family"][tasks[0].meta["family"]] == 0.0 and list(row["failures"]) == [tasks[0].id]
     assert row["growth_mean"] > 3 and row["peak_mean"] == sum(e.metrics.peak_tokens for e in episodes) / 4
+
+
+def test_the_hourly_rate_counts_only_episodes_run_now(bench):
+    assert bench.throughput({"episodes_run": 4, "wall_s": 360.0}) == {"episodes_run": 4, "episodes_per_hour": 40.0}
+    # All stored: nothing ran, so there is no rate to report (not an infinite or zero one).
+    assert bench.throughput({"episodes_run": 0, "wall_s": 0.0}) == {"episodes_run": 0, "episodes_per_hour": None}
+    assert bench.throughput({}) == {"episodes_run": 0, "episodes_per_hour": None}
