@@ -40,6 +40,7 @@ from optimizer.config import ExperimentConfig, load_experiment  # noqa: E402
 from optimizer.context.guideline import Guideline, read_guideline  # noqa: E402
 from optimizer.context.recall import RECALL_TOOL  # noqa: E402
 from optimizer.context.strategies import ContextStrategy, GuidelineStrategy, parse_strategy  # noqa: E402
+from optimizer.errors import AconError  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.evaluate.stats import wilson_interval  # noqa: E402
 from optimizer.evaluate.strategy_runs import RunResult, run_strategy, select_tasks  # noqa: E402
@@ -136,14 +137,7 @@ def _dump(config: ExperimentConfig, role: str) -> dict[str, Any]:
 
 
 def _verdicts(result: RunResult) -> dict[str, Verdict]:
-    out = {}
-    for summary in result.episodes.summaries:
-        if summary.outcome == "infra_error":
-            raise SystemExit(f"bench_fidelity: infrastructure error on {summary.task_id}: {summary.error}")
-        episode = result.episodes.get(summary.task_id)
-        assert episode is not None
-        out[summary.task_id] = Verdict(summary.success, episode)
-    return out
+    return {episode.task_id: Verdict(episode.success, episode) for episode in result.scored_episodes()}
 
 
 def _rate(result: RunResult) -> str:
@@ -448,4 +442,7 @@ def print_report(r: dict[str, Any]) -> None:
 
 if __name__ == "__main__":
     exit_cleanly_on_sigterm()
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except AconError as error:  # an endpoint outage ends the benchmark in one line; stored episodes stay
+        raise SystemExit(f"bench_fidelity: {error}") from None

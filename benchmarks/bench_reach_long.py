@@ -32,6 +32,7 @@ from optimizer.agent.episode import Episode  # noqa: E402
 from optimizer.config import ExperimentConfig, load_experiment  # noqa: E402
 from optimizer.context.guideline import read_guideline  # noqa: E402
 from optimizer.context.strategies import ContextStrategy, GuidelineStrategy, parse_strategy  # noqa: E402
+from optimizer.errors import AconError  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.evaluate.stats import wilson_interval  # noqa: E402
 from optimizer.evaluate.strategy_runs import run_strategy, select_tasks  # noqa: E402
@@ -71,13 +72,7 @@ def episodes_of(
     result = run_strategy(
         config, tasks, strategy, agent=agent, endpoints=endpoints, split=split, base=runs, on_episode=progress
     )
-    out = []
-    for summary in result.episodes.summaries:
-        if summary.outcome == "infra_error":
-            raise SystemExit(f"bench_reach_long: infrastructure error on {summary.task_id}: {summary.error}")
-        episode = result.episodes.get(summary.task_id)
-        assert episode is not None
-        out.append(episode)
+    out = result.scored_episodes()
     if pace is not None:  # only episodes run now count: stored ones cost nothing and would inflate the rate
         pace["episodes_run"] = pace.get("episodes_run", 0) + done[0]
         pace["wall_s"] = pace.get("wall_s", 0.0) + (time.perf_counter() - started if done[0] else 0.0)
@@ -215,4 +210,7 @@ def _log(message: str) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    except AconError as error:  # an endpoint outage ends the benchmark in one line; stored episodes stay
+        raise SystemExit(f"bench_reach_long: {error}") from None

@@ -12,7 +12,7 @@ from optimizer.agent.episode import Episode, summarize_episodes
 from optimizer.agent.kinds import AGENTS
 from optimizer.context.strategies import STRATEGIES, parse_strategy
 from optimizer.context.strategies.base import ContextStrategy
-from optimizer.errors import ConfigError
+from optimizer.errors import ConfigError, EndpointError
 from optimizer.evaluate.bill import summarize_bills, with_bills
 from optimizer.evaluate.codec import RUN_FORMAT
 from optimizer.evaluate.endpoints import ModelEndpoints
@@ -33,6 +33,21 @@ class RunResult:
     # Read from the run directory on access; `episodes.summaries` is what stays in memory.
     episodes: EpisodeRecords
     summary: dict[str, Any]
+
+    def scored_episodes(self) -> list[Episode]:
+        """Every episode, in task order, for a caller that must not score an outage as a failure.
+
+        An infrastructure error (the endpoint down, a malformed reply) says nothing about the strategy, so it
+        ends the caller in one line instead of entering a success rate.
+        """
+        out = []
+        for summary in self.episodes.summaries:
+            if summary.outcome == "infra_error":
+                raise EndpointError(f"infrastructure error on {summary.task_id}: {summary.error}")
+            episode = self.episodes.get(summary.task_id)
+            assert episode is not None
+            out.append(episode)
+        return out
 
 
 def select_tasks(config: ExperimentConfig, split: str, limit: int | None) -> list[Task]:

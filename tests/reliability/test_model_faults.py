@@ -224,6 +224,7 @@ def test_an_infrastructure_error_is_run_again_and_superseded(tmp_path, monkeypat
     from optimizer.context.guideline import read_guideline
     from optimizer.context.strategies import GuidelineStrategy
     from optimizer.evaluate.endpoints import ModelEndpoints
+    from optimizer.errors import EndpointError
     from optimizer.evaluate.store import EpisodeStore
     from optimizer.evaluate.strategy_runs import run_strategy, select_tasks
 
@@ -246,6 +247,10 @@ def test_an_infrastructure_error_is_run_again_and_superseded(tmp_path, monkeypat
                 again = evaluate()
     assert [e.outcome for e in down.episodes] == ["infra_error"] * 3
     assert down.summary["scored"] == 0 and down.summary["infra_errors"] == 3
+    # A benchmark that asks for scored episodes stops in one line on the outage instead of counting failures.
+    with pytest.raises(EndpointError, match=f"infrastructure error on {tasks[0].id}"):
+        down.scored_episodes()
+    assert [e.task_id for e in back.scored_episodes()] == [t.id for t in tasks]
     assert all(e.outcome != "infra_error" for e in back.episodes)
     assert [encode_episode(e) for e in again.episodes] == [encode_episode(e) for e in back.episodes]
     store = EpisodeStore(back.directory)

@@ -8,29 +8,19 @@ import pytest
 from optimizer.config import load_experiment
 from optimizer.context.strategies import parse_strategy
 from optimizer.evaluate.strategy_runs import run_strategy
-from optimizer.world import NeedKind, ToolCall
+from optimizer.world import CheckResult, NeedKind, ToolCall
 from optimizer.world.needs import alter_text
 from tasks import reach
 from tasks.reach import GIFT_RULE, ORDER_IDS, ReachSuite
+from tests.tasks.reference_run import execute as run_reference
 
 SUITE = ReachSuite().load()
 TASKS = {t.id: t for t in SUITE.tasks}
 CONFIG = load_experiment("experiments/reach.toml").with_overrides(tracking={"enabled": False})
 
 
-def execute(task_id: str, *, drop: int | None = None, repeat: int | None = None, answer: str | None = None):
-    """The reference run straight against the environment, optionally without one call or with one twice."""
-    task = TASKS[task_id]
-    env = task.make_env()
-    calls = [s.call for s in task.reference if s.call is not None]
-    for i, call in enumerate(calls):
-        if i == drop:
-            continue
-        env.call(call, 0)
-        if i == repeat:
-            env.call(call, 0)
-    final = next(s.answer for s in reversed(task.reference) if s.call is None)
-    return env.check([final if answer is None else answer])
+def execute(task_id: str, **change) -> CheckResult:
+    return run_reference(TASKS[task_id], **change)
 
 
 @pytest.mark.parametrize("task_id", sorted(TASKS))
