@@ -220,14 +220,19 @@ def test_the_recall_name_is_reserved():
         runtime.tools([{"type": "function", "function": {"name": "recall"}}])
 
 
-def test_a_repeated_recall_points_at_the_restored_content_instead_of_paying_for_it_again():
+def offloaded_first_doc() -> tuple[ContextRuntime, list[dict], str]:
+    """A runtime that offloaded the first document at write time, the conversation, and that document's handle."""
     runtime = ContextRuntime(
         policy_guideline(write=[{"move": "offload", "over": 300, "head_tokens": 40, "tail_tokens": 10}]),
         retention=RETENTION,
     )
     messages = conversation(2)
     sent = runtime.compact(messages)
-    handle = sent[3]["content"].split('recall(handle="')[1].split('"')[0]
+    return runtime, messages, sent[3]["content"].split('recall(handle="')[1].split('"')[0]
+
+
+def test_a_repeated_recall_points_at_the_restored_content_instead_of_paying_for_it_again():
+    runtime, messages, handle = offloaded_first_doc()
     first = call("r1", "recall", handle=handle)
     assert runtime.answer(first) == doc(0)
     messages += [
@@ -241,13 +246,7 @@ def test_a_repeated_recall_points_at_the_restored_content_instead_of_paying_for_
 
 
 def test_a_recall_repeated_after_the_restored_content_was_cleared_restores_it_again():
-    runtime = ContextRuntime(
-        policy_guideline(write=[{"move": "offload", "over": 300, "head_tokens": 40, "tail_tokens": 10}]),
-        retention=RETENTION,
-    )
-    messages = conversation(2)
-    sent = runtime.compact(messages)
-    handle = sent[3]["content"].split('recall(handle="')[1].split('"')[0]
+    runtime, _, handle = offloaded_first_doc()
     assert runtime.answer(call("r1", "recall", handle=handle)) == doc(0)
     # Not yet shown in a request (or gone from it): the content itself, not a pointer.
     assert runtime.answer(call("r2", "recall", handle=handle)) == doc(0)
