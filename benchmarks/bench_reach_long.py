@@ -1,7 +1,8 @@
 """The long-horizon suite with a real agent: tier-1 rows (the 1.5B local model) beside tier-0 rows, one run.
 
     python benchmarks/bench_reach_long.py [--split test] [--limit N] [--strategies none,...] [--seeds 1]
-        [--temperature 0.0] [--concurrency 1] [--runs runs/bench_reach_long] [--out benchmarks/results/reach_long.json]
+        [--tier1 none,...] [--temperature 0.0] [--concurrency 1] [--runs runs/bench_reach_long]
+        [--out benchmarks/results/reach_long.json]
 
 Per strategy and split: tier-1 success with its Wilson interval (every seed an episode), mean peak tokens,
 how much the context grows (last request over first), recalls, seconds per episode, tier-1 episodes per hour
@@ -9,7 +10,9 @@ of wall time (with `--concurrency 2` two episodes share the local server's two s
 and the same strategy's tier-0 row (reference agent, honest recall) on the same tasks. The suite's premise
 is the `none` row: at least 0.80 at tier 1, a mean peak of at least 3,000 tokens. Strategies are names
 (`none`, `offload_preview`, ...) or guideline files. Episodes are stored under `--runs` and reused, so an
-interrupted run resumes where it stopped; the JSON is rewritten after each strategy.
+interrupted run resumes where it stopped; the JSON is rewritten after each strategy, keeping the rows an
+earlier run of the same cells wrote (so `--tier1` can keep the costly real-agent rows to a few strategies
+while every strategy's tier-0 row lands in the same table).
 """
 
 from __future__ import annotations
@@ -119,6 +122,35 @@ def throughput(pace: dict[str, float]) -> dict[str, Any]:
     return {"episodes_run": run, "episodes_per_hour": round(3600 * run / wall, 1) if run and wall else None}
 
 
+def earlier_rows(out: Path, report: dict[str, Any]) -> dict[str, Any]:
+    """Rows of an earlier run of the same cells (split, tasks, seeds, temperature), kept beside this run's.
+
+    A strategy added later then lands in the same table as the rows measured before it, and a row rebuilt
+    from stored episodes keeps the episodes-per-hour figure of the run that measured them.
+    """
+    if not out.is_file():
+        return {}
+    try:
+        before = json.loads(out.read_text())
+    except json.JSONDecodeError:
+        return {}
+    same = ("split", "tasks", "seeds", "temperature")
+    if not isinstance(before, dict) or any(before.get(k) != report[k] for k in same):
+        return {}
+    rows = before.get("rows")
+    return rows if isinstance(rows, dict) else {}
+
+
+def tier1_row(
+    episodes: Sequence[Episode], tasks: Sequence[Task], pace: dict[str, float], before: dict[str, Any] | None
+) -> dict[str, Any]:
+    rate = throughput(pace)
+    measured = (before or {}).get("tier1") or {}
+    if rate["episodes_run"] == 0 and measured.get("episodes_per_hour") is not None:
+        rate = {"episodes_run": measured.get("episodes_run"), "episodes_per_hour": measured["episodes_per_hour"]}
+    return {**row(episodes, tasks), **rate}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     exit_cleanly_on_sigterm()
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -127,6 +159,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--per-family", type=int, default=None, help="First N tasks of each family in the split.")
     parser.add_argument("--families", default=None, help="Only these families (comma-separated).")
     parser.add_argument("--strategies", default="none")
+    parser.add_argument(
+        "--tier1", default=None, help="Of --strategies, those also run by the real agent (default: all of them)."
+    )
     parser.add_argument("--seeds", type=int, default=1, help="Tier-1 episodes per task, each its own seed.")
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument(
@@ -147,6 +182,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.per_family is not None:
         tasks = first_of_each_family(tasks, args.per_family)
     names = [n.strip() for n in args.strategies.split(",") if n.strip()]
+    real = names if args.tier1 is None else [n.strip() for n in args.tier1.split(",") if n.strip()]
+    if not set(real) <= set(names):
+        parser.error("--tier1 names strategies that are not in --strategies")
     report: dict[str, Any] = {
         "benchmark": "reach_long",
         "date": time.strftime("%Y-%m-%d"),
@@ -160,6 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "concurrency": args.concurrency,
         "rows": {},
     }
+    earlier = earlier_rows(args.out, report)
+    report["rows"] = dict(earlier)
     for name in names:
         strategy = strategy_of(name)
         compressor = {"compressor": config.endpoints.compressor} if strategy.uses_compressor else {}
@@ -167,7 +207,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             tier0 = episodes_of(config, tasks, strategy, "reference", endpoints, args.runs, args.split)
         tier1: list[Episode] = []
         pace: dict[str, float] = {}
-        for seed in range(1, args.seeds + 1):
+        for seed in range(1, args.seeds + 1) if name in real else ():
             agent = {**config.endpoints.agent.model_dump(mode="python"), "temperature": args.temperature}
             if args.seeds > 1:
                 agent["seed"] = seed
@@ -178,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report["rows"][name] = {
             "label": strategy.label(),
             "tier0": row(tier0, tasks),
-            "tier1": {**row(tier1, tasks), **throughput(pace)},
+            "tier1": tier1_row(tier1, tasks, pace, earlier.get(name)) if tier1 else None,
         }
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(report, indent=2) + "\n")
@@ -196,6 +236,8 @@ def print_report(r: dict[str, Any]) -> None:
     for name, rows in r["rows"].items():
         for tier in ("tier1", "tier0"):
             x = rows[tier]
+            if x is None:  # run at tier 0 only
+                continue
             fam = ", ".join(f"{f} {v:.2f}" for f, v in x["by_family"].items())
             rate = x.get("episodes_per_hour")
             print(

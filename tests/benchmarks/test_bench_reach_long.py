@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from optimizer.agent.kinds import ReferenceAgentConfig
@@ -42,3 +44,24 @@ def test_the_hourly_rate_counts_only_episodes_run_now(bench):
     # All stored: nothing ran, so there is no rate to report (not an infinite or zero one).
     assert bench.throughput({"episodes_run": 0, "wall_s": 0.0}) == {"episodes_run": 0, "episodes_per_hour": None}
     assert bench.throughput({}) == {"episodes_run": 0, "episodes_per_hour": None}
+
+
+def test_rows_of_an_earlier_run_are_kept_only_for_the_same_cells(bench, tmp_path):
+    cells = {"split": "test", "tasks": ["a", "b"], "seeds": 1, "temperature": 0.0}
+    out = tmp_path / "reach_long.json"
+    measured = {"tier0": {}, "tier1": {"episodes_run": 2, "episodes_per_hour": 30.0}}
+    out.write_text(json.dumps({**cells, "rows": {"none": measured}}))
+    assert bench.earlier_rows(out, cells) == {"none": measured}
+    assert bench.earlier_rows(out, {**cells, "temperature": 0.3}) == {}  # other cells: nothing carried over
+    assert bench.earlier_rows(out, {**cells, "tasks": ["a"]}) == {}
+    out.write_text("{not json")
+    assert bench.earlier_rows(out, cells) == {}
+    # Rebuilt from stored episodes only, a row keeps the rate of the run that measured it.
+    tasks = bench.first_of_each_family(TRAIN, 1)
+    episodes = [
+        run_episode(t, ReferenceAgentConfig().build(t, None), parse_strategy("none"), EpisodeServices()) for t in tasks
+    ]
+    kept = bench.tier1_row(episodes, tasks, {}, measured)
+    assert kept["episodes_per_hour"] == 30.0 and kept["episodes"] == 4
+    fresh = bench.tier1_row(episodes, tasks, {"episodes_run": 4, "wall_s": 720.0}, measured)
+    assert fresh["episodes_per_hour"] == 20.0
