@@ -201,8 +201,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.scripted:
         from optimizer.testing.stub_server import StubServer
 
-        with StubServer(scripted_responder) as server:
-            client = ChatClient.from_sdk(__import__("openai").OpenAI(base_url=server.base_url, api_key="x"), "scripted")
+        from optimizer.llm.endpoint import EndpointConfig
+
+        with StubServer(scripted_responder) as url:
+            client = ChatClient(EndpointConfig(base_url=url, model="scripted", max_retries=0), base_url=url, model="scripted")
             cache_path = Path(__import__("tempfile").mkdtemp()) / "c.sqlite"
             result = run_with(Compressor(client, ResponseCache(cache_path)), chat_optimizer(client, 200), "scripted")
     else:
