@@ -70,7 +70,9 @@ def make_target(kind: str, trigger: int, keep: int):
 
 def chat_optimizer(client: ChatClient, max_tokens: int) -> OptimizerLM:
     def ask(prompt: str, temperature: float) -> str:
-        return client.complete([{"role": "user", "content": prompt}], max_tokens=max_tokens, temperature=temperature).text
+        return client.complete(
+            [{"role": "user", "content": prompt}], max_tokens=max_tokens, temperature=temperature
+        ).text
 
     return ask
 
@@ -174,7 +176,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         _log(f"learning on {len(mine)} + {len(choose)} train tasks ({model})")
         record = learn(make, seed_text, mine, choose, compressor, lm, candidates=args.candidates)
         best = record.best()
-        texts = {"default": default.text, "seed": seed_text, "seed+contract": with_contract(seed_text), "learned": best.text}
+        texts = {
+            "default": default.text,
+            "seed": seed_text,
+            "seed+contract": with_contract(seed_text),
+            "learned": best.text,
+        }
         rows: dict[str, Any] = {}
         kept: dict[str, list[float]] = {}
         success: dict[str, list[float]] = {}
@@ -191,7 +198,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "model": model,
             "rows": rows,
             "paired": {
-                f"learned-{base}": {"facts_kept": paired(kept["learned"], kept[base]), "tier0_success": paired(success["learned"], success[base])}
+                f"learned-{base}": {
+                    "facts_kept": paired(kept["learned"], kept[base]),
+                    "tier0_success": paired(success["learned"], success[base]),
+                }
                 for base in ("default", "seed", "seed+contract")
             },
             "texts": texts,
@@ -199,12 +209,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         }
 
     if args.scripted:
+        from optimizer.llm.endpoint import EndpointConfig
         from optimizer.testing.stub_server import StubServer
 
-        from optimizer.llm.endpoint import EndpointConfig
-
         with StubServer(scripted_responder) as url:
-            client = ChatClient(EndpointConfig(base_url=url, model="scripted", max_retries=0), base_url=url, model="scripted")
+            client = ChatClient(
+                EndpointConfig(base_url=url, model="scripted", max_retries=0), base_url=url, model="scripted"
+            )
             cache_path = Path(__import__("tempfile").mkdtemp()) / "c.sqlite"
             result = run_with(Compressor(client, ResponseCache(cache_path)), chat_optimizer(client, 200), "scripted")
     else:
@@ -212,7 +223,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         with ModelEndpoints(roles, log=_log) as endpoints:
             compressor = Compressor(endpoints.client("compressor"), endpoints.response_cache())
             optimizer = endpoints.client("optimizer")
-            result = run_with(compressor, chat_optimizer(optimizer, 300), f"{config.endpoints.compressor.model} summarizer, {config.endpoints.optimizer.model} optimizer")
+            result = run_with(
+                compressor,
+                chat_optimizer(optimizer, 300),
+                f"{config.endpoints.compressor.model} summarizer, {config.endpoints.optimizer.model} optimizer",
+            )
     report = {
         "benchmark": "summary_instructions",
         "scripted": args.scripted,

@@ -85,7 +85,9 @@ class LangChainSummary(SummaryTarget):
         return max(1, self.keep_messages // 2)
 
     def middleware(self, reply: Callable[[list[dict[str, Any]]], str]) -> SummarizationMiddleware:
-        extra = {} if self.trim_tokens_to_summarize is None else {"trim_tokens_to_summarize": self.trim_tokens_to_summarize}
+        extra = (
+            {} if self.trim_tokens_to_summarize is None else {"trim_tokens_to_summarize": self.trim_tokens_to_summarize}
+        )
         return SummarizationMiddleware(
             model=_Bridge(reply=reply),
             trigger=("tokens", self.trigger_tokens),

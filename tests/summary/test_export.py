@@ -37,7 +37,7 @@ def test_an_odd_keep_that_the_export_cannot_carry_is_refused():
 def test_the_anthropic_export_is_a_valid_request_field_with_the_text_as_instructions():
     settings = export_target(AnthropicCompaction(trigger_tokens=60_000, instructions=TEXT)).settings
     validated = TypeAdapter(BetaContextManagementConfigParam).validate_python(settings["context_management"])
-    edit = list(validated["edits"])[0]
+    edit = next(iter(validated["edits"]))
     assert TypeAdapter(BetaCompact20260112EditParam).validate_python(edit) == edit
     assert edit["type"] == "compact_20260112" and edit["instructions"] == TEXT
     assert edit["trigger"] == {"type": "input_tokens", "value": 60_000}

@@ -33,7 +33,7 @@ def test_the_anthropic_default_is_said_to_be_server_side():
 
 def test_free_text_becomes_a_template_langchain_formats():
     prompt = summary_prompt("Keep ids like {ORD-1}.")
-    assert prompt.format(messages="M") .startswith("Keep ids like {ORD-1}.")
+    assert prompt.format(messages="M").startswith("Keep ids like {ORD-1}.")
     assert prompt.format(messages="M").rstrip().endswith("M\n</messages>")
 
 
@@ -65,7 +65,9 @@ def test_langchain_summarizes_all_but_the_last_messages_with_its_own_prompt(comp
     # The agent sees LangChain's summary message, after the task it keeps verbatim.
     last = result.sent[-1]
     assert TASK in last[0]["content"] or TASK in last[1]["content"]
-    assert any(SUMMARY in str(m.get("content")) and "summary of the conversation" in str(m.get("content")) for m in last)
+    assert any(
+        SUMMARY in str(m.get("content")) and "summary of the conversation" in str(m.get("content")) for m in last
+    )
     # Every call in the request still has its result next to it.
     from tests.context.conftest import unpaired_calls
 
