@@ -6,7 +6,7 @@ import pytest
 from anthropic.types.beta import BetaCompact20260112EditParam, BetaContextManagementConfigParam
 from langchain.agents.middleware import SummarizationMiddleware
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
 from optimizer.errors import ConfigError
 from optimizer.summary.anthropic_target import AnthropicCompaction
@@ -36,9 +36,12 @@ def test_an_odd_keep_that_the_export_cannot_carry_is_refused():
 
 def test_the_anthropic_export_is_a_valid_request_field_with_the_text_as_instructions():
     settings = export_target(AnthropicCompaction(trigger_tokens=60_000, instructions=TEXT)).settings
-    validated = TypeAdapter(BetaContextManagementConfigParam).validate_python(settings["context_management"])
-    edit = next(iter(validated["edits"]))
+    # `edits` is an Iterable in the SDK's types, validated lazily: the edit is checked on its own type.
+    TypeAdapter(BetaContextManagementConfigParam).validate_python(settings["context_management"])
+    edit = settings["context_management"]["edits"][0]
     assert TypeAdapter(BetaCompact20260112EditParam).validate_python(edit) == edit
+    with pytest.raises(ValidationError):
+        TypeAdapter(BetaCompact20260112EditParam).validate_python({**edit, "trigger": {"type": "input_tokens"}})
     assert edit["type"] == "compact_20260112" and edit["instructions"] == TEXT
     assert edit["trigger"] == {"type": "input_tokens", "value": 60_000}
     assert "compact-2026-01-12" in settings["betas"]
