@@ -13,6 +13,7 @@ order `tests/test_import_layers.py` checks the source against (it reads it from 
     context
     runtime
     agent, adapters
+    summary
     evaluate
     mining
     search
@@ -27,7 +28,9 @@ exit. `llm` (clients and endpoints) and `world` (tasks, tools, retention classes
 vocabularies the rest speaks; `tasks` builds suites out of `world`'s types. `context` is the retention
 contract and its strategies, over a history of world entries. `runtime` applies one guideline to one
 live conversation (every stage of the contract, rendering included); the agent loop and the adapters
-(OpenAI SDK, LangChain) are its clients, so they sit above it and it knows neither. `agent` owns the
+(OpenAI SDK, LangChain) are its clients, so they sit above it and it knows neither. `summary` learns
+instructions for the summarizers users already run (LangChain, Anthropic compaction): target strategies
+over `context`, screened through `runtime`, exported through `adapters`. `agent` owns the
 episode record, so what reads or replays episodes sits above it: `evaluate` runs episodes, scores them
 and holds the canary; `mining` pairs and diffs evaluated episodes; `search` proposes and selects
 guidelines from those diffs. `config` is the experiment file: its sections are the strategy, suite,

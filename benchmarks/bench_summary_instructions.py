@@ -1,0 +1,280 @@
+"""Learned summary instructions against the target's own default, the seed text and no compression.
+
+    python benchmarks/bench_summary_instructions.py [--config experiments/builtin.toml] [--target langchain]
+        [--trigger 1500] [--keep 4] [--learn 6] [--split val|test] [--limit N] [--candidates 2]
+        [--scripted] [--out benchmarks/results/summary_instructions_<suite>_<target>_<split>.json]
+
+Learning sees only the train split: its first `--learn` tasks, three in four to mine lost facts and one in
+four to choose on. The figure is on `--split`: `val` (train tasks the search did not use, for method
+work) or `test`, which is written once and never overwritten (`--split test` refuses an existing file).
+Rows, all on the same tasks with the same summarizer model: `none`, the target's `default` (read from the
+installed package; Anthropic's is server-side, so its row is the stand-in with no instructions), the
+`seed` text, `seed+contract` (the code-appended rules alone: what the LLM lines must beat) and `learned`.
+Per row: facts kept per summary (screen), tier-0 success (reference agent), summary tokens, mean peak;
+paired bootstrap intervals of learned minus default and learned minus seed, per task. Tier 1 (the local
+agent model) is not run here. `--scripted` swaps every model for a deterministic stand-in to check the
+plumbing: its numbers say nothing about any model and are labelled so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from optimizer import _offline  # noqa: E402,F401
+from optimizer.agent.episode import Episode  # noqa: E402
+from optimizer.agent.loop import EpisodeServices, run_episode  # noqa: E402
+from optimizer.config import load_experiment  # noqa: E402
+from optimizer.context.compressor import Compressor  # noqa: E402
+from optimizer.context.guideline import SEED_GUIDELINE, guideline_at  # noqa: E402
+from optimizer.context.strategies import ContextStrategy, parse_strategy  # noqa: E402
+from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
+from optimizer.evaluate.runner import AgentSpec  # noqa: E402
+from optimizer.evaluate.stats import paired_bootstrap_diff, wilson_interval  # noqa: E402
+from optimizer.evaluate.strategy_runs import select_tasks  # noqa: E402
+from optimizer.llm.cache import ResponseCache  # noqa: E402
+from optimizer.llm.client import ChatClient  # noqa: E402
+from optimizer.summary.anthropic_target import AnthropicCompaction  # noqa: E402
+from optimizer.summary.contract_text import with_contract  # noqa: E402
+from optimizer.summary.defaults import target_default  # noqa: E402
+from optimizer.summary.langchain_target import LangChainSummary  # noqa: E402
+from optimizer.summary.rewrite import OptimizerLM  # noqa: E402
+from optimizer.summary.screen import ScreenResult, screen  # noqa: E402
+from optimizer.summary.search import learn  # noqa: E402
+from optimizer.summary.target_base import SummaryTarget  # noqa: E402
+from optimizer.world.task import Task  # noqa: E402
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def make_target(kind: str, trigger: int, keep: int):
+    def make(text: str | None) -> SummaryTarget:
+        if kind == "langchain":
+            return LangChainSummary(trigger_tokens=trigger, keep_messages=keep, instructions=text)
+        return AnthropicCompaction(trigger_tokens=trigger, instructions=text)
+
+    return make
+
+
+def chat_optimizer(client: ChatClient, max_tokens: int) -> OptimizerLM:
+    def ask(prompt: str, temperature: float) -> str:
+        return client.complete(
+            [{"role": "user", "content": prompt}], max_tokens=max_tokens, temperature=temperature
+        ).text
+
+    return ask
+
+
+def tier0(strategy: ContextStrategy, tasks: Sequence[Task], compressor: Compressor | None) -> list[Episode]:
+    agent = AgentSpec("reference")
+    out = []
+    for task in tasks:
+        episode = run_episode(task, agent.build(task, None), strategy, EpisodeServices(compressor=compressor))
+        if episode.outcome == "infra_error":
+            raise SystemExit(f"bench_summary_instructions: infrastructure error on {task.id}: {episode.error}")
+        out.append(episode)
+    return out
+
+
+def row(episodes: Sequence[Episode], screened: ScreenResult | None) -> dict[str, Any]:
+    passes = sum(e.success for e in episodes)
+    out: dict[str, Any] = {
+        "tier0_success": passes / len(episodes),
+        "tier0_success_ci": wilson_interval(passes, len(episodes)),
+        "peak_mean": statistics.mean(e.metrics.peak_tokens for e in episodes),
+        "failures": {e.task_id: e.reasons[:2] for e in episodes if not e.success},
+    }
+    if screened is not None:
+        per_summary = [s.kept / s.needed for s in screened.summaries if s.needed]
+        out |= {
+            "summaries": len(screened.summaries),
+            "facts_needed": screened.needed,
+            "facts_kept": screened.kept,
+            "facts_kept_share": screened.kept_share,
+            "facts_kept_per_summary": statistics.mean(per_summary) if per_summary else None,
+            "summary_tokens_mean": screened.summary_tokens,
+            "lost_by_kind": screened.lost_by_kind,
+        }
+    return out
+
+
+def per_task_kept(screened: ScreenResult) -> list[float]:
+    out = []
+    for task in screened.tasks:
+        needed = sum(s.needed for s in task.summaries)
+        out.append(sum(s.kept for s in task.summaries) / needed if needed else 1.0)
+    return out
+
+
+def paired(a: list[float], b: list[float]) -> dict[str, float]:
+    mean, low, high = paired_bootstrap_diff(a, b)
+    return {"mean": mean, "low": low, "high": high}
+
+
+def scripted_responder(request: dict) -> str:
+    """A stand-in for both roles: summaries keep the lines of the kinds the instructions name."""
+    prompt = str(request["messages"][-1]["content"])
+    if "Add up to three short lines" in prompt:
+        return "Keep every identifier and amount the later steps use, exactly as written.\nBe brief."
+    if "Rewrite the summary instructions" in prompt:
+        return "Summarize briefly."
+    instructions, _, history = prompt.partition("<messages>")
+    keys = [("identifier", ("id", "ID-", "#")), ("rules verbatim", ("RULE", "rule")), ("error", ("rror",))]
+    lines = [line.strip() for line in history.splitlines() if line.strip()]
+    keep = [line for word, marks in keys if word in instructions for line in lines if any(m in line for m in marks)]
+    return "Summary of the conversation.\n" + "\n".join(dict.fromkeys(keep))[:1500]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--config", type=Path, default=ROOT / "experiments" / "builtin.toml")
+    parser.add_argument("--target", choices=("langchain", "anthropic"), default="langchain")
+    parser.add_argument("--trigger", type=int, default=1500)
+    parser.add_argument("--keep", type=int, default=4, help="LangChain keep=('messages', N).")
+    parser.add_argument("--learn", type=int, default=6, help="Train tasks the search uses.")
+    parser.add_argument("--split", choices=("val", "test"), default="val")
+    parser.add_argument("--limit", type=int, default=6, help="Tasks in the figure.")
+    parser.add_argument("--candidates", type=int, default=2)
+    parser.add_argument("--scripted", action="store_true")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    config = load_experiment(args.config).with_overrides(tracking={"enabled": False})
+    train_all = select_tasks(config, "train", None)
+    learn_tasks = train_all[: args.learn]
+    mine = [t for i, t in enumerate(learn_tasks) if i % 4 != 3]
+    choose = [t for i, t in enumerate(learn_tasks) if i % 4 == 3] or mine[-1:]
+    if args.split == "val":
+        figure = train_all[args.learn : args.learn + args.limit]
+    else:
+        figure = select_tasks(config, "test", args.limit)
+    suite = config.suite.type
+    out = args.out or ROOT / "benchmarks" / "results" / (
+        f"summary_instructions_{suite}_{args.target}_{args.split}{'_scripted' if args.scripted else ''}.json"
+    )
+    if args.split == "test" and out.exists():
+        parser.error(f"{out} exists: the test figure is produced once")
+    if not figure:
+        parser.error("no tasks for the figure")
+    make = make_target(args.target, args.trigger, args.keep)
+    seed_text = guideline_at(SEED_GUIDELINE).texts.history
+    default = target_default(args.target)
+    started = time.perf_counter()
+
+    def run_with(compressor: Compressor, lm: OptimizerLM, model: str) -> dict[str, Any]:
+        _log(f"learning on {len(mine)} + {len(choose)} train tasks ({model})")
+        record = learn(make, seed_text, mine, choose, compressor, lm, candidates=args.candidates)
+        best = record.best()
+        texts = {
+            "default": default.text,
+            "seed": seed_text,
+            "seed+contract": with_contract(seed_text),
+            "learned": best.text,
+        }
+        rows: dict[str, Any] = {}
+        kept: dict[str, list[float]] = {}
+        success: dict[str, list[float]] = {}
+        for name in ("none", *texts):
+            strategy = parse_strategy("none") if name == "none" else make(texts[name])
+            screened = None if name == "none" else screen(strategy, figure, compressor)
+            episodes = tier0(strategy, figure, None if name == "none" else compressor)
+            rows[name] = row(episodes, screened)
+            success[name] = [float(e.success) for e in episodes]
+            if screened is not None:
+                kept[name] = per_task_kept(screened)
+            _log(f"  {name}: {json.dumps({k: v for k, v in rows[name].items() if k != 'failures'}, default=str)}")
+        return {
+            "model": model,
+            "rows": rows,
+            "paired": {
+                f"learned-{base}": {
+                    "facts_kept": paired(kept["learned"], kept[base]),
+                    "tier0_success": paired(success["learned"], success[base]),
+                }
+                for base in ("default", "seed", "seed+contract")
+            },
+            "texts": texts,
+            "search": record.to_dict(),
+        }
+
+    if args.scripted:
+        from optimizer.llm.endpoint import EndpointConfig
+        from optimizer.testing.stub_server import StubServer
+
+        with StubServer(scripted_responder) as url:
+            client = ChatClient(
+                EndpointConfig(base_url=url, model="scripted", max_retries=0), base_url=url, model="scripted"
+            )
+            cache_path = Path(__import__("tempfile").mkdtemp()) / "c.sqlite"
+            result = run_with(Compressor(client, ResponseCache(cache_path)), chat_optimizer(client, 200), "scripted")
+    else:
+        roles = {"compressor": config.endpoints.compressor, "optimizer": config.endpoints.optimizer}
+        with ModelEndpoints(roles, log=_log) as endpoints:
+            compressor = Compressor(endpoints.client("compressor"), endpoints.response_cache())
+            optimizer = endpoints.client("optimizer")
+            result = run_with(
+                compressor,
+                chat_optimizer(optimizer, 300),
+                f"{config.endpoints.compressor.model} summarizer, {config.endpoints.optimizer.model} optimizer",
+            )
+    report = {
+        "benchmark": "summary_instructions",
+        "scripted": args.scripted,
+        "suite": suite,
+        "target": args.target,
+        "knobs": {"trigger": args.trigger, "keep": args.keep},
+        "default_source": default.source,
+        "default_note": default.note,
+        "split": args.split,
+        "tasks": {"mine": [t.id for t in mine], "choose": [t.id for t in choose], "figure": len(figure)},
+        "tier1": "not run",
+        "seconds": round(time.perf_counter() - started, 1),
+        "machine": platform.machine(),
+        **result,
+    }
+    if args.split == "test":
+        report["tasks"]["figure"] = len(figure)  # ids of the sealed split are never written
+    else:
+        report["tasks"]["figure_ids"] = [t.id for t in figure]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    out.with_suffix(".md").write_text(table(report) + "\n")
+    print(table(report))
+    return 0
+
+
+def table(report: dict[str, Any]) -> str:
+    head = (
+        f"summary instructions, {report['suite']} suite, {report['target']} target, split {report['split']}, "
+        f"model: {report['model']}{' (SCRIPTED: not a model)' if report['scripted'] else ''}\n\n"
+        "| row | facts kept | per summary | tier-0 success | summary tokens | mean peak |\n|---|---|---|---|---|---|"
+    )
+    lines = [head]
+    for name, r in report["rows"].items():
+        kept = f"{r['facts_kept']}/{r['facts_needed']}" if "facts_kept" in r else "-"
+        per = f"{r['facts_kept_per_summary']:.2f}" if r.get("facts_kept_per_summary") is not None else "-"
+        tokens = f"{r['summary_tokens_mean']:.0f}" if "summary_tokens_mean" in r else "-"
+        lines.append(f"| {name} | {kept} | {per} | {r['tier0_success']:.2f} | {tokens} | {r['peak_mean']:.0f} |")
+    lines.append("")
+    for name, p in report["paired"].items():
+        f, s = p["facts_kept"], p["tier0_success"]
+        lines.append(
+            f"{name}: facts kept {f['mean']:+.2f} [{f['low']:+.2f}, {f['high']:+.2f}], "
+            f"tier-0 success {s['mean']:+.2f} [{s['low']:+.2f}, {s['high']:+.2f}]"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

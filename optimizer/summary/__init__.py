@@ -1,0 +1,8 @@
+"""Learned summary instructions for the summarizers users already run (issue 27).
+
+Layered bottom-up: `defaults` (each target's own default text, read from the installed package),
+`call` (one cached summarizer call), `lc_messages`, the target strategies (`langchain_target`,
+`anthropic_target`), `screen` (what a summary kept of what the task needs, before any agent runs),
+`lost` (the facts a summary dropped, as optimizer feedback), `contract_text` (the must-keep rules code
+appends), `rewrite` (the optimizer LLM's UT and CO steps and their refusals), `search` (the loop).
+"""

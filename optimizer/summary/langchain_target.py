@@ -1,0 +1,118 @@
+"""LangChain's `SummarizationMiddleware` as a context strategy: the installed middleware decides.
+
+Before each request the view is turned into the messages a `create_agent` state would hold and handed
+to a real `SummarizationMiddleware` (the installed version) built with the strategy's `trigger`, `keep`
+and `summary_prompt`; its chat model is a bridge to acon's compressor endpoint. So the trigger test, the
+cutoff that keeps tool calls with their results, the trimming and the prompt assembly are LangChain's
+own, and the summary message the agent then sees is the one LangChain writes into the state.
+
+One difference, kept on purpose: the task statement stays verbatim in acon's view (LangChain folds the
+first user message into the summary too). The summarizer still sees it, as LangChain's does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+from langchain.agents.middleware import SummarizationMiddleware
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
+
+from optimizer.context.history import History
+from optimizer.context.moves.base import Condensation, StrategyContext
+from optimizer.summary.call import SummaryReply, call_summarizer
+from optimizer.summary.defaults import langchain_default
+from optimizer.summary.lc_messages import message_id, to_langchain
+from optimizer.summary.target_base import SummaryTarget
+
+MESSAGES_BLOCK = "\n\n<messages>\nMessages to summarize:\n{messages}\n</messages>"
+
+
+def summary_prompt(instructions: str) -> str:
+    """A `summary_prompt` for free text: braces escaped, the `{messages}` slot appended (a text that already
+    has the slot, such as LangChain's default, is a template already and goes as it is)."""
+    if "{messages}" in instructions:
+        return instructions
+    return instructions.replace("{", "{{").replace("}", "}}") + MESSAGES_BLOCK
+
+
+class _Bridge(BaseChatModel):
+    """A LangChain chat model whose replies come from `reply(messages)`."""
+
+    reply: Callable[[list[dict[str, Any]]], str]
+
+    @property
+    def _llm_type(self) -> str:
+        return "acon-summarizer"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        plain = [{"role": _role(m), "content": m.text} for m in messages]
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=self.reply(plain)))])
+
+
+def _role(message: BaseMessage) -> str:
+    return {"human": "user", "ai": "assistant", "system": "system"}.get(message.type, "user")
+
+
+class LangChainSummary(SummaryTarget):
+    """`SummarizationMiddleware(trigger=("tokens", trigger), keep=("messages", keep), summary_prompt=...)`."""
+
+    type: Literal["langchain_summary"] = "langchain_summary"
+    target = "langchain"
+    trigger_tokens: int = Field(gt=0, description="LangChain `trigger=('tokens', N)` (its approximate count).")
+    keep_messages: int = Field(gt=0, description="LangChain `keep=('messages', N)`.")
+    trim_tokens_to_summarize: int | None = Field(
+        None, gt=0, description="LangChain's setting of that name; None: the installed default."
+    )
+
+    def instruction_text(self) -> str:
+        return self.instructions if self.instructions is not None else str(langchain_default().text)
+
+    def trigger(self) -> int:
+        return self.trigger_tokens
+
+    def keep_steps(self) -> int:
+        return max(1, self.keep_messages // 2)
+
+    def middleware(self, reply: Callable[[list[dict[str, Any]]], str]) -> SummarizationMiddleware:
+        extra = (
+            {} if self.trim_tokens_to_summarize is None else {"trim_tokens_to_summarize": self.trim_tokens_to_summarize}
+        )
+        return SummarizationMiddleware(
+            model=_Bridge(reply=reply),
+            trigger=("tokens", self.trigger_tokens),
+            keep=("messages", self.keep_messages),
+            summary_prompt=summary_prompt(self.instruction_text()),
+            **extra,
+        )
+
+    def condense(self, history: History, ctx: StrategyContext) -> Condensation | None:
+        view = history.replay()
+        calls: list[tuple[list[dict[str, Any]], SummaryReply]] = []
+
+        def reply(messages: list[dict[str, Any]]) -> str:
+            self._needs_compressor(ctx)
+            assert ctx.compressor is not None
+            out = call_summarizer(ctx.compressor, messages, self.max_tokens)
+            calls.append((messages, out))
+            return out.text
+
+        update = self.middleware(reply).before_model({"messages": to_langchain(view)}, None)  # type: ignore[arg-type]
+        if update is None or not calls:
+            return None
+        new = update["messages"]
+        kept = {m.id for m in new[2:]}
+        folded = {e.id for e in view if e.id >= 0 and message_id(e) not in kept}
+        messages, out = calls[-1]
+        prompt = "\n".join(m["content"] for m in messages)
+        return self._summary_edit(history, ctx, folded, str(new[1].content), out, prompt)

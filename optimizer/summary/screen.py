@@ -1,0 +1,180 @@
+"""Cheap screening: what a candidate's summaries keep of what the task still needs, before any agent runs.
+
+The task's reference solution is replayed through the target strategy (the trajectory full context
+takes; no agent model), and each summary is scored against the literals later reference steps need
+that were in what it folded: a value, a receipt id, an error, a paging warning by its literal, a skill
+rule only when its whole line is there verbatim (a paraphrased rule is how rules get lost). Summaries go
+through the cached summarizer call, so tier 0 on the same trajectory then costs nothing more.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from optimizer.context.compressor import Compressor
+from optimizer.context.history import Entry, EntryKind
+from optimizer.context.moves.base import current_summary
+from optimizer.context.strategies.base import ContextStrategy
+from optimizer.runtime import ContextRuntime
+from optimizer.tokens import count_tokens
+from optimizer.world.needs import occurs
+from optimizer.world.task import Need, NeedKind, Task
+
+
+@dataclass(frozen=True)
+class LostFact:
+    """A needed literal a summary folded in and did not keep: the feedback the optimizer reads."""
+
+    task_id: str
+    step: int
+    kind: str  # the need's kind: value, rule, receipt, page, error
+    literal: str
+    source_class: str  # retention class of the result it came from
+    source: str  # the line of that result that held it
+    summary: str
+
+
+@dataclass(frozen=True)
+class SummaryScore:
+    task_id: str
+    step: int
+    needed: int
+    kept: int
+    tokens: int
+    lost: tuple[LostFact, ...] = ()
+
+
+@dataclass(frozen=True)
+class TaskScreen:
+    task_id: str
+    summaries: tuple[SummaryScore, ...]
+    # Reference steps whose every needed literal was in the context the agent would have been sent.
+    steps_visible: int
+    steps: int
+    peak_tokens: int
+
+    @property
+    def all_visible(self) -> bool:
+        return self.steps_visible == self.steps
+
+
+@dataclass(frozen=True)
+class ScreenResult:
+    tasks: tuple[TaskScreen, ...]
+    lost_by_kind: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def summaries(self) -> list[SummaryScore]:
+        return [s for t in self.tasks for s in t.summaries]
+
+    @property
+    def needed(self) -> int:
+        return sum(s.needed for s in self.summaries)
+
+    @property
+    def kept(self) -> int:
+        return sum(s.kept for s in self.summaries)
+
+    @property
+    def kept_share(self) -> float:
+        """Facts kept over facts the summaries were responsible for (1.0 when none were)."""
+        return self.kept / self.needed if self.needed else 1.0
+
+    @property
+    def visible_share(self) -> float:
+        return sum(t.all_visible for t in self.tasks) / len(self.tasks) if self.tasks else 0.0
+
+    @property
+    def summary_tokens(self) -> float:
+        s = self.summaries
+        return sum(x.tokens for x in s) / len(s) if s else 0.0
+
+    @property
+    def lost(self) -> list[LostFact]:
+        return [f for s in self.summaries for f in s.lost]
+
+
+def screen(strategy: ContextStrategy, tasks: Sequence[Task], compressor: Compressor) -> ScreenResult:
+    results = tuple(screen_task(strategy, task, compressor) for task in tasks)
+    kinds = Counter(f.kind for t in results for s in t.summaries for f in s.lost)
+    return ScreenResult(results, dict(kinds))
+
+
+def screen_task(strategy: ContextStrategy, task: Task, compressor: Compressor) -> TaskScreen:
+    reference = task.reference or ()
+    runtime = ContextRuntime(strategy, compressor=compressor)
+    runtime.start(task.instruction)
+    env = task.make_env()
+    turn, visible, peak = 0, 0, 0
+    scores: list[SummaryScore] = []
+    try:
+        for index, step in enumerate(reference):
+            while step.turn > turn:
+                turn += 1
+                runtime.add_user(task.turns[turn].content)
+            prepared = runtime.prepare("", native_tools=True)
+            view = prepared.replayed
+            peak = max(peak, sum(e.tokens for e in view))
+            if any(r.action == "summarize" for r in prepared.records):
+                scores.append(_score(task, index, runtime.history.entries, runtime))
+            shown = "\n".join(e.content for e in view)
+            visible += all(occurs(n.literal, shown) for n in step.needs)
+            if step.call is None:
+                runtime.add_action(answer=step.answer or "")
+                continue
+            runtime.add_action(calls=(step.call,))
+            spec = {s.name: s for s in env.tools(turn)}.get(step.call.name)
+            runtime.add_result(step.call, env.call(step.call, turn), spec)
+    finally:
+        env.close()
+    return TaskScreen(task.id, tuple(scores), visible, len(reference), peak)
+
+
+def _score(task: Task, index: int, entries: Sequence[Entry], runtime: ContextRuntime) -> SummaryScore:
+    summary = current_summary(runtime.history)
+    assert summary is not None
+    folded = [entries[i] for i in summary.entry_ids if entries[i].kind is EntryKind.RESULT]
+    needs = _responsible(task, index, folded)
+    kept, lost = 0, []
+    for need in needs:
+        source = next(e for e in folded if occurs(need.literal, e.content))
+        line = _line(source.content, need.literal)
+        if _kept(need, line, summary.summary):
+            kept += 1
+            continue
+        lost.append(
+            LostFact(
+                task.id,
+                index,
+                need.kind.value,
+                need.literal,
+                str(source.retention or "unknown"),
+                line,
+                summary.summary,
+            )
+        )
+    return SummaryScore(task.id, index, len(needs), kept, count_tokens(summary.summary), tuple(lost))
+
+
+def _responsible(task: Task, index: int, folded: Sequence[Entry]) -> list[Need]:
+    """Needs of this and later steps whose literal only a folded result showed (not the task statement)."""
+    seen: dict[tuple[str, str], Need] = {}
+    for step in (task.reference or ())[index:]:
+        for need in step.needs:
+            if occurs(need.literal, task.instruction):
+                continue
+            if any(occurs(need.literal, e.content) for e in folded):
+                seen.setdefault((need.kind.value, need.literal), need)
+    return list(seen.values())
+
+
+def _line(text: str, literal: str) -> str:
+    return next((line.strip() for line in text.splitlines() if occurs(literal, line)), literal)
+
+
+def _kept(need: Need, line: str, summary: str) -> bool:
+    if need.kind is NeedKind.RULE:
+        return " ".join(line.split()) in " ".join(summary.split())
+    return occurs(need.literal, summary)

@@ -1,0 +1,174 @@
+"""The loop: seed text with the contract appended, UT rewrites from lost facts, a CO shortening, selection.
+
+Every candidate is screened (`screen`) on the train tasks, whose lost facts feed the next rewrite, and on
+the validation tasks, where selection happens. A UT child must beat its parent on train before it is
+screened on validation (GEPA keeps a child only if it improves on its minibatch); a child replaces the
+best only if it is better on validation. A CO child may also win by shorter summaries at equal facts
+kept, unless it is a collapse (it dropped more than half the learned text): then only a strict win on
+facts counts. The test split is never seen here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from optimizer.context.compressor import Compressor
+from optimizer.summary.contract_text import with_contract
+from optimizer.summary.rewrite import OptimizerLM, Proposal, co_step, llm_lines, ut_step
+from optimizer.summary.screen import ScreenResult, screen
+from optimizer.summary.target_base import SummaryTarget
+from optimizer.world.task import Task
+
+MakeTarget = Callable[[str | None], SummaryTarget]
+
+
+@dataclass
+class Candidate:
+    name: str
+    text: str
+    parent: str | None
+    llm_lines: tuple[str, ...] = ()
+    train: ScreenResult | None = None
+    val: ScreenResult | None = None
+
+
+@dataclass
+class Attempt:
+    """One proposal and what became of it."""
+
+    candidate: str
+    proposal: Proposal
+    verdict: str
+
+
+@dataclass
+class SearchRecord:
+    seed: Candidate
+    candidates: list[Candidate] = field(default_factory=list)
+    attempts: list[Attempt] = field(default_factory=list)
+    chosen: str = ""
+
+    def best(self) -> Candidate:
+        return next(c for c in self.candidates if c.name == self.chosen)
+
+    def to_dict(self) -> dict:
+        def scores(s: ScreenResult | None) -> dict | None:
+            if s is None:
+                return None
+            return {
+                "facts_needed": s.needed,
+                "facts_kept": s.kept,
+                "kept_share": round(s.kept_share, 4),
+                "tasks_all_visible": round(s.visible_share, 4),
+                "summary_tokens": round(s.summary_tokens, 1),
+                "lost_by_kind": s.lost_by_kind,
+            }
+
+        return {
+            "chosen": self.chosen,
+            "candidates": [
+                {
+                    "name": c.name,
+                    "parent": c.parent,
+                    "text": c.text,
+                    "llm_lines": list(c.llm_lines),
+                    "train": scores(c.train),
+                    "val": scores(c.val),
+                }
+                for c in self.candidates
+            ],
+            "attempts": [
+                {
+                    "candidate": a.candidate,
+                    "step": a.proposal.step,
+                    "llm_lines": list(a.proposal.llm_lines),
+                    "refused": [{"line": line, "reason": why} for line, why in a.proposal.refused],
+                    "collapse": a.proposal.collapse,
+                    "verdict": a.verdict,
+                    "reply": a.proposal.reply,
+                }
+                for a in self.attempts
+            ],
+        }
+
+
+def rank(s: ScreenResult) -> tuple[float, float]:
+    """Tasks whose every needed fact stayed visible, then facts kept by the summaries."""
+    return (s.visible_share, s.kept_share)
+
+
+def learn(
+    make: MakeTarget,
+    seed_text: str,
+    train: Sequence[Task],
+    val: Sequence[Task],
+    compressor: Compressor,
+    lm: OptimizerLM,
+    *,
+    rounds: int = 1,
+    candidates: int = 2,
+    minibatch: int = 4,
+    seed: int = 0,
+) -> SearchRecord:
+    def scored(c: Candidate, on_val: bool = True) -> Candidate:
+        c.train = screen(make(c.text), train, compressor)
+        if on_val:
+            c.val = screen(make(c.text), val, compressor)
+        return c
+
+    start = scored(Candidate("seed+contract", with_contract(seed_text), None))
+    record = SearchRecord(start, [start], chosen=start.name)
+    best = start
+    for r in range(1, rounds + 1):
+        for i in range(candidates):
+            assert best.train is not None and best.val is not None
+            if not best.train.lost:
+                break
+            proposal = ut_step(lm, best.text, best.train.lost, size=minibatch, seed=seed * 1000 + r * 10 + i)
+            name = f"ut{r}.{i}"
+            if not proposal.llm_lines:
+                record.attempts.append(Attempt(name, proposal, "refused: no line survived"))
+                continue
+            child = scored(Candidate(name, proposal.text, best.name, tuple(llm_lines(proposal.text, seed_text))), False)
+            assert child.train is not None
+            if rank(child.train) <= rank(best.train):
+                record.attempts.append(Attempt(name, proposal, "dropped: no better than its parent on train"))
+                record.candidates.append(child)
+                continue
+            scored(child)
+            assert child.val is not None
+            record.candidates.append(child)
+            if rank(child.val) > rank(best.val):
+                record.attempts.append(Attempt(name, proposal, "chosen: better on validation"))
+                best = child
+            else:
+                record.attempts.append(Attempt(name, proposal, "dropped: no better than its parent on validation"))
+        assert best.train is not None and best.val is not None
+        successes = [s for s in best.train.summaries if s.needed and not s.lost]
+        if successes:
+            literals = {f.literal for t in train for s in (t.reference or ()) for f in s.needs}
+            proposal = co_step(lm, best.text, successes, literals)
+            name = f"co{r}"
+            if not proposal.llm_lines and proposal.text == best.text:
+                record.attempts.append(Attempt(name, proposal, "refused: nothing usable"))
+                continue
+            child = scored(Candidate(name, proposal.text, best.name, tuple(llm_lines(proposal.text, seed_text))))
+            assert child.val is not None
+            record.candidates.append(child)
+            verdict = _co_verdict(child.val, best.val, proposal.collapse)
+            record.attempts.append(Attempt(name, proposal, verdict))
+            if verdict.startswith("chosen"):
+                best = child
+    record.chosen = best.name
+    return record
+
+
+def _co_verdict(child: ScreenResult, parent: ScreenResult, collapse: bool) -> str:
+    if rank(child) > rank(parent):
+        return "chosen: better on validation"
+    if collapse:
+        return "dropped: a collapse (over half the text gone) must win outright, not tie"
+    if rank(child) == rank(parent) and child.summary_tokens < parent.summary_tokens:
+        return "chosen: equal on validation with shorter summaries"
+    return "dropped: not better, not shorter at equal facts"

@@ -1,0 +1,132 @@
+"""Screening, the UT/CO steps and the loop, on the workbench task with a scripted summarizer and optimizer.
+
+The summarizer keeps a history line only when the instructions ask for its kind, so what a text keeps is
+decided by the text, as it is with a real model, and every score below follows from the instructions.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from optimizer.summary.contract_text import HEADER, learned_part, with_contract
+from optimizer.summary.langchain_target import LangChainSummary
+from optimizer.summary.rewrite import co_step, llm_lines, minibatch, ut_step
+from optimizer.summary.screen import LostFact, screen
+from optimizer.summary.search import learn
+from optimizer.world import Need, NeedKind
+from tests.context.conftest import compressor_for, make_task  # noqa: F401 - fixture
+
+NEEDS = (
+    Need(NeedKind.VALUE, "B-14", guess="B-00", source_class="static"),
+    Need(NeedKind.RULE, "RULE-TAIL-03"),
+)
+SEED = "Summarize the conversation so far."
+
+
+def task():
+    return make_task(answer="ORD-5521 from bin B-14", answer_needs=NEEDS)
+
+
+def summarizer(request: dict) -> str:
+    prompt = request["messages"][-1]["content"]
+    instructions, _, history = prompt.partition("<messages>")
+    lines = [line.strip() for line in history.splitlines()]
+    keep = []
+    if "identifier" in instructions:
+        keep += [line for line in lines if line.startswith("FACT-")]
+    if "rules verbatim" in instructions:
+        keep += [line for line in lines if line.startswith("RULE-")]
+    return "Summary of the work so far.\n" + "\n".join(dict.fromkeys(keep))
+
+
+def target(text):
+    return LangChainSummary(trigger_tokens=1500, keep_messages=4, instructions=text)
+
+
+def test_the_screen_scores_what_each_summary_kept(compressor_for):  # noqa: F811
+    compressor, _ = compressor_for(summarizer)
+    plain = screen(target(SEED), [task()], compressor)
+    assert plain.needed >= 2 and plain.kept == 0 and plain.visible_share == 0.0
+    lost = {(f.kind, f.literal, f.source_class) for f in plain.lost}
+    assert ("value", "B-14", "static") in lost and ("rule", "RULE-TAIL-03", "skill") in lost
+    rule = next(f for f in plain.lost if f.kind == "rule")
+    assert rule.source.startswith("RULE-TAIL-03:") and "Summary of the work" in rule.summary
+    contract = screen(target(with_contract(SEED)), [task()], compressor)
+    # The contract's skill line makes the summarizer copy rules; the bin still needs an instruction.
+    assert {f.literal for f in contract.lost} == {"B-14"}
+    assert contract.kept_share > plain.kept_share
+
+
+def test_a_paraphrased_rule_is_not_kept(compressor_for):  # noqa: F811
+    def paraphrase(request: dict) -> str:
+        return "RULE-TAIL-03 says to report the id."
+
+    compressor, _ = compressor_for(paraphrase)
+    result = screen(target(SEED), [task()], compressor)
+    assert "RULE-TAIL-03" in {f.literal for f in result.lost}
+
+
+FACT = LostFact("t", 3, "value", "B-14", "static", "FACT-STATIC-77: widget W-778 ships from bin B-14.", "S")
+
+
+def test_ut_keeps_targeted_lines_and_says_why_it_refused_the_rest():
+    reply = "1. Keep every identifier and location code the task names.\n- Always keep B-14.\n- Be brief."
+    prompts = []
+    proposal = ut_step(lambda p, t: prompts.append(p) or reply, with_contract(SEED), [FACT])
+    assert proposal.llm_lines == ("Keep every identifier and location code the task names.",)
+    assert dict(proposal.refused) == {
+        "Always keep B-14.": "names a value or id from the examples",
+        "Be brief.": "names no kind of fact that was lost (value)",
+    }
+    assert learned_part(proposal.text) == SEED + "\nKeep every identifier and location code the task names."
+    assert proposal.text.count(HEADER) == 1
+    # The optimizer saw the line that held the fact and the kind of it, and the learned part only.
+    assert "FACT-STATIC-77" in prompts[0] and "a value from a static result" in prompts[0]
+    assert HEADER not in prompts[0].split("# failures")[0]
+
+
+def test_an_id_copied_from_the_source_line_is_refused():
+    proposal = ut_step(lambda p, t: "Keep values like W-778 in bins.", SEED, [FACT])
+    assert proposal.llm_lines == () and proposal.refused[0][1] == "names a value or id from the examples"
+
+
+def test_the_minibatch_takes_each_kind_in_turn():
+    facts = [dataclasses.replace(FACT, literal=f"V-{i}") for i in range(5)] + [
+        dataclasses.replace(FACT, kind="error", literal="E-1")
+    ]
+    assert {f.kind for f in minibatch(facts, 2, seed=0)} == {"value", "error"}
+
+
+def test_co_marks_a_collapse():
+    long = "\n".join(f"Keep the {w} of every step, in the order they happened, with their ids." for w in "abcdef")
+    proposal = co_step(lambda p, t: "Keep ids.", long, [], set())
+    assert proposal.collapse and learned_part(proposal.text) == "Keep ids."
+    assert llm_lines(proposal.text, long) == ["Keep ids."]
+
+
+def test_the_loop_learns_a_line_that_survives_selection(compressor_for):  # noqa: F811
+    compressor, _ = compressor_for(summarizer)
+    replies = iter(["Keep every identifier and location code the task names.\nBe brief.", "Summarize."])
+    record = learn(target, SEED, [task()], [task()], compressor, lambda p, t: next(replies), candidates=1)
+    best = record.best()
+    assert best.name == "ut1.0" and best.llm_lines == ("Keep every identifier and location code the task names.",)
+    assert best.val is not None and best.val.kept_share == 1.0 and best.val.visible_share == 1.0
+    seed_val = record.seed.val
+    assert seed_val is not None and seed_val.kept_share < 1.0
+    verdicts = {a.candidate: a.verdict for a in record.attempts}
+    assert verdicts["ut1.0"].startswith("chosen")
+    # The CO rewrite lost the learned line (and the bin with it): not better, so not chosen.
+    assert not verdicts["co1"].startswith("chosen")
+    data = record.to_dict()
+    assert data["chosen"] == "ut1.0" and data["attempts"][0]["refused"][0]["reason"].startswith("names no kind")
+
+
+def test_nothing_is_summarized_twice_across_candidates(compressor_for):  # noqa: F811
+    compressor, server = compressor_for(summarizer)
+    from optimizer.llm.cache import ResponseCache
+
+    compressor.cache = ResponseCache(__import__("pathlib").Path(__import__("tempfile").mkdtemp()) / "c.sqlite")
+    screen(target(SEED), [task()], compressor)
+    calls = len(server.requests)
+    screen(target(SEED), [task()], compressor)
+    assert len(server.requests) == calls
