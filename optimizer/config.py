@@ -220,6 +220,14 @@ class ExperimentConfig(_Strict):
     acceptance: AcceptanceConfig = Field(default_factory=AcceptanceConfig)
     cost: CostConfig = Field(default_factory=CostConfig)
 
+    @field_validator("name")
+    @classmethod
+    def _one_path_part(cls, value: str) -> str:
+        # The name becomes a directory under `runs/` (and under `out` via {name}): `../x` would write outside.
+        if "/" in value or "\\" in value or value.strip() in (".", "..") or "\x00" in value:
+            raise ValueError(f"name {value!r} must be one path part (no '/', '\\', '.' or '..')")
+        return value
+
     @property
     def out_dir(self) -> Path:
         return Path(self.out.replace("{name}", self.name))

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
+from optimizer.cli.console import log_line, plain_console, terminal_width
 from optimizer.context.strategies import STRATEGY_NAMES, NoCompression, parse_strategy
 from optimizer.errors import ConfigError
 from optimizer.llm.endpoint import EndpointConfig
@@ -20,8 +21,8 @@ if TYPE_CHECKING:
     from optimizer.context.strategies.base import ContextStrategy
     from optimizer.evaluate.canary import CanaryReport, StrategyResult
 
-err = Console(stderr=True)
-out = Console(width=max(150, Console().width))
+err = plain_console(stderr=True)
+out = plain_console(width=max(150, terminal_width()))
 
 
 # The control's name from its class: the canary module (and the agent loop under it) loads past `--help`.
@@ -31,7 +32,7 @@ CONFIG_HELP = "Experiment config (TOML): its compressor endpoint and strategy se
 
 
 def _log(message: str) -> None:
-    err.print(f"[dim]acon:[/dim] {message}")
+    err.print(log_line("acon:", message))
 
 
 def _strategies(name: str, config_path: Path | None) -> dict[str, ContextStrategy]:
@@ -60,9 +61,9 @@ def _compressor_endpoint(config_path: Path | None, base_url: str | None, model: 
         raise ConfigError(f"--base-url: {exc.errors()[0]['msg']}") from None
 
 
-def _cell(result: StrategyResult, identifier: str) -> str:
+def _cell(result: StrategyResult, identifier: str) -> Text:
     lost = result.lost_at(identifier)
-    return "[green]kept[/green]" if lost is None else f"[red]lost@{lost}[/red]"
+    return Text("kept", style="green") if lost is None else Text(f"lost@{lost}", style="red")
 
 
 def report_tables(report: CanaryReport) -> tuple[Table, Table]:

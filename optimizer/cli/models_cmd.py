@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from optimizer.cli.console import log_line, plain_console
 from optimizer.llm.local import PROFILES, get_profile, server_status, start_detached, stop_server
 from optimizer.llm.local.endpoint import DEFAULT_PORT, endpoint_status, start_endpoint, stop_endpoint
 from optimizer.llm.local.install import build_server, install_model, model_ready, server_binary
 from optimizer.llm.local.profiles import DEFAULT_PROFILE, SETUP_PROFILES
 
-console = Console(stderr=True)
+console = plain_console(stderr=True)
 models = typer.Typer(help="Manage the embedded local model server.", no_args_is_help=True)
 
 
 def _log(message: str) -> None:
-    console.print(f"[dim]acon:[/dim] {message}")
+    console.print(log_line("acon:", message))
 
 
 def setup(
@@ -42,11 +42,11 @@ def status() -> None:
         state = server_status(name)
         running = f"running on {state.base_url} (pid {state.pid})" if state else "stopped"
         table.add_row(name, "yes" if model_ready(profile) else "no", running, profile.description)
-    Console().print(table)
+    plain_console().print(table)
     binary = server_binary()
-    Console().print(f"llama-server: {binary if binary else 'not built (run `acon setup`)'}")
+    plain_console().print(f"llama-server: {binary if binary else 'not built (run `acon setup`)'}")
     endpoint = endpoint_status()
-    Console().print(f"endpoint: {endpoint.base_url if endpoint else 'stopped'}")
+    plain_console().print(f"endpoint: {endpoint.base_url if endpoint else 'stopped'}")
 
 
 @models.command("start")
@@ -62,15 +62,15 @@ def start(
     state = start_detached(model, log=_log)
     endpoint = start_endpoint(port, log=_log)
     _log(f"{model}: llama-server {state.base_url} (pid {state.pid})")
-    Console().print(endpoint.base_url)
+    plain_console().print(endpoint.base_url)
 
 
 @models.command("stop")
 def stop(model: str = typer.Argument(DEFAULT_PROFILE, help="Model profile.")) -> None:
     """Stop a profile's server, and the local endpoint once no model is left running."""
-    Console().print(f"{model}: {'stopped' if stop_server(model) else 'was not running'}")
+    plain_console().print(f"{model}: {'stopped' if stop_server(model) else 'was not running'}")
     if not any(server_status(name) for name in PROFILES) and stop_endpoint():
-        Console().print("endpoint: stopped")
+        plain_console().print("endpoint: stopped")
 
 
 def register(app: typer.Typer) -> None:

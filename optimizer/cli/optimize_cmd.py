@@ -8,13 +8,14 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
+from optimizer.cli.console import log_line
 from optimizer.cli.run_cmd import err, fmt, out, progress_bar
 from optimizer.locking import exclusive
 
 
 def _log(message: str) -> None:
     # One line whatever the terminal's width: a warning read from a CI log or grep stays whole.
-    err.print(f"[dim]{time.strftime('%H:%M:%S')} acon:[/dim] {message}", soft_wrap=True)
+    err.print(log_line(f"{time.strftime('%H:%M:%S')} acon:", message), soft_wrap=True)
 
 
 def optimize(

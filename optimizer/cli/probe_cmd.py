@@ -8,21 +8,21 @@ from typing import Annotated
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 from rich.table import Table
 
+from optimizer.cli.console import log_line, plain_console, terminal_width
 from optimizer.errors import ConfigError
 from optimizer.llm.endpoint import EndpointConfig
 from optimizer.storage import atomic_write_json, writable_file
 
-err = Console(stderr=True)
-out = Console(width=max(130, Console().width))
+err = plain_console(stderr=True)
+out = plain_console(width=max(130, terminal_width()))
 
 probe_app = typer.Typer(help="Behaviour probes: content present in the request, acted on or not.", no_args_is_help=True)
 
 
 def _log(message: str) -> None:
-    err.print(f"[dim]acon:[/dim] {message}")
+    err.print(log_line("acon:", message))
 
 
 @probe_app.command("position")

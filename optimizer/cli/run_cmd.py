@@ -8,12 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from optimizer.agent.kinds import AGENTS
+from optimizer.cli.console import log_line, plain_console, terminal_width
 from optimizer.context.strategies import DETERMINISTIC, STRATEGY_NAMES
 from optimizer.errors import ConfigError, EndpointError
 from optimizer.storage import atomic_write_json, writable_file
@@ -25,12 +24,12 @@ if TYPE_CHECKING:
     from optimizer.world.task import Task
 
 AGENT_CHOICES = " | ".join(AGENTS.names())
-err = Console(stderr=True)
-out = Console(width=max(150, Console().width))
+err = plain_console(stderr=True)
+out = plain_console(width=max(150, terminal_width()))
 
 
-def _log(message: str) -> None:
-    err.print(f"[dim]acon:[/dim] {message}")
+def _log(message: str, *, style: str | None = None) -> None:
+    err.print(log_line("acon:", message, style=style))
 
 
 def load_with_overrides(
@@ -70,7 +69,7 @@ def load_with_overrides(
 @contextlib.contextmanager
 def progress_bar(label: str, total: int):
     with Progress(
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", markup=False),
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("ok {task.fields[ok]}"),
@@ -136,7 +135,7 @@ def report_overrides(strategies: Sequence[ContextStrategy]) -> None:
         override = getattr(strategy, "contract_override", None)
         note = override() if override is not None else None
         if note is not None:
-            _log(f"[yellow]{escape(note)}[/yellow]")
+            _log(note, style="yellow")
 
 
 @contextlib.contextmanager

@@ -8,20 +8,20 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
+from optimizer.cli.console import log_line, plain_console, terminal_width
 from optimizer.errors import ConfigError
 from optimizer.world.suite import Suite, SuiteSource, available_suites
 from optimizer.world.task import Need, NeedKind, Task
 
 suites = typer.Typer(help="Task suites: list, inspect, export to Parquet, import recorded runs.", no_args_is_help=True)
-err = Console(stderr=True)
-out = Console(width=max(150, Console().width))
+err = plain_console(stderr=True)
+out = plain_console(width=max(150, terminal_width()))
 
 
 def _log(message: str) -> None:
-    err.print(f"[dim]acon:[/dim] {message}")
+    err.print(log_line("acon:", message))
 
 
 def source_for(name: str) -> SuiteSource:

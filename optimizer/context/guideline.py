@@ -38,6 +38,23 @@ from optimizer.errors import ConfigError
 HISTORY_HEADING = "## History compressor"
 OBSERVATION_HEADING = "## Observation compressor"
 _FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---\n?(.*)\Z", re.DOTALL)
+# The largest shipped front matter is under 2,000 characters; a bound keeps a hostile file from costing
+# minutes of parsing before it is refused.
+MAX_FRONT_MATTER = 64_000
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """YAML without aliases: a few lines of nested `*ref`s expand to gigabytes once walked (a "billion
+    laughs" bomb), and no guideline needs to repeat a node by reference."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None, None, f"aliases are not allowed (found *{event.anchor})", event.start_mark
+            )
+        return super().compose_node(parent, index)
+
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 # The seed and learned guidelines ship inside the package (`optimizer/guidelines/`, which the checkout's
@@ -96,11 +113,15 @@ class Guideline(BaseModel):
 
     @classmethod
     def from_markdown(cls, text: str, *, source: str = "<text>") -> Guideline:
-        match = _FRONT_MATTER.match(text.replace("\r\n", "\n"))
+        match = _FRONT_MATTER.match(text.removeprefix("\ufeff").replace("\r\n", "\n"))
         if match is None:
             raise ConfigError(f"{source}: guideline has no front matter (expected a leading '---' block)")
+        if len(match.group(1)) > MAX_FRONT_MATTER:
+            raise ConfigError(
+                f"{source}: front matter of {len(match.group(1)):,} characters; at most {MAX_FRONT_MATTER:,}"
+            )
         try:
-            front = yaml.safe_load(match.group(1)) or {}
+            front = yaml.load(match.group(1), Loader=_NoAliasLoader) or {}
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" line {mark.line + 2}" if mark else ""
@@ -111,6 +132,10 @@ class Guideline(BaseModel):
         body = match.group(2)
         if HISTORY_HEADING not in body or OBSERVATION_HEADING not in body:
             raise ConfigError(f"{source}: body needs '{HISTORY_HEADING}' and '{OBSERVATION_HEADING}' sections")
+        for heading in (HISTORY_HEADING, OBSERVATION_HEADING):
+            if len(re.findall(f"^{heading}[ \t]*$", body, re.MULTILINE)) > 1:
+                # the second would be read as compressor text, its instruction running under the other heading
+                raise ConfigError(f"{source}: '{heading}' appears more than once; each section once")
         history, observation = _split_body(body)
         try:
             return cls(**front, history=history, observation=observation)

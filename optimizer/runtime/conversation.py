@@ -36,6 +36,7 @@ from optimizer.errors import ConfigError
 from optimizer.runtime.render import action_json, render_messages
 from optimizer.runtime.retention_map import CallClassifier, RetentionMap, as_retention_map
 from optimizer.tokens import count_message_tokens, count_tokens
+from optimizer.untrusted import parse_json
 from optimizer.world.tool import ToolCall, ToolOutput, ToolSpec
 
 ToolFormat = Literal["native", "json"]
@@ -175,7 +176,7 @@ class ContextRuntime:
 
         messages = [_plain(m) for m in messages]
         system, rest = leading_system(messages)  # the system prompt is read afresh: it is not history
-        fingerprints = [fingerprint(m) for m in rest]
+        fingerprints = [fingerprint(m, f"message {i + len(messages) - len(rest)}") for i, m in enumerate(rest)]
         seen = self._seen.fingerprints
         if fingerprints[: len(seen)] != seen:
             first = next(
@@ -215,7 +216,7 @@ class ContextRuntime:
         arguments = function.get("arguments") or "{}"
         if isinstance(arguments, str):  # as the API sends them; inline objects are taken as `compact` takes them
             try:
-                arguments = json.loads(arguments)
+                arguments = parse_json(arguments)
             except json.JSONDecodeError:
                 return "Error: recall arguments are not JSON."
         handle = arguments.get("handle") if isinstance(arguments, Mapping) else None

@@ -22,9 +22,14 @@ if TYPE_CHECKING:
     from optimizer.runtime.conversation import ContextRuntime
 
 
-def fingerprint(message: Mapping[str, Any]) -> str:
-    payload = json.dumps(message, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.sha256(payload.encode()).hexdigest()
+def fingerprint(message: Mapping[str, Any], where: str) -> str:
+    try:
+        payload = json.dumps(message, sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(payload.encode()).hexdigest()
+    except RecursionError:
+        raise ConfigError(f"{where}: nested too deep for Python's JSON encoder") from None
+    except UnicodeEncodeError as exc:  # a lone surrogate: no request body could carry it
+        raise ConfigError(f"{where}: lone surrogate \\u{ord(exc.object[exc.start]):04x} (not valid Unicode)") from None
 
 
 def leading_system(messages: Sequence[Mapping[str, Any]]) -> tuple[str | None, list[Mapping[str, Any]]]:
@@ -49,6 +54,8 @@ def ingest(runtime: ContextRuntime, message: Mapping[str, Any], index: int) -> N
     if role != "user" and not history.entries:
         raise ConfigError(f"{where}: comes before the first user message")
     if role == "user":
+        if message.get("content") is None:  # read as "" it would become a task with no request
+            raise ConfigError(f"{where}: 'content' is null; a user message needs its text")
         text = message_text(message, where)
         if history.entries:
             runtime.add_user(text)

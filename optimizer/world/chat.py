@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from optimizer.errors import ConfigError
+from optimizer.untrusted import parse_json
 from optimizer.world.tool import ToolCall
 
 
@@ -49,7 +50,7 @@ def parse_tool_call(
     arguments = function.get("arguments", "{}")
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
+            arguments = parse_json(arguments) if arguments.strip() else {}
         except json.JSONDecodeError as exc:
             raise error(f"{where}: arguments of tool call {call_id!r} are not valid JSON: {exc.msg}") from None
     if not isinstance(arguments, dict):

@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.errors import ConfigError
+from optimizer.untrusted import parse_json
 from optimizer.world.chat import message_text, parse_tool_call, status_flags
 from optimizer.world.needs import find_needs
 from optimizer.world.retention import RetentionClass
@@ -119,7 +120,7 @@ def parse_file(path: Path) -> list[Run]:
         except UnicodeDecodeError:
             raise ConfigError(f"{path}:{number}: not UTF-8 text") from None
         try:
-            obj = json.loads(text)
+            obj = parse_json(text)
         except json.JSONDecodeError as exc:
             raise ConfigError(f"{path}:{number}: invalid JSON ({exc.msg} at column {exc.colno})") from None
         try:
@@ -176,6 +177,8 @@ def _read_messages(run: Run, messages: Sequence[Any]) -> None:
         if role in ("assistant", "tool") and not run.turns:
             raise RunError(f"{where} comes before the first user message")
         if role == "user":
+            if message.get("content") is None:  # read as "" it would become a task with no request
+                raise RunError(f"{where}: 'content' is null; a user message needs its text")
             text = message_text(message, where, RunError)
             if previous == "user":
                 run.turns[-1] += "\n\n" + text

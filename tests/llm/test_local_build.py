@@ -72,12 +72,13 @@ def test_a_server_is_stopped_by_the_servers_object_that_started_it_not_by_a_nest
     stopped: list[int] = []
 
     def launch(profile, owner, log):
-        state = server.ServerState(profile.name, 4242, 1, owner, "log")
+        state = server.ServerState(profile.name, 4242, 1, owner, "log", (owner,))
         running[profile.name] = state
+        server._write_state(state)
         return state
 
     monkeypatch.setattr(server, "_launch", launch)
-    monkeypatch.setattr(server, "server_status", lambda name: running.get(name))
+    monkeypatch.setattr(server, "server_status", lambda name: server._read_state(name) if name in running else None)
     monkeypatch.setattr(server, "_terminate", stopped.append)
     with server.LocalServers(log=lambda _: None) as outer:
         outer.base_url("qwen2.5-coder-0.5b")

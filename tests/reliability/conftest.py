@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import ROOT
 from tests.tracking.conftest import migrated_db as migrated_db  # one migrated MLflow store per session
 
@@ -94,3 +96,26 @@ def hold(directory: Path) -> subprocess.Popen:
     process = subprocess.Popen([sys.executable, "-c", HOLD, str(directory)], stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None and process.stdout.readline().strip() == "held"
     return process
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def fails(run_cli, tmp_path):
+    """`fails(*argv, code=2, says=(...))`: run acon, expect one error line; nothing under tmp_path changes."""
+
+    def check(*args: str, code: int = 2, says: tuple[str, ...] = ()) -> str:
+        before = snapshot(tmp_path)
+        exit_code, _, err = run_cli(*args)
+        lines = [line for line in err.splitlines() if line.strip()]
+        assert exit_code == code, err
+        assert len(lines) == 1 and lines[0].startswith("acon: error: "), err
+        for text in says:
+            assert text in lines[0], lines[0]
+        after = snapshot(tmp_path)
+        assert {name: after.get(name) for name in before} == before  # nothing overwritten or lost
+        return lines[0]
+
+    return check

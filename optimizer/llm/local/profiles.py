@@ -13,7 +13,10 @@ from optimizer.errors import ConfigError
 def acon_home() -> Path:
     """Cache for model files, the server binary and server state (`ACON_HOME`, else ~/.cache/acon)."""
     # An empty value is unset (`ACON_HOME= acon ...`), not the current directory.
-    return Path(os.environ.get("ACON_HOME") or Path.home() / ".cache" / "acon")
+    home = Path(os.environ.get("ACON_HOME") or Path.home() / ".cache" / "acon")
+    if home.exists() and not home.is_dir():  # every write under it would fail with NotADirectoryError
+        raise ConfigError(f"ACON_HOME={home} is not a directory; point it at a directory (or unset it)")
+    return home
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
 """Start, reuse and stop the embedded llama-server on 127.0.0.1.
 
 One server per model profile. Its pid and port live in a state file so that a second job (or
-`acon models start`) reuses it instead of loading the weights twice. A job stops only servers it
-started itself or adopted from a dead owner; a server started by `acon models start` stays up.
+`acon models start`) reuses it instead of loading the weights twice. The file also lists the server's
+users (one token per `LocalServers` object: pid and object); a user leaving stops the server only when no
+live user is left, so a job that started it and ends first does not pull it from under another. A server
+started by `acon models start` stays up whoever leaves.
 """
 
 from __future__ import annotations
@@ -37,8 +39,9 @@ class ServerState:
     profile: str
     pid: int
     port: int
-    owner: str  # a job's pid as text, or "cli"
+    owner: str  # the starting user's token, or "cli"
     log: str
+    users: tuple[str, ...] = ()  # tokens `pid:object`; a token whose pid is dead no longer counts
 
     @property
     def base_url(self) -> str:
@@ -64,15 +67,16 @@ def _locked(profile: str) -> Iterator[None]:
 def _read_state(profile: str) -> ServerState | None:
     path = _state_path(profile)
     try:
-        return ServerState(**json.loads(path.read_text()))
-    except (FileNotFoundError, json.JSONDecodeError, TypeError):
+        data = json.loads(path.read_text())
+        return ServerState(**{**data, "users": tuple(data.get("users", ()))})
+    except (FileNotFoundError, json.JSONDecodeError, TypeError, AttributeError):
         return None
 
 
 def _write_state(state: ServerState) -> None:
     path = _state_path(state.profile)
     tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(state.__dict__))
+    tmp.write_text(json.dumps({**state.__dict__, "users": list(state.users)}))
     os.replace(tmp, path)
 
 
@@ -94,8 +98,13 @@ def _healthy(port: int) -> bool:
         return False
 
 
-def _owner_alive(owner: str) -> bool:
-    return owner == CLI_OWNER or (owner.isdigit() and _alive(int(owner)))
+def _user_alive(token: str) -> bool:
+    pid = token.split(":", 1)[0]
+    return pid.isdigit() and _alive(int(pid))
+
+
+def _live_users(state: ServerState, *, without: str | None = None) -> tuple[str, ...]:
+    return tuple(u for u in state.users if u != without and _user_alive(u))
 
 
 def server_status(profile_name: str) -> ServerState | None:
@@ -159,7 +168,8 @@ def _launch(profile: ModelProfile, owner: str, log: Log) -> ServerState:
                 )
             raise AconError(f"llama-server exited with code {process.returncode} (log {log_path}): {' '.join(tail)}")
         if _healthy(port):
-            state = ServerState(profile.name, process.pid, port, owner, str(log_path))
+            users = () if owner == CLI_OWNER else (owner,)
+            state = ServerState(profile.name, process.pid, port, owner, str(log_path), users)
             _write_state(state)
             return state
         time.sleep(0.25)
@@ -174,7 +184,7 @@ def start_detached(profile_name: str, log: Log = print) -> ServerState:
         state = server_status(profile.name)
         if state is not None:
             if state.owner != CLI_OWNER:
-                state = ServerState(state.profile, state.pid, state.port, CLI_OWNER, state.log)
+                state = ServerState(state.profile, state.pid, state.port, CLI_OWNER, state.log, state.users)
                 _write_state(state)
             return state
         return _launch(profile, CLI_OWNER, log)
@@ -206,37 +216,46 @@ def _terminate(pid: int) -> None:
 
 
 class LocalServers:
-    """Servers a job uses: reuses running ones, starts missing ones, stops only what it owns."""
+    """Servers a job uses: reuses running ones, starts missing ones, and on close stops a server only if no
+    other live user (another job, or another `LocalServers` of this process) still holds it."""
 
     def __init__(self, log: Log = print) -> None:
         self._log = log
-        self._owned: dict[str, ServerState] = {}
-        self._owner = str(os.getpid())
+        self._using: dict[str, int] = {}  # profile -> pid of the server this object registered with
+        self._launched: set[int] = set()
+        # One token per object, not per process: an outer `LocalServers` held open across short-lived inner
+        # ones (the probe's trials) keeps its server when an inner one closes.
+        self._token = f"{os.getpid()}:{id(self):x}"
 
     def base_url(self, profile_name: str) -> str:
         profile = get_profile(profile_name)
         with _locked(profile.name):
             state = server_status(profile.name)
-            if state is not None and not _owner_alive(state.owner):
-                # Orphaned by a killed job: adopt it so it is stopped when this job ends.
-                state = ServerState(state.profile, state.pid, state.port, self._owner, state.log)
-                _write_state(state)
-                self._owned[profile.name] = state
             if state is None:
-                state = _launch(profile, self._owner, self._log)
-                self._owned[profile.name] = state
-            # A server this process runs under another `LocalServers` (an outer one held open across many
-            # short-lived ones) is that one's to stop: owning by pid alone, each inner close killed it.
+                state = _launch(profile, self._token, self._log)
+                self._launched.add(state.pid)
+            elif self._token not in state.users:
+                users = (*_live_users(state), self._token)
+                state = ServerState(state.profile, state.pid, state.port, state.owner, state.log, users)
+                _write_state(state)
+            self._using[profile.name] = state.pid
             return state.base_url
 
     def close(self) -> None:
-        for name, state in list(self._owned.items()):
+        for name, pid in list(self._using.items()):
+            stop = pid in self._launched  # unless its state file still lists users: ours to end if gone
             with _locked(name):
                 current = _read_state(name)
-                if current is not None and current.pid == state.pid:
-                    _state_path(name).unlink(missing_ok=True)
-            _terminate(state.pid)
-            del self._owned[name]
+                if current is not None and current.pid == pid:
+                    left = _live_users(current, without=self._token)
+                    stop = not left and current.owner != CLI_OWNER
+                    if stop:
+                        _state_path(name).unlink(missing_ok=True)
+                    else:
+                        _write_state(ServerState(current.profile, pid, current.port, current.owner, current.log, left))
+            if stop:
+                _terminate(pid)
+            del self._using[name]
 
     def __enter__(self) -> LocalServers:
         return self

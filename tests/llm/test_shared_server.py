@@ -1,0 +1,140 @@
+"""Two processes sharing the local model server (issue 30, item 14): each stops only what it owns, and a
+shared server lives as long as one of its users does. Real processes and a fake llama-server binary (a
+Python HTTP server answering /health), so no model is loaded."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+FAKE_SERVER = """\
+import http.server, sys
+port = int(sys.argv[sys.argv.index("--port") + 1])
+
+class Health(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200 if self.path == "/health" else 404)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+http.server.HTTPServer(("127.0.0.1", port), Health).serve_forever()
+"""
+
+USER = """\
+import sys
+from optimizer.llm.local import server
+server.model_ready = lambda profile: True  # the fake binary needs no weights
+with server.LocalServers(log=lambda _: None) as servers:
+    print(servers.base_url("qwen2.5-coder-0.5b"), flush=True)
+    sys.stdin.readline()
+"""
+
+
+@pytest.fixture
+def env(tmp_path) -> dict[str, str]:
+    binary = tmp_path / "llama-server"
+    binary.write_text(f"#!{sys.executable}\n" + FAKE_SERVER)
+    binary.chmod(binary.stat().st_mode | stat.S_IEXEC)
+    return {**os.environ, "ACON_HOME": str(tmp_path / "home"), "ACON_LLAMA_SERVER": str(binary)}
+
+
+class User:
+    """A process using the local server until it is told to leave (or killed)."""
+
+    def __init__(self, env: dict[str, str]) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", USER], cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert self.process.stdout is not None
+        self.url = self.process.stdout.readline().strip()
+        assert self.url.startswith("http://127.0.0.1:"), self.url
+
+    def leave(self) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write("\n")
+        self.process.stdin.flush()
+        assert self.process.wait(timeout=60) == 0
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=60)
+
+
+def healthy(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url.removesuffix("/v1") + "/health", timeout=2) as response:
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def stopped(url: str, within_s: float = 20) -> bool:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if not healthy(url):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.fixture
+def users(env):
+    started: list[User] = []
+
+    def start() -> User:
+        started.append(User(env))
+        return started[-1]
+
+    yield start
+    for user in started:  # a failed assertion must not leave the fake server or its users behind
+        if user.process.poll() is None:
+            user.kill()
+    state = Path(env["ACON_HOME"]) / "servers" / "qwen2.5-coder-0.5b.json"
+    if state.exists():  # the fake server this test started
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(json.loads(state.read_text())["pid"], signal.SIGKILL)
+
+
+def test_the_server_lives_while_a_second_user_holds_it(users):
+    first = users()
+    second = users()
+    assert second.url == first.url  # reused, not a second server
+    first.leave()  # the process that started it ends first
+    assert healthy(second.url)
+    second.leave()
+    assert stopped(second.url)
+
+
+def test_a_killed_user_does_not_hold_the_server(users):
+    first = users()
+    second = users()
+    first.kill()
+    second.leave()  # the only live user leaves: nobody is left to stop it later
+    assert stopped(second.url)
+
+
+def test_a_server_stops_when_its_last_user_leaves_in_any_order(users):
+    first = users()
+    second = users()
+    second.leave()
+    assert healthy(first.url)
+    third = users()
+    assert third.url == first.url
+    first.leave()
+    assert healthy(third.url)
+    third.leave()
+    assert stopped(third.url)
