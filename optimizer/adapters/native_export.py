@@ -148,9 +148,9 @@ def _text_verdicts(guideline: Guideline, exporter: Target) -> list[Verdict]:
     summarize = [f"history[{i}]" for i, m in enumerate(policy.history) if isinstance(m, SummarizeOld)]
     compress = [f"write[{i}]" for i, m in enumerate(policy.write) if isinstance(m, Compress)]
     out = []
-    for entry, text, users, native in (
-        ("history text", guideline.history, summarize, exporter.instructions),
-        ("observation text", guideline.observation, compress, False),
+    for entry, text, users, native, why in (
+        ("history text", guideline.history, summarize, exporter.instructions, "takes no instructions natively"),
+        ("observation text", guideline.observation, compress, False, "has no native write-time stage"),
     ):
         if not text.strip():
             continue
@@ -161,7 +161,7 @@ def _text_verdicts(guideline: Guideline, exporter: Target) -> list[Verdict]:
         elif native:
             out.append(Verdict(entry, "mapped", f"{size}: the instructions of {', '.join(users)}"))
         else:
-            note = f"{size} used by {', '.join(users)}, which has no native counterpart here: exported nowhere"
+            note = f"{size} used by {', '.join(users)}, which {why}: exported nowhere"
             out.append(Verdict(entry, "not_mapped", note))
     return out
 

@@ -164,7 +164,7 @@ def test_compressor_text_no_move_uses_is_reported_as_a_loss():
     texts = {v.entry: v for v in seed.verdicts if v.entry.endswith(" text")}
     assert texts["history text"].status == "mapped"  # compact_20260112's instructions
     assert texts["observation text"].status == "not_mapped"
-    assert "used by write[0], which has no native counterpart here" in texts["observation text"].note
+    assert "used by write[0], which has no native write-time stage" in texts["observation text"].note
 
 
 def assert_every_entry_has_a_verdict(guideline, exported) -> None:
