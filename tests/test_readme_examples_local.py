@@ -66,9 +66,11 @@ def run_as_written(code: str, url: str, report: str) -> tuple[str, dict]:
     return printed.strip(), json.loads(result)
 
 
+# Not strict and not removed: on 2026-12-02 it failed 3 local runs and passed the next CI run (1 of 4), so
+# either marking would turn a coin flip of the 1.5B model into a red build.
 @pytest.mark.xfail(
-    reason="measured 2026-12-02: the 1.5B model reads the doc, then answers without its fact or with a sentence "
-    "about recall (3 runs); the LangChain example on the same model passes",
+    reason="flaky on the 1.5B model, passed 1 of 4 runs on 2026-12-02: in the others it read the doc, then "
+    "answered without its fact or with a sentence about recall; the LangChain example on the same model passes",
     strict=False,
 )
 def test_the_runtime_example_on_the_local_model(endpoint):

@@ -5,8 +5,11 @@ client = compacting(openai.OpenAI(...), ContextRuntime("guideline.md", retention
 reply = client.chat.completions.create(model=..., messages=messages, tools=tools)   # as before
 ```
 
-Everything else on the client (`models`, `embeddings`, `with_options`, ...) is the wrapped client's.
-One wrapped client serves one conversation, since the runtime keeps that conversation's state.
+Everything else on the client (`models`, `embeddings`, `with_options`, ...) is the wrapped client's,
+except that `responses.create` / `stream` / `parse` are refused in one line: the runtime compacts chat
+messages, and a Responses call passed through would send the conversation uncompacted without a word
+(for the Responses API's own compaction, `acon export --format openai`). One wrapped client serves one
+conversation, since the runtime keeps that conversation's state.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import openai
 
+from optimizer.errors import ConfigError
 from optimizer.runtime import ContextRuntime
 
 if TYPE_CHECKING:
@@ -49,6 +53,22 @@ class _Chat:
         return getattr(self._chat, name)
 
 
+class _Responses:
+    REFUSED = ("create", "stream", "parse")
+
+    def __init__(self, client: openai.OpenAI) -> None:
+        self._responses = client.responses
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self.REFUSED:
+            raise ConfigError(
+                f"compacting() wraps chat.completions.create only; responses.{name} would send the conversation "
+                "uncompacted (use chat.completions, or `acon export --format openai` for the Responses API's "
+                "own compaction settings)"
+            )
+        return getattr(self._responses, name)
+
+
 class CompactingOpenAI:
     """An `openai.OpenAI` client that applies `runtime` to every chat completion request."""
 
@@ -56,6 +76,7 @@ class CompactingOpenAI:
         self._client = client
         self.runtime = runtime
         self.chat = _Chat(client, runtime)
+        self.responses = _Responses(client)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._client, name)

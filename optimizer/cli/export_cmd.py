@@ -109,8 +109,9 @@ def export(
     fmt: str = typer.Option(
         "md",
         "--format",
-        help="md (front matter + texts), json, or native settings: "
-        "anthropic (context editing) | langchain (middleware), with a per-entry loss report.",
+        help="md (front matter + texts), json, or native settings: anthropic (client.beta.messages.create "
+        "kwargs) | openai (client.responses.create kwargs) | langchain (for "
+        "optimizer.adapters.langchain.middleware_from), with a per-entry loss report.",
     ),
     out_path: Path | None = typer.Option(None, "--out", help="Where to write the guideline."),
     distill: Path | None = typer.Option(None, help="Also write compressor (input, output) pairs as a Dataset."),
@@ -118,7 +119,7 @@ def export(
     tracking_uri: str | None = typer.Option(None, help="Tracking URI for --from-registry (default: the job's)."),
     retention: Path | None = typer.Option(
         None,
-        help="For anthropic|langchain: JSON tool -> class or "
+        help="For anthropic|openai|langchain: JSON tool -> class or "
         "{retention_class, side_effect}, to turn classes into exclude_tools.",
     ),
     allow_unpinned: bool = typer.Option(
@@ -134,9 +135,9 @@ def export(
     if out_path is not None:
         writable_file(out_path, "--out")
     if fmt not in ("md", "json", *FORMATS):
-        raise ConfigError(f"--format must be md, json, anthropic or langchain, not {fmt!r}")
+        raise ConfigError(f"--format must be md, json, {', '.join(FORMATS)}, not {fmt!r}")
     if retention is not None and fmt not in FORMATS:
-        raise ConfigError("--retention applies to --format anthropic|langchain only")
+        raise ConfigError(f"--retention applies to --format {'|'.join(FORMATS)} only")
     if job_dir is not None and not job_dir.exists():
         raise ConfigError(f"{job_dir} does not exist; export expects {EXPECTS}")
     if job_dir is not None and not job_dir.is_dir():
@@ -194,9 +195,11 @@ def _native(guideline: Guideline, fmt: str, retention: Path | None) -> str:
         typer.echo(f"{fmt}: warning: {warning}", err=True)
     if exported.lossy:
         typer.echo(f"{fmt}: lossy export; the full guideline runs only through optimizer.runtime", err=True)
-    if fmt == "anthropic":  # pasteable: client.beta.messages.create(model=..., max_tokens=..., messages=..., **this)
-        typer.echo(f"{fmt}: keyword arguments of client.beta.messages.create, from {exported.guideline}", err=True)
+    call = {"anthropic": "client.beta.messages.create", "openai": "client.responses.create"}.get(fmt)
+    if call is not None:  # pasteable: call(model=..., ..., **this)
+        typer.echo(f"{fmt}: keyword arguments of {call}, from {exported.guideline}", err=True)
         return json.dumps(exported.settings, indent=2)
+    typer.echo(f"{fmt}: build it with optimizer.adapters.langchain.middleware_from(path, model=...)", err=True)
     return json.dumps(exported.to_dict(), indent=2)
 
 

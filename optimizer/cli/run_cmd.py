@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 AGENT_CHOICES = " | ".join(AGENTS.names())
 err = plain_console(stderr=True)
-out = plain_console(width=max(150, terminal_width()))
+out = plain_console(width=max(180, terminal_width()))  # the compare table has 14 columns
 
 
 def _log(message: str, *, style: str | None = None) -> None:
@@ -94,7 +94,9 @@ def fmt(value: Any, digits: int = 0) -> str:
 
 
 def summary_table(rows: list[tuple[str, dict[str, Any]]], title: str) -> Table:
-    table = Table(title=title)
+    # Where no endpoint priced a run (tier 0, a local model), its cost is projected under the headline price model.
+    sources = sorted({s["cost_source"] for _, s in rows if s.get("cost_source")})
+    table = Table(title=title, caption=f"cost/success: {', '.join(sources)}" if sources else None)
     for column in (
         "strategy",
         "tasks",
@@ -105,6 +107,8 @@ def summary_table(rows: list[tuple[str, dict[str, Any]]], title: str) -> Table:
         "dependency",
         "tokens",
         "compressor",
+        "recalls",
+        "cache breaks",
         "cost/success",
         "infra",
         "wall s",
@@ -122,6 +126,8 @@ def summary_table(rows: list[tuple[str, dict[str, Any]]], title: str) -> Table:
             fmt(s["dependency_mean"]),
             fmt(s["total_tokens"]),
             fmt(s["compressor_tokens"]),
+            fmt(s["recall_calls"]),
+            fmt(s["cache_breaks"]),
             fmt(s["cost_per_success"], 4),
             fmt(s["infra_errors"]),
             fmt(s["wall_s"], 1),
@@ -241,7 +247,12 @@ def check_scored(result: RunResult) -> None:
 def compare(
     experiment: Path = typer.Argument(..., help="Experiment config (TOML)."),
     strategies: str = typer.Option(
-        ",".join(DETERMINISTIC), help=f"Comma-separated strategy names: {', '.join(STRATEGY_NAMES)}."
+        ",".join(DETERMINISTIC),
+        help=f"Comma-separated: strategy names ({', '.join(STRATEGY_NAMES)}), guideline files (.md, .json) "
+        "and registered guidelines (NAME@ALIAS, NAME/VERSION).",
+    ),
+    registry: str | None = typer.Option(
+        None, help="Job directory or tracking URI to read NAME@ALIAS from (default: the config's store)."
     ),
     split: str | None = typer.Option(None, help="train | test | all."),
     limit: int | None = typer.Option(None, help="Run only the first N tasks."),
@@ -251,13 +262,14 @@ def compare(
     json_path: Path | None = typer.Option(None, "--json", help="Write the table as JSON."),
 ) -> None:
     """Run several strategies on the same tasks and print one comparison table."""
-    from optimizer.evaluate.strategy_runs import check_tier, endpoints_for, run_strategy, select_tasks, strategy_named
+    from optimizer.cli.strategy_specs import strategy_from_spec
+    from optimizer.evaluate.strategy_runs import check_tier, endpoints_for, run_strategy, select_tasks
     from optimizer.tracking import check_caught_up, tracked_job
 
     if json_path is not None:
         writable_file(json_path, "--json")
     config = load_with_overrides(experiment, split=split, limit=limit, agent=agent, base_url=base_url, model=model)
-    chosen = [strategy_named(config, name.strip()).fixed() for name in strategies.split(",") if name.strip()]
+    chosen = [strategy_from_spec(config, spec.strip(), registry) for spec in strategies.split(",") if spec.strip()]
     for strategy_ in chosen:
         check_tier(strategy_, config.run.agent)
     report_overrides(chosen)
@@ -305,11 +317,16 @@ def compare(
                         "dependency_mean": r.summary["dependency_mean"],
                         "compressor_tokens": r.summary["compressor_tokens"],
                         "recall_calls": r.summary["recall_calls"],
+                        "cache_breaks": r.summary["cache_breaks"],
+                        "cost_per_success": r.summary["cost_per_success"],
+                        "cost_source": r.summary["cost_source"],
                         "infra_errors": r.summary["infra_errors"],
                         "directory": str(r.directory),
+                        "task_ids": list(r.episodes.task_ids),  # with `directory`: what `acon diff` reads back
                     }
                     for r in results
                 ],
+                "experiment_path": str(experiment.resolve()),
                 "split": config.run.split,
                 "agent": config.run.agent,
                 "experiment": config.name,

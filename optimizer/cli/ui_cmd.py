@@ -25,11 +25,19 @@ STOP_TIMEOUT_S = 15.0
 
 @dataclass(frozen=True)
 class UiTarget:
-    """What to serve: a local store URI, its artifact directory, and the experiment to open first."""
+    """What to serve: a local store URI, its artifact directory, and the experiment and run to open first."""
 
     uri: str
     artifacts: Path
     experiment_id: str | None = None
+    run_id: str | None = None  # the job's parent run: its description is the report and its failures
+
+    def page(self, url: str) -> str:
+        if self.experiment_id is None:
+            return url
+        if self.run_id is None:
+            return f"{url}/#/experiments/{self.experiment_id}"
+        return f"{url}/#/experiments/{self.experiment_id}/runs/{self.run_id}"
 
 
 def find_target(path: Path) -> UiTarget:
@@ -47,12 +55,20 @@ def find_target(path: Path) -> UiTarget:
             raise AconError(f"{path} logs to {state.tracking_uri}; open that server's UI instead")
         database = Path(state.tracking_uri.removeprefix("sqlite:///"))
         if database.exists():
-            return UiTarget(state.tracking_uri, database.parent / ARTIFACTS_DIR, state.experiment_id)
+            return UiTarget(state.tracking_uri, database.parent / ARTIFACTS_DIR, state.experiment_id, _parent(state))
     if (path / DB_NAME).exists():
         store = job_store(path)
         assert store.artifact_root is not None
         return UiTarget(store.uri, store.artifact_root)
     raise ConfigError(f"no MLflow store in {path} (expected {DB_NAME} or mlflow_run.json): run a job first")
+
+
+def _parent(state) -> str | None:
+    """The run to open on: the optimization job's parent run, else the job recorded last (a run or compare)."""
+    runs = state.runs
+    if "optimize" in runs:
+        return runs["optimize"]
+    return next(reversed(runs.values()), None)
 
 
 def server_command(target: UiTarget, port: int) -> list[str]:
@@ -163,8 +179,7 @@ def ui(
     previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         wait_healthy(url, process)
-        page = f"{url}/#/experiments/{target.experiment_id}" if target.experiment_id else url
-        typer.echo(page)
+        typer.echo(target.page(url))
         typer.echo("acon: press Ctrl-C to stop", err=True)
         process.wait()
         if process.returncode:

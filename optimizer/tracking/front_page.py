@@ -82,8 +82,10 @@ def description(report: Mapping[str, Any], pairs: Sequence[PairLink], *, experim
     text = "\n".join(lines)
     if not pairs:
         return text + "\nNo failure pair: no candidate lost a task that full context solved.\n"
-    # Real failures first: they are what a reviewer came for; near misses only cost a recall.
-    pairs = sorted(pairs, key=lambda p: p.near_miss)
+    # The chosen guideline's pairs first (what would ship), then the other candidates' and the baselines';
+    # within each, real failures before near misses, which only cost a recall.
+    chosen_label = f"guideline:{chosen.get('name')}@{chosen.get('version')}"
+    pairs = sorted(pairs, key=lambda p: (not p.pair.endswith(f" · {chosen_label}"), p.near_miss))
     header = [
         "## Failures to review",
         "",

@@ -1,4 +1,9 @@
-"""`<job_dir>/mlflow_run.json`: which parent run each job of this directory logs to, so a rerun resumes it."""
+"""`<job_dir>/mlflow_run.json`: which parent run each job of this directory logs to, so a rerun resumes it.
+
+A store inside the job directory is also recorded relative to it (`store`), and read back from where the
+directory is now: a job directory copied or moved elsewhere opens, resumes and exports from its own copy,
+not from the store it was first written to.
+"""
 
 from __future__ import annotations
 
@@ -26,9 +31,11 @@ class ParentRuns:
     def read(cls, job_dir: Path) -> ParentRuns | None:
         try:
             data: dict[str, Any] = json.loads((job_dir / STATE_FILE).read_text())
-            return cls(
-                data["tracking_uri"], str(data["experiment_id"]), data.get("experiment", ""), dict(data.get("runs", {}))
-            )
+            uri = data["tracking_uri"]
+            relative = data.get("store")
+            if isinstance(relative, str) and (job_dir / relative).is_file():
+                uri = f"sqlite:///{(job_dir / relative).resolve()}"
+            return cls(uri, str(data["experiment_id"]), data.get("experiment", ""), dict(data.get("runs", {})))
         except (FileNotFoundError, ValueError, KeyError, TypeError):
             return None
 
@@ -48,13 +55,16 @@ def remember_run(
         if current and (current.tracking_uri, current.experiment_id) == (tracking_uri, experiment_id)
         else {}
     )
+    runs.pop(job, None)  # re-inserted last: the order is the order jobs last logged (`acon ui` opens the last)
     runs[job] = run_id
-    atomic_write_json(
-        job_dir / STATE_FILE,
-        {
-            "tracking_uri": tracking_uri,
-            "experiment_id": experiment_id,
-            "experiment": experiment,
-            "runs": runs,
-        },
-    )
+    state: dict[str, Any] = {
+        "tracking_uri": tracking_uri,
+        "experiment_id": experiment_id,
+        "experiment": experiment,
+        "runs": runs,
+    }
+    if tracking_uri.startswith("sqlite:///"):
+        database = Path(tracking_uri.removeprefix("sqlite:///")).resolve()
+        if database.is_relative_to(job_dir.resolve()):
+            state["store"] = database.relative_to(job_dir.resolve()).as_posix()
+    atomic_write_json(job_dir / STATE_FILE, state)

@@ -1,15 +1,17 @@
-"""`acon export --format anthropic|langchain`: settings the installed SDKs accept, and every loss reported."""
+"""`acon export --format anthropic|openai|langchain`: settings the installed SDKs accept, every loss reported."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import typing
 
 import pytest
 
+from optimizer.adapters.langchain import middleware_from
 from optimizer.adapters.native_export import export_native
+from optimizer.adapters.native_targets import CONTEXT_EDITING
 from optimizer.context.guideline import read_guideline
+from optimizer.errors import ConfigError
 from optimizer.runtime.retention_map import ToolRetention
 from optimizer.world.retention import RetentionClass
 from tests.conftest import ROOT
@@ -70,33 +72,99 @@ def test_anthropic_settings_use_the_sdks_field_names(path):
 
 
 @pytest.mark.parametrize("path", GUIDELINES)
-def test_langchain_settings_build_the_real_middleware(path):
+def test_langchain_export_is_built_into_live_middleware_by_the_loader(path, tmp_path):
+    from langchain.agents.middleware import ClearToolUsesEdit, ContextEditingMiddleware, SummarizationMiddleware
     from langchain_openai import ChatOpenAI
 
     guideline = read_guideline(path)
     exported = export_native(guideline, "langchain", RETENTION)
-    built = []
-    for spec in exported.settings.get("middleware", []):
-        kwargs = dict(spec["kwargs"])
-        if "edits" in kwargs:
-            kwargs["edits"] = [construct(e["class"], e["kwargs"]) for e in kwargs["edits"]]
-        if "model" in kwargs:
-            assert kwargs["model"] is None  # the export says so; the user picks the model
-            kwargs["model"] = ChatOpenAI(base_url="http://127.0.0.1:9/v1", api_key="unused", model="m")
-            kwargs["trigger"], kwargs["keep"] = tuple(kwargs["trigger"]), tuple(kwargs["keep"])
-            assert "{messages}" in kwargs["summary_prompt"]
-            kwargs["summary_prompt"].format(messages="x")  # the guideline's own braces are escaped
-        built.append(construct(spec["class"], kwargs))
-    moves = {m.move for m in guideline.policy.history} & {"clear", "summarize"}
-    assert {type(m).__name__ for m in built} == {
-        {"clear": "ContextEditingMiddleware", "summarize": "SummarizationMiddleware"}[m] for m in moves
+    written = tmp_path / "export.json"
+    written.write_text(json.dumps(exported.to_dict()))  # as `acon export --format langchain --out` writes it
+    model = ChatOpenAI(base_url="http://127.0.0.1:9/v1", api_key="unused", model="m")
+    built = middleware_from(written, model=model)
+    moves = [m for m in guideline.policy.history if m.move in ("clear", "summarize")]
+    kinds = {m.move for m in moves}
+    expected = {
+        cls
+        for move, cls in (("clear", ContextEditingMiddleware), ("summarize", SummarizationMiddleware))
+        if move in kinds
     }
+    assert {type(m) for m in built} == expected
+    for middleware in built:
+        if isinstance(middleware, ContextEditingMiddleware):
+            clears = [m for m in moves if m.move == "clear"]
+            assert [type(e) for e in middleware.edits] == [ClearToolUsesEdit] * len(clears)
+            for edit, move in zip(middleware.edits, clears, strict=True):
+                assert (edit.trigger, edit.keep) == (move.trigger_tokens, move.keep_last)
+        else:
+            assert middleware.model is model and middleware.trigger == ("tokens", moves[-1].over)
+            assert guideline.history.split("\n")[0] in middleware.summary_prompt
+            middleware.summary_prompt.format(messages="x")  # the guideline's own braces are escaped
     assert_every_entry_has_a_verdict(guideline, exported)
 
 
-def construct(dotted: str, kwargs: dict):
-    module, _, name = dotted.rpartition(".")
-    return getattr(importlib.import_module(module), name)(**kwargs)
+def test_loader_refuses_what_it_cannot_build_in_one_line():
+    seed = export_native(read_guideline("guidelines/seed/seed.md"), "langchain", RETENTION)
+    with pytest.raises(ConfigError, match=r"middleware\[0\]: the guideline summarizes; pass model="):
+        middleware_from(seed)
+    foreign = {"format": "langchain", "settings": {"middleware": [{"class": "os.system", "kwargs": {}}]}}
+    with pytest.raises(ConfigError, match=r"'os\.system' is not a middleware acon exports"):
+        middleware_from(foreign)
+    anthropic = export_native(read_guideline("guidelines/seed/seed.md"), "anthropic", RETENTION)
+    with pytest.raises(ConfigError, match="the export: --format anthropic, not langchain"):
+        middleware_from(anthropic)
+    edited = {"middleware": [{"class": CONTEXT_EDITING, "kwargs": {"edits": [], "trigger": 5}}]}
+    with pytest.raises(ConfigError, match=r"ContextEditingMiddleware refused the export's settings"):
+        middleware_from(edited)
+
+
+@pytest.mark.parametrize("path", GUIDELINES)
+def test_openai_settings_are_accepted_by_the_sdks_responses_create(path):
+    """`context_management` as the installed SDK types it, sent through `client.responses.create` (captured)."""
+    import httpx
+    import openai
+    from openai.types.responses.response_create_params import ContextManagement
+
+    guideline = read_guideline(path)
+    exported = export_native(guideline, "openai", RETENTION)
+    summarize = [m for m in guideline.policy.history if m.move == "summarize"]
+    if not summarize:
+        assert exported.settings == {}
+        assert all(v.status == "not_mapped" for v in exported.verdicts if v.entry.startswith("history["))
+        return
+    assert set(exported.settings) == {"context_management"}
+    for entry in exported.settings["context_management"]:
+        check_against(entry, ContextManagement)
+    assert exported.settings["context_management"] == [
+        {"type": "compaction", "compact_threshold": min(m.over for m in summarize)}
+    ]
+    sent: list = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(500, json={"error": {"message": "captured"}})
+
+    client = openai.OpenAI(api_key="x", max_retries=0, http_client=httpx.Client(transport=httpx.MockTransport(answer)))
+    with pytest.raises(openai.InternalServerError):
+        client.responses.create(model="gpt-x", input="hi", **exported.settings)
+    (request,) = sent
+    assert json.loads(request.content)["context_management"] == exported.settings["context_management"]
+    text = next(v for v in exported.verdicts if v.entry == "history text")
+    assert text.status == "not_mapped" and "exported nowhere" in text.note  # no field for instructions
+
+
+def test_compressor_text_no_move_uses_is_reported_as_a_loss():
+    guideline = read_guideline("guidelines/learned/bfcl_long_context.md")  # clears and masks: no LLM move
+    for fmt in ("anthropic", "openai", "langchain"):
+        texts = {v.entry: v for v in export_native(guideline, fmt, RETENTION).verdicts if v.entry.endswith(" text")}
+        assert set(texts) == {"history text", "observation text"}
+        for verdict in texts.values():
+            assert verdict.status == "not_mapped" and "no move of the policy uses" in verdict.note
+    seed = export_native(read_guideline("guidelines/seed/seed.md"), "anthropic", RETENTION)
+    texts = {v.entry: v for v in seed.verdicts if v.entry.endswith(" text")}
+    assert texts["history text"].status == "mapped"  # compact_20260112's instructions
+    assert texts["observation text"].status == "not_mapped"
+    assert "used by write[0], which has no native write-time stage" in texts["observation text"].note
 
 
 def assert_every_entry_has_a_verdict(guideline, exported) -> None:
@@ -106,9 +174,11 @@ def assert_every_entry_has_a_verdict(guideline, exported) -> None:
     expected += ["pinned"] * bool(policy.pinned)
     expected += ["unlisted tools"] * any(m.move == "clear" for m in policy.history)
     expected += ["budget_tokens"] * (policy.budget_tokens is not None)
+    expected += [f"{part} text" for part in ("history", "observation") if getattr(guideline, part).strip()]
     assert [v.entry for v in exported.verdicts] == expected
     for verdict in exported.verdicts:
-        assert verdict.status != "mapped" or verdict.entry == "pinned"  # no move maps without loss
+        # No move maps without loss; a text maps only as the summary instructions of a move that exports.
+        assert verdict.status != "mapped" or verdict.entry in ("pinned", "history text")
         if verdict.entry.startswith("write"):
             assert verdict.status == "not_mapped"
 
@@ -181,8 +251,8 @@ def test_cli_prints_what_does_not_map_and_writes_the_settings(run_cli, tmp_path)
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["--format", "gemini"], "--format must be md, json, anthropic or langchain"),
-        (["--format", "md", "--retention", "x.json"], "--retention applies to --format anthropic|langchain only"),
+        (["--format", "gemini"], "--format must be md, json, anthropic, openai, langchain"),
+        (["--format", "md", "--retention", "x.json"], "--retention applies to --format anthropic|openai|langchain"),
         (["--format", "langchain", "--retention", "missing.json"], "retention file not found"),
     ],
 )

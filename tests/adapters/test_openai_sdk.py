@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 
 import openai
+import pytest
 
 from optimizer.adapters.openai_sdk import compacting
+from optimizer.errors import ConfigError
 from optimizer.runtime import ContextRuntime
 
 DOC = "Refunds over 50 EUR are approved by team REF-7.\n" + "Boilerplate line.\n" * 300
@@ -68,3 +70,15 @@ def test_wrapped_client_sends_compacted_messages_and_the_recall_tool(stub):
     assert third["messages"][: len(second["messages"])] == second["messages"]  # the prefix stayed stable
     assert client.models is client._client.models  # everything else is the SDK client's own
     assert runtime.stats.recalls == 1 and runtime.stats.cache_breaks == 0
+
+
+def test_responses_create_is_refused_in_one_line_not_passed_through_uncompacted():
+    client = compacting(
+        openai.OpenAI(api_key="x", base_url="http://127.0.0.1:9/v1"),
+        ContextRuntime("guidelines/learned/bfcl_long_context.md"),
+    )
+    with pytest.raises(ConfigError, match=r"responses.create would send the conversation uncompacted") as caught:
+        client.responses.create(model="m", input="hi")
+    assert "\n" not in str(caught.value)
+    # What sends no conversation is the SDK's own.
+    assert client.responses.retrieve.__self__ is client._client.responses

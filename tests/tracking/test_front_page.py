@@ -16,9 +16,9 @@ REPORT = {
 }
 
 
-def link(task: str, near_miss: bool = False) -> PairLink:
+def link(task: str, near_miss: bool = False, strategy: str = "guideline:seed@abc") -> PairLink:
     return PairLink(
-        f"{task} · guideline:seed@abc",
+        f"{task} · {strategy}",
         "SKU-42278",
         "history as written",
         f"tr-{task}",
@@ -38,6 +38,19 @@ def test_failed_pairs_come_first_each_linked_to_its_diff_and_both_traces():
     assert "| near miss |" in rows[1]
     assert "tier0: FAIL: peak_reduction: 0.200 (bar 0.3) FAIL" in text and "**Wall time:** 1 min 1 s." in text
     assert "#/experiments/7/runs/parent/artifactPath/report.md" in text
+
+
+def test_the_chosen_guidelines_pairs_come_before_the_baselines():
+    pairs = [link("a", strategy="fifo"), link("b", near_miss=True, strategy="guideline:seed+lower@abc"), link("c")]
+    pairs.append(link("d", strategy="guideline:seed+lower@abc"))
+    text = description(REPORT, pairs, experiment_id="7", run_id="parent")
+    rows = [line.split(" | ")[0] for line in text.splitlines() if line.startswith("| ") and "·" in line]
+    assert rows == [
+        "| d · guideline:seed+lower@abc",
+        "| b · guideline:seed+lower@abc",
+        "| a · fifo",
+        "| c · guideline:seed@abc",
+    ]
 
 
 def test_pairs_that_do_not_fit_in_one_tag_are_counted_not_cut_mid_row():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -17,7 +18,7 @@ import pytest
 from optimizer.cli.ui_cmd import HOST, UiTarget, find_target, free_port, server_command, server_env
 from optimizer.errors import AconError, ConfigError
 from optimizer.tracking.mlflow_tracker import MlflowTracker
-from optimizer.tracking.parent_runs import STATE_FILE
+from optimizer.tracking.parent_runs import STATE_FILE, ParentRuns
 from optimizer.tracking.store import job_store
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,6 +41,23 @@ def test_target_follows_the_state_file_and_refuses_remote_stores(tmp_path, job_d
         find_target(tmp_path)
     with pytest.raises(ConfigError, match="no MLflow store"):
         find_target(tmp_path / "empty")
+
+
+def test_a_copied_job_directory_opens_its_own_store_not_the_original(job_dir, tmp_path):
+    tracker = MlflowTracker(job_store(job_dir), job_dir, "moved")
+    with tracker.job_run("compare") as compare_id:
+        pass
+    with tracker.job_run("optimize") as optimize_id:
+        pass
+    written = json.loads((job_dir / STATE_FILE).read_text())
+    assert written["store"] == "mlflow.db" and written["runs"] == {"compare": compare_id, "optimize": optimize_id}
+    copy = tmp_path / "elsewhere" / "job"
+    shutil.copytree(job_dir, copy)
+    target = find_target(copy)
+    assert target.uri == job_store(copy).uri != job_store(job_dir).uri
+    assert target.artifacts == copy.resolve() / "mlartifacts"
+    assert target.page("http://h") == f"http://h/#/experiments/{tracker.experiment_id}/runs/{optimize_id}"
+    assert ParentRuns.read(copy).run_for(job_store(copy).uri, tracker.experiment_id, "optimize") == optimize_id
 
 
 def test_server_command_and_environment(tmp_path, monkeypatch):
@@ -85,7 +103,8 @@ def test_acon_ui_serves_the_job_and_stops_on_ctrl_c(job_dir):
     )
     try:
         url = process.stdout.readline().strip()  # printed once the server answers /health
-        assert url == f"http://127.0.0.1:{port}/#/experiments/{tracker.experiment_id}"
+        # The job's parent run first: its description is the report, its failures to review.
+        assert url == f"http://127.0.0.1:{port}/#/experiments/{tracker.experiment_id}/runs/{run_id}"
         base = f"http://127.0.0.1:{port}"
         artifact = _get(f"{base}/get-artifact?path=report.md&run_uuid={run_id}")
         assert artifact == b"# hello from the report"
