@@ -43,7 +43,7 @@ _FRONT_MATTER = re.compile(r"\A---\n(.*?)\n---\n?(.*)\Z", re.DOTALL)
 MAX_FRONT_MATTER = 64_000
 
 
-class _NoAliasLoader(yaml.SafeLoader):
+class _NoAliasLoader(yaml.SafeLoader):  # type: ignore[misc]  # yaml ships no types here
     """YAML without aliases: a few lines of nested `*ref`s expand to gigabytes once walked (a "billion
     laughs" bomb), and no guideline needs to repeat a node by reference."""
 

@@ -85,16 +85,15 @@ class LangChainSummary(SummaryTarget):
         return max(1, self.keep_messages // 2)
 
     def middleware(self, reply: Callable[[list[dict[str, Any]]], str]) -> SummarizationMiddleware:
-        extra = (
-            {} if self.trim_tokens_to_summarize is None else {"trim_tokens_to_summarize": self.trim_tokens_to_summarize}
-        )
-        return SummarizationMiddleware(
+        middleware = SummarizationMiddleware(
             model=_Bridge(reply=reply),
             trigger=("tokens", self.trigger_tokens),
             keep=("messages", self.keep_messages),
             summary_prompt=summary_prompt(self.instruction_text()),
-            **extra,
         )
+        if self.trim_tokens_to_summarize is not None:  # unset: LangChain's own default trim stays in force
+            middleware.trim_tokens_to_summarize = self.trim_tokens_to_summarize
+        return middleware
 
     def condense(self, history: History, ctx: StrategyContext) -> Condensation | None:
         view = history.replay()

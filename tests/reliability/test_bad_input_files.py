@@ -108,4 +108,4 @@ def test_the_cli_consoles_parse_no_markup_and_highlight_nothing():
 
     consoles = [run_cmd.out, run_cmd.err, canary_cmd.out, probe_cmd.out, suites_cmd.out, models_cmd.console]
     for console in consoles:
-        assert console._markup is False and console._highlight is False  # noqa: SLF001
+        assert console._markup is False and console._highlight is False

@@ -223,8 +223,8 @@ def test_an_infrastructure_error_is_run_again_and_superseded(tmp_path, monkeypat
     task counts, and nothing is duplicated once every task has a real outcome."""
     from optimizer.context.guideline import read_guideline
     from optimizer.context.strategies import GuidelineStrategy
-    from optimizer.evaluate.endpoints import ModelEndpoints
     from optimizer.errors import EndpointError
+    from optimizer.evaluate.endpoints import ModelEndpoints
     from optimizer.evaluate.store import EpisodeStore
     from optimizer.evaluate.strategy_runs import run_strategy, select_tasks
 
