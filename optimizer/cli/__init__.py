@@ -9,7 +9,7 @@ import typer
 from optimizer import _offline as _offline
 from optimizer.cli.library_logs import show_library_logs
 from optimizer.errors import AconError
-from optimizer.interrupts import exit_cleanly_on_sigterm
+from optimizer.interrupts import exit_cleanly_on_sigterm, stopping
 
 app = typer.Typer(
     name="acon",
@@ -18,6 +18,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+INTERRUPTED = "acon: interrupted; finished episodes are saved, rerun to resume"
 
 
 @app.callback()
@@ -58,17 +59,22 @@ def main() -> None:
     try:
         _register()  # imports the registries: a broken plugin is a one-line error here, not a traceback
         app(standalone_mode=False, prog_name="acon")  # hints name `acon` under `python -m optimizer` too
+        if stopping():
+            # Ctrl-C: typer turns the KeyboardInterrupt into a returned 130 in this mode, which exited 0.
+            raise KeyboardInterrupt
     except AconError as exc:
         print(f"acon: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        print("acon: interrupted; finished episodes are saved, rerun to resume", file=sys.stderr)
+        print(INTERRUPTED, file=sys.stderr)
         sys.exit(130)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:
         sys.exit(1)
     except SystemExit:
+        if stopping():  # SIGTERM
+            print(INTERRUPTED, file=sys.stderr)
         raise
     except usage_errors() as exc:  # bad command lines surface here in non-standalone mode
         if type(exc).__name__ == "NoArgsIsHelpError" and hasattr(

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
+from optimizer import interrupts
 from optimizer.errors import EndpointError, InfrastructureError
 from optimizer.llm.endpoint import EndpointConfig
 from optimizer.llm.gate import MAX_PAUSE_S, Gate, LocalGate, retry_after_s
@@ -109,7 +110,8 @@ class ChatClient:
             try:
                 with self.gate.slot():
                     try:
-                        response = self._client.chat.completions.create(**request)
+                        # Abandoned at once on SIGTERM or Ctrl-C: a slow model's reply can take minutes.
+                        response = interrupts.cancellable(lambda: self._client.chat.completions.create(**request))
                     except retryable as exc:
                         # Closed while this caller still holds its slot: once the slot frees, another caller
                         # (another thread, another Ray worker) could otherwise send inside the pause.
@@ -167,10 +169,10 @@ class ChatClient:
             # The server said when: every caller of the endpoint waits that long, then this one retries.
             # (A 429 closed the gate already, before its slot freed; pausing again only keeps the later end.)
             self.gate.pause(asked)
-            time.sleep(min(asked, MAX_PAUSE_S))
+            interrupts.sleep(min(asked, MAX_PAUSE_S))
             return
         delay = self.config.backoff_s * (2 ** (attempt - 1))
-        time.sleep(delay * (0.5 + random.random()))
+        interrupts.sleep(delay * (0.5 + random.random()))
 
     def _pause_if_asked(self, exc: BaseException) -> None:
         asked = retry_after_s(exc)

@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 
+from optimizer import interrupts
+
 MAX_PAUSE_S = 300.0  # a Retry-After longer than this is treated as this (a misconfigured server)
 
 
@@ -42,7 +44,9 @@ class LocalGate:
                 wait = self._paused_until - time.monotonic()
                 if wait <= 0 and self._used < self.limit:
                     break
-                self._ready.wait(timeout=wait if wait > 0 else None)
+                # Woken to check for a stop too: a caller waiting out a 429's pause would hold the exit.
+                self._ready.wait(timeout=min(wait, interrupts.POLL_S) if wait > 0 else interrupts.POLL_S)
+                interrupts.check()
             self._used += 1
         try:
             yield

@@ -15,6 +15,7 @@ from __future__ import annotations
 import http.client
 import json
 import random
+import sys
 import threading
 import time
 import urllib.error
@@ -182,7 +183,13 @@ class StubServer:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(ThreadingHTTPServer):
+            def handle_error(self, request: object, client_address: object) -> None:
+                # A client that hung up mid-reply (a cancelled call, an injected timeout) is not a server fault.
+                if not isinstance(sys.exc_info()[1], ConnectionError):
+                    super().handle_error(request, client_address)
+
+        self._server = Server(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self.base_url

@@ -29,8 +29,9 @@ class LocalExecutor(Executor):
         record: Callable[[Episode], int],
     ) -> Generator[tuple[Episode, int], None, None]:
         def run_and_record(task: Task) -> tuple[Episode, int]:
-            # Recorded on the thread that ran it: an episode in flight when the run is interrupted still
-            # finishes and is stored while the pool drains.
+            # Recorded on the thread that ran it. On an interrupt, an episode waiting on a model call raises
+            # `Interrupted` and is never recorded (a rerun runs it); one that needs no model finishes and is
+            # stored while the pool drains.
             episode = here(task)
             return episode, record(episode)
 
