@@ -100,11 +100,19 @@ class JsonlLog:
     def append(self, record: dict[str, Any]) -> int:
         """Write one record; returns its byte offset, so a reader can seek straight to it (`read_at`)."""
         line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode()
-        with self._lock, self.path.open("ab") as handle:
-            offset = handle.seek(0, os.SEEK_END)
-            handle.write(line)
-            handle.flush()
-            os.fsync(handle.fileno())
+        with self._lock:
+            offset = 0
+            try:
+                with self.path.open("ab") as handle:
+                    offset = handle.seek(0, os.SEEK_END)
+                    handle.write(line)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+            except OSError as exc:
+                # A full disk stores part of the line: taken back, so the log never holds a torn record.
+                with contextlib.suppress(OSError), self.path.open("r+b") as handle:
+                    handle.truncate(offset)
+                raise AconError(f"cannot write {self.path}: {exc.strerror or exc}") from None
         return offset
 
     def read(self) -> list[dict[str, Any]]:

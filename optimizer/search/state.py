@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from optimizer.errors import ConfigError
+from optimizer.errors import AconError, ConfigError
 from optimizer.evaluate.runner import run_key
 from optimizer.search.candidate import Candidate
 from optimizer.storage import atomic_write_json, atomic_write_text
@@ -83,7 +83,7 @@ class SearchState:
                 f"{STATE_FORMAT}); start the job again with another --out"
             )
         try:
-            return cls(
+            state = cls(
                 seed=data["seed"],
                 candidates={v: Candidate.from_dict(c) for v, c in data["candidates"].items()},
                 rounds=[RoundSummary(**r) for r in data["rounds"]],
@@ -96,10 +96,14 @@ class SearchState:
                 search_done=bool(data["search_done"]),
                 wall_s=float(data.get("wall_s", 0.0)),  # absent in states written before it was measured
             )
-        except (KeyError, TypeError) as exc:
+            if not all(isinstance(v, str | None) for v in (state.seed, state.chosen)):
+                raise TypeError("seed and chosen must be guideline versions")
+        except (KeyError, TypeError, ValueError, AttributeError, AconError) as exc:
+            # Written atomically, so a wrong shape is damage from outside; a guess would misreport the search.
             raise ConfigError(
                 f"{source} is damaged ({type(exc).__name__}: {exc}); restore it or move the job aside"
             ) from None
+        return state
 
 
 def config_key(config: ExperimentConfig) -> str:

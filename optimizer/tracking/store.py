@@ -14,7 +14,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from optimizer.config import TrackingConfig
-from optimizer.errors import AconError
+from optimizer.errors import AconError, ConfigError
 
 DB_NAME = "mlflow.db"
 ARTIFACTS_DIR = "mlartifacts"
@@ -83,10 +83,26 @@ def job_store(job_dir: Path) -> Store:
     return Store(sqlite_uri(job_dir / DB_NAME), job_dir / ARTIFACTS_DIR)
 
 
+# What MLflow itself stores to; a plugin's schemes are added from its entry points (`known_schemes`).
+MLFLOW_SCHEMES = (
+    "file",
+    "databricks",
+    "databricks-uc",
+    "uc",
+    "http",
+    "https",
+    "postgresql",
+    "mysql",
+    "sqlite",
+    "mssql",
+)
+
+
 def resolve_store(config: TrackingConfig, job_dir: Path) -> Store:
     uri = config.uri or os.environ.get("MLFLOW_TRACKING_URI", "")
     if not uri:
         return job_store(job_dir)
+    check_uri(uri, "[tracking] uri" if config.uri else "MLFLOW_TRACKING_URI")
     store = Store(uri, None)
     if store.is_remote:
         return store
@@ -103,3 +119,27 @@ def resolve_uri(job_dir: Path) -> str:
 
     state = ParentRuns.read(job_dir)
     return state.tracking_uri if state is not None else job_store(job_dir).uri
+
+
+def check_uri(uri: str, where: str) -> None:
+    """Refuse in one line a URI MLflow cannot store to: it would fail on the job's first write, in a traceback."""
+    if uri in ("databricks", "databricks-uc", "uc"):  # a workspace by its default profile: no scheme
+        return
+    scheme = urlsplit(uri).scheme.split("+")[0].lower()  # postgresql+psycopg2://...
+    if scheme and scheme not in known_schemes():
+        raise ConfigError(
+            f"{where} {uri!r}: MLflow has no store for '{scheme}://' (it knows {', '.join(sorted(known_schemes()))}); "
+            "leave it empty for the job's own sqlite store"
+        )
+    if scheme in ("", "file") and os.environ.get("MLFLOW_ALLOW_FILE_STORE", "").lower() not in ("1", "true"):
+        # MLflow 3 refuses a file store unless told otherwise; said here, before anything runs.
+        raise ConfigError(
+            f"{where} {uri!r} is a file store, which MLflow no longer writes unless MLFLOW_ALLOW_FILE_STORE=true; "
+            "use sqlite:///<directory>/mlflow.db instead"
+        )
+
+
+def known_schemes() -> set[str]:
+    from importlib.metadata import entry_points
+
+    return {*MLFLOW_SCHEMES, *(e.name for e in entry_points(group="mlflow.tracking_store"))}
