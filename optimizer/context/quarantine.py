@@ -124,8 +124,11 @@ def _blocks(lines: list[str], task: str) -> list[bool]:
     for i in [i for i, flagged in enumerate(inside) if flagged]:
         for step in (-1, 1):
             j, reached, previous = i, 0, lines[i]
-            while reached < BLOCK_LINES and (j := _next_text(lines, j, step)) is not None:
-                line = lines[j]
+            while reached < BLOCK_LINES:
+                following = _next_text(lines, j, step)
+                if following is None:
+                    break
+                j, line = following, lines[following]
                 tag = _TAG_LINE.match(line)
                 if tag:
                     # A tag ends the message: its own opening tag going up or closing tag going down is

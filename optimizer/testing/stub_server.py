@@ -184,7 +184,7 @@ class StubServer:
                 self.wfile.write(body)
 
         class Server(ThreadingHTTPServer):
-            def handle_error(self, request: object, client_address: object) -> None:
+            def handle_error(self, request: Any, client_address: Any) -> None:
                 # A client that hung up mid-reply (a cancelled call, an injected timeout) is not a server fault.
                 if not isinstance(sys.exc_info()[1], ConnectionError):
                     super().handle_error(request, client_address)
