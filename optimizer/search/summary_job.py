@@ -46,7 +46,6 @@ if TYPE_CHECKING:
 Log = Callable[[str], None]
 CHECKPOINT = "summary_search.json"
 TARGET_FILE = "target.json"
-OPTIMIZER_MAX_TOKENS = 300  # three short lines, or one shortened text: more is a small model rambling
 
 
 class SummaryJob:
@@ -83,7 +82,8 @@ class SummaryJob:
         with ModelEndpoints(roles, log=self.log) as endpoints:
             cache = endpoints.response_cache()
             compressor = Compressor(endpoints.client("compressor"), cache)
-            optimizer = CachedOptimizer(endpoints.client("optimizer"), cache, OPTIMIZER_MAX_TOKENS)
+            client = endpoints.client("optimizer")
+            optimizer = CachedOptimizer(client, cache, client.config.max_tokens)
             self.log(
                 f"{self.target.type} target: learning on {len(self.train)} train tasks, choosing on "
                 f"{len(self.val)} {self.chosen_on} tasks"

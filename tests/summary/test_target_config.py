@@ -74,3 +74,14 @@ def test_a_bad_target_is_one_line(tmp_path, body, message):
         _load(tmp_path, body)
     text = str(caught.value)
     assert message in text and "\n" not in text and text.startswith(str(tmp_path / "t.toml"))
+
+
+def test_the_example_config_runs_the_langchain_target_on_local_models():
+    from tests.conftest import ROOT
+
+    config = load_experiment(ROOT / "experiments" / "summary_builtin.toml")
+    target = config.optimize.target
+    assert isinstance(target, LangChainTarget) and target.knobs() == {"trigger_tokens": 1500, "keep_messages": 4}
+    assert config.run.agent == config.optimize.screen_agent == "reference" and config.optimize.final_llm_limit == 0
+    assert config.endpoints.compressor.is_local and config.endpoints.compressor.model == "qwen2.5-coder-0.5b"
+    assert config.endpoints.optimizer.is_local and config.endpoints.optimizer.model == "qwen2.5-coder-1.5b"
