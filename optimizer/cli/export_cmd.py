@@ -196,14 +196,18 @@ def target_job(job_dir: Path) -> tuple[SummaryTarget, Guideline]:
     from optimizer.summary.targets import TARGETS
 
     path = job_dir / TARGET_FILE
-    data = _read(path)
     try:
-        assert isinstance(data, dict)
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        data = None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} is damaged (not a JSON object); run the job again with another --out")
+    try:
         config = TARGETS.adapter().validate_python(data["target"])
         strategy = config.strategy(str(data["text"]))
         written = job_dir / str(data["guideline"])
         guideline = Guideline.from_markdown(written.read_text(), source=str(written))
-    except (AssertionError, KeyError, TypeError, ValidationError, FileNotFoundError) as exc:
+    except (KeyError, TypeError, ValidationError, FileNotFoundError) as exc:
         raise ConfigError(f"{path} is damaged ({type(exc).__name__}); run the job again with another --out") from None
     if guideline.version != data.get("version") or guideline.history != strategy.instruction_text().strip():
         raise ConfigError(f"{path}: the guideline file {written} is not the text the job learned")
