@@ -10,7 +10,7 @@ import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from optimizer.agent.kinds import AGENTS
 from optimizer.context.moves import HistoryMoveConfig, WriteMoveConfig
@@ -20,6 +20,7 @@ from optimizer.evaluate.executors import ExecutorConfig, LocalExecutor
 from optimizer.evaluate.pricing import CostConfig, PriceModel
 from optimizer.llm.endpoint import EndpointConfig
 from optimizer.search.proposers import DEFAULT_PROPOSERS, ProposerConfig
+from optimizer.summary.targets import TargetUnion
 from optimizer.world.suite import SUITES, SuiteSource
 
 if TYPE_CHECKING:  # a type checker sees the base; pydantic validates against the union built at run time
@@ -99,8 +100,19 @@ class AcceptanceConfig(_Strict):
     max_blocking: int = Field(0, ge=0, description="Blocking cases allowed (lost rule, duplicate write, ...).")
 
 
+# What the summary-instruction search (`target` set) reads; any other key set beside a target is refused.
+TARGET_KEYS = ("target", "rounds", "train_limit", "val_fraction", "test_limit", "screen_agent", "final_llm_limit")
+
+
 class OptimizeConfig(_Strict):
     """The optimization loop: warm start, rounds, proposers, budgets, selection and the report."""
+
+    target: TargetUnion | None = Field(
+        None,
+        description="A summarizer users already run (`langchain`, `anthropic`, or a plugin's) and its knobs: "
+        "the job then learns that summarizer's instruction text instead of a guideline. A bare name is a table "
+        "with only `type`; unset: the guideline search.",
+    )
 
     search: Literal["acon", "gepa"] = Field("acon", description="`acon` (rounds of proposers) or `gepa` (texts).")
     rounds: int = Field(3, ge=1, le=20, description="Upper bound on rounds (UT then CO step per round).")
@@ -205,6 +217,29 @@ class OptimizeConfig(_Strict):
     def _registered(cls, value: str) -> str:
         return registered_agent(value)
 
+    @field_validator("target", mode="before")
+    @classmethod
+    def _named(cls, value: Any) -> Any:
+        return {"type": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _target_reads(self) -> OptimizeConfig:
+        # The summary search runs none of the guideline search's proposers, warm start or selection: a key of
+        # theirs set beside a target would be silently ignored, so it is refused.
+        if self.target is not None:
+            # By value, not by `model_fields_set`: a dumped and revalidated config (`with_overrides`) sets them all.
+            unread = [
+                name
+                for name, info in type(self).model_fields.items()
+                if name not in TARGET_KEYS and getattr(self, name) != info.get_default(call_default_factory=True)
+            ]
+            if unread:
+                raise ValueError(
+                    f"'{unread[0]}' has no effect with a target (the summary-instruction search reads "
+                    f"{', '.join(TARGET_KEYS[1:])})"
+                )
+        return self
+
 
 class ExperimentConfig(_Strict):
     name: str = Field(..., min_length=1)
@@ -277,6 +312,8 @@ def describe_error(exc: ValidationError) -> str:
         return f"missing key '{where}'"
     if kind == "union_tag_invalid":
         return f"'{where}': {error['msg']}"
+    if kind == "value_error" and isinstance(error.get("input"), dict):  # a whole section: the message says it
+        return f"'{where}': {error['msg'].removeprefix('Value error, ')}"
     return f"'{where}': {error['msg']} (got {error.get('input')!r})"[:300]
 
 
@@ -292,6 +329,7 @@ _UNION_TAGS = (
     | _tags(SuiteConfig)
     | _tags(ProposerConfig)
     | _tags(ExecutorConfig)
+    | _tags(TargetUnion)
     | _tags(WriteMoveConfig, "move")
     | _tags(HistoryMoveConfig, "move")
     | _tags(PriceModel, "cache")

@@ -15,7 +15,8 @@ from optimizer.errors import AconError, ConfigError
 from optimizer.storage import atomic_write_json, atomic_write_text, writable_file
 
 if TYPE_CHECKING:
-    from optimizer.adapters.native_export import NativeFormat
+    from optimizer.adapters.native_export import NativeExport, NativeFormat
+    from optimizer.summary.target_base import SummaryTarget
 
 EXPECTS = "a job directory of `acon optimize`, or a guideline file (.md, or .json from `acon export --format json`)"
 
@@ -131,6 +132,7 @@ def export(
 ) -> None:
     """Write the chosen guideline (policy + both compressor texts, with provenance), or convert a guideline file."""
     from optimizer.adapters.native_export import FORMATS
+    from optimizer.search.summary_job import TARGET_FILE
 
     if out_path is not None:
         writable_file(out_path, "--out")
@@ -151,6 +153,9 @@ def export(
         if uri is None:
             raise ConfigError("--from-registry needs a job directory or --tracking-uri")
         guideline = load_from_registry(from_registry, uri, provenance=True)
+    elif job_dir is not None and (job_dir / TARGET_FILE).is_file():
+        _export_target(job_dir, fmt, out_path, distill=distill, retention=retention)
+        return
     elif job_dir is not None:
         guideline = chosen_guideline(job_dir)
     else:
@@ -159,15 +164,7 @@ def export(
     note = check_contract(guideline, source=source, allow_unpinned=allow_unpinned, override="pass --allow-unpinned")
     if note is not None:
         typer.echo(f"acon: {note}", err=True)
-    if fmt in FORMATS:
-        text = _native(guideline, fmt, retention)
-    else:
-        text = guideline.to_markdown() if fmt == "md" else json.dumps(guideline_json(guideline), indent=2)
-    if out_path is None:
-        typer.echo(text.rstrip("\n"))  # verbatim: a rich console would wrap long lines and break the JSON
-    else:
-        atomic_write_text(out_path, text if text.endswith("\n") else text + "\n")
-        out.print(f"wrote {out_path} ({guideline.name}@{guideline.version})")
+    _write(_native(guideline, fmt, retention) if fmt in FORMATS else _plain(guideline, fmt), out_path, guideline)
     if distill is not None:
         if job_dir is None:
             raise ConfigError("--distill needs a job directory")
@@ -181,6 +178,71 @@ def export(
         out.print(f"wrote {len(dataset)} compressor pairs to {distill}")
 
 
+def _plain(guideline: Guideline, fmt: str) -> str:
+    return guideline.to_markdown() if fmt == "md" else json.dumps(guideline_json(guideline), indent=2)
+
+
+def _write(text: str, out_path: Path | None, guideline: Guideline) -> None:
+    if out_path is None:
+        typer.echo(text.rstrip("\n"))  # verbatim: a rich console would wrap long lines and break the JSON
+    else:
+        atomic_write_text(out_path, text if text.endswith("\n") else text + "\n")
+        out.print(f"wrote {out_path} ({guideline.name}@{guideline.version})")
+
+
+def target_job(job_dir: Path) -> tuple[SummaryTarget, Guideline]:
+    """A summary-target job's learned text: the target strategy that ran it, and the guideline file it wrote."""
+    from optimizer.search.summary_job import TARGET_FILE
+    from optimizer.summary.targets import TARGETS
+
+    path = job_dir / TARGET_FILE
+    try:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        data = None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path} is damaged (not a JSON object); run the job again with another --out")
+    try:
+        config = TARGETS.adapter().validate_python(data["target"])
+        strategy = config.strategy(str(data["text"]))
+        written = job_dir / str(data["guideline"])
+        guideline = Guideline.from_markdown(written.read_text(), source=str(written))
+    except (KeyError, TypeError, ValidationError, FileNotFoundError) as exc:
+        raise ConfigError(f"{path} is damaged ({type(exc).__name__}); run the job again with another --out") from None
+    if guideline.version != data.get("version") or guideline.history != strategy.instruction_text().strip():
+        raise ConfigError(f"{path}: the guideline file {written} is not the text the job learned")
+    return strategy, guideline
+
+
+def _export_target(
+    job_dir: Path, fmt: str, out_path: Path | None, *, distill: Path | None, retention: Path | None
+) -> None:
+    """The learned text in its target's own form (`--format` = the target), or as a guideline file (md, json)."""
+    from optimizer.summary.export import export_target
+
+    strategy, guideline = target_job(job_dir)
+    if distill is not None or retention is not None:
+        raise ConfigError(
+            f"{job_dir} learned summary instructions for the {strategy.target} target: --distill and --retention "
+            "apply to a guideline job"
+        )
+    if fmt in ("md", "json"):
+        _write(_plain(guideline, fmt), out_path, guideline)
+        return
+    if fmt != strategy.target:
+        raise ConfigError(
+            f"{job_dir} learned summary instructions for the {strategy.target} target, measured there only: "
+            f"export --format {strategy.target} (or md, json), not {fmt}"
+        )
+    # Not silent: the target summarizes skills and receipts with the rest; the contract lives in the text.
+    typer.echo(
+        f"{fmt}: the {strategy.target} summarizer cannot pin a class; the learned text carries the retention "
+        "contract's must-keep rules (appended by code)",
+        err=True,
+    )
+    _write(_render_native(export_target(strategy), fmt), out_path, guideline)
+
+
 def _native(guideline: Guideline, fmt: str, retention: Path | None) -> str:
     from optimizer.adapters.native_export import export_native
     from optimizer.runtime.retention_map import read_retention_file
@@ -189,6 +251,10 @@ def _native(guideline: Guideline, fmt: str, retention: Path | None) -> str:
     exported = export_native(
         guideline, cast("NativeFormat", fmt), read_retention_file(retention) if retention else None
     )
+    return _render_native(exported, fmt)
+
+
+def _render_native(exported: NativeExport, fmt: str) -> str:
     for verdict in exported.verdicts:  # a lossy export is never silent; one unwrapped line per entry
         typer.echo(f"{fmt}: {verdict.entry}: {verdict.status.replace('_', ' ')}: {verdict.note}", err=True)
     for warning in exported.warnings:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
@@ -11,6 +12,10 @@ from rich.table import Table
 from optimizer.cli.console import log_line
 from optimizer.cli.run_cmd import err, fmt, out, progress_bar
 from optimizer.locking import exclusive
+
+if TYPE_CHECKING:
+    from optimizer.config import ExperimentConfig
+    from optimizer.search.summary_report import SummaryReport
 
 
 def _log(message: str) -> None:
@@ -35,6 +40,9 @@ def optimize(
     started = time.perf_counter()
     # Held from before the job object claims the directory until its last write: a second `acon optimize` on
     # the same --out (with or without --resume) is refused instead of interleaving its writes with this one's.
+    if config.optimize.target is not None:
+        _optimize_target(config, resume, started)
+        return
     with exclusive(config.out_dir, hint="wait for it to finish or use another --out", log=_log):
         job = OptimizationJob(config, resume=resume, log=_log, progress=progress_bar)
         report = job.run(track=tracker_for)
@@ -46,6 +54,56 @@ def optimize(
         out.print(f"acceptance {tier}: {'PASS' if result['pass'] else 'FAIL'} — {checks}")
     out.print(f"report: {config.out_dir / 'report.md'}  ({time.perf_counter() - started:.0f} s)")
     check_caught_up(job.tracker, f"run `acon optimize {experiment} --resume`")
+
+
+def _optimize_target(config: ExperimentConfig, resume: bool, started: float) -> None:
+    from optimizer.search.summary_job import SummaryJob
+
+    with exclusive(config.out_dir, hint="wait for it to finish or use another --out", log=_log):
+        report = SummaryJob(config, resume=resume, log=_log, progress=progress_bar).run()
+    out.print(target_table(report))
+    out.print(f"LLM-written lines that survived selection ({len(report.llm_parts)}):")
+    for line in report.llm_parts:
+        out.print(f"  + {line}")
+    refused = report.refused
+    out.print(f"refused optimizer lines ({len(refused)}):")
+    for refusal in refused:
+        out.print(f"  - {refusal.candidate}: {refusal.line!r} ({refusal.reason})")
+    out.print(f"learned text: {report.artifact}  (acon export {config.out_dir} --format {report.target})")
+    out.print(f"report: {config.out_dir / 'report.md'}  ({time.perf_counter() - started:.0f} s)")
+
+
+def target_table(report: SummaryReport) -> Table:
+    tier1 = any(r.tier1 is not None for r in report.rows)
+    table = Table(
+        title=f"Summary instructions for the {report.target} target, test split ({report.tasks['test']} tasks, "
+        f"{report.suite}): learned vs the target's default and the seed"
+    )
+    columns = ["text", "version", "facts kept", "per summary", "summary tokens", "tier-0 success", "95% CI"]
+    for column in [*columns, "peak mean", *(["tier-1 success"] if tier1 else [])]:
+        table.add_column(column, justify="left" if column in ("text", "version") else "right")
+    for r in report.rows:
+        d = r.to_dict()
+        low, high = d["tier0_success_ci"]
+        per = d.get("facts_kept_per_summary")
+        cells = [
+            r.name,
+            r.version or "–",
+            f"{d['facts_kept']}/{d['facts_needed']}" if r.screen is not None else "–",
+            f"{per:.2f}" if per is not None else "–",
+            fmt(d["summary_tokens_mean"]) if r.screen is not None else "–",
+            f"{d['tier0_success']:.2f}",
+            f"[{low:.2f}, {high:.2f}]",
+            fmt(d["peak_mean"]),
+        ]
+        if tier1:
+            cells.append(f"{d['tier1_success']:.2f}" if r.tier1 is not None else "–")
+        table.add_row(*cells)
+    table.caption = (
+        f"chosen {report.search.chosen} on {report.chosen_on} · default: {report.default_source} · "
+        "facts kept: needed literals the summaries kept (screen) · tier 0: the reference agent"
+    )
+    return table
 
 
 def pareto_table(report: dict) -> Table:

@@ -10,8 +10,9 @@ import contextlib
 import re
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from optimizer.context.contract import summary_rules
 from optimizer.errors import InfrastructureError
@@ -127,10 +128,32 @@ class Compressor:
 
     def _run(self, prompt: str, max_tokens: int) -> CompressorOutput:
         messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]
-        key = request_key(
-            {"messages": messages, "max_tokens": max_tokens, "temperature": self.client.config.temperature},
-            endpoint=f"{self.client.config.base_url}|{self.client.model}",  # "local", not its port
-        )
+        return self.request(messages, max_tokens, prompt=prompt)
+
+    def request(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        max_tokens: int,
+        *,
+        prompt: str = "",
+        layout: str | None = None,
+        clean: Callable[[str], str] | None = None,
+        what: str = "compression",
+    ) -> CompressorOutput:
+        """One call with `messages` as given, cached by the exact request.
+
+        acon's own prompts go through `_run`; a summarizer target sends its own assembled messages with a
+        `layout` tag (part of the key, absent for acon's layout so its keys stay those of every stored cache)
+        and its own reply `clean`-up (default: `clean_reply`). Both share the origin accounting of `attempt`.
+        """
+        request: dict[str, Any] = {
+            "messages": list(messages),
+            "max_tokens": max_tokens,
+            "temperature": self.client.config.temperature,
+        }
+        if layout is not None:
+            request["layout"] = layout
+        key = request_key(request, endpoint=f"{self.client.config.base_url}|{self.client.model}")  # "local", no port
         origin = getattr(self._local, "origin", None)
         if self.cache is not None:
             hit = self.cache.get(key)
@@ -147,13 +170,13 @@ class Compressor:
                     return CompressorOutput(text, usage, False, prompt)
                 self.cache_hits += 1
                 return CompressorOutput(text, usage, True, prompt)
-        completion = self.client.complete(messages, max_tokens=max_tokens)
+        completion = self.client.complete(list(messages), max_tokens=max_tokens)
         self.calls += 1
-        text = clean_reply(completion.text)
+        text = (clean or clean_reply)(completion.text)
         if not text:
             # Only a marker or an empty fence: a compression to nothing would drop the content unseen.
             raise InfrastructureError(
-                f"{self.client.base_url}: empty compression from model {self.client.model!r} "
+                f"{self.client.base_url}: empty {what} from model {self.client.model!r} "
                 f"(reply {completion.text[:40]!r})",
                 kind="empty_reply",
                 attempts=completion.attempts,

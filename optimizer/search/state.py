@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from optimizer.config import ExperimentConfig
 
 STATE_FORMAT = 2
+# Each search's checkpoint: a directory holding either belongs to a job that started.
+CHECKPOINTS = ("state.json", "summary_search.json")
 
 
 @dataclass
@@ -116,21 +118,23 @@ class JobDir:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def claim(self, config: ExperimentConfig, *, resume: bool) -> SearchState | None:
+    def claim(self, config: ExperimentConfig, *, resume: bool, started_by: str = "state.json") -> SearchState | None:
         """Create the job or check that a resumed one is the same job. Returns saved state, if any.
 
-        A job whose `state.json` was never written (its endpoints did not answer, say) never started: the
-        directory is claimed again, by this config, with or without `--resume`.
+        A job whose `started_by` checkpoint was never written (its endpoints did not answer, say) never
+        started: the directory is claimed again, by this config, with or without `--resume`. The guideline
+        search checkpoints `state.json`; the summary-instruction search its own file (no state is returned).
         """
         job_file = self.path / "job.json"
         key = config_key(config)
-        started = (self.path / "state.json").exists()
+        started = (self.path / started_by).exists()
+        other_started = any((self.path / name).exists() for name in CHECKPOINTS)
         if job_file.exists():
             try:
                 saved = json.loads(job_file.read_text())
             except json.JSONDecodeError:
                 raise ConfigError(f"{job_file} is corrupt; move the directory aside") from None
-            if saved.get("key") != key and started:
+            if saved.get("key") != key and other_started:
                 raise ConfigError(
                     f"{self.path} holds a job of a different config ({saved.get('name')}, key {saved.get('key')}); "
                     "use another --out"
@@ -138,7 +142,7 @@ class JobDir:
             if started and not resume:
                 raise ConfigError(f"{self.path} already holds this job; pass --resume to continue it")
             if started:
-                return self.load_state()
+                return self.load_state() if started_by == "state.json" else None
         elif resume:
             raise ConfigError(f"nothing to resume in {self.path} (no job.json)")
         self._check_writable()

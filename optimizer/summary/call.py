@@ -1,9 +1,15 @@
-"""One summarizer call with the target's own message layout, cached by content.
+"""The summary search's two model calls, each cached by its exact request in acon's reply cache.
 
+The summarizer: one call with the target's own message layout.
 The targets send their assembled prompt as it is (LangChain: one user message holding the formatted
-`summary_prompt`), not acon's compressor layout, so the call goes to the compressor endpoint directly.
-The key is the request itself: the same instructions over the same history is never sent twice, in a
-resumed job, a repeated one, or a screen followed by tier 0 on the same trajectory.
+`summary_prompt`), not acon's compressor layout, so the call goes through `Compressor.request` with the
+messages as given: the same reply cache, keyed by the request itself, and the same per-episode origin
+accounting as acon's own compressor calls. The same instructions over the same history is never sent
+twice, in a resumed job, a repeated one, or a screen followed by tier 0 on the same trajectory.
+
+The optimizer: its UT and CO rewrites, cached the same way (keyed by prompt, temperature and the endpoint's
+seed), so a resumed job replays the search it had made (the same rewrites, hence the same candidates and
+the same stored runs) instead of drawing new ones, and a repeated job makes no optimizer call at all.
 """
 
 from __future__ import annotations
@@ -12,45 +18,53 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from optimizer.context.compressor import Compressor
-from optimizer.errors import InfrastructureError
-from optimizer.llm.cache import request_key
-from optimizer.llm.usage import Usage
+from optimizer.context.compressor import Compressor, CompressorOutput
+from optimizer.llm.cache import ResponseCache, request_key
+from optimizer.llm.client import ChatClient
+
+LAYOUT = "target"
 
 
-@dataclass(frozen=True)
-class SummaryReply:
-    text: str
-    usage: Usage
-    cached: bool
-    retries: int = 0
+def call_summarizer(compressor: Compressor, messages: Sequence[Mapping[str, Any]], max_tokens: int) -> CompressorOutput:
+    # Only whitespace is trimmed: the target would show the summary as the model wrote it (no marker stripping).
+    return compressor.request(messages, max_tokens, layout=LAYOUT, clean=str.strip, what="summary")
 
 
-def summary_key(compressor: Compressor, messages: Sequence[Mapping[str, Any]], max_tokens: int) -> str:
-    config = compressor.client.config
-    return request_key(
-        {"messages": list(messages), "max_tokens": max_tokens, "temperature": config.temperature, "layout": "target"},
-        endpoint=f"{config.base_url}|{compressor.client.model}",
-    )
+@dataclass
+class CachedOptimizer:
+    """`(prompt, temperature) -> reply` on the optimizer endpoint; counts the calls it made and their tokens."""
 
+    client: ChatClient
+    cache: ResponseCache | None
+    max_tokens: int
+    calls: int = 0
+    cache_hits: int = 0
+    tokens: int = 0
 
-def call_summarizer(compressor: Compressor, messages: Sequence[Mapping[str, Any]], max_tokens: int) -> SummaryReply:
-    key = summary_key(compressor, messages, max_tokens)
-    if compressor.cache is not None:
-        hit = compressor.cache.get(key)
-        if hit is not None:
-            compressor.cache_hits += 1
-            return SummaryReply(hit[0], hit[1], True)
-    completion = compressor.client.complete(list(messages), max_tokens=max_tokens)
-    compressor.calls += 1
-    text = completion.text.strip()
-    if not text:
-        # The target would show an empty summary in place of the history: an endpoint fault, never a result.
-        raise InfrastructureError(
-            f"{compressor.client.base_url}: empty summary from model {compressor.client.model!r}",
-            kind="empty_reply",
-            attempts=completion.attempts,
+    def __call__(self, prompt: str, temperature: float) -> str:
+        messages = [{"role": "user", "content": prompt}]
+        config = self.client.config
+        key = request_key(
+            {
+                "messages": messages,
+                "max_tokens": self.max_tokens,
+                "temperature": temperature,
+                "seed": config.seed,
+                "layout": "summary-optimizer",
+            },
+            endpoint=f"{config.base_url}|{self.client.model}",
         )
-    if compressor.cache is not None:
-        compressor.cache.put(key, text, completion.usage)
-    return SummaryReply(text, completion.usage, False, completion.attempts - 1)
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None:
+                self.cache_hits += 1
+                return hit[0]
+        # An empty reply is the rewrite's to refuse ("empty reply"), and never cached (the cache refuses it).
+        completion = self.client.complete(
+            messages, max_tokens=self.max_tokens, temperature=temperature, allow_empty=True
+        )
+        self.calls += 1
+        self.tokens += completion.usage.total_tokens
+        if self.cache is not None and completion.text.strip():
+            self.cache.put(key, completion.text, completion.usage)
+        return completion.text

@@ -8,6 +8,8 @@ ships), for Anthropic the `compact_20260112` edit with the text as `instructions
 
 from __future__ import annotations
 
+from typing import Any
+
 from optimizer.adapters.native_export import NativeExport, export_native
 from optimizer.context.guideline import SEED_GUIDELINE, Guideline, guideline_at
 from optimizer.errors import ConfigError
@@ -15,18 +17,24 @@ from optimizer.summary.langchain_target import LangChainSummary, summary_prompt
 from optimizer.summary.target_base import SummaryTarget
 
 
-def export_target(target: SummaryTarget) -> NativeExport:
+def target_guideline(target: SummaryTarget, provenance: dict[str, Any] | None = None) -> Guideline:
+    """The target's nearest acon policy with its text as the history instructions: the learned artifact."""
     text = target.instruction_text()
     if not text.strip():
         raise ConfigError(f"{target.type}: no instructions to export (the target's default needs no setting)")
     # A summary target has no observation compressor; the guideline format wants one, which no export reads.
-    guideline = Guideline(
+    return Guideline(
         name=target.type,
         description=f"Summary instructions learned for the {target.target} target.",
         policy=target.policy(),
         history=text,
         observation=guideline_at(SEED_GUIDELINE).observation,
+        provenance=provenance or {},
     )
+
+
+def export_target(target: SummaryTarget) -> NativeExport:
+    guideline = target_guideline(target)
     result = export_native(guideline, "langchain" if isinstance(target, LangChainSummary) else "anthropic")
     if isinstance(target, LangChainSummary):
         kwargs = result.settings["middleware"][-1]["kwargs"]

@@ -22,9 +22,10 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
+from optimizer.context.compressor import CompressorOutput
 from optimizer.context.history import History
 from optimizer.context.moves.base import Condensation, StrategyContext
-from optimizer.summary.call import SummaryReply, call_summarizer
+from optimizer.summary.call import call_summarizer
 from optimizer.summary.defaults import langchain_default
 from optimizer.summary.lc_messages import message_id, to_langchain
 from optimizer.summary.target_base import SummaryTarget
@@ -97,7 +98,7 @@ class LangChainSummary(SummaryTarget):
 
     def condense(self, history: History, ctx: StrategyContext) -> Condensation | None:
         view = history.replay()
-        calls: list[tuple[list[dict[str, Any]], SummaryReply]] = []
+        calls: list[tuple[list[dict[str, Any]], CompressorOutput]] = []
 
         def reply(messages: list[dict[str, Any]]) -> str:
             self._needs_compressor(ctx)

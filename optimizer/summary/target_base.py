@@ -12,6 +12,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
+from optimizer.context.compressor import CompressorOutput
 from optimizer.context.history import History, Summarize
 from optimizer.context.moves import CompressorTexts, SummarizeOld
 from optimizer.context.moves.base import Condensation, StrategyContext, current_summary, replay_record
@@ -19,7 +20,6 @@ from optimizer.context.policy import RetentionPolicy
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.context.thresholds import SUMMARY_MAX_TOKENS
 from optimizer.errors import ConfigError
-from optimizer.summary.call import SummaryReply
 
 
 class SummaryTarget(ContextStrategy):
@@ -63,7 +63,7 @@ class SummaryTarget(ContextStrategy):
         ctx: StrategyContext,
         new_ids: set[int],
         shown: str,
-        reply: SummaryReply,
+        reply: CompressorOutput,
         prompt: str,
     ) -> Condensation:
         """The summary standing in for `new_ids` and whatever the previous summary covered."""

@@ -96,3 +96,24 @@ def test_a_repeated_history_is_never_summarized_twice(compressor_for, tmp_path):
     calls = len(server.requests)
     run(strategy, compressor=Compressor(base.client, ResponseCache(tmp_path / "c.sqlite")))
     assert calls > 0 and len(server.requests) == calls
+
+
+def test_a_summary_an_unfinished_attempt_fetched_is_that_episodes_own_call(compressor_for, tmp_path):  # noqa: F811
+    """The summary call shares the compressor's reply cache and its origin accounting: an episode redone after
+    a kill owns the summary its first attempt fetched; another episode reads it as a cache hit."""
+    from optimizer.context.compressor import Compressor
+    from optimizer.llm.cache import ResponseCache
+    from optimizer.summary.call import call_summarizer
+
+    base, server = compressor_for(_reply)
+    cached = Compressor(base.client, ResponseCache(tmp_path / "c.sqlite"))
+    messages = [{"role": "user", "content": "Summarize: ORD-5521 created."}]
+    with cached.attempt("task-1"):
+        first = call_summarizer(cached, messages, 100)
+    with cached.attempt("task-1"):
+        redone = call_summarizer(cached, messages, 100)
+    with cached.attempt("task-2"):
+        other = call_summarizer(cached, messages, 100)
+    assert len(server.requests) == 1 and first.text == SUMMARY
+    assert (first.cached, redone.cached, other.cached) == (False, False, True)
+    assert cached.calls == 2 and cached.cache_hits == 1

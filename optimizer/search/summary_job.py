@@ -1,0 +1,183 @@
+"""`acon optimize` with `[optimize.target]`: learn a production summarizer's instruction text.
+
+    learn    the seed guideline's history text with the retention contract appended by code, then ACON's
+             UT rewrites from the facts its summaries lost on the mined train tasks and a CO shortening,
+             each candidate screened (what its summaries keep) and chosen on the validation tasks
+             (`optimizer.summary.search`)
+    report   on the test split, the same summarizer under every text: the learned one, the target's own
+             default (read from the installed package), the seed, the seed with the contract, and `none`:
+             facts kept per summary, tier-0 success and mean peak (tier 1 on the first `final_llm_limit`)
+    artifact the learned text as a guideline file with its provenance, and `target.json`, from which
+             `acon export --format langchain|anthropic` writes the target's own settings
+
+Every model call is cached by its exact request (summaries and the optimizer's rewrites alike) and every
+evaluation is a keyed run directory, so a resumed or repeated job replays what it did without a new call.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from optimizer.context.compressor import Compressor
+from optimizer.context.guideline import read_guideline, save_guideline
+from optimizer.context.strategies import parse_strategy
+from optimizer.context.strategies.base import ContextStrategy
+from optimizer.evaluate.endpoints import ModelEndpoints
+from optimizer.evaluate.strategy_runs import select_tasks
+from optimizer.search.evaluator import Evaluator, Progress
+from optimizer.search.job import split_validation
+from optimizer.search.scores import Scores
+from optimizer.search.state import JobDir
+from optimizer.search.summary_report import SummaryReport, TextRow
+from optimizer.summary.call import CachedOptimizer
+from optimizer.summary.contract_text import with_contract
+from optimizer.summary.export import target_guideline
+from optimizer.summary.screen import screen
+from optimizer.summary.search import SearchRecord, learn
+from optimizer.world.task import Task
+
+if TYPE_CHECKING:
+    from optimizer.config import ExperimentConfig
+    from optimizer.summary.targets import TargetConfig
+
+Log = Callable[[str], None]
+CHECKPOINT = "summary_search.json"
+TARGET_FILE = "target.json"
+
+
+class SummaryJob:
+    def __init__(
+        self, config: ExperimentConfig, *, resume: bool = False, log: Log = print, progress: Progress | None = None
+    ) -> None:
+        if config.optimize.target is None:
+            raise ValueError("SummaryJob needs [optimize.target]")
+        self.config = config
+        self.options = config.optimize
+        self.target: TargetConfig = config.optimize.target
+        mined, held = split_validation(
+            select_tasks(config, "train", self.options.train_limit), self.options.val_fraction, config.seed
+        )
+        # Without validation tasks the choice is made on the mined ones, and the report says so.
+        self.train, self.val, self.chosen_on = mined, held or mined, "val" if held else "train"
+        self.test = select_tasks(config, "test", self.options.test_limit)
+        self.seed_text = read_guideline(config.guideline).history
+        self.default = self.target.default()
+        self.dir = JobDir(config.out_dir)
+        self.dir.claim(config, resume=resume, started_by=CHECKPOINT)
+        self.log = log
+        self.progress = progress
+
+    def run(self) -> SummaryReport:
+        started = time.monotonic()
+        roles = {"compressor": self.config.endpoints.compressor, "optimizer": self.config.endpoints.optimizer}
+        if self.options.final_llm_limit > 0 or self.options.screen_agent == "llm":
+            roles["agent"] = self.config.endpoints.agent
+        notes = []
+        if self.config.tracking.enabled:
+            notes.append("this job logs no MLflow run (the summary-instruction job writes files only)")
+            self.log(f"note: {notes[-1]}")
+        with ModelEndpoints(roles, log=self.log) as endpoints:
+            cache = endpoints.response_cache()
+            compressor = Compressor(endpoints.client("compressor"), cache)
+            client = endpoints.client("optimizer")
+            optimizer = CachedOptimizer(client, cache, client.config.max_tokens)
+            self.log(
+                f"{self.target.type} target: learning on {len(self.train)} train tasks, choosing on "
+                f"{len(self.val)} {self.chosen_on} tasks"
+            )
+            record = learn(
+                self.target.strategy,
+                self.seed_text,
+                self.train,
+                self.val,
+                compressor,
+                optimizer,
+                rounds=self.options.rounds,
+                candidates=self.target.proposals,
+                minibatch=self.target.minibatch,
+                seed=self.config.seed,
+            )
+            self.dir.write_json(CHECKPOINT, record.to_dict())
+            best = record.best()
+            self.log(f"chosen: {best.name} ({len(best.llm_lines)} optimizer line(s) in it)")
+            evaluator = Evaluator(self.config, endpoints, self.dir.path / "runs", progress=self.progress)
+            texts: dict[str, str | None] = {
+                "learned": best.text,
+                "default": None,
+                "seed": self.seed_text,
+                "seed+contract": with_contract(self.seed_text),
+            }
+            rows = [self._row(name, text, compressor, evaluator) for name, text in texts.items()]
+            rows.append(self._row("none", None, None, evaluator))
+        artifact = self._write_artifact(record, rows[0])
+        report = SummaryReport(
+            experiment=self.config.name,
+            suite=self.config.suite.type,
+            target=self.target.type,
+            knobs=self.target.knobs(),
+            default_source=self.default.source,
+            default_note=self.default.note,
+            tasks={
+                "train": len(self.train),
+                "val": len(self.val) if self.chosen_on == "val" else 0,
+                "test": len(self.test),
+            },
+            chosen_on=self.chosen_on,
+            rows=tuple(rows),
+            search=record,
+            artifact=str(artifact),
+            optimizer={"calls": optimizer.calls, "cache_hits": optimizer.cache_hits, "tokens": optimizer.tokens},
+            notes=tuple(notes),
+        )
+        self.dir.write_json("report.json", {**report.to_dict(), "wall_s": round(time.monotonic() - started, 1)})
+        self.dir.write_text("report.md", report.markdown())
+        return report
+
+    def _row(self, name: str, text: str | None, compressor: Compressor | None, evaluator: Evaluator) -> TextRow:
+        strategy: ContextStrategy = parse_strategy("none") if compressor is None else self.target.strategy(text)
+        self.log(f"test split: {name} ({strategy.label()})")
+        screened = screen(strategy, self.test, compressor) if compressor is not None else None
+        tier0 = self._scores(evaluator, strategy, self.test, self.options.screen_agent)
+        tier1 = None
+        if self.options.final_llm_limit > 0:
+            tier1 = self._scores(evaluator, strategy, self.test[: self.options.final_llm_limit], "llm")
+        texts = strategy.texts()
+        version = texts.version if texts is not None else None
+        shown = text if text is not None else self.default.text if compressor is not None else None
+        return TextRow(name, shown, version, screened, tier0, tier1)
+
+    @staticmethod
+    def _scores(evaluator: Evaluator, strategy: ContextStrategy, tasks: list[Task], agent: str) -> Scores:
+        return evaluator.evaluate(strategy, tasks, "test", agent).scores
+
+    def _write_artifact(self, record: SearchRecord, learned: TextRow) -> Path:
+        """The learned text as a guideline file with its provenance, and what `acon export` rebuilds it from."""
+        best = record.best()
+        strategy = self.target.strategy(best.text)
+        provenance = {
+            "job": str(self.dir.path),
+            "experiment": self.config.name,
+            "target": self.target.type,
+            "knobs": self.target.knobs(),
+            "candidate": best.name,
+            "parent": best.parent,
+            "llm_lines": list(best.llm_lines),
+            "chosen_on": self.chosen_on,
+            "test": learned.to_dict() | {"text": None},
+        }
+        guideline = target_guideline(strategy, provenance)
+        path = self.dir.path / "guidelines" / f"{guideline.version}.md"
+        save_guideline(guideline, path)
+        self.dir.write_json(
+            TARGET_FILE,
+            {
+                "target": self.target.model_dump(mode="json"),
+                "text": best.text,
+                "guideline": str(path.relative_to(self.dir.path)),
+                "version": guideline.version,
+            },
+        )
+        return path

@@ -1,0 +1,254 @@
+"""The summary-instruction job's report: the learned text beside the seed's and the target's default.
+
+A typed record of what the job measured, with two renderers (`to_dict` for report.json, `markdown` for
+report.md; the CLI draws its table from the same rows). Every row ran the same test tasks with the same
+summarizer model: facts kept per summary (the screen), success at tier 0 (and tier 1 where asked), summary
+tokens and mean peak. The search's part is reported as it happened: the lines the optimizer wrote that
+survived selection, and every line it wrote that was refused, with the reason.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from optimizer.evaluate.stats import paired_bootstrap_diff, wilson_interval
+from optimizer.search.report import TIER0_LIMITS
+from optimizer.search.scores import Scores
+from optimizer.summary.screen import ScreenResult
+from optimizer.summary.search import SearchRecord
+
+# The rows, in the order every renderer shows them; `learned` is compared with the two after it.
+ROWS = ("learned", "default", "seed", "seed+contract", "none")
+BASELINES = ("default", "seed")
+
+
+@dataclass(frozen=True)
+class TextRow:
+    """One instruction text under the target (or `none`, no compression) on the test tasks."""
+
+    name: str
+    text: str | None  # None: no instructions given (the target's default when it has no local text; `none`)
+    version: str | None
+    screen: ScreenResult | None  # None for `none`: it never summarizes
+    tier0: Scores
+    tier1: Scores | None = None
+
+    def per_summary(self) -> float | None:
+        if self.screen is None:
+            return None
+        shares = [s.kept / s.needed for s in self.screen.summaries if s.needed]
+        return statistics.mean(shares) if shares else None
+
+    def kept_by_task(self) -> dict[str, float]:
+        """Per task: facts its summaries kept over facts they folded (1.0 when they folded none)."""
+        if self.screen is None:
+            return {}
+        out = {}
+        for task in self.screen.tasks:
+            needed = sum(s.needed for s in task.summaries)
+            out[task.task_id] = sum(s.kept for s in task.summaries) / needed if needed else 1.0
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        passes = sum(t.success for t in self.tier0.tasks)
+        data: dict[str, Any] = {
+            "row": self.name,
+            "version": self.version,
+            "text": self.text,
+            "tier0_tasks": self.tier0.n,
+            "tier0_success": self.tier0.success,
+            "tier0_success_ci": list(wilson_interval(passes, self.tier0.n)),
+            "peak_mean": self.tier0.peak_mean,
+        }
+        if self.screen is not None:
+            data |= {
+                "summaries": len(self.screen.summaries),
+                "facts_needed": self.screen.needed,
+                "facts_kept": self.screen.kept,
+                "facts_kept_share": self.screen.kept_share,
+                "facts_kept_per_summary": self.per_summary(),
+                "summary_tokens_mean": self.screen.summary_tokens,
+                "lost_by_kind": self.screen.lost_by_kind,
+            }
+        if self.tier1 is not None:
+            data |= {
+                "tier1_tasks": self.tier1.n,
+                "tier1_success": self.tier1.success,
+                "tier1_peak_mean": self.tier1.peak_mean,
+            }
+        return data
+
+
+@dataclass(frozen=True)
+class Refusal:
+    candidate: str
+    line: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class SummaryReport:
+    experiment: str
+    suite: str
+    target: str
+    knobs: dict[str, Any]
+    default_source: str
+    default_note: str
+    tasks: dict[str, int]  # train (mined), val (chosen on), test
+    chosen_on: str  # "val", or "train" when there are no validation tasks
+    rows: tuple[TextRow, ...]
+    search: SearchRecord
+    artifact: str  # the learned guideline file
+    optimizer: dict[str, int] = field(default_factory=dict)  # calls, cache hits, tokens
+    notes: tuple[str, ...] = ()
+
+    def row(self, name: str) -> TextRow:
+        return next(r for r in self.rows if r.name == name)
+
+    @property
+    def llm_parts(self) -> tuple[str, ...]:
+        """Lines of the chosen text the optimizer wrote (none when the seed with the contract won)."""
+        return self.search.best().llm_lines
+
+    @property
+    def refused(self) -> list[Refusal]:
+        return [Refusal(a.candidate, line, why) for a in self.search.attempts for line, why in a.proposal.refused]
+
+    def paired(self) -> dict[str, dict[str, dict[str, float]]]:
+        """Learned minus each baseline, per task, with bootstrap intervals: facts kept and tier-0 success."""
+        learned = self.row("learned")
+        out = {}
+        for name in BASELINES:
+            other = self.row(name)
+            kept_a, kept_b = learned.kept_by_task(), other.kept_by_task()
+            ok_a = {t.task_id: float(t.success) for t in learned.tier0.tasks}
+            ok_b = {t.task_id: float(t.success) for t in other.tier0.tasks}
+            out[f"learned-{name}"] = {
+                "facts_kept": _diff(
+                    [kept_a[k] for k in kept_a if k in kept_b], [kept_b[k] for k in kept_a if k in kept_b]
+                ),
+                "tier0_success": _diff([ok_a[k] for k in ok_a if k in ok_b], [ok_b[k] for k in ok_a if k in ok_b]),
+            }
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": "summary_instructions",
+            "experiment": self.experiment,
+            "suite": self.suite,
+            "target": self.target,
+            "knobs": self.knobs,
+            "default_source": self.default_source,
+            "default_note": self.default_note,
+            "tasks": self.tasks,
+            "chosen_on": self.chosen_on,
+            "chosen": self.search.chosen,
+            "artifact": self.artifact,
+            "rows": [r.to_dict() for r in self.rows],
+            "paired": self.paired(),
+            "llm_parts": list(self.llm_parts),
+            "refused": [{"candidate": r.candidate, "line": r.line, "reason": r.reason} for r in self.refused],
+            "search": self.search.to_dict(),
+            "optimizer": self.optimizer,
+            "notes": list(self.notes),
+        }
+
+    def markdown(self) -> str:
+        test = self.tasks["test"]
+        lines = [
+            f"# Summary instructions for the {self.target} target: {self.experiment}",
+            "",
+            f"Suite `{self.suite}`; knobs {_knobs(self.knobs)}; learned on {self.tasks['train']} train tasks, "
+            f"chosen on {self.tasks['val'] if self.chosen_on == 'val' else self.tasks['train']} "
+            f"{'validation' if self.chosen_on == 'val' else 'train (no validation tasks)'} tasks; every row below "
+            f"on the same {test} test tasks with the same summarizer.",
+            "",
+            "| row | version | facts kept | per summary | summary tokens | tier-0 success | 95% CI | mean peak |"
+            + (" tier-1 success |" if any(r.tier1 for r in self.rows) else ""),
+            "|---|---|---|---|---|---|---|---|" + ("---|" if any(r.tier1 for r in self.rows) else ""),
+        ]
+        for r in self.rows:
+            d = r.to_dict()
+            low, high = d["tier0_success_ci"]
+            cells = [
+                r.name,
+                r.version or "–",
+                f"{d['facts_kept']}/{d['facts_needed']}" if r.screen else "–",
+                _num(d.get("facts_kept_per_summary"), ".2f"),
+                _num(d.get("summary_tokens_mean"), ".0f"),
+                f"{d['tier0_success']:.2f}",
+                f"[{low:.2f}, {high:.2f}]",
+                f"{d['peak_mean']:,.0f}",
+            ]
+            if any(x.tier1 for x in self.rows):
+                cells.append(f"{d['tier1_success']:.2f} ({d['tier1_tasks']})" if r.tier1 else "–")
+            lines.append("| " + " | ".join(cells) + " |")
+        lines += ["", "Paired over tasks (learned minus baseline, mean [95% interval]):", ""]
+        for name, p in self.paired().items():
+            f, s = p["facts_kept"], p["tier0_success"]
+            lines.append(
+                f"- {name}: facts kept {f['mean']:+.2f} [{f['low']:+.2f}, {f['high']:+.2f}], "
+                f"tier-0 success {s['mean']:+.2f} [{s['low']:+.2f}, {s['high']:+.2f}]"
+            )
+        lines += [
+            "",
+            f"The default row: {self.default_source}" + (f"; {self.default_note}" if self.default_note else "") + ".",
+            "",
+            "## What the optimizer wrote",
+            "",
+            f"Chosen: `{self.search.chosen}` ({self.artifact}). Lines of it the optimizer wrote that survived "
+            f"selection: {len(self.llm_parts)}.",
+            "",
+            *(f"- {line}" for line in self.llm_parts),
+            "",
+            "| candidate | parent | train facts kept | val facts kept | verdict |",
+            "|---|---|---|---|---|",
+        ]
+        verdicts = {a.candidate: a.verdict for a in self.search.attempts}
+        for c in self.search.candidates:
+            lines.append(
+                f"| {c.name} | {c.parent or '–'} | {_share(c.train)} | {_share(c.val)} | "
+                f"{verdicts.get(c.name, 'start')} |"
+            )
+        for a in self.search.attempts:
+            if a.candidate not in {c.name for c in self.search.candidates}:
+                lines.append(f"| {a.candidate} | – | – | – | {a.verdict} |")
+        refused = self.refused
+        lines += ["", f"Refused lines ({len(refused)}):", ""]
+        lines += [f'- {r.candidate}: "{r.line}" ({r.reason})' for r in refused] or ["- none"]
+        lines += ["", "## The texts", ""]
+        for name in ("learned", "seed", "default"):
+            text = self.row(name).text
+            shown = text if text is not None else f"(none given: {self.default_note or 'the target default'})"
+            lines += [f"### {name}", "", "```text", shown.strip(), "```", ""]
+        calls = self.optimizer
+        lines += [
+            f"Optimizer calls: {calls.get('calls', 0)} made, {calls.get('cache_hits', 0)} from the reply cache, "
+            f"{calls.get('tokens', 0):,} tokens.",
+            "",
+            "Tier 0 (the reference agent) does not model: " + "; ".join(TIER0_LIMITS) + ".",
+        ]
+        lines += [f"Note: {n}" for n in self.notes]
+        return "\n".join(lines) + "\n"
+
+
+def _diff(a: Sequence[float], b: Sequence[float]) -> dict[str, float]:
+    if not a:
+        return {"mean": 0.0, "low": 0.0, "high": 0.0, "tasks": 0}
+    mean, low, high = paired_bootstrap_diff(list(a), list(b))
+    return {"mean": mean, "low": low, "high": high, "tasks": len(a)}
+
+
+def _num(value: float | None, spec: str) -> str:
+    return "–" if value is None else format(value, spec)
+
+
+def _share(s: ScreenResult | None) -> str:
+    return "–" if s is None else f"{s.kept}/{s.needed}"
+
+
+def _knobs(knobs: dict[str, Any]) -> str:
+    return ", ".join(f"{k} = {v}" for k, v in knobs.items()) or "none"

@@ -1,0 +1,51 @@
+"""The summarizer targets a job can learn instructions for: `[optimize.target]`, one class per target.
+
+A target config names a production summarizer and the knobs it has (trigger, keep); `strategy(text)`
+builds the strategy that runs that summarizer's policy with `text` as its instructions (None: the
+target's own default). The configs are light on purpose: the experiment config validates against their
+union at every `acon` start, so a target's heavy library (LangChain, the Anthropic SDK) is imported only
+when its strategy is built. acon's targets are entry points of the `acon.targets` group like every other
+extension point, so a plugin's summarizer (an OpenHands condenser, say) joins the same union.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from optimizer.registry import Registry
+
+if TYPE_CHECKING:
+    from optimizer.summary.defaults import TargetDefault
+    from optimizer.summary.target_base import SummaryTarget
+
+
+class TargetConfig(BaseModel, ABC):
+    """A production summarizer with free instruction text, and how the search over that text runs."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: str
+    proposals: int = Field(2, ge=1, le=10, description="UT rewrites the optimizer writes per round.")
+    minibatch: int = Field(4, ge=1, le=20, description="Lost facts shown to the optimizer per UT rewrite.")
+
+    @abstractmethod
+    def strategy(self, instructions: str | None) -> SummaryTarget:
+        """The target's policy with `instructions` (None: the target's own default text)."""
+
+    @abstractmethod
+    def default(self) -> TargetDefault:
+        """The target's default instructions as the installed package has them (or why they are absent)."""
+
+    def knobs(self) -> dict[str, object]:
+        """The target's settings, as the report and the export's provenance show them."""
+        return self.model_dump(exclude={"type", "proposals", "minibatch"}, exclude_none=True)
+
+
+TARGETS: Registry[TargetConfig] = Registry("acon.targets", TargetConfig, what="target")
+if TYPE_CHECKING:  # a type checker sees the base; pydantic validates against the union built at run time
+    TargetUnion: TypeAlias = TargetConfig
+else:
+    TargetUnion = TARGETS.union()

@@ -1,0 +1,178 @@
+"""`acon optimize` with `[optimize.target]`, end to end on the built-in suite with a scripted summarizer and
+optimizer: the report's rows and the optimizer's account, then `acon export` in the target's own form.
+
+The scripted summarizer keeps a history line only when the instructions ask for its kind (identifiers,
+rules verbatim, errors), so what a text keeps is decided by the text, as with a real model.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from optimizer.context.guideline import SEED_GUIDELINE, read_guideline
+
+SEED = "Summarize the conversation so far."
+LEARNED_LINE = "Keep every identifier and amount the later steps use, exactly as written."
+IDS = re.compile(r"\b[A-Z]{1,5}-\d+")
+
+
+def responder(request: dict) -> str:
+    prompt = str(request["messages"][-1]["content"])
+    if "Add up to three short lines" in prompt:  # UT: one line that names the kind lost, one that names none
+        return f"{LEARNED_LINE}\nBe brief."
+    if "Rewrite the summary instructions" in prompt:  # CO: a collapse that forgets the identifiers
+        return "Summarize briefly."
+    instructions, _, history = prompt.partition("<messages>")
+    if not history:  # the Anthropic stand-in: the history first, the instructions after it
+        history, _, instructions = prompt.partition("The conversation above is about to be replaced")
+    lines = [line.strip() for line in history.splitlines() if line.strip()]
+    keep = []
+    if "identifier" in instructions:
+        keep.append("ids: " + ", ".join(dict.fromkeys(IDS.findall(history))))
+    if "rules verbatim" in instructions:
+        keep += [line for line in lines if line.startswith("RULE-")]
+    if "error messages" in instructions:
+        keep += [line for line in lines if "rror" in line]
+    return "Summary of the work so far.\n" + "\n".join(dict.fromkeys(keep))
+
+
+def _calls(server) -> list[dict]:
+    return [r for r in server.requests if r["messages"][-1]["content"] != "Reply with OK."]
+
+
+def _config(tmp_path, url: str, target: str, train_limit: int, trigger: int) -> str:
+    seed = read_guideline(SEED_GUIDELINE).model_copy(update={"history": SEED, "name": "plain"})
+    (tmp_path / "plain.md").write_text(seed.to_markdown())
+    endpoint = f'base_url = "{url}"\nmodel = "scripted"\nbackoff_s = 0.0\n'
+    knobs = f"trigger_tokens = {trigger}" + ("\nkeep_messages = 4" if target == "langchain" else "")
+    text = f"""name = "target-job"
+out = "{tmp_path / "job"}"
+guideline = "{tmp_path / "plain.md"}"
+[suite]
+type = "builtin"
+[run]
+agent = "reference"
+[tracking]
+enabled = false
+[optimize]
+rounds = 1
+train_limit = {train_limit}
+test_limit = 3
+[optimize.target]
+type = "{target}"
+{knobs}
+[endpoints.agent]
+{endpoint}
+[endpoints.compressor]
+{endpoint}
+[endpoints.optimizer]
+{endpoint}
+"""
+    path = tmp_path / "job.toml"
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.fixture
+def job(run_cli, stub, tmp_path):
+    """`acon optimize` on a target config: (exit code, stdout, stderr, the job directory, the server)."""
+
+    def start(target: str, train_limit: int = 12, trigger: int = 1000):
+        server = stub(responder)
+        config = _config(tmp_path, server.base_url, target, train_limit, trigger)
+        code, out, err = run_cli("optimize", config)
+        return code, out, err, tmp_path / "job", server, config
+
+    return start
+
+
+def test_the_job_learns_a_line_reports_it_beside_the_baselines_and_exports_the_middleware(job, run_cli, tmp_path):
+    code, out, err, job_dir, server, config = job("langchain")
+    assert code == 0, err
+    report = json.loads((job_dir / "report.json").read_text())
+    rows = {r["row"]: r for r in report["rows"]}
+    assert list(rows) == ["learned", "default", "seed", "seed+contract", "none"]
+    for name in ("learned", "default", "seed", "seed+contract"):
+        row = rows[name]
+        assert row["tier0_tasks"] == 3 and row["summaries"] > 0 and row["facts_needed"] > 0
+        assert {"facts_kept_per_summary", "summary_tokens_mean", "peak_mean", "tier0_success"} <= row.keys()
+    assert "summaries" not in rows["none"] and rows["none"]["tier0_tasks"] == 3
+    # The default row is LangChain's own prompt, read from the installed package.
+    from langchain.agents.middleware.summarization import DEFAULT_SUMMARY_PROMPT
+
+    assert rows["default"]["text"] == DEFAULT_SUMMARY_PROMPT and rows["seed"]["text"] == SEED
+    # The optimizer's targeted line survived selection; the untargeted one was refused, with its reason.
+    assert report["llm_parts"] == [LEARNED_LINE] and LEARNED_LINE in rows["learned"]["text"]
+    reasons = {r["line"]: r["reason"] for r in report["refused"]}
+    assert reasons == {"Be brief.": "names no kind of fact that was lost (value)"}
+    assert rows["learned"]["facts_kept_share"] > rows["seed"]["facts_kept_share"]
+    assert set(report["paired"]) == {"learned-default", "learned-seed"}
+    # The CO collapse was measured and dropped, and said so.
+    verdicts = {a["candidate"]: a["verdict"] for a in report["search"]["attempts"]}
+    assert verdicts["ut1.0"].startswith("chosen") and not verdicts["co1"].startswith("chosen")
+    # The terminal and report.md show the same rows, the texts, and the optimizer's account.
+    assert "Summary instructions for the langchain target" in out and "seed+contract" in out
+    assert f"+ {LEARNED_LINE}" in out and "'Be brief.' (names no kind of fact" in out
+    markdown = (job_dir / "report.md").read_text()
+    assert "| learned |" in markdown and "| default |" in markdown and "### seed" in markdown
+    assert '"Be brief." (names no kind of fact that was lost (value))' in markdown
+
+    # The learned text as a guideline file with its provenance.
+    code, out, err = run_cli("export", str(job_dir), "--format", "md", "--out", str(tmp_path / "g.md"))
+    assert code == 0, err
+    exported = (tmp_path / "g.md").read_text()
+    assert LEARNED_LINE in exported and "llm_lines" in exported and "langchain" in exported
+
+    # The LangChain drop-in: the middleware built from the export is the one that ran.
+    code, out, err = run_cli("export", str(job_dir), "--format", "langchain", "--out", str(tmp_path / "lc.json"))
+    assert code == 0, err
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    from optimizer.adapters.langchain import middleware_from
+    from optimizer.summary.targets.langchain import LangChainTarget
+
+    (middleware,) = middleware_from(tmp_path / "lc.json", model=FakeListChatModel(responses=["s"]))
+    ran = LangChainTarget(trigger_tokens=1000, keep_messages=4).strategy(rows["learned"]["text"])
+    built = ran.middleware(lambda messages: "s")
+    assert middleware.summary_prompt == built.summary_prompt and LEARNED_LINE in middleware.summary_prompt
+    assert middleware.trigger == built.trigger and middleware.keep == built.keep
+
+    # Measured on LangChain only: another target's form is refused in one line.
+    code, _, err = run_cli("export", str(job_dir), "--format", "anthropic")
+    assert code == 2 and "learned summary instructions for the langchain target" in err
+
+    # A repeated job reads every summary and every rewrite back: no model call (the endpoints' probes aside).
+    calls = _calls(server)
+    code, out, err = run_cli("optimize", config, "--resume")
+    assert code == 0, err
+    assert calls and _calls(server) == calls
+    assert json.loads((job_dir / "report.json").read_text())["rows"] == report["rows"]
+
+
+def test_the_anthropic_job_exports_the_compaction_edit_with_the_learned_instructions(job, run_cli, tmp_path):
+    # Small: the stand-in folds the whole prefix at every step past the trigger, a summary per step.
+    code, out, err, job_dir, _, _ = job("anthropic", train_limit=3, trigger=2500)
+    assert code == 0, err
+    report = json.loads((job_dir / "report.json").read_text())
+    rows = {r["row"]: r for r in report["rows"]}
+    # Anthropic's default is server-side: the row is the stand-in with no instructions, and says so.
+    assert rows["default"]["text"] is None and "server-side" in report["default_note"]
+    code, out, err = run_cli("export", str(job_dir), "--format", "anthropic")
+    assert code == 0, err
+    settings = json.loads(out)
+    from anthropic.types.beta import BetaCompact20260112EditParam
+    from pydantic import TypeAdapter
+
+    (edit,) = settings["context_management"]["edits"]
+    assert TypeAdapter(BetaCompact20260112EditParam).validate_python(edit) == edit
+    assert edit["instructions"] == rows["learned"]["text"]
+    assert edit["trigger"] == {"type": "input_tokens", "value": 2500}
+
+
+def test_a_job_without_a_target_is_refused_by_a_target_export(run_cli, tmp_path):
+    (tmp_path / "target.json").write_text("{}")
+    code, _, err = run_cli("export", str(tmp_path), "--format", "langchain")
+    assert code == 2 and "target.json is damaged" in err and "\n" not in err.strip()

@@ -1,0 +1,87 @@
+"""`[optimize.target]`: the summarizer a job learns instructions for, from the `acon.targets` registry."""
+
+from __future__ import annotations
+
+import pytest
+
+from optimizer.config import load_experiment
+from optimizer.errors import ConfigError
+from optimizer.registry import own_entries
+from optimizer.summary.anthropic_target import AnthropicCompaction
+from optimizer.summary.langchain_target import LangChainSummary
+from optimizer.summary.targets import TARGETS
+from optimizer.summary.targets.anthropic import AnthropicTarget
+from optimizer.summary.targets.langchain import LangChainTarget
+
+HEAD = 'name = "t"\n[suite]\ntype = "builtin"\n[optimize]\n'
+
+
+def _load(tmp_path, body: str):
+    path = tmp_path / "t.toml"
+    path.write_text(HEAD + body)
+    return load_experiment(path)
+
+
+def test_the_targets_are_entry_points_of_their_own_group():
+    assert [name for name, _ in own_entries("acon.targets")] == ["langchain", "anthropic"]
+    assert TARGETS.names() == ("langchain", "anthropic")
+    assert TARGETS.get("langchain") is LangChainTarget and TARGETS.get("anthropic") is AnthropicTarget
+
+
+def test_a_target_table_builds_its_strategy_with_the_knobs(tmp_path):
+    config = _load(
+        tmp_path, "rounds = 2\n[optimize.target]\ntype = 'langchain'\ntrigger_tokens = 900\nkeep_messages = 6\n"
+    )
+    target = config.optimize.target
+    assert isinstance(target, LangChainTarget) and target.knobs() == {"trigger_tokens": 900, "keep_messages": 6}
+    strategy = target.strategy("Keep ids.")
+    assert isinstance(strategy, LangChainSummary)
+    assert (strategy.trigger_tokens, strategy.keep_messages, strategy.instructions) == (900, 6, "Keep ids.")
+    assert target.strategy(None).instruction_text() == target.default().text  # None: the installed default
+    anthropic = _load(tmp_path, "[optimize.target]\ntype = 'anthropic'\ntrigger_tokens = 2000\n").optimize.target
+    assert isinstance(anthropic.strategy(None), AnthropicCompaction) and anthropic.default().text is None
+    # Round trip: the dumped config validates to the same target.
+    assert type(config).model_validate(config.model_dump()).optimize.target == target
+
+
+def test_no_target_keeps_the_guideline_search(tmp_path):
+    assert _load(tmp_path, "rounds = 2\n").optimize.target is None
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("target = 'openhands'\n", "'optimize.target': Input tag 'openhands' found using 'type' does not match"),
+        ("target = 'langchain'\n", "missing key 'optimize.target.trigger_tokens'"),
+        ("[optimize.target]\ntype = 'anthropic'\ntrigger_tokens = 0\n", "'optimize.target.trigger_tokens'"),
+        (
+            "[optimize.target]\ntype = 'langchain'\ntrigger_tokens = 900\nkeep_messages = 5\n",
+            "'optimize.target.keep_messages': Value error, keep_messages must be even",
+        ),
+        (
+            "[optimize.target]\ntype = 'anthropic'\ntrigger_tokens = 900\nkeep = 3\n",
+            "unknown key 'optimize.target.keep'",
+        ),
+        (
+            "proposers = []\n[optimize.target]\ntype = 'anthropic'\ntrigger_tokens = 900\n",
+            "'optimize': 'proposers' has no effect with a target",
+        ),
+        ("target = 3\n", "'optimize.target'"),
+    ],
+)
+def test_a_bad_target_is_one_line(tmp_path, body, message):
+    with pytest.raises(ConfigError) as caught:
+        _load(tmp_path, body)
+    text = str(caught.value)
+    assert message in text and "\n" not in text and text.startswith(str(tmp_path / "t.toml"))
+
+
+def test_the_example_config_runs_the_langchain_target_on_local_models():
+    from tests.conftest import ROOT
+
+    config = load_experiment(ROOT / "experiments" / "summary_builtin.toml")
+    target = config.optimize.target
+    assert isinstance(target, LangChainTarget) and target.knobs() == {"trigger_tokens": 1500, "keep_messages": 4}
+    assert config.run.agent == config.optimize.screen_agent == "reference" and config.optimize.final_llm_limit == 0
+    assert config.endpoints.compressor.is_local and config.endpoints.compressor.model == "qwen2.5-coder-0.5b"
+    assert config.endpoints.optimizer.is_local and config.endpoints.optimizer.model == "qwen2.5-coder-1.5b"
