@@ -1,7 +1,7 @@
 """The long-horizon suite with a real agent: tier-1 rows (the 1.5B local model) beside tier-0 rows, one run.
 
     python benchmarks/bench_reach_long.py [--split test] [--limit N] [--strategies none,...] [--seeds 1]
-        [--tier1 none,...] [--temperature 0.0] [--concurrency 1] [--runs runs/bench_reach_long]
+        [--tier1 none,...] [--temperature 0.0] [--concurrency 1] [--runs benchmarks/results/runs_reach_long]
         [--out benchmarks/results/reach_long.json]
 
 Per strategy and split: tier-1 success with its Wilson interval (every seed an episode), mean peak tokens,
@@ -43,6 +43,10 @@ from optimizer.interrupts import exit_cleanly_on_sigterm  # noqa: E402
 from optimizer.world.task import Task  # noqa: E402
 
 CONFIG = ROOT / "experiments" / "reach_long.toml"
+# Inside the repository, not under runs/: a tier-1 episode costs minutes, so the real agent's episodes are
+# committed (.gitignore leaves out the tier-0 ones, which take seconds) and a run stopped in one checkout
+# resumes in the next. A stored episode is reused only for the same suite content, strategy version and tasks.
+RUNS = ROOT / "benchmarks" / "results" / "runs_reach_long"
 
 
 def strategy_of(name: str) -> ContextStrategy:
@@ -167,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--concurrency", type=int, default=1, help="Tier-1 episodes at once (the local server has two slots)."
     )
-    parser.add_argument("--runs", type=Path, default=ROOT / "runs" / "bench_reach_long")
+    parser.add_argument("--runs", type=Path, default=RUNS)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "reach_long.json")
     args = parser.parse_args(argv)
     if args.limit is not None and args.limit < 1:

@@ -472,7 +472,14 @@ def _cid_need(d: Drawn, argument: str | None = "customer_id") -> Need:
 
 
 def gift(d: Drawn) -> Built:
-    """Skill rule read first gates the payout at the end; paging; an id read early quoted last; a receipt."""
+    """Skill rule read first gates the payout at the end; paging; an id read early quoted last; a receipt.
+
+    Steps 5 to 8 name the argument to pass and where it comes from, and step 7 sends the agent back to the
+    skill without naming the rule (train tasks, 1.5B agent, full context, temperature 0): told to "read the
+    most recent order" and "send the gift card for that unit price", it solved 3 of 6 (page 1's last order
+    read, an order total sent, the verification skipped); with the send named as a step right after the
+    product sheet, 0 of 4 (every one skipped the verification); with step 7 added, 3 of 4 on the same seeds.
+    """
     rule_id = f"RULE-GC-{d.rule_no:02d}"
     rule = f"{rule_id}: call verify_customer for the customer before send_gift_card."
     world = world_of(d, ("gift cards", rule, d.rule_at))
@@ -487,9 +494,11 @@ def gift(d: Drawn) -> Built:
         f"Send the customer with email {d.email} a gift card worth the unit price of the product in their most "
         "recent order. Work in this order: 1) Read the 'gift cards' skill with read_skill and follow its rules. "
         "2) Find the customer id with get_customer. 3) Call list_orders with page 1. 4) Call list_orders with "
-        "page 2. 5) Read the most recent order (the order listed on page 2) with get_order. 6) Read the "
-        "product sheet of that order's SKU with get_product. 7) Send the gift card for that unit price. 8) Call "
-        "finish with the answer 'gift card <gift card id, GC-...> for <customer id, CUS-...>'."
+        "page 2. 5) Call get_order with the order id that page 2 lists (the most recent order). 6) Call "
+        "get_product with the sku that get_order returned. 7) Do what the skill's rules require before a gift "
+        "card is sent. 8) Call send_gift_card with the amount set to the 'unit price' line of that product sheet "
+        "(not an order total). 9) Call finish with the answer 'gift card <gift card id, GC-...> for <customer id, "
+        "CUS-...>'."
     )
     steps = (
         ReferenceStep(0, _call("r1", "read_skill", name="gift cards")),
