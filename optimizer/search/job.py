@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from optimizer.context.guideline import read_guideline
@@ -432,10 +433,24 @@ def llm_subset(ctx: SearchContext, limit: int) -> list[str]:
     affordable = affordable_tasks(ctx.none_train.scores, ctx.options.llm_subset_max_tokens, limit)
     best = ctx.best(model_free=True)
     if best is None or "train" not in best.screens:
-        return [t.id for t in ctx.train if t.id in affordable][:limit]
-    scores = [t for t in best.screens["train"].tasks if t.task_id in affordable]
-    ordered = sorted(scores, key=lambda t: (t.success, -t.peak_tokens))
-    return [t.task_id for t in ordered[:limit]]
+        ordered_ids = [t.id for t in ctx.train if t.id in affordable]
+    else:
+        scores = [t for t in best.screens["train"].tasks if t.task_id in affordable]
+        ordered_ids = [t.task_id for t in sorted(scores, key=lambda t: (t.success, -t.peak_tokens))]
+    families = {t.id: t.meta.get("family") for t in ctx.train}
+    return across_families(ordered_ids, families)[:limit]
+
+
+def across_families(ordered_ids: list[str], families: Mapping[str, object]) -> list[str]:
+    """`ordered_ids` taken in turns from each task family, each family's own order kept.
+
+    Families differ in what a compressor call sees: screened on one family (the one that peaks highest),
+    an LLM candidate can pass without a single call firing and then cost hours on the whole split."""
+    by_family: dict[object, list[str]] = {}
+    for task_id in ordered_ids:
+        by_family.setdefault(families.get(task_id), []).append(task_id)
+    turns = itertools.zip_longest(*by_family.values())
+    return [task_id for turn in turns for task_id in turn if task_id is not None]
 
 
 def affordable_tasks(none: Scores, max_tokens: int, at_least: int = 0) -> set[str]:

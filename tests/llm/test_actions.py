@@ -19,6 +19,7 @@ FENCED = '```json\n{\n  "name": "read_doc",\n  "arguments": {\n    "name": "refu
         '<tool_call>\n{"name": "read_doc", "arguments": {"name": "refunds"}}\n</tool_call>',
         '{"name": "read_doc", "arguments": "{\\"name\\": \\"refunds\\"}"}',  # arguments as a JSON string
         '{"name": "read_doc", "parameters": {"name": "refunds"}}',
+        '{{"name": "read_doc", "arguments": {"name": "refunds"}}}}',  # 1.5B with a system prompt, verbatim
     ],
 )
 def test_each_form_the_models_write_is_one_call(text):

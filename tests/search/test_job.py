@@ -151,3 +151,15 @@ def test_the_llm_subset_is_never_empty_when_every_task_is_large():
     assert affordable_tasks(none, 1500) == set()  # nothing asked for, nothing given
     assert affordable_tasks(none, 1500, at_least=2) == {"t1", "t3"}  # the smallest, not the whole split
     assert affordable_tasks(none, 2500, at_least=2) == {"t1", "t3"}
+
+
+def test_the_llm_subset_takes_each_family_in_turn():
+    from optimizer.search.job import across_families
+
+    # ordered by the best model-free candidate: every gift task peaks highest, but a compressor call may
+    # fire only on the other families, so a subset of gift tasks alone would screen an LLM move unseen
+    ordered = ["gift-1", "gift-2", "gift-3", "restock-1", "restock-2", "fix-1"]
+    families = {t: t.split("-")[0] for t in ordered}
+    assert across_families(ordered, families)[:4] == ["gift-1", "restock-1", "fix-1", "gift-2"]
+    assert sorted(across_families(ordered, families)) == sorted(ordered)
+    assert across_families(ordered, {}) == ordered  # no families: the order as given

@@ -89,11 +89,25 @@ def _bare(text: str, names: set[str]) -> tuple[list[Action], str]:
         if action is None:
             index += 1
             continue
-        kept.append(text[position:index])
+        start, end = _with_stray_braces(text, index, end)
+        kept.append(text[position:start])
         actions.append(action)
         position = index = end
     kept.append(text[position:])
     return actions, "".join(kept)
+
+
+def _with_stray_braces(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span of an action widened over the unmatched braces the 1.5B model sometimes doubles around it.
+
+    Given a custom system prompt it writes `{{"name": ..., "arguments": {...}}}}`; left behind, the stray
+    `{` and `}}` become the reply's text, and the model copies that text from its history on the next turn.
+    """
+    while start > 0 and text[start - 1] == "{":
+        start -= 1
+    while end < len(text) and text[end] == "}":
+        end += 1
+    return start, end
 
 
 def _action(item: Any, names: set[str]) -> Action | None:
