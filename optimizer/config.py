@@ -173,7 +173,8 @@ class OptimizeConfig(_Strict):
     confirm_limit: int = Field(
         4,
         ge=0,
-        description="Tasks per tier-1 confirmation: the first of the validation tasks (of train without them); "
+        description="Tasks per tier-1 confirmation, taken from the validation tasks (of train without them) in turns "
+        "from each task family; "
         "the chosen guideline is the best confirmed at tier 1.",
     )
     max_agent_episodes: int = Field(40, ge=0, description="Budget of tier-1 (llm agent) episodes for the job.")

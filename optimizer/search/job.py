@@ -16,9 +16,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import itertools
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from optimizer.context.guideline import read_guideline
@@ -37,6 +36,7 @@ from optimizer.search.report import ReportInputs, Row, build_report, report_mark
 from optimizer.search.scores import Scores
 from optimizer.search.searches import SEARCHES, SearchContext
 from optimizer.search.state import JobDir, SearchState
+from optimizer.search.task_order import across_families, spread
 from optimizer.search.validate import ToolOutputIndex
 from optimizer.world.task import Task
 
@@ -208,7 +208,7 @@ class OptimizationJob:
             return order[0] if order else None
         held = self.val or self.train
         split = "val" if self.val else "train"
-        tasks = held[: self.options.confirm_limit]
+        tasks = spread(held)[: self.options.confirm_limit]
         none = ctx.repeats(parse_strategy("none"), tasks, split).scores()
         ctx.none_confirm = none
         runs = len(tasks) * self.options.tier1_repeats
@@ -258,7 +258,7 @@ class OptimizationJob:
             affordable = affordable_tasks(
                 none_row.scores, self.options.llm_subset_max_tokens, self.options.seed_test_limit
             )
-            seed_tasks = [t for t in self.test if t.id in affordable][: self.options.seed_test_limit]
+            seed_tasks = [t for t in spread(self.test) if t.id in affordable][: self.options.seed_test_limit]
         rows = [
             row("chosen", "learned", screened(chosen.guideline), self.test, tier0, chosen.version),
             row("seed", "seed", screened(seed.guideline), seed_tasks, tier0, seed.version),
@@ -283,7 +283,7 @@ class OptimizationJob:
             )
             rows.append(det_row)
         if self.options.final_llm_limit > 0:
-            subset = self.test[: self.options.final_llm_limit]
+            subset = spread(self.test)[: self.options.final_llm_limit]
             rows += [
                 row("chosen", "learned", screened(chosen.guideline), subset, "llm", chosen.version),
                 row("none", "control", parse_strategy("none"), subset, "llm"),
@@ -439,18 +439,6 @@ def llm_subset(ctx: SearchContext, limit: int) -> list[str]:
         ordered_ids = [t.task_id for t in sorted(scores, key=lambda t: (t.success, -t.peak_tokens))]
     families = {t.id: t.meta.get("family") for t in ctx.train}
     return across_families(ordered_ids, families)[:limit]
-
-
-def across_families(ordered_ids: list[str], families: Mapping[str, object]) -> list[str]:
-    """`ordered_ids` taken in turns from each task family, each family's own order kept.
-
-    Families differ in what a compressor call sees: screened on one family (the one that peaks highest),
-    an LLM candidate can pass without a single call firing and then cost hours on the whole split."""
-    by_family: dict[object, list[str]] = {}
-    for task_id in ordered_ids:
-        by_family.setdefault(families.get(task_id), []).append(task_id)
-    turns = itertools.zip_longest(*by_family.values())
-    return [task_id for turn in turns for task_id in turn if task_id is not None]
 
 
 def affordable_tasks(none: Scores, max_tokens: int, at_least: int = 0) -> set[str]:

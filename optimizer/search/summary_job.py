@@ -6,7 +6,8 @@
              (`optimizer.summary.search`)
     report   on the test split, the same summarizer under every text: the learned one, the target's own
              default (read from the installed package), the seed, the seed with the contract, and `none`:
-             facts kept per summary, tier-0 success and mean peak (tier 1 on the first `final_llm_limit`)
+             facts kept per summary, tier-0 success and mean peak (tier 1 on `final_llm_limit` of them,
+             spread over task families)
     artifact the learned text as a guideline file with its provenance, and `target.json`, from which
              `acon export --format langchain|anthropic` writes the target's own settings
 
@@ -32,6 +33,7 @@ from optimizer.search.job import split_validation
 from optimizer.search.scores import Scores
 from optimizer.search.state import JobDir
 from optimizer.search.summary_report import SummaryReport, TextRow
+from optimizer.search.task_order import spread
 from optimizer.summary.call import CachedOptimizer
 from optimizer.summary.contract_text import with_contract
 from optimizer.summary.export import target_guideline
@@ -143,7 +145,7 @@ class SummaryJob:
         tier0 = self._scores(evaluator, strategy, self.test, self.options.screen_agent)
         tier1 = None
         if self.options.final_llm_limit > 0:
-            tier1 = self._scores(evaluator, strategy, self.test[: self.options.final_llm_limit], "llm")
+            tier1 = self._scores(evaluator, strategy, spread(self.test)[: self.options.final_llm_limit], "llm")
         texts = strategy.texts()
         version = texts.version if texts is not None else None
         shown = text if text is not None else self.default.text if compressor is not None else None

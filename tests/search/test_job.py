@@ -154,7 +154,7 @@ def test_the_llm_subset_is_never_empty_when_every_task_is_large():
 
 
 def test_the_llm_subset_takes_each_family_in_turn():
-    from optimizer.search.job import across_families
+    from optimizer.search.task_order import across_families
 
     # ordered by the best model-free candidate: every gift task peaks highest, but a compressor call may
     # fire only on the other families, so a subset of gift tasks alone would screen an LLM move unseen

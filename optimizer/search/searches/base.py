@@ -25,6 +25,7 @@ from optimizer.search.proposers.base import Pair
 from optimizer.search.proposers.llm import OptimizerLM
 from optimizer.search.scores import Scores
 from optimizer.search.state import JobDir, SearchState
+from optimizer.search.task_order import spread
 from optimizer.search.tier1 import Repeats, majority_pairs
 from optimizer.search.validate import ToolOutputIndex
 from optimizer.world.task import Task
@@ -263,7 +264,8 @@ class SearchContext:
         the candidate fails on most, each with its behavioural cause. Empty when the budget is spent."""
         if candidate.version in self._tier1_pairs:
             return self._tier1_pairs[candidate.version]
-        tasks = self.train[: self.options.mine_tier1]
+        # Spread over families: the first train tasks of a generated suite are all of its first family.
+        tasks = spread(self.train)[: self.options.mine_tier1]
         if not tasks:
             return []
         runs = len(tasks) * self.options.tier1_repeats
