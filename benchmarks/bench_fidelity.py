@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import platform
 import sys
 import time
@@ -41,6 +40,7 @@ from optimizer.context.guideline import Guideline, read_guideline  # noqa: E402
 from optimizer.context.recall import RECALL_TOOL  # noqa: E402
 from optimizer.context.strategies import ContextStrategy, GuidelineStrategy, parse_strategy  # noqa: E402
 from optimizer.errors import AconError  # noqa: E402
+from optimizer.evaluate.calibration import Cell, fit_recall_probability  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.evaluate.stats import wilson_interval  # noqa: E402
 from optimizer.evaluate.strategy_runs import RunResult, run_strategy, select_tasks  # noqa: E402
@@ -258,33 +258,20 @@ def recall_fit(
     `never`. p is the maximum-likelihood value on a grid; what it is for is the predicted success rate of
     each strategy, compared with tier 1's before (p = 1) and after fitting.
     """
-    cells: dict[str, list[tuple[bool, bool, int, bool]]] = {name: [] for name in names}
+    cells: dict[str, list[Cell]] = {name: [] for name in names}
     for task in tasks:
         for name in names:
             honest, never = tier0[("honest", name, task.id)], tier0[("never", name, task.id)]
             k = honest.episode.metrics.recall_calls
             for seed in range(1, repeats + 1):
-                cells[name].append((honest.success, never.success, k, tier1[(name, task.id, seed)].success))
-
-    def passes(p: float, honest_ok: bool, never_ok: bool, k: int) -> float:
-        made = p**k
-        return made * honest_ok + (1 - made) * never_ok
-
-    def log_likelihood(p: float) -> float:
-        total = 0.0
-        for rows in cells.values():
-            for honest_ok, never_ok, k, t1 in rows:
-                q = min(max(passes(p, honest_ok, never_ok, k), 1e-3), 1 - 1e-3)
-                total += math.log(q if t1 else 1 - q)
-        return total
-
-    grid = [i / 20 for i in range(21)]
-    p_hat = max(grid, key=lambda p: (round(log_likelihood(p), 9), p))  # ties: the larger p (nearer the default)
+                t1 = tier1[(name, task.id, seed)].success
+                cells[name].append(Cell(name, task.id, seed, "all", honest.success, never.success, k, t1, None))
+    p_hat = fit_recall_probability([c for rows in cells.values() for c in rows])
 
     def predicted(p: float) -> dict[str, float]:
-        return {name: sum(passes(p, h, n, k) for h, n, k, _ in rows) / len(rows) for name, rows in cells.items()}
+        return {name: sum(c.pass_probability(p) for c in rows) / len(rows) for name, rows in cells.items()}
 
-    observed = {name: sum(t1 for *_, t1 in rows) / len(rows) for name, rows in cells.items()}
+    observed = {name: sum(c.tier1_ok for c in rows) / len(rows) for name, rows in cells.items()}
     by_p = {
         "honest (p = 1)": predicted(1.0),
         "never (p = 0)": predicted(0.0),

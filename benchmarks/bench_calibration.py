@@ -1,0 +1,229 @@
+"""Tier 0 calibrated to the target agent, from the tier-1 episodes an optimize job already ran.
+
+    python benchmarks/bench_calibration.py JOB_DIR [--fit-on train] [--judge-on val] \
+        [--out benchmarks/results/calibration.json]
+
+Every tier-1 run of the job (`JOB_DIR/runs/*-llm-*`: pairs mined with the real agent, confirmations on the
+validation tasks) is a set of cells (strategy, task, sampling seed) with the agent's verdict. The reference
+agent (tier 0) runs the same strategies on the same tasks with recall `honest` (the default) and `never`;
+the recall probability p is fitted on the `--fit-on` cells (`optimizer.evaluate.calibration`), then tier 0
+runs again with `recall_probability = p`, and agreement and false-pass rate against tier 1 are reported on
+the `--judge-on` cells (held out from the fit) for the default and the calibrated tier 0. Test-split cells
+are never read: calibration is method work, judged on train and validation tasks.
+
+Tier-0 runs are stored under `JOB_DIR/calibration/` and reused. Prints a table, writes JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from optimizer import _offline  # noqa: E402,F401
+from optimizer.config import ExperimentConfig  # noqa: E402
+from optimizer.context.strategies import ContextStrategy, parse_strategy  # noqa: E402
+from optimizer.errors import AconError  # noqa: E402
+from optimizer.evaluate.calibration import Cell, agreement, fit_recall_probability  # noqa: E402
+from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
+from optimizer.evaluate.strategy_runs import run_strategy, select_tasks  # noqa: E402
+from optimizer.interrupts import exit_cleanly_on_sigterm  # noqa: E402
+from optimizer.world.task import Task  # noqa: E402
+
+SEALED = "test"
+
+
+def tier1_runs(job: Path) -> list[dict[str, Any]]:
+    """The job's finished tier-1 runs: strategy, split, sampling seed, verdict per task."""
+    runs = []
+    for meta_path in sorted((job / "runs").glob("*-llm-*/meta.json")):
+        meta = json.loads(meta_path.read_text())
+        if meta.get("split") == SEALED:
+            continue
+        verdicts = {}
+        for line in (meta_path.parent / "episodes.jsonl").read_text().splitlines():
+            episode = json.loads(line)
+            if episode["outcome"] in ("success", "failure"):
+                verdicts[episode["task_id"]] = episode["outcome"] == "success"
+        agent = (meta.get("endpoints") or {}).get("agent") or {}
+        runs.append(
+            {
+                "strategy": meta["strategy"],
+                "config": meta["strategy_config"],
+                "split": meta["split"],
+                "seed": int(agent.get("seed") or 0),
+                "verdicts": verdicts,
+            }
+        )
+    return runs
+
+
+def tier0_verdicts(
+    config: ExperimentConfig,
+    strategy: ContextStrategy,
+    tasks: Sequence[Task],
+    base: Path,
+    endpoints: ModelEndpoints,
+    **recall: Any,
+) -> dict[str, tuple[bool, int]]:
+    """(success, recalls made) per task with the reference agent under the given recall settings."""
+    result = run_strategy(
+        config.with_overrides(run=recall),
+        tasks,
+        strategy,
+        agent="reference",
+        endpoints=endpoints,
+        split="all",
+        base=base,
+    )
+    return {e.task_id: (e.success, e.metrics.recall_calls) for e in result.scored_episodes()}
+
+
+def cells_of(
+    runs: Sequence[dict[str, Any]],
+    honest: dict[tuple[str, str], tuple[bool, int]],
+    never: dict[tuple[str, str], tuple[bool, int]],
+) -> list[Cell]:
+    none_t1 = {(task, r["seed"]): ok for r in runs if r["strategy"] == "none" for task, ok in r["verdicts"].items()}
+    return [
+        Cell(
+            strategy=r["strategy"],
+            task_id=task,
+            seed=r["seed"],
+            split=r["split"],
+            honest_ok=honest[(r["strategy"], task)][0],
+            never_ok=never[(r["strategy"], task)][0],
+            recalls=honest[(r["strategy"], task)][1],
+            tier1_ok=ok,
+            none_tier1_ok=none_t1.get((task, r["seed"])),
+        )
+        for r in runs
+        for task, ok in r["verdicts"].items()
+    ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("job", type=Path, help="An `acon optimize` job directory with tier-1 runs.")
+    parser.add_argument("--fit-on", default="train", help="Split whose cells fit p (default: train).")
+    parser.add_argument("--judge-on", default="val", help="Split whose cells judge the fit (default: val).")
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "calibration.json")
+    args = parser.parse_args(argv)
+    if SEALED in (args.fit_on, args.judge_on):
+        print(f"bench_calibration: the {SEALED} split is sealed; fit and judge on train and val", file=sys.stderr)
+        return 2
+    exit_cleanly_on_sigterm()
+    try:
+        report = run(args.job, args.fit_on, args.judge_on)
+    except (AconError, OSError, KeyError, json.JSONDecodeError) as exc:
+        print(f"bench_calibration: {exc}", file=sys.stderr)
+        return 1
+    print_report(report)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"\nwrote {args.out}")
+    return 0
+
+
+def run(job: Path, fit_on: str, judge_on: str) -> dict[str, Any]:
+    config = ExperimentConfig.model_validate(json.loads((job / "job.json").read_text())["config"])
+    runs = tier1_runs(job)
+    if not runs:
+        raise AconError(f"{job} has no tier-1 runs outside the {SEALED} split")
+    by_id = {t.id: t for split in ("train", SEALED) for t in select_tasks(config, split, None)}
+    cells_by_strategy: dict[str, set[str]] = defaultdict(set)
+    configs = {}
+    for r in runs:
+        cells_by_strategy[r["strategy"]].update(r["verdicts"])
+        configs[r["strategy"]] = r["config"]
+    base = job / "calibration"
+    started = time.perf_counter()
+    settings: dict[str, dict[tuple[str, str], tuple[bool, int]]] = {"honest": {}, "never": {}}
+    with ModelEndpoints({"compressor": config.endpoints.compressor}, log=_log) as endpoints:
+
+        def tier0(**recall: Any) -> dict[tuple[str, str], tuple[bool, int]]:
+            out = {}
+            for name, task_ids in cells_by_strategy.items():
+                tasks = [by_id[t] for t in sorted(task_ids)]
+                verdicts = tier0_verdicts(config, parse_strategy(configs[name]), tasks, base, endpoints, **recall)
+                out.update({(name, t): v for t, v in verdicts.items()})
+            return out
+
+        settings["honest"] = tier0(recall="honest", recall_probability=1.0)
+        settings["never"] = tier0(recall="never")
+        cells = cells_of(runs, settings["honest"], settings["never"])
+        fit_cells = [c for c in cells if c.split == fit_on]
+        if not fit_cells:
+            raise AconError(f"no tier-1 cells on the {fit_on!r} split to fit on")
+        p_hat = fit_recall_probability(fit_cells)
+        calibrated = tier0(recall="honest", recall_probability=p_hat)
+    seconds = time.perf_counter() - started
+    judged = [c for c in cells if c.split == judge_on]
+    rows = {}
+    for label, verdict in (
+        ("default (honest, p = 1)", lambda c: c.honest_ok),
+        (f"calibrated (p = {p_hat:.2f})", lambda c: calibrated[(c.strategy, c.task_id)][0]),
+    ):
+        rows[label] = {"fit": agreement(fit_cells, verdict), "held_out": agreement(judged, verdict)}
+    return {
+        "benchmark": "calibration",
+        "date": time.strftime("%Y-%m-%d"),
+        "machine": f"{platform.machine()}, {platform.system()}",
+        "job": config.name,
+        "fit_on": fit_on,
+        "judge_on": judge_on,
+        "p_hat": p_hat,
+        "tier1_cells": {split: sum(c.split == split for c in cells) for split in sorted({c.split for c in cells})},
+        "strategies": sorted(cells_by_strategy),
+        "tier1_success_by_strategy": {
+            name: _rate([c for c in cells if c.strategy == name]) for name in sorted(cells_by_strategy)
+        },
+        "rows": rows,
+        "tier0_seconds": seconds,
+        "cells": [c.__dict__ for c in cells],
+    }
+
+
+def _rate(cells: Sequence[Cell]) -> str:
+    return f"{sum(c.tier1_ok for c in cells)}/{len(cells)}"
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def print_report(report: dict[str, Any]) -> None:
+    print(f"\njob {report['job']}: tier-1 cells {report['tier1_cells']}; fitted p = {report['p_hat']:.2f}")
+    print(
+        "tier-1 success by strategy: " + ", ".join(f"{k} {v}" for k, v in report["tier1_success_by_strategy"].items())
+    )
+    print(
+        f"\n| tier 0 | cells | agreement ({report['fit_on']}, fit) | agreement ({report['judge_on']}, held out) "
+        f"| false pass ({report['judge_on']}) |"
+    )
+    print("|---|---|---|---|---|")
+    for label, row in report["rows"].items():
+        fit, held = row["fit"], row["held_out"]
+        low, high = held["false_pass_ci"]
+        print(
+            f"| {label} | {fit['cells']} + {held['cells']} | {_pct(fit['agreement'])} | {_pct(held['agreement'])} "
+            f"| {held['false_pass']} of {held['false_pass_of']} ({_pct(held['false_pass_rate'])}, "
+            f"CI {low:.2f}-{high:.2f}) |"
+        )
+
+
+def _log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
