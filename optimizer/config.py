@@ -101,7 +101,16 @@ class AcceptanceConfig(_Strict):
 
 
 # What the summary-instruction search (`target` set) reads; any other key set beside a target is refused.
-TARGET_KEYS = ("target", "rounds", "train_limit", "val_fraction", "test_limit", "screen_agent", "final_llm_limit")
+TARGET_KEYS = (
+    "target",
+    "rounds",
+    "train_limit",
+    "val_fraction",
+    "test_limit",
+    "screen_agent",
+    "final_llm_limit",
+    "deterministic_guideline",
+)
 
 
 class OptimizeConfig(_Strict):
@@ -211,6 +220,11 @@ class OptimizeConfig(_Strict):
     )
     gepa_metric_calls: int = Field(60, gt=0, description='`search = "gepa"`: tier-0 episodes GEPA may run.')
     final_llm_limit: int = Field(0, ge=0, description="Test tasks also run with the llm agent in the report.")
+    deterministic_guideline: str | None = Field(
+        None,
+        description="With a target: a guideline file with no LLM move (the best a guideline job found, e.g. "
+        "guidelines/learned/builtin.md) reported beside the summarizer's texts on the same test tasks.",
+    )
     max_guideline_chars: int = Field(6000, gt=200, description="Validator cap on a candidate's text.")
 
     @field_validator("screen_agent")

@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING
 
 from optimizer.context.compressor import Compressor
 from optimizer.context.guideline import read_guideline, save_guideline
-from optimizer.context.strategies import parse_strategy
+from optimizer.context.strategies import GuidelineStrategy, parse_strategy
 from optimizer.context.strategies.base import ContextStrategy
+from optimizer.errors import ConfigError
 from optimizer.evaluate.endpoints import ModelEndpoints
 from optimizer.evaluate.strategy_runs import select_tasks
 from optimizer.search.evaluator import Evaluator, Progress
@@ -66,6 +67,7 @@ class SummaryJob:
         self.train, self.val, self.chosen_on = mined, held or mined, "val" if held else "train"
         self.test = select_tasks(config, "test", self.options.test_limit)
         self.seed_text = read_guideline(config.guideline).history
+        self.deterministic = self._deterministic(self.options.deterministic_guideline)
         self.default = self.target.default()
         self.dir = JobDir(config.out_dir)
         self.dir.claim(config, resume=resume, started_by=CHECKPOINT)
@@ -113,7 +115,10 @@ class SummaryJob:
                 "seed+contract": with_contract(self.seed_text),
             }
             rows = [self._row(name, text, compressor, evaluator) for name, text in texts.items()]
-            rows.append(self._row("none", None, None, evaluator))
+            if self.deterministic is not None:
+                version = self.deterministic.version()
+                rows.append(self._baseline_row("deterministic", self.deterministic, evaluator, version))
+            rows.append(self._baseline_row("none", parse_strategy("none"), evaluator, None))
         artifact = self._write_artifact(record, rows[0])
         report = SummaryReport(
             experiment=self.config.name,
@@ -138,18 +143,37 @@ class SummaryJob:
         self.dir.write_text("report.md", report.markdown())
         return report
 
-    def _row(self, name: str, text: str | None, compressor: Compressor | None, evaluator: Evaluator) -> TextRow:
-        strategy: ContextStrategy = parse_strategy("none") if compressor is None else self.target.strategy(text)
+    def _row(self, name: str, text: str | None, compressor: Compressor, evaluator: Evaluator) -> TextRow:
+        strategy = self.target.strategy(text)
         self.log(f"test split: {name} ({strategy.label()})")
-        screened = screen(strategy, self.test, compressor) if compressor is not None else None
+        screened = screen(strategy, self.test, compressor)
+        tier0, tier1 = self._tiers(evaluator, strategy)
+        texts = strategy.texts()
+        version = texts.version if texts is not None else None
+        return TextRow(name, text if text is not None else self.default.text, version, screened, tier0, tier1)
+
+    def _baseline_row(self, name: str, strategy: ContextStrategy, evaluator: Evaluator, version: str | None) -> TextRow:
+        """A strategy that never summarizes (`none`, a deterministic guideline): no text, no summaries to screen."""
+        self.log(f"test split: {name} ({strategy.label()})")
+        tier0, tier1 = self._tiers(evaluator, strategy)
+        return TextRow(name, None, version, None, tier0, tier1)
+
+    def _tiers(self, evaluator: Evaluator, strategy: ContextStrategy) -> tuple[Scores, Scores | None]:
         tier0 = self._scores(evaluator, strategy, self.test, self.options.screen_agent)
         tier1 = None
         if self.options.final_llm_limit > 0:
             tier1 = self._scores(evaluator, strategy, spread(self.test)[: self.options.final_llm_limit], "llm")
-        texts = strategy.texts()
-        version = texts.version if texts is not None else None
-        shown = text if text is not None else self.default.text if compressor is not None else None
-        return TextRow(name, shown, version, screened, tier0, tier1)
+        return tier0, tier1
+
+    @staticmethod
+    def _deterministic(path: str | None) -> ContextStrategy | None:
+        """The deterministic guideline's strategy, refused in one line if one of its moves calls a model."""
+        if path is None:
+            return None
+        strategy = GuidelineStrategy(guideline=read_guideline(path))
+        if strategy.uses_compressor:
+            raise ConfigError(f"deterministic_guideline {path}: a move of it calls the compressor model")
+        return strategy
 
     @staticmethod
     def _scores(evaluator: Evaluator, strategy: ContextStrategy, tasks: list[Task], agent: str) -> Scores:

@@ -43,7 +43,7 @@ def _calls(server) -> list[dict]:
     return [r for r in server.requests if r["messages"][-1]["content"] != "Reply with OK."]
 
 
-def _config(tmp_path, url: str, target: str, train_limit: int, trigger: int) -> str:
+def _config(tmp_path, url: str, target: str, train_limit: int, trigger: int, extra: str = "") -> str:
     seed = read_guideline(SEED_GUIDELINE).model_copy(update={"history": SEED, "name": "plain"})
     (tmp_path / "plain.md").write_text(seed.to_markdown())
     endpoint = f'base_url = "{url}"\nmodel = "scripted"\nbackoff_s = 0.0\n'
@@ -61,6 +61,7 @@ enabled = false
 rounds = 1
 train_limit = {train_limit}
 test_limit = 3
+{extra}
 [optimize.target]
 type = "{target}"
 {knobs}
@@ -80,9 +81,9 @@ type = "{target}"
 def job(run_cli, stub, tmp_path):
     """`acon optimize` on a target config: (exit code, stdout, stderr, the job directory, the server)."""
 
-    def start(target: str, train_limit: int = 12, trigger: int = 1000):
+    def start(target: str, train_limit: int = 12, trigger: int = 1000, extra: str = ""):
         server = stub(responder)
-        config = _config(tmp_path, server.base_url, target, train_limit, trigger)
+        config = _config(tmp_path, server.base_url, target, train_limit, trigger, extra)
         code, out, err = run_cli("optimize", config)
         return code, out, err, tmp_path / "job", server, config
 
@@ -170,6 +171,26 @@ def test_the_anthropic_job_exports_the_compaction_edit_with_the_learned_instruct
     assert TypeAdapter(BetaCompact20260112EditParam).validate_python(edit) == edit
     assert edit["instructions"] == rows["learned"]["text"]
     assert edit["trigger"] == {"type": "input_tokens", "value": 2500}
+
+
+def test_the_best_deterministic_guideline_is_a_row_on_the_same_test_tasks(job):
+    learned = "guidelines/learned/builtin.md"
+    code, _, err, job_dir, _, _ = job(
+        "anthropic", train_limit=3, trigger=2500, extra=f'deterministic_guideline = "{learned}"'
+    )
+    assert code == 0, err
+    rows = {r["row"]: r for r in json.loads((job_dir / "report.json").read_text())["rows"]}
+    assert list(rows)[-2:] == ["deterministic", "none"]
+    deterministic = rows["deterministic"]
+    assert deterministic["tier0_tasks"] == 3 and "summaries" not in deterministic and deterministic["text"] is None
+    assert deterministic["version"] == read_guideline(learned).version
+    assert "| deterministic |" in (job_dir / "report.md").read_text()
+
+
+def test_a_deterministic_guideline_that_calls_a_model_is_refused_before_the_job_starts(job):
+    code, _, err, job_dir, server, _ = job("anthropic", extra=f'deterministic_guideline = "{SEED_GUIDELINE}"')
+    assert code == 2 and "calls the compressor model" in err and "\n" not in err.strip()
+    assert not (job_dir / "report.json").exists() and not _calls(server)
 
 
 def test_a_job_without_a_target_is_refused_by_a_target_export(run_cli, tmp_path):
