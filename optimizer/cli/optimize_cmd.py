@@ -58,9 +58,16 @@ def optimize(
 
 def _optimize_target(config: ExperimentConfig, resume: bool, started: float) -> None:
     from optimizer.search.summary_job import SummaryJob
+    from optimizer.tracking import tracker_from_config
+    from optimizer.tracking.summary_run import log_summary_job
 
     with exclusive(config.out_dir, hint="wait for it to finish or use another --out", log=_log):
-        report = SummaryJob(config, resume=resume, log=_log, progress=progress_bar).run()
+        job = SummaryJob(config, resume=resume, log=_log, progress=progress_bar)
+        tracker = tracker_from_config(config)  # an unreachable store is refused before any model call
+        report = job.run()
+        run_id = log_summary_job(tracker, config, report, Path(report.artifact))
+    if run_id is not None:
+        out.print(f"MLflow: run {run_id}, one child run per row (acon ui {config.out_dir})")
     out.print(target_table(report))
     out.print(f"LLM-written lines that survived selection ({len(report.llm_parts)}):")
     for line in report.llm_parts:

@@ -79,10 +79,7 @@ class SummaryJob:
         roles = {"compressor": self.config.endpoints.compressor, "optimizer": self.config.endpoints.optimizer}
         if self.options.final_llm_limit > 0 or self.options.screen_agent == "llm":
             roles["agent"] = self.config.endpoints.agent
-        notes = []
-        if self.config.tracking.enabled:
-            notes.append("this job logs no MLflow run (the summary-instruction job writes files only)")
-            self.log(f"note: {notes[-1]}")
+        notes: list[str] = []
         with ModelEndpoints(roles, log=self.log) as endpoints:
             cache = endpoints.response_cache()
             compressor = Compressor(endpoints.client("compressor"), cache)

@@ -43,7 +43,9 @@ def _calls(server) -> list[dict]:
     return [r for r in server.requests if r["messages"][-1]["content"] != "Reply with OK."]
 
 
-def _config(tmp_path, url: str, target: str, train_limit: int, trigger: int, extra: str = "") -> str:
+def _config(
+    tmp_path, url: str, target: str, train_limit: int, trigger: int, extra: str = "", tracking: bool = False
+) -> str:
     seed = read_guideline(SEED_GUIDELINE).model_copy(update={"history": SEED, "name": "plain"})
     (tmp_path / "plain.md").write_text(seed.to_markdown())
     endpoint = f'base_url = "{url}"\nmodel = "scripted"\nbackoff_s = 0.0\n'
@@ -56,7 +58,7 @@ type = "builtin"
 [run]
 agent = "reference"
 [tracking]
-enabled = false
+enabled = {"true" if tracking else "false"}
 [optimize]
 rounds = 1
 train_limit = {train_limit}
@@ -81,9 +83,9 @@ type = "{target}"
 def job(run_cli, stub, tmp_path):
     """`acon optimize` on a target config: (exit code, stdout, stderr, the job directory, the server)."""
 
-    def start(target: str, train_limit: int = 12, trigger: int = 1000, extra: str = ""):
+    def start(target: str, train_limit: int = 12, trigger: int = 1000, extra: str = "", tracking: bool = False):
         server = stub(responder)
-        config = _config(tmp_path, server.base_url, target, train_limit, trigger, extra)
+        config = _config(tmp_path, server.base_url, target, train_limit, trigger, extra, tracking)
         code, out, err = run_cli("optimize", config)
         return code, out, err, tmp_path / "job", server, config
 
@@ -191,6 +193,36 @@ def test_a_deterministic_guideline_that_calls_a_model_is_refused_before_the_job_
     code, _, err, job_dir, server, _ = job("anthropic", extra=f'deterministic_guideline = "{SEED_GUIDELINE}"')
     assert code == 2 and "calls the compressor model" in err and "\n" not in err.strip()
     assert not (job_dir / "report.json").exists() and not _calls(server)
+
+
+def test_the_job_is_an_mlflow_run_with_a_child_per_row_and_resumes_into_the_same_runs(job, run_cli):
+    from mlflow import MlflowClient
+
+    from optimizer.tracking import resolve_uri
+
+    code, out, err, job_dir, _, config = job("anthropic", train_limit=3, trigger=2500, tracking=True)
+    assert code == 0, err
+    assert "MLflow: run" in out
+    report = json.loads((job_dir / "report.json").read_text())
+    client = MlflowClient(tracking_uri=resolve_uri(job_dir))
+    (experiment,) = [e for e in client.search_experiments() if e.name == "target-job"]
+    runs = client.search_runs([experiment.experiment_id])
+    (parent,) = [r for r in runs if "mlflow.parentRunId" not in r.data.tags]
+    children = {r.info.run_name: r for r in runs if r.data.tags.get("mlflow.parentRunId") == parent.info.run_id}
+    assert set(children) == {r["row"] for r in report["rows"]}
+    learned = next(r for r in report["rows"] if r["row"] == "learned")
+    assert children["learned"].data.metrics["facts_kept_share"] == pytest.approx(learned["facts_kept_share"])
+    assert (
+        children["none"].data.metrics["tier0_success"]
+        == next(r for r in report["rows"] if r["row"] == "none")["tier0_success"]
+    )
+    assert "llm_parts" in parent.data.metrics and "Summary instructions" in parent.data.tags["mlflow.note.content"]
+    artifacts = {a.path for a in client.list_artifacts(parent.info.run_id)}
+    assert {"report.md", "report.json", "guidelines"} <= artifacts
+
+    code, _, err = run_cli("optimize", config, "--resume")
+    assert code == 0, err
+    assert len(client.search_runs([experiment.experiment_id])) == len(runs)  # nothing logged twice
 
 
 def test_a_job_without_a_target_is_refused_by_a_target_export(run_cli, tmp_path):
