@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.evaluate.store import EpisodeStore
+from optimizer.search.report_model import Budget, Infrastructure
 
 
 def run_dirs(job_dir: Path) -> list[Path]:
     return sorted(p.parent for p in (job_dir / "runs").glob("*/episodes.jsonl"))
 
 
-def spent(job_dir: Path, *, optimizer_tokens: int, candidates: int) -> dict[str, int]:
+def spent(job_dir: Path, *, optimizer_tokens: int, candidates: int) -> Budget:
     """What the job spent of its limits (the report's "budget"; not the pre-send budget of a policy), from the
     newest record of each task in each run directory: tier-1 episodes and uncached compressor calls."""
     agent_episodes = compressor_calls = 0
@@ -23,19 +24,19 @@ def spent(job_dir: Path, *, optimizer_tokens: int, candidates: int) -> dict[str,
         if "-llm-" in run.name:
             agent_episodes += len(latest)
         compressor_calls += sum(1 for e in latest for r in e.records if r.compressor_usage and not r.compressor_cached)
-    return {
-        "candidates": candidates,
-        "agent_episodes": agent_episodes,
-        "compressor_calls": compressor_calls,
-        "optimizer_tokens": optimizer_tokens,
-    }
+    return Budget(
+        candidates=candidates,
+        agent_episodes=agent_episodes,
+        compressor_calls=compressor_calls,
+        optimizer_tokens=optimizer_tokens,
+    )
 
 
 def agent_episodes(job_dir: Path) -> int:
     return sum(len(EpisodeStore(run).latest()) for run in run_dirs(job_dir) if "-llm-" in run.name)
 
 
-def infrastructure(job_dir: Path) -> dict[str, Any]:
+def infrastructure(job_dir: Path) -> Infrastructure:
     """Model faults over the whole job, from every episode record in its run directories.
 
     Retried calls are counted over all records, superseded ones included (those calls were made). An
@@ -62,16 +63,16 @@ def infrastructure(job_dir: Path) -> dict[str, Any]:
             if isinstance(item, dict) and item.get("error"):
                 failed += bool(item.get("call_failed"))
                 refused += not item.get("call_failed")
-    return {
-        "retried_calls": retried,
-        "retries": retries,
-        "excluded_episodes": excluded,
-        "redone_episodes": redone,
-        "errors_by_kind": dict(sorted(kinds.items())),
-        "malformed_agent_replies": malformed,
-        "failed_optimizer_calls": failed,
-        "refused_proposals": refused,
-    }
+    return Infrastructure(
+        retried_calls=retried,
+        retries=retries,
+        excluded_episodes=excluded,
+        redone_episodes=redone,
+        errors_by_kind=dict(sorted(kinds.items())),
+        malformed_agent_replies=malformed,
+        failed_optimizer_calls=failed,
+        refused_proposals=refused,
+    )
 
 
 def _json_list(path: Path) -> list[Any]:

@@ -32,7 +32,17 @@ from optimizer.search.front import Point
 from optimizer.search.lineage import llm_free, parts
 from optimizer.search.proposers.base import Pair
 from optimizer.search.proposers.llm import OptimizerLM
-from optimizer.search.report import ReportInputs, Row, build_report, report_markdown
+from optimizer.search.report import ReportInputs, Row, build_report
+from optimizer.search.report_file import write_report
+from optimizer.search.report_markdown import report_markdown
+from optimizer.search.report_model import (
+    ChosenGuideline,
+    Deterministic,
+    Figures,
+    Report,
+    ReportRound,
+    ShortlistEntry,
+)
 from optimizer.search.scores import Scores
 from optimizer.search.searches import SEARCHES, SearchContext
 from optimizer.search.state import JobDir, SearchState
@@ -84,7 +94,7 @@ class OptimizationJob:
 
     def run(
         self, track: Callable[[OptimizationJob], contextlib.AbstractContextManager[Any]] | None = None
-    ) -> dict[str, Any]:
+    ) -> Report:
         """Run (or resume) the job. `track(job)`: the tracking context, opened once every endpoint answers."""
         self._started, self._wall_base = time.monotonic(), self.state.wall_s
         roles = {"compressor": self.config.endpoints.compressor}
@@ -237,7 +247,7 @@ class OptimizationJob:
 
     # -------------------------------------------------------------------------------------- report
 
-    def _report(self, ctx: SearchContext, evaluator: Evaluator) -> dict[str, Any]:
+    def _report(self, ctx: SearchContext, evaluator: Evaluator) -> Report:
         chosen, seed = self.chosen(), self.seed()
         tier0 = self.options.screen_agent
         self.log(f"final: test split ({len(self.test)} tasks), chosen {chosen.guideline.name}@{chosen.version}")
@@ -295,42 +305,31 @@ class OptimizationJob:
         det_info = None
         if deterministic is not None:
             scores = det_row.scores if det_row else rows[0].scores
-            det_info = {
-                "version": deterministic.version,
-                "name": deterministic.guideline.name,
-                "same_as_chosen": deterministic.version == chosen.version,
-                **scores.headline(),
-            }
+            det_info = Deterministic(
+                version=deterministic.version,
+                name=deterministic.guideline.name,
+                same_as_chosen=deterministic.version == chosen.version,
+                figures=Figures.of(scores),
+            )
         inputs = ReportInputs(
             experiment=self.config.name,
             suite=self.config.suite.type,
             tasks={"train": len(self.train), "val": len(self.val), "test": len(self.test)},
-            chosen={
-                "version": chosen.version,
-                "name": chosen.guideline.name,
-                "origin": chosen.origin,
-                "round": chosen.round,
-                "path": str(self.dir.path / "guidelines" / f"{chosen.version}.md"),
-            },
+            chosen=ChosenGuideline(
+                version=chosen.version,
+                name=chosen.guideline.name,
+                origin=chosen.origin,
+                round=chosen.round,
+                path=str(self.dir.path / "guidelines" / f"{chosen.version}.md"),
+            ),
             rows=rows,
             acceptance=self.config.acceptance,
             tolerance=ctx.tolerance,
-            rounds=[{**r.__dict__, "origins": self._origins(r.screened)} for r in self.state.rounds],
+            rounds=[ReportRound(r, self._origins(r.screened)) for r in self.state.rounds],
             stopped=self.state.stopped or "",
-            points=[p.to_dict() for p in self.points()],
-            front=[p.to_dict() for p in self.front()],
-            shortlist=self._none_val_row(evaluator)
-            + [
-                {
-                    "version": v,
-                    "name": self.state.candidates[v].guideline.name,
-                    "origin": self.state.candidates[v].origin,
-                    **(
-                        self.state.candidates[v].screens.get("val") or self.state.candidates[v].screens["train"]
-                    ).headline(),
-                }
-                for v in self.state.shortlist
-            ],
+            points=self.points(),
+            front=self.front(),
+            shortlist=self._none_val_row(evaluator) + [self._shortlisted(v) for v in self.state.shortlist],
             parts=parts(self.state.candidates, chosen.version),
             deterministic=det_info,
             budget=accounting.spent(
@@ -343,7 +342,7 @@ class OptimizationJob:
             mlflow=self.tracker.run_ref() if self.tracker is not None else {},
         )
         report = build_report(inputs)
-        self.dir.write_json("report.json", report)
+        write_report(self.dir.path / "report.json", report)
         self.dir.write_text("report.md", report_markdown(report))
         if self.tracker is not None:
             self.tracker.on_report(self, report)
@@ -361,11 +360,16 @@ class OptimizationJob:
     def _wall_now(self) -> float:
         return self._wall_base + (time.monotonic() - self._started if self._started is not None else 0.0)
 
-    def _none_val_row(self, evaluator: Evaluator) -> list[dict[str, Any]]:
+    def _none_val_row(self, evaluator: Evaluator) -> list[ShortlistEntry]:
         if not self.val:
             return []
         none = evaluator.evaluate(parse_strategy("none"), self.val, "val", self.options.screen_agent).scores
-        return [{"version": "none", "name": "none", "origin": "control", **none.headline()}]
+        return [ShortlistEntry("none", "none", "control", Figures.of(none))]
+
+    def _shortlisted(self, version: str) -> ShortlistEntry:
+        candidate = self.state.candidates[version]
+        scores = candidate.screens.get("val") or candidate.screens["train"]
+        return ShortlistEntry(version, candidate.guideline.name, candidate.origin, Figures.of(scores))
 
     def _deterministic_choice(self, ctx: SearchContext, evaluator: Evaluator) -> Candidate | None:
         """The candidate selection would have chosen among those whose lineage has no LLM-written step."""
