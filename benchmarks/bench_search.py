@@ -28,6 +28,8 @@ from optimizer import _offline  # noqa: E402,F401
 from optimizer.config import ExperimentConfig, load_experiment  # noqa: E402
 from optimizer.interrupts import exit_cleanly_on_sigterm  # noqa: E402
 from optimizer.search.job import OptimizationJob  # noqa: E402
+from optimizer.search.report_file import read_report  # noqa: E402
+from optimizer.search.report_model import ReportRow  # noqa: E402
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "deterministic": {"llm_proposers": False},
@@ -48,7 +50,7 @@ def run(config: ExperimentConfig, fresh: bool) -> dict[str, Any]:
         shutil.rmtree(out)
     report_path = out / "report.json"
     if report_path.exists():
-        report = json.loads(report_path.read_text())
+        report = read_report(report_path)
         wall = report_path.stat().st_mtime - (out / "job.json").stat().st_mtime
     else:
         started = time.perf_counter()
@@ -58,43 +60,45 @@ def run(config: ExperimentConfig, fresh: bool) -> dict[str, Any]:
             log=lambda m: print(f"  {config.name}: {m}", file=sys.stderr, flush=True),
         ).run()
         wall = time.perf_counter() - started
-    rows = {r["strategy"]: r for r in report["rows"] if r["tier"] == "reference"}
-    chosen = rows["chosen"]
-    best = rows.get(report["best_baseline"] or "")
+    chosen, none = report.row("chosen"), report.row("none")
+    if chosen is None or none is None:
+        raise SystemExit(f"{report_path}: the report has no tier-0 row for the chosen guideline or `none`")
+    oracle = report.row("oracle")
+    best = report.row(report.best_baseline) if report.best_baseline else None
+    budget = report.budget
     return {
         "job": config.name,
         "directory": str(out),
         "wall_s": round(wall, 1),
-        "candidates": report["budget"]["candidates"],
-        "optimizer_tokens": report["budget"]["optimizer_tokens"],
-        "compressor_calls": report["budget"]["compressor_calls"],
-        "front": report["pareto"],
-        "chosen": report["chosen"],
+        "candidates": budget.candidates if budget else 0,
+        "optimizer_tokens": budget.optimizer_tokens if budget else 0,
+        "compressor_calls": budget.compressor_calls if budget else 0,
+        "front": [p.to_dict() for p in report.pareto],
+        "chosen": report.chosen.to_dict(),
         "test": {
-            k: chosen[k]
-            for k in (
-                "tasks",
-                "success",
-                "success_ci",
-                "peak_tokens_mean",
-                "peak_tokens_ci",
-                "peak_vs_none",
-                "recall_calls",
-                "success_without_recall",
-            )
+            "tasks": chosen.figures.tasks,
+            "success": chosen.figures.success,
+            "success_ci": list(chosen.figures.success_ci),
+            "peak_tokens_mean": chosen.figures.peak_tokens_mean,
+            "peak_tokens_ci": list(chosen.figures.peak_tokens_ci),
+            "peak_vs_none": chosen.peak_vs_none,
+            "recall_calls": chosen.figures.recall_calls,
+            "success_without_recall": chosen.figures.success_without_recall,
         },
-        "none": {k: rows["none"][k] for k in ("success", "peak_tokens_mean")},
-        "oracle": {k: rows["oracle"][k] for k in ("success", "peak_tokens_mean")} if "oracle" in rows else None,
-        "best_baseline": {"name": report["best_baseline"], "peak_tokens_mean": best["peak_tokens_mean"]}
-        if best
-        else None,
-        "paired_vs_best_baseline": report["paired"].get("best_baseline"),
-        "llm_parts": report["llm_parts"],
-        "parts": report["parts"],
-        "deterministic": report["deterministic"],
-        "stopped": report["stopped"],
-        "acceptance": report["acceptance"]["pass"],
+        "none": _headline(none),
+        "oracle": _headline(oracle) if oracle else None,
+        "best_baseline": {"name": best.strategy, "peak_tokens_mean": best.figures.peak_tokens_mean} if best else None,
+        "paired_vs_best_baseline": p.to_dict() if (p := report.paired.get("best_baseline")) else None,
+        "llm_parts": [p.to_dict() for p in report.llm_parts],
+        "parts": [p.to_dict() for p in report.parts],
+        "deterministic": report.deterministic.to_dict() if report.deterministic else None,
+        "stopped": report.stopped,
+        "acceptance": report.acceptance.passed,
     }
+
+
+def _headline(row: ReportRow) -> dict[str, float]:
+    return {"success": row.figures.success, "peak_tokens_mean": row.figures.peak_tokens_mean}
 
 
 def table(results: list[dict]) -> str:

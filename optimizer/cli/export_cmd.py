@@ -23,6 +23,7 @@ EXPECTS = "a job directory of `acon optimize`, or a guideline file (.md, or .jso
 
 def chosen_guideline(job_dir: Path) -> Guideline:
     from optimizer.search.lineage import parts
+    from optimizer.search.report_file import read_report
     from optimizer.search.state import JobDir
 
     state = JobDir(job_dir).load_state()
@@ -32,7 +33,8 @@ def chosen_guideline(job_dir: Path) -> Guideline:
     if version is None or version not in state.candidates:
         raise AconError(f"{job_dir}: the job has not chosen a guideline yet; run `acon optimize --resume`")
     candidate = state.candidates[version]
-    report = _read(job_dir / "report.json")
+    report_path = job_dir / "report.json"
+    report = read_report(report_path) if report_path.exists() else None
     job = _read(job_dir / "job.json") or {}
     provenance = {
         "job": str(job_dir),
@@ -44,10 +46,15 @@ def chosen_guideline(job_dir: Path) -> Guideline:
         "screens": {name: _scores(s.headline()) for name, s in candidate.screens.items()},
         "parts": [f"{p.origin}{' (LLM)' if p.llm else ''}: {p.change}" for p in parts(state.candidates, version)],
     }
-    if report:
-        chosen = report["chosen"]
-        keys = ("success", "success_ci", "peak_tokens_mean", "tasks")
-        provenance["test"] = {k: chosen[k] for k in keys if k in chosen}
+    test = report.chosen.row if report else None
+    if test is not None:
+        figures = test.figures
+        provenance["test"] = {
+            "success": figures.success,
+            "success_ci": list(figures.success_ci),
+            "peak_tokens_mean": figures.peak_tokens_mean,
+            "tasks": figures.tasks,
+        }
     # Candidates inherit the seed's description; an exported file should say what it is.
     description = (
         f"Learned by acon optimize ({provenance['experiment']}): {candidate.origin} candidate of round "

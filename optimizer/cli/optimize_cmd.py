@@ -15,6 +15,7 @@ from optimizer.locking import exclusive
 
 if TYPE_CHECKING:
     from optimizer.config import ExperimentConfig
+    from optimizer.search.report_model import Report
     from optimizer.search.summary_report import SummaryReport
 
 
@@ -31,7 +32,7 @@ def optimize(
     """Run the optimization loop and write report.md / report.json to the job directory."""
     from optimizer.config import load_experiment
     from optimizer.search.job import OptimizationJob
-    from optimizer.search.report import check_line
+    from optimizer.search.report_markdown import acceptance_lines
     from optimizer.tracking import check_caught_up, tracker_for
 
     config = load_experiment(experiment)
@@ -48,10 +49,8 @@ def optimize(
         report = job.run(track=tracker_for)
     out.print(pareto_table(report))
     out.print(report_table(report))
-    verdict = report["acceptance"]
-    for tier, result in verdict["tiers"].items():
-        checks = "; ".join(check_line(name, check) for name, check in result["checks"].items())
-        out.print(f"acceptance {tier}: {'PASS' if result['pass'] else 'FAIL'} — {checks}")
+    for tier in acceptance_lines(report):
+        out.print(f"acceptance {tier.tier}: {tier.verdict} — {'; '.join(tier.checks)}")
     out.print(f"report: {config.out_dir / 'report.md'}  ({time.perf_counter() - started:.0f} s)")
     check_caught_up(job.tracker, f"run `acon optimize {experiment} --resume`")
 
@@ -113,24 +112,24 @@ def target_table(report: SummaryReport) -> Table:
     return table
 
 
-def pareto_table(report: dict) -> Table:
+def pareto_table(report: Report) -> Table:
     table = Table(title="Candidates on the train split (success ↑, peak tokens ↓)")
     for column in ("candidate", "version", "round", "success", "peak mean", "llm success", "llm peak"):
         table.add_column(column, justify="left" if column in ("candidate", "version") else "right")
-    front = {p["version"] for p in report["pareto"]}
-    points = sorted(report["points"], key=lambda p: p["peak_tokens"])
-    shown = [p for p in points if p["version"] in front or p["kind"] == "baseline"][:30]
+    front = {p.version for p in report.pareto}
+    points = sorted(report.points, key=lambda p: p.peak_tokens)
+    shown = [p for p in points if p.version in front or p.kind == "baseline"][:30]
     for point in shown:
-        mark = " *" if point["version"] in front else ""
-        confirmed = point.get("confirm_success") is not None
+        mark = " *" if point.version in front else ""
+        confirmed = point.confirm_success is not None
         table.add_row(
-            point["label"] + mark,
-            point["version"],
-            str(point["round"]),
-            f"{point['success']:.2f}",
-            fmt(point["peak_tokens"]),
-            f"{point['confirm_success']:.2f}" if confirmed else "–",
-            fmt(point["confirm_peak_tokens"]) if confirmed else "–",
+            point.label + mark,
+            point.version,
+            str(point.round),
+            f"{point.success:.2f}",
+            fmt(point.peak_tokens),
+            f"{point.confirm_success:.2f}" if point.confirm_success is not None else "–",
+            fmt(point.confirm_peak_tokens) if confirmed else "–",
         )
     table.caption = (
         f"* on the front · {len(points)} screened, front and baselines shown · tier 0 (reference "
@@ -139,50 +138,52 @@ def pareto_table(report: dict) -> Table:
     return table
 
 
-def report_table(report: dict) -> Table:
-    from optimizer.search.report import both_solved_cell
+# The Markdown report's columns a terminal has room for.
+TABLE_COLUMNS = (
+    "strategy",
+    "tier",
+    "tasks",
+    "success",
+    "95% CI",
+    "never recalls",
+    "peak mean",
+    "× none",
+    "peak max",
+    "compressor",
+    "blocking",
+    "peak, both solved",
+)
 
-    sizes = report["tasks"]
+
+def report_table(report: Report) -> Table:
+    from optimizer.search.report_markdown import both_solved_cell, ratio_cell
+
     table = Table(
-        title=f"Test split ({sizes['test']} tasks): chosen guideline vs every baseline and the oracle "
-        f"({report['suite']})"
+        title=f"Test split ({report.tasks['test']} tasks): chosen guideline vs every baseline and the oracle "
+        f"({report.suite})"
     )
-    for column in (
-        "strategy",
-        "tier",
-        "tasks",
-        "success",
-        "95% CI",
-        "never recalls",
-        "peak mean",
-        "× none",
-        "peak max",
-        "compressor",
-        "blocking",
-        "peak, both solved",
-    ):
+    for column in TABLE_COLUMNS:
         table.add_column(column, justify="left" if column == "strategy" else "right")
-    for r in report["rows"]:
-        low, high = r["success_ci"]
-        ratio = f"{r['peak_vs_none']:.2f}" if r.get("peak_vs_none") is not None else "–"
+    for r in report.rows:
+        f = r.figures
+        low, high = f.success_ci
         table.add_row(
-            r["strategy"],
-            r["tier"],
-            fmt(r["tasks"]),
-            f"{r['success']:.2f}",
+            r.strategy,
+            r.tier,
+            fmt(f.tasks),
+            f"{f.success:.2f}",
             f"[{low:.2f}, {high:.2f}]",
-            f"{r['success_without_recall']:.2f}",
-            fmt(r["peak_tokens_mean"]),
-            ratio,
-            fmt(r["peak_tokens_max"]),
-            fmt(r["compressor_tokens"]),
-            fmt(r["blocking"]),
+            f"{f.success_without_recall:.2f}",
+            fmt(f.peak_tokens_mean),
+            ratio_cell(r),
+            fmt(f.peak_tokens_max),
+            fmt(f.compressor_tokens),
+            fmt(f.blocking),
             both_solved_cell(r),
         )
-    llm = len(report["llm_parts"])
     table.caption = (
         f"never recalls: tasks solved without a recall · peak, both solved: chosen vs this row on the "
-        f"tasks both solved · LLM-written parts of the chosen guideline: {llm}"
+        f"tasks both solved · LLM-written parts of the chosen guideline: {len(report.llm_parts)}"
     )
     return table
 

@@ -92,9 +92,7 @@ class OptimizationJob:
 
     # ------------------------------------------------------------------------------------- running
 
-    def run(
-        self, track: Callable[[OptimizationJob], contextlib.AbstractContextManager[Any]] | None = None
-    ) -> Report:
+    def run(self, track: Callable[[OptimizationJob], contextlib.AbstractContextManager[Any]] | None = None) -> Report:
         """Run (or resume) the job. `track(job)`: the tracking context, opened once every endpoint answers."""
         self._started, self._wall_base = time.monotonic(), self.state.wall_s
         roles = {"compressor": self.config.endpoints.compressor}

@@ -6,6 +6,8 @@ MLflow run description, so the three say the same thing in the same words.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from optimizer.search.report_model import Check, Infrastructure, Paired, PeerCheck, Report, ReportRow
 
 ROW_COLUMNS = (
@@ -55,7 +57,9 @@ def headline(report: Report) -> list[str]:
     verdicts = report.acceptance.tiers
     if verdicts:
         lines.append(
-            "**Acceptance:** " + ", ".join(f"{tier} {'PASS' if v.passed else 'FAIL'}" for tier, v in verdicts.items()) + "."
+            "**Acceptance:** "
+            + ", ".join(f"{tier} {'PASS' if v.passed else 'FAIL'}" for tier, v in verdicts.items())
+            + "."
         )
     if report.wall_s is not None:
         lines.append(f"**Wall time:** {duration(report.wall_s)}.")
@@ -84,10 +88,24 @@ def check_line(name: str, check: Check) -> str:
     return f"{name}: {check.value:,.3f}{interval} (bar {check.bar:,}) {verdict}"
 
 
-def acceptance_lines(report: Report) -> list[tuple[str, bool, list[str]]]:
-    """Per tier: its name with the suite, whether it passed, and the line of each check."""
+@dataclass(frozen=True)
+class TierLines:
+    """One tier's acceptance verdict in the words every surface prints."""
+
+    tier: str
+    suite: str
+    verdict: str  # PASS | FAIL
+    checks: tuple[str, ...]
+
+
+def acceptance_lines(report: Report) -> list[TierLines]:
     return [
-        (f"{tier} ({verdict.suite})", verdict.passed, [check_line(n, c) for n, c in verdict.checks.items()])
+        TierLines(
+            tier,
+            verdict.suite,
+            "PASS" if verdict.passed else "FAIL",
+            tuple(check_line(n, c) for n, c in verdict.checks.items()),
+        )
         for tier, verdict in report.acceptance.tiers.items()
     ]
 
@@ -154,22 +172,25 @@ def _behaviour_cell(row: ReportRow) -> str:
 
 
 def report_markdown(report: Report) -> str:
-    return "\n".join(
-        [
-            *_summary(report),
-            *_rows(report),
-            *_comparisons(report),
-            *_origin(report),
-            *_selection(report),
-            *_rounds(report),
-            *_front(report),
-            *_budget(report),
-            *_infrastructure(report.infrastructure),
-            *_acceptance(report),
-            *["", "## What tier 0 does not track", ""],
-            *[f"- {item}" for item in report.tier0_limits],
-        ]
-    ) + "\n"
+    return (
+        "\n".join(
+            [
+                *_summary(report),
+                *_rows(report),
+                *_comparisons(report),
+                *_origin(report),
+                *_selection(report),
+                *_rounds(report),
+                *_front(report),
+                *_budget(report),
+                *_infrastructure(report.infrastructure),
+                *_acceptance(report),
+                *["", "## What tier 0 does not track", ""],
+                *[f"- {item}" for item in report.tier0_limits],
+            ]
+        )
+        + "\n"
+    )
 
 
 def _summary(report: Report) -> list[str]:
@@ -330,7 +351,7 @@ def _infrastructure(infra: Infrastructure | None) -> list[str]:
 
 def _acceptance(report: Report) -> list[str]:
     lines = ["", "## Acceptance (declared before the run)", ""]
-    for tier, passed, checks in acceptance_lines(report):
-        lines.append(f"- {tier}: {'PASS' if passed else 'FAIL'}")
-        lines += [f"  - {line}" for line in checks]
+    for tier in acceptance_lines(report):
+        lines.append(f"- {tier.tier} ({tier.suite}): {tier.verdict}")
+        lines += [f"  - {line}" for line in tier.checks]
     return lines

@@ -58,7 +58,10 @@ class Figures:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Figures:
         values = {f.name: data[f.name] for f in fields(cls)}
-        values["success_ci"], values["peak_tokens_ci"] = _interval(data["success_ci"]), _interval(data["peak_tokens_ci"])
+        values["success_ci"], values["peak_tokens_ci"] = (
+            _interval(data["success_ci"]),
+            _interval(data["peak_tokens_ci"]),
+        )
         return cls(**values)
 
 
@@ -350,7 +353,9 @@ class Cut:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Cut | None:
-        return cls(**{f.name: data.get(f.name) for f in fields(cls)}) if data else None
+        # An empty cut: the report had no tier-0 row for the chosen guideline or `none`.
+        values: dict[str, Any] = {f.name: data.get(f.name) for f in fields(cls)}
+        return cls(**values) if data else None
 
 
 @dataclass(frozen=True)

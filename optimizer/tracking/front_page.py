@@ -10,12 +10,12 @@ MLflow keeps a description in one tag of at most 8,000 characters: pairs that do
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import quote
 
-from optimizer.search.report import check_line, headline
+from optimizer.search.report_markdown import acceptance_lines, headline
+from optimizer.search.report_model import Report
 
 MAX_CHARS = 8000  # MLflow's limit on a tag value; the description is the `mlflow.note.content` tag
 RESERVED = 200
@@ -61,12 +61,11 @@ def trace_url(experiment_id: str, trace_id: str) -> str:
     return f"#/experiments/{experiment_id}/traces/{trace_id}"
 
 
-def description(report: Mapping[str, Any], pairs: Sequence[PairLink], *, experiment_id: str, run_id: str) -> str:
-    chosen = report.get("chosen") or {}
+def description(report: Report, pairs: Sequence[PairLink], *, experiment_id: str, run_id: str) -> str:
+    chosen = report.chosen
     # No heading: the run page folds the description after a few lines, and a heading would fill them.
     lines = [
-        f"**{report.get('experiment')}: chosen** `{chosen.get('name')}@{chosen.get('version')}` "
-        f"({chosen.get('origin')}, round {chosen.get('round')})  ",
+        f"**{report.experiment}: chosen** `{chosen.name}@{chosen.version}` ({chosen.origin}, round {chosen.round})  ",
         *[f"{line}  " for line in headline(report)],
         "",
     ]
@@ -84,7 +83,7 @@ def description(report: Mapping[str, Any], pairs: Sequence[PairLink], *, experim
         return text + "\nNo failure pair: no candidate lost a task that full context solved.\n"
     # The chosen guideline's pairs first (what would ship), then the other candidates' and the baselines';
     # within each, real failures before near misses, which only cost a recall.
-    chosen_label = f"guideline:{chosen.get('name')}@{chosen.get('version')}"
+    chosen_label = f"guideline:{chosen.name}@{chosen.version}"
     pairs = sorted(pairs, key=lambda p: (not p.pair.endswith(f" · {chosen_label}"), p.near_miss))
     header = [
         "## Failures to review",
@@ -111,12 +110,8 @@ def description(report: Mapping[str, Any], pairs: Sequence[PairLink], *, experim
     return text + "\n"
 
 
-def _bars(report: Mapping[str, Any]) -> list[str]:
-    lines = []
-    for tier, verdict in (report.get("acceptance") or {}).get("tiers", {}).items():
-        checks = "; ".join(check_line(name, check) for name, check in verdict["checks"].items())
-        lines.append(f"- {tier}: {'PASS' if verdict['pass'] else 'FAIL'}: {checks}")
-    return lines
+def _bars(report: Report) -> list[str]:
+    return [f"- {tier.tier}: {tier.verdict}: {'; '.join(tier.checks)}" for tier in acceptance_lines(report)]
 
 
 def _row(link: PairLink, experiment_id: str) -> str:

@@ -26,6 +26,9 @@ from optimizer.agent.episode import Episode
 from optimizer.agent.kinds import AGENTS
 from optimizer.config import ExperimentConfig
 from optimizer.evaluate.strategy_runs import RunResult, episode_row
+from optimizer.search.front import Point
+from optimizer.search.report_file import report_json
+from optimizer.search.report_markdown import report_markdown
 from optimizer.tracking.base import Tracker
 from optimizer.tracking.front_page import VIEW_KEY, description, review_view
 from optimizer.tracking.outage import Guarded, job_run
@@ -37,6 +40,7 @@ if TYPE_CHECKING:
     from optimizer.search.candidate import Candidate
     from optimizer.search.job import OptimizationJob
     from optimizer.search.proposers.base import Pair
+    from optimizer.search.report_model import Report
     from optimizer.tracking.mlflow_tracker import MlflowTracker
 
 RUN_METRICS = (
@@ -209,39 +213,42 @@ class OptimizeTracking(JobTracking):
             self.tracker.log_metrics({"pairs": len(diffs), "missing_facts": missing}, step=index)
         self.tracker.log_metrics({"pairs": len(diffs)}, step=index)
 
-    def on_report(self, job: OptimizationJob, report: Mapping[str, Any]) -> None:
+    def on_report(self, job: OptimizationJob, report: Report) -> None:
         self._sync_rounds(job)
         step = job.state.round
         chosen, seed = job.chosen(), job.seed()
+        test = report.chosen.row.figures.to_dict() if report.chosen.row else {}
         self.tracker.log_metrics(
             {
-                **numeric(report["chosen"], SCORE_METRICS, "test_"),
-                **numeric(report.get("budget", {}), ("agent_episodes", "compressor_calls", "optimizer_tokens")),
-                "pareto_size": len(report.get("pareto", [])),
+                **numeric(test, SCORE_METRICS, "test_"),
+                **numeric(
+                    report.budget.to_dict() if report.budget else {},
+                    ("agent_episodes", "compressor_calls", "optimizer_tokens"),
+                ),
+                "pareto_size": len(report.pareto),
             },
             step=step,
         )
-        self.tracker.set_tags({"acon.chosen": chosen.version, "acon.stopped": report.get("stopped")})
-        for tier, verdict in report.get("acceptance", {}).get("tiers", {}).items():
-            self.tracker.set_tags({f"acon.acceptance.{tier}": "pass" if verdict["pass"] else "fail"})
+        self.tracker.set_tags({"acon.chosen": chosen.version, "acon.stopped": report.stopped})
+        for tier, verdict in report.acceptance.tiers.items():
+            self.tracker.set_tags({f"acon.acceptance.{tier}": "pass" if verdict.passed else "fail"})
         self.tracker.log_guideline(chosen.guideline)
         self.tracker.log_guideline_diff(seed.guideline, chosen.guideline, name="seed-to-chosen")
-        self.tracker.log_pareto(_points(report.get("points", [])), _front(report.get("pareto", [])))
+        self.tracker.log_pareto(_points(report.points), _front(report.pareto))
         self.tracker.log_pareto(
             [
                 ParetoPoint(
-                    f"{row['strategy']} ({row['tier']})",
-                    row["success"],
-                    row["peak_tokens_mean"],
-                    baseline=row["kind"] != "learned",
+                    f"{row.strategy} ({row.tier})",
+                    row.figures.success,
+                    row.figures.peak_tokens_mean,
+                    baseline=row.kind != "learned",
                 )
-                for row in report["rows"]
+                for row in report.rows
             ],
             name="test",
             title="test split: chosen guideline vs baselines",
         )
-        markdown = job.dir.path / "report.md"
-        self.tracker.log_report(markdown.read_text() if markdown.exists() else "", dict(report))
+        self.tracker.log_report(report_markdown(report), report_json(report))
         for candidate in job.candidates():
             # Only a candidate screened on the whole train split was registered (`on_candidate`): one rejected
             # after its subset screen (the compressor budget ran out) has no prompt version to tag.
@@ -249,7 +256,7 @@ class OptimizeTracking(JobTracking):
                 self.tracker.tag_guideline(
                     candidate.guideline, {"acon.status": "rejected", "acon.rejected": candidate.rejected}
                 )
-        cut = report.get("cut") or {}
+        cut = report.cut
         self.tracker.set_best(
             chosen.guideline,
             prompt_tags={
@@ -257,8 +264,8 @@ class OptimizeTracking(JobTracking):
                 "acon.chosen": chosen.version,
                 "acon.chosen_candidate": _candidate_name(chosen),
                 "acon.experiment": self.config.name,
-                **({"acon.test_peak_vs_none": f"{cut['vs_none']:+.1%}"} if cut.get("vs_none") is not None else {}),
-                **({"acon.test_success": f"{cut['success']:.2f}"} if "success" in cut else {}),
+                **({"acon.test_peak_vs_none": f"{cut.vs_none:+.1%}"} if cut and cut.vs_none is not None else {}),
+                **({"acon.test_success": f"{cut.success:.2f}"} if cut else {}),
             },
         )
         ref = self.tracker.run_ref()
@@ -324,9 +331,11 @@ class OptimizeTracking(JobTracking):
                 },
                 step=index,
             )
-            points = [p.to_dict() for p in job.points() if p.kind == "baseline" or p.round <= index]
+            points = [p for p in job.points() if p.kind == "baseline" or p.round <= index]
             with self._round(index):
-                self.tracker.log_pareto(_points(points), _front(summary.front), round=index)
+                # The round's front as the state keeps it (plain records in state.json).
+                front = [Point(**p) for p in summary.front]
+                self.tracker.log_pareto(_points(points), _front(front), round=index)
             self._rounds_logged.add(index)
 
 
@@ -370,15 +379,15 @@ def _candidate_name(candidate: Candidate) -> str:
     return f"{candidate.origin}: {candidate.guideline.name}@{candidate.version}"
 
 
-def _label(point: Mapping[str, Any]) -> str:
-    return point["label"] if point["kind"] == "baseline" else f"{point['label']}@{point['version'][:6]}"
+def _label(point: Point) -> str:
+    return point.label if point.kind == "baseline" else f"{point.label}@{point.version[:6]}"
 
 
-def _points(points: Sequence[Mapping[str, Any]]) -> list[ParetoPoint]:
-    return [ParetoPoint(_label(p), p["success"], p["peak_tokens"], baseline=p["kind"] == "baseline") for p in points]
+def _points(points: Sequence[Point]) -> list[ParetoPoint]:
+    return [ParetoPoint(_label(p), p.success, p.peak_tokens, baseline=p.kind == "baseline") for p in points]
 
 
-def _front(front: Sequence[Mapping[str, Any]]) -> list[str]:
+def _front(front: Sequence[Point]) -> list[str]:
     return [_label(p) for p in front]
 
 

@@ -32,6 +32,7 @@ from optimizer.tracking.store import Store, health_problem
 if TYPE_CHECKING:
     from optimizer.evaluate.strategy_runs import RunResult
     from optimizer.search.job import OptimizationJob
+    from optimizer.search.report_model import Report
     from optimizer.tracking.hooks import JobTracking, OptimizeTracking
 
 PENDING_FILE = "tracking_pending.json"
@@ -159,7 +160,7 @@ class Guarded:
         entry = {"key": f"diffs:{index}", "hook": "diffs", "round": index}
         self.call(entry, lambda: self.optimize.on_diffs(job, index, pairs))
 
-    def on_report(self, job: OptimizationJob, report: Mapping[str, Any]) -> None:
+    def on_report(self, job: OptimizationJob, report: Report) -> None:
         self.call({"key": "report", "hook": "report"}, lambda: self.optimize.on_report(job, report))
 
     def call(self, entry: Mapping[str, Any], hook: Callable[[], object]) -> None:
