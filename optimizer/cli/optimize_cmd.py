@@ -32,7 +32,6 @@ def optimize(
     """Run the optimization loop and write report.md / report.json to the job directory."""
     from optimizer.config import load_experiment
     from optimizer.search.job import OptimizationJob
-    from optimizer.search.report_markdown import acceptance_lines
     from optimizer.tracking import check_caught_up, tracker_for
 
     config = load_experiment(experiment)
@@ -49,10 +48,17 @@ def optimize(
         report = job.run(track=tracker_for)
     out.print(pareto_table(report))
     out.print(report_table(report))
-    for tier in acceptance_lines(report):
-        out.print(f"acceptance {tier.tier}: {tier.verdict} — {'; '.join(tier.checks)}")
+    for line in verdict_lines(report):
+        out.print(line)
     out.print(f"report: {config.out_dir / 'report.md'}  ({time.perf_counter() - started:.0f} s)")
     check_caught_up(job.tracker, f"run `acon optimize {experiment} --resume`")
+
+
+def verdict_lines(report: Report) -> list[str]:
+    """One line per tier: its acceptance verdict and every check, as report.md words them."""
+    from optimizer.search.report_markdown import acceptance_lines
+
+    return [f"acceptance {tier.tier}: {tier.verdict} — {'; '.join(tier.checks)}" for tier in acceptance_lines(report)]
 
 
 def _optimize_target(config: ExperimentConfig, resume: bool, started: float) -> None:

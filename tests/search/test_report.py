@@ -3,20 +3,15 @@ the best baseline, acceptance, and the parts of the chosen guideline with where 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from optimizer.config import AcceptanceConfig
 from optimizer.search.lineage import Part
-from optimizer.search.report import (
-    ReportInputs,
-    Row,
-    best_baseline,
-    both_solved,
-    both_solved_cell,
-    build_report,
-    check_line,
-    paired,
-    report_markdown,
-)
+from optimizer.search.report import ReportInputs, Row, best_baseline, both_solved, build_report, paired
+from optimizer.search.report_markdown import both_solved_cell, check_line, report_markdown
+from optimizer.search.report_model import BothSolved, ChosenGuideline, PeerCheck, ReportRound, ReportRow
 from optimizer.search.scores import Scores, TaskScore
+from optimizer.search.state import RoundSummary
 
 
 def scores(*tasks: tuple[str, bool, int], recalls: int = 0) -> Scores:
@@ -27,24 +22,29 @@ def test_failures_that_ended_early_do_not_lower_the_comparison():
     chosen = scores(("a", True, 1800), ("b", True, 2000), ("c", True, 2400))
     seed = scores(("a", False, 500), ("b", True, 2600), ("c", True, 3000))
     result = both_solved(chosen, seed)
-    assert result == {"tasks": 2, "chosen_peak_mean": 2200, "peak_mean": 2800}
-    assert both_solved_cell({"both_solved": result}) == "2,200 vs 2,800 (2)"
+    assert result == BothSolved(tasks=2, chosen_peak_mean=2200, peak_mean=2800)
+    assert both_solved_cell(_row_with(result)) == "2,200 vs 2,800 (2)"
 
 
 def test_no_common_success_is_said_not_averaged():
     result = both_solved(scores(("a", True, 900)), scores(("a", False, 400), ("b", True, 700)))
-    assert result["tasks"] == 0 and result["peak_mean"] is None
-    assert both_solved_cell({"both_solved": result}) == "no task"
-    assert both_solved_cell({"strategy": "chosen"}) == "–"
+    assert result.tasks == 0 and result.peak_mean is None
+    assert both_solved_cell(_row_with(result)) == "no task"
+    assert both_solved_cell(_row_with(None)) == "–"
+
+
+def _row_with(both: BothSolved | None) -> ReportRow:
+    report = build_report(_inputs(rows()))
+    return replace(report.rows[0], both_solved=both)
 
 
 def test_paired_differences_are_over_common_tasks_with_intervals():
     a = scores(("t1", True, 100), ("t2", True, 200), ("t3", True, 300))
     b = scores(("t1", True, 400), ("t2", False, 600), ("t4", True, 1))
     p = paired(a, b)
-    assert p["tasks"] == 2 and p["peak_diff"] == -350 and p["success_diff"] == 0.5
-    low, high = p["peak_diff_ci"]
-    assert low <= -350 <= high and p["peak_ratio"] == 1 - 350 / 500
+    assert p.tasks == 2 and p.peak_diff == -350 and p.success_diff == 0.5
+    low, high = p.peak_diff_ci
+    assert low <= -350 <= high and p.peak_ratio == 1 - 350 / 500
 
 
 def rows() -> list[Row]:
@@ -71,24 +71,25 @@ def test_the_report_compares_against_none_and_the_best_baseline_and_names_the_ll
         "exp",
         "builtin",
         {"train": 2, "val": 1, "test": 2},
-        {"version": "v1", "name": "x", "origin": "llm_rewrite", "path": "g.md"},
+        ChosenGuideline("v1", "x", "llm_rewrite", path="g.md"),
         rows(),
         AcceptanceConfig(min_peak_reduction=0.5),
         tolerance=0.05,
         parts=parts,
     )
     report = build_report(inputs)
-    assert report["best_baseline"] == "offload_preview"
-    assert report["paired"]["best_baseline"]["peak_diff"] == -250
-    assert [p["change"] for p in report["llm_parts"]] == ["write extract: rules /^payment:/"]
-    checks = report["acceptance"]["tiers"]["tier0"]["checks"]
-    assert checks["at_or_below_best_baseline"]["pass"] and checks["peak_reduction"]["value"] == 1 - 400 / 1500
-    assert report["acceptance"]["pass"]
+    assert report.best_baseline == "offload_preview"
+    assert report.paired["best_baseline"].peak_diff == -250
+    assert [p.change for p in report.llm_parts] == ["write extract: rules /^payment:/"]
+    checks = report.acceptance.tiers["tier0"].checks
+    assert checks["at_or_below_best_baseline"].passed and checks["peak_reduction"].value == 1 - 400 / 1500
+    assert report.acceptance.passed
     text = report_markdown(report)
     assert "| oracle | reference | 2 | 1.00 |" in text and "llm_rewrite (LLM): write extract" in text
     assert "What tier 0 does not track" in text
-    by_name = {r["strategy"]: r for r in report["rows"]}
-    assert by_name["offload_preview"]["success_without_recall"] == 0.0 and by_name["chosen"]["peak_vs_none"] < 0.6
+    by_name = {r.strategy: r for r in report.rows}
+    assert by_name["offload_preview"].figures.success_without_recall == 0.0
+    assert (by_name["chosen"].peak_vs_none or 1) < 0.6
 
 
 def test_the_report_states_the_cut_the_wall_time_and_its_mlflow_run():
@@ -96,26 +97,20 @@ def test_the_report_states_the_cut_the_wall_time_and_its_mlflow_run():
         "exp",
         "builtin",
         {"train": 2, "val": 0, "test": 2},
-        {"version": "v1", "name": "x", "origin": "tighten", "path": "g.md"},
+        ChosenGuideline("v1", "x", "tighten", path="g.md"),
         rows(),
         AcceptanceConfig(),
         tolerance=0.05,
         wall_s=125.4,
         rounds=[
-            {
-                "round": 1,
-                "pairs": 2,
-                "screened": ["a", "b", "c", "d"],
-                "improved": True,
-                "best": "a",
-                "origins": {"tighten": 3, "llm_shorten": 1},
-            }
+            ReportRound(RoundSummary(1, 2, [], ["a", "b", "c", "d"], [], "a", True), {"tighten": 3, "llm_shorten": 1})
         ],
         mlflow={"tracking_uri": "sqlite:////j/mlflow.db", "experiment_id": "3", "run_id": "r9"},
     )
     report = build_report(inputs)
-    assert report["cut"]["vs_none"] == 400 / 1500 - 1 and report["cut"]["best_baseline"] == "offload_preview"
-    assert report["cut"]["vs_best"] == 400 / 650 - 1
+    assert report.cut is not None
+    assert report.cut.vs_none == 400 / 1500 - 1 and report.cut.best_baseline == "offload_preview"
+    assert report.cut.vs_best == 400 / 650 - 1
     text = report_markdown(report)
     assert (
         "**Cut:** mean peak 400 tokens vs 1,500 under `none` (-73.3%), success 1.00 vs 1.00; vs the best "
@@ -130,7 +125,7 @@ def _inputs(table: list[Row], **acceptance) -> ReportInputs:
         "exp",
         "builtin",
         {"train": 2, "val": 0, "test": 2},
-        {"version": "v1", "name": "x", "origin": "tighten", "path": "g.md"},
+        ChosenGuideline("v1", "x", "tighten", path="g.md"),
         table,
         AcceptanceConfig(**acceptance),
         tolerance=0.05,
@@ -140,13 +135,14 @@ def _inputs(table: list[Row], **acceptance) -> ReportInputs:
 def test_acceptance_compares_with_none_the_seed_and_the_best_baseline_paired():
     seed = Row("seed", "seed", "reference", scores(("a", True, 600)))  # the seed ran on one task only
     report = build_report(_inputs([*rows(), seed]))
-    checks = report["acceptance"]["tiers"]["tier0"]["checks"]
-    assert checks["at_or_below_seed"]["tasks"] == 1 and checks["at_or_below_seed"]["value"] == -300
-    best = checks["at_or_below_best_baseline"]
-    assert best["against"] == "offload_preview" and best["value"] == -250 and best["pass"]
-    low, high = best["paired_ci"]
-    assert low <= -250 <= high and best["significant"] == (low > 0 or high < 0)
-    assert "paired_ci" in checks["success_drop"] and report["paired"]["seed"]["tasks"] == 1
+    checks = report.acceptance.tiers["tier0"].checks
+    seed_check, best = checks["at_or_below_seed"], checks["at_or_below_best_baseline"]
+    assert isinstance(seed_check, PeerCheck) and isinstance(best, PeerCheck)
+    assert seed_check.tasks == 1 and seed_check.value == -300
+    assert best.against == "offload_preview" and best.value == -250 and best.passed
+    low, high = best.paired_ci
+    assert low <= -250 <= high and best.significant == (low > 0 or high < 0)
+    assert "paired_ci" in checks["success_drop"].to_dict() and report.paired["seed"].tasks == 1
     assert "tier 0: chosen vs `seed` (paired, 1 tasks)" in report_markdown(report)
 
 
@@ -154,10 +150,10 @@ def test_a_result_below_a_bar_prints_fail():
     table = rows()
     table[0] = Row("chosen", "learned", "reference", scores(("a", True, 450), ("b", True, 950)), "v1")
     report = build_report(_inputs(table, min_peak_reduction=0.6))
-    verdict = report["acceptance"]["tiers"]["tier0"]
-    assert not report["acceptance"]["pass"] and not verdict["pass"]
-    assert not verdict["checks"]["peak_reduction"]["pass"]  # 1 - 700 / 1500 = 0.53 < 0.6
-    assert not verdict["checks"]["at_or_below_best_baseline"]["pass"]  # 700 mean vs offload_preview's 650
+    verdict = report.acceptance.tiers["tier0"]
+    assert not report.acceptance.passed and not verdict.passed
+    assert not verdict.checks["peak_reduction"].passed  # 1 - 700 / 1500 = 0.53 < 0.6
+    assert not verdict.checks["at_or_below_best_baseline"].passed  # 700 mean vs offload_preview's 650
     text = report_markdown(report)
     assert "- tier0 (builtin): FAIL" in text
     assert "peak_reduction: 0.533 (bar 0.6) FAIL" in text
@@ -171,7 +167,7 @@ def test_a_success_drop_says_whether_it_is_significant():
         lossy = [(f"t{i}", i >= lost, 300) for i in range(40)]
         chosen = Row("chosen", "learned", "reference", scores(*lossy), "v1")
         report = build_report(_inputs([chosen, none], max_success_drop=0.5))
-        check = report["acceptance"]["tiers"]["tier0"]["checks"]["success_drop"]
+        check = report.acceptance.tiers["tier0"].checks["success_drop"].to_dict()
         assert check["pass"] and check["significant"] == significant
         low, high = check["paired_ci"]
         assert low <= check["value"] <= high
@@ -186,7 +182,7 @@ def test_rows_carry_fact_visibility_and_tier_one_behaviour_as_two_columns():
     none1 = Row("none", "control", "llm", scores(("a", True, 900), ("b", False, 800)))
     chosen1 = Row("chosen", "learned", "llm", scores(("a", False, 600), ("b", False, 500)), "v1")
     report = build_report(_inputs([chosen0, none0, chosen1, none1]))
-    rows = {(r["strategy"], r["tier"]): r for r in report["rows"]}
+    rows = {(r.strategy, r.tier): r.to_dict() for r in report.rows}
     assert rows[("chosen", "reference")]["facts_visible"] == 0.75
     tier1 = rows[("chosen", "llm")]
     assert tier1["facts_visible"] == 0.75 and tier1["behaviour"] == {"tasks": 1, "success": 0.0}
@@ -202,12 +198,13 @@ def test_a_seed_that_solves_fewer_is_no_peak_bar_and_an_interval_above_zero_is_s
     chosen = Row("chosen", "learned", "reference", scores(*many), "v1")
     # The seed fails 8 of 12 early, at a lower peak than any solving run reaches.
     seed = Row("seed", "seed", "reference", scores(*[(t, i < 4, 900) for i, (t, _, _) in enumerate(many)]))
-    check = build_report(_inputs([chosen, none, seed]))["acceptance"]["tiers"]["tier0"]["checks"]["at_or_below_seed"]
-    assert check["value"] > 1000 and check["significant"] and check["pass"]
+    check = build_report(_inputs([chosen, none, seed])).acceptance.tiers["tier0"].checks["at_or_below_seed"]
+    assert isinstance(check, PeerCheck) and check.value > 1000 and check.significant and check.passed
     assert "`seed` solves fewer (0.33 vs 1.00): pass" in check_line("at_or_below_seed", check)
     solving = Row("seed", "seed", "reference", scores(*[(t, True, 900) for t, _, _ in many]))
-    check = build_report(_inputs([chosen, none, solving]))["acceptance"]["tiers"]["tier0"]["checks"]["at_or_below_seed"]
-    assert not check["pass"] and check["significant"] and "significant: FAIL" in check_line("at_or_below_seed", check)
+    check = build_report(_inputs([chosen, none, solving])).acceptance.tiers["tier0"].checks["at_or_below_seed"]
+    assert isinstance(check, PeerCheck) and not check.passed and check.significant
+    assert "significant: FAIL" in check_line("at_or_below_seed", check)
 
 
 def test_a_success_drop_of_zero_prints_without_a_minus_sign():

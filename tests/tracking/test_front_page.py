@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
-from optimizer.tracking.front_page import MAX_CHARS, PairLink, artifact_url, description, trace_url
+from dataclasses import replace
 
-REPORT = {
-    "experiment": "quickstart",
-    "chosen": {"name": "seed+lower", "version": "abc", "origin": "tighten", "round": 1},
-    "rows": [],
-    "best_baseline": None,
-    "wall_s": 61.0,
-    "acceptance": {
-        "tiers": {"tier0": {"pass": False, "checks": {"peak_reduction": {"value": 0.2, "bar": 0.3, "pass": False}}}}
-    },
-}
+from optimizer.search.report_model import Acceptance, BarCheck, ChosenGuideline, TierVerdict
+from optimizer.tracking.front_page import MAX_CHARS, PairLink, artifact_url, description, trace_url
+from tests.search.report_samples import full_report
+
+REPORT = replace(
+    full_report(),
+    experiment="quickstart",
+    chosen=ChosenGuideline("abc", "seed+lower", "tighten", round=1),
+    rows=(),
+    best_baseline=None,
+    cut=None,
+    mlflow={},
+    wall_s=61.0,
+    acceptance=Acceptance(
+        declared={},
+        tiers={"tier0": TierVerdict("builtin", {"peak_reduction": BarCheck(0.2, 0.3, False)}, False)},
+        passed=False,
+    ),
+)
 
 
 def link(task: str, near_miss: bool = False, strategy: str = "guideline:seed@abc") -> PairLink:
