@@ -74,7 +74,8 @@ class Run:
             for r, fault in zip(self.proxy.requests, self.proxy.faulted, strict=True)
         ]
         self.job = self.config.out_dir
-        self.infra = self.report["infrastructure"]
+        assert self.report.infrastructure is not None
+        self.infra = self.report.infrastructure
 
 
 @pytest.fixture(scope="module")
@@ -96,7 +97,7 @@ def _covered(runs: list[Run]) -> bool:
     return (
         faults == set(FAULTS)
         and {"agent", "compressor"} <= failed_roles
-        and sum(run.infra["failed_optimizer_calls"] for run in runs) > 0
+        and sum(run.infra.failed_optimizer_calls for run in runs) > 0
     )
 
 
@@ -108,17 +109,17 @@ def test_the_job_completes_at_ten_percent_faults(runs):
     for run in runs:
         faults = sum(1 for *_, fault in run.sent if fault)
         assert faults == sum(run.proxy.faults.injected.values()) > 0.04 * len(run.sent)
-        assert run.report["chosen"]["version"] and run.report["rounds"]
+        assert run.report.chosen.version and run.report.rounds
         markdown = (run.job / "report.md").read_text()
-        assert f"model calls retried: {run.infra['retried_calls']} ({run.infra['retries']} extra" in markdown
-        assert f"episodes excluded as infrastructure errors: {run.infra['excluded_episodes']}" in markdown
+        assert f"model calls retried: {run.infra.retried_calls} ({run.infra.retries} extra" in markdown
+        assert f"episodes excluded as infrastructure errors: {run.infra.excluded_episodes}" in markdown
 
 
 def test_the_seeds_cover_every_fault_kind_and_both_outcomes(runs):
     assert {fault for run in runs for *_, fault in run.sent if fault} == set(FAULTS)
     failed_roles = {kind for run in runs for _, kind, fault in _failed_for_good(run)}
     assert {"agent", "compressor"} <= failed_roles
-    assert sum(run.infra["failed_optimizer_calls"] for run in runs) > 0
+    assert sum(run.infra.failed_optimizer_calls for run in runs) > 0
 
 
 def _failed_for_good(run: Run) -> list[tuple[str, str, str | None]]:
@@ -138,15 +139,12 @@ def test_every_fault_is_retried_or_recorded(runs):
         # A call the client gave up on is an infrastructure-error episode (recorded); one that is still
         # the newest record of its task is excluded and counted, the others were run again.
         assert unretried["agent"] + unretried["compressor"] == sum(r["outcome"] == "infra_error" for r in records)
-        assert (
-            run.infra["excluded_episodes"] + run.infra["redone_episodes"]
-            == unretried["agent"] + unretried["compressor"]
-        )
+        assert run.infra.excluded_episodes + run.infra.redone_episodes == unretried["agent"] + unretried["compressor"]
         assert unretried["probe"] == 0  # probes are retried until they answer (or the job stops, one line)
         # An optimizer call that failed for good is a failed diagnosis or proposal, recorded as such.
-        assert unretried["optimizer"] <= run.infra["failed_optimizer_calls"]
+        assert unretried["optimizer"] <= run.infra.failed_optimizer_calls
         malformed = sum(1 for _, kind, fault in run.sent if fault == "malformed_action" and kind == "agent")
-        assert run.infra["malformed_agent_replies"] == malformed  # each a step the agent was asked to redo
+        assert run.infra.malformed_agent_replies == malformed  # each a step the agent was asked to redo
 
 
 def test_reported_retries_match_the_faults_on_episode_calls(runs):
@@ -155,8 +153,8 @@ def test_reported_retries_match_the_faults_on_episode_calls(runs):
         faults = sum(1 for _, kind, fault in run.sent if fault in RETRYABLE and kind in ("agent", "compressor"))
         failed_for_good = sum(1 for r in records if r["outcome"] == "infra_error")
         assert faults == sum(r["metrics"]["retries"] for r in records) + ATTEMPTS * failed_for_good
-        assert run.infra["retries"] == sum(r["metrics"]["retries"] for r in records)
-        assert sum(run.infra["errors_by_kind"].values()) == failed_for_good
+        assert run.infra.retries == sum(r["metrics"]["retries"] for r in records)
+        assert sum(run.infra.errors_by_kind.values()) == failed_for_good
 
 
 def test_infrastructure_errors_are_never_pairs_or_scores(runs):

@@ -188,9 +188,9 @@ def test_an_optimize_job_under_ray_chooses_what_it_chooses_locally(tmp_path):
             report = OptimizationJob(config, log=lambda m: None).run()
         runs = episode_lines(tmp_path / executor / "job")
         return {
-            "chosen": report["chosen"]["version"],
-            "rounds": [(r["round"], r["pairs"], r["screened"], r["best"]) for r in report["rounds"]],
-            "test": [(r["strategy"], r["tasks"], r["success"], r["peak_tokens_mean"]) for r in report["rows"]],
+            "chosen": report.chosen.version,
+            "rounds": [(r.summary.round, r.summary.pairs, r.summary.screened, r.summary.best) for r in report.rounds],
+            "test": [(r.strategy, r.figures.tasks, r.figures.success, r.figures.peak_tokens_mean) for r in report.rows],
             # By content: a run's key names the compressor endpoint, and each job's stub has its own port.
             "runs": sorted(
                 (

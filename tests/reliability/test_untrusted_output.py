@@ -187,7 +187,7 @@ def test_a_candidate_that_copies_tool_output_is_rejected(injected):
         assert TO_OPTIMIZER[:60] in proposed or TO_OPTIMIZER[:60] in json.dumps(proposed)  # kept as evidence ...
         assert candidate.rejected.startswith("carries text copied from tool output")
         assert not candidate.screens  # ... and never screened
-    reasons = [r["reason"] for rnd in report["rounds"] for r in rnd["rejected"]]
+    reasons = [r["reason"] for rnd in report.rounds for r in rnd.summary.rejected]
     assert sum(reason.startswith("carries text copied from tool output") for reason in reasons) == len(llm)
 
 
@@ -201,7 +201,7 @@ def test_no_learned_guideline_carries_planted_text(injected, run_cli, tmp_path):
     assert len(screened) > 1
     code, _, err = run_cli("export", str(job), "--out", str(tmp_path / "learned.md"))
     assert code == 0, err
-    texts = [*screened, (tmp_path / "learned.md").read_text(), Path(report["chosen"]["path"]).read_text()]
+    texts = [*screened, (tmp_path / "learned.md").read_text(), Path(str(report.chosen.path)).read_text()]
 
     from mlflow import MlflowClient
 

@@ -9,6 +9,7 @@ import pytest
 
 from optimizer.errors import ConfigError
 from optimizer.search.job import OptimizationJob, split_validation
+from optimizer.search.report_file import read_report
 from optimizer.search.state import JobDir
 from tests.conftest import job_config
 
@@ -26,24 +27,15 @@ def finished(tmp_path_factory, scripted_url):
 
 def test_report_rows_stand_on_the_same_test_tasks(finished):
     config, report, _ = finished
-    assert {
-        "chosen",
-        "rows",
-        "paired",
-        "best_baseline",
-        "rounds",
-        "budget",
-        "acceptance",
-        "tier0_limits",
-        "parts",
-    } <= set(report)
-    rows = {r["strategy"]: r for r in report["rows"]}
+    assert report.chosen.row is not None and report.rounds and report.budget and report.tier0_limits
+    rows = {r.strategy: r for r in report.rows}
     assert {"chosen", "seed", "none", "fifo", "oracle"} <= set(rows)
-    assert {r["tasks"] for r in report["rows"]} == {4}
-    assert rows["oracle"]["kind"] == "oracle" and rows["oracle"]["success"] == 1.0
-    assert rows["oracle"]["peak_tokens_mean"] <= rows["chosen"]["peak_tokens_mean"]
-    assert report["paired"]["none"]["tasks"] == 4
+    assert {r.figures.tasks for r in report.rows} == {4}
+    assert rows["oracle"].kind == "oracle" and rows["oracle"].figures.success == 1.0
+    assert rows["oracle"].figures.peak_tokens_mean <= rows["chosen"].figures.peak_tokens_mean
+    assert report.paired["none"].tasks == 4
     assert (config.out_dir / "report.md").read_text().startswith("# acon optimize")
+    assert read_report(config.out_dir / "report.json") == report
 
 
 def test_every_baseline_is_a_candidate_from_the_start(finished):
@@ -75,17 +67,17 @@ def test_the_guideline_is_chosen_on_the_validation_split_and_beats_every_shortli
     _, report, state = finished
     chosen = state.candidates[state.chosen]
     assert "val" in chosen.screens and state.chosen in state.shortlist
-    none_val = next(s for s in report["shortlist"] if s["version"] == "none")
+    none_val = next(s for s in report.shortlist if s.version == "none")
     tolerance = 0.05
     feasible = [
         state.candidates[v].screens["val"]
         for v in state.shortlist
-        if state.candidates[v].screens["val"].success >= none_val["success"] - tolerance
+        if state.candidates[v].screens["val"].success >= none_val.figures.success - tolerance
     ]
     if feasible:  # the constrained objective: lowest peak among those within the tolerance of `none`
         assert chosen.screens["val"] in feasible
         assert chosen.screens["val"].peak_mean == min(s.peak_mean for s in feasible)
-    assert report["chosen"]["version"] == state.chosen
+    assert report.chosen.version == state.chosen
 
 
 def test_the_validation_split_is_held_out_of_mining():
@@ -119,8 +111,8 @@ def test_resuming_a_finished_job_redoes_nothing(finished):
     before = {p: p.read_text() for p in logs}
     again = OptimizationJob(config, resume=True, log=lambda m: None).run()
     assert {p: p.read_text() for p in logs} == before
-    assert again["chosen"]["version"] == report["chosen"]["version"]
-    assert again["budget"] == report["budget"]
+    assert again.chosen.version == report.chosen.version
+    assert again.budget == report.budget
 
 
 def test_a_job_directory_of_another_state_format_is_refused_in_one_line(tmp_path, scripted_url):
@@ -139,7 +131,7 @@ def test_gepa_search_runs_on_the_same_evaluator_and_budget(tmp_path, scripted_ur
     assert "GEPA used its budget of 12" in state.stopped
     assert state.rounds[0].screened  # GEPA's best, screened like any candidate (it may be the seed's texts)
     assert (config.out_dir / "gepa").is_dir()
-    assert report["budget"]["optimizer_tokens"] > 0  # GEPA's reflection calls are accounted
+    assert report.budget is not None and report.budget.optimizer_tokens > 0  # GEPA's reflection calls are accounted
 
 
 def test_the_llm_subset_is_never_empty_when_every_task_is_large():

@@ -92,7 +92,7 @@ def test_parent_and_nested_runs(finished):
     assert parent.info.run_id == state.runs["optimize"] and parent.info.status == "FINISHED"
     assert parent.data.params["endpoints.compressor.model"] == "scripted"
     assert parent.data.tags["suite"] == "builtin"
-    assert parent.data.tags["acon.chosen"] == report["chosen"]["version"]
+    assert parent.data.tags["acon.chosen"] == report.chosen.version
     parent_of = {key: run.data.tags.get("mlflow.parentRunId") for key, run in runs.items()}
     rounds = [k for k in runs if k.startswith("round/")]
     assert "round/00" in rounds and "round/01" in rounds
@@ -109,7 +109,7 @@ def test_parent_and_nested_runs(finished):
 def test_metric_history_has_one_point_per_round(finished):
     report, client, state = finished.report, finished.client, finished.state
     parent = state.runs["optimize"]
-    rounds = [r["round"] for r in report["rounds"]]
+    rounds = [r.summary.round for r in report.rounds]
     for key in ("success", "peak_tokens_mean"):  # step 0: the seed, where every chart starts
         steps = [m.step for m in client.get_metric_history(parent, key)]
         assert steps == [0, *rounds], key
@@ -131,7 +131,7 @@ def test_diff_html_pareto_png_and_report_artifacts(finished):
     assert {"report.md", "report.json", "pareto/final.png", "pareto/test.png", "diffs/seed-to-chosen.html"} <= job_files
     round1 = files(runs["round/01"])
     assert "pareto/r01.png" in round1 and "tables/pairs.json" in round1
-    pairs = report["rounds"][0]["pairs"]
+    pairs = report.rounds[0].summary.pairs
     assert len([f for f in round1 if f.startswith("pairs/r01/") and f.endswith(".html")]) == pairs > 0
     candidate = next(r for k, r in runs.items() if k.startswith("candidate/") and r.data.params.get("parent"))
     assert any(f.startswith("diffs/vs-parent-") and f.endswith(".html") for f in files(candidate))
@@ -155,7 +155,7 @@ def test_a_trace_per_evaluated_episode_with_token_usage(finished):
 def test_chosen_guideline_is_registered_with_alias_best(finished):
     config, report, client = finished.config, finished.report, finished.client
     chosen = load_from_registry("acon-scripted@best", resolve_uri(config.out_dir))
-    assert chosen.version == report["chosen"]["version"]
+    assert chosen.version == report.chosen.version
     versions = client.search_prompt_versions("acon-scripted-history")
     from optimizer.search.state import JobDir
 
@@ -235,7 +235,7 @@ def test_failed_traces_carry_their_pair_and_assessments_compressor_spans_their_i
 
 def test_the_chosen_prompt_version_carries_the_alias_and_prompt_tags(finished):
     report, client = finished.report, finished.client
-    chosen = report["chosen"]["version"]
+    chosen = report.chosen.version
     for name in ("acon-scripted-history", "acon-scripted-observation"):
         version = client.get_prompt_version_by_alias(name, "best")
         assert version.tags["acon.version"] == chosen and version.tags["acon.status"] == "chosen"
@@ -243,14 +243,14 @@ def test_the_chosen_prompt_version_carries_the_alias_and_prompt_tags(finished):
         assert prompt_tags["acon.chosen"] == chosen
         for key in ("acon.chosen", "acon.chosen_candidate", "acon.experiment", "acon.test_peak_vs_none"):
             assert version.tags[key] == prompt_tags[key], key
-        assert version.tags["acon.origin"] == report["chosen"]["origin"] and "acon.candidate" in version.tags
+        assert version.tags["acon.origin"] == report.chosen.origin and "acon.candidate" in version.tags
         assert "policy {" in version.commit_message
     statuses = {v.tags.get("acon.status") for v in client.search_prompt_versions("acon-scripted-history")}
     assert statuses <= {"screened", "rejected", "chosen"}
     exported = load_from_registry("acon-scripted@best", resolve_uri(finished.config.out_dir), provenance=True)
     registry = exported.provenance["registry"]
     assert registry["ref"] == "acon-scripted@best" and registry["status"] == "chosen"
-    assert registry["origin"] == report["chosen"]["origin"] and registry["history"].startswith("acon-scripted-history/")
+    assert registry["origin"] == report.chosen.origin and registry["history"].startswith("acon-scripted-history/")
     assert exported.description.startswith(f"Registered by acon: {registry['candidate']}")
     assert exported.version == chosen
 
@@ -259,7 +259,7 @@ def test_parent_run_is_the_front_page(finished):
     report, client, state = finished.report, finished.client, finished.state
     parent = client.get_run(state.runs["optimize"])
     text = parent.data.tags["mlflow.note.content"]
-    assert f"`{report['chosen']['name']}@{report['chosen']['version']}`" in text
+    assert f"`{report.chosen.name}@{report.chosen.version}`" in text
     assert "**Cut:**" in text and "**Wall time:**" in text and "Failures to review" in text
     assert f"/runs/{state.runs['optimize']}/artifactPath/report.md" in text
     assert "| failed |" in text and "#/experiments/" in text and "/traces/tr-" in text
@@ -271,7 +271,7 @@ def test_parent_run_is_the_front_page(finished):
     markdown = (finished.config.out_dir / "report.md").read_text()
     assert f"`{state.runs['optimize']}`" in markdown and "**Cut:**" in markdown
     pairs = [m.value for m in client.get_metric_history(parent.info.run_id, "pairs_total")]
-    assert pairs == sorted(pairs) and pairs[-1] == sum(r["pairs"] for r in report["rounds"])
+    assert pairs == sorted(pairs) and pairs[-1] == sum(r.summary.pairs for r in report.rounds)
     assert all(v == round(v) for k, v in parent.data.metrics.items() if "tokens" in k)
 
 
@@ -313,4 +313,4 @@ def test_a_seed_rejected_after_its_subset_screen_does_not_break_the_report(tmp_p
     seed = job.state.candidates[job.state.seed]
     assert seed.rejected.startswith("compressor budget spent") and list(seed.screens) == ["subset"]
     chosen = client.get_prompt_version_by_alias("acon-scripted-history", "best")
-    assert chosen.tags["acon.version"] == report["chosen"]["version"]
+    assert chosen.tags["acon.version"] == report.chosen.version
