@@ -130,7 +130,7 @@ def _row(suite: str, recall: str, row: Row, rows: list[Row], none: Scores, prima
         "task_ids": on,
     }
     if best is not None and row.kind in ("learned", "seed"):
-        out["vs_best_baseline"] = {"baseline": best.name, **paired(s, best.scores)}
+        out["vs_best_baseline"] = {"baseline": best.name, **paired(s, best.scores).to_dict()}
     out.update(_money(s, none, primary))
     return out
 

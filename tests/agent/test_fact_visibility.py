@@ -7,6 +7,7 @@ from optimizer.context.guideline import SEED_GUIDELINE, RetentionPolicy, read_gu
 from optimizer.context.strategies import GuidelineStrategy, parse_strategy
 from optimizer.evaluate.codec import decode_episode, encode_episode
 from optimizer.search.report import behaviour
+from optimizer.search.report_model import Behaviour
 from optimizer.search.scores import Scores, TaskScore
 from tests.context.conftest import bin_episode
 
@@ -55,5 +56,5 @@ def test_behaviour_is_tier_one_success_where_tier_zero_saw_every_fact():
     tier1 = scores(TaskScore("a", True, 90), TaskScore("b", False, 90), TaskScore("c", False, 90))
     assert tier0.facts_visible == 7 / 8 and tier1.facts_visible is None
     # b was lost by compression (not visible); c was shown everything and still failed: behaviour.
-    assert behaviour(tier1, tier0) == {"tasks": 2, "success": 0.5}
-    assert behaviour(tier1, scores(TaskScore("a", True, 1))) == {"tasks": 0, "success": None}
+    assert behaviour(tier1, tier0) == Behaviour(tasks=2, success=0.5)
+    assert behaviour(tier1, scores(TaskScore("a", True, 1))) == Behaviour(tasks=0, success=None)
