@@ -18,27 +18,21 @@ from typing import TYPE_CHECKING
 from optimizer.evaluate.stats import paired_bootstrap_diff
 from optimizer.search.front import Point
 from optimizer.search.lineage import Part
+from optimizer.search.report_checks import Acceptance, BarCheck, Check, Paired, PairedEvidence, PeerCheck, TierVerdict
 from optimizer.search.report_model import (
     SUMMARY_KEYS,
-    Acceptance,
-    BarCheck,
     Behaviour,
     BothSolved,
     Budget,
-    Check,
     ChosenGuideline,
     Cut,
     Deterministic,
     Figures,
     Infrastructure,
-    Paired,
-    PairedEvidence,
-    PeerCheck,
     Report,
     ReportRound,
     ReportRow,
     ShortlistEntry,
-    TierVerdict,
 )
 from optimizer.search.scores import Scores
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from optimizer.search.report_model import Check, Infrastructure, Paired, PeerCheck, Report, ReportRow
+from optimizer.search.report_checks import Check, Paired, PeerCheck
+from optimizer.search.report_model import Infrastructure, Report, ReportRow
 
 ROW_COLUMNS = (
     "strategy",

@@ -13,19 +13,9 @@ from typing import Any
 
 from optimizer.search.front import Point
 from optimizer.search.lineage import Part
+from optimizer.search.report_checks import Acceptance, Interval, Paired, interval
 from optimizer.search.scores import Scores
 from optimizer.search.state import RoundSummary
-
-Interval = tuple[float, float]
-
-
-def _interval(value: Any) -> Interval:
-    low, high = value
-    return (low, high)
-
-
-def _optional_interval(value: Any) -> Interval | None:
-    return None if value is None else _interval(value)
 
 
 @dataclass(frozen=True)
@@ -59,8 +49,8 @@ class Figures:
     def from_dict(cls, data: Mapping[str, Any]) -> Figures:
         values = {f.name: data[f.name] for f in fields(cls)}
         values["success_ci"], values["peak_tokens_ci"] = (
-            _interval(data["success_ci"]),
-            _interval(data["peak_tokens_ci"]),
+            interval(data["success_ci"]),
+            interval(data["peak_tokens_ci"]),
         )
         return cls(**values)
 
@@ -177,156 +167,6 @@ class ChosenGuideline:
             round=data.get("round"),
             path=data.get("path"),
             row=ReportRow.from_dict(data) if "strategy" in data else None,
-        )
-
-
-@dataclass(frozen=True)
-class Paired:
-    """Mean differences chosen − other over the tasks both have, with 95 % bootstrap intervals."""
-
-    tasks: int
-    peak_diff: float = 0.0
-    peak_diff_ci: Interval = (0.0, 0.0)
-    peak_ratio: float | None = None
-    success_diff: float = 0.0
-    success_diff_ci: Interval = (0.0, 0.0)
-
-    def to_dict(self) -> dict[str, Any]:
-        if not self.tasks:
-            return {"tasks": 0}
-        return {
-            "tasks": self.tasks,
-            "peak_diff": self.peak_diff,
-            "peak_diff_ci": list(self.peak_diff_ci),
-            "peak_ratio": self.peak_ratio,
-            "success_diff": self.success_diff,
-            "success_diff_ci": list(self.success_diff_ci),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Paired:
-        if not data["tasks"]:
-            return cls(0)
-        return cls(
-            tasks=data["tasks"],
-            peak_diff=data["peak_diff"],
-            peak_diff_ci=_interval(data["peak_diff_ci"]),
-            peak_ratio=data["peak_ratio"],
-            success_diff=data["success_diff"],
-            success_diff_ci=_interval(data["success_diff_ci"]),
-        )
-
-
-@dataclass(frozen=True)
-class PairedEvidence:
-    """The paired interval beside a bar decided on the point estimate."""
-
-    paired_ci: Interval | None
-    significant: bool
-
-
-@dataclass(frozen=True)
-class BarCheck:
-    """A declared bar on one figure of the chosen guideline (success drop, peak reduction, blocking)."""
-
-    value: float
-    bar: float
-    passed: bool
-    evidence: PairedEvidence | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"value": self.value, "bar": self.bar, "pass": self.passed}
-        if self.evidence is not None:
-            ci = self.evidence.paired_ci
-            out.update(paired_ci=list(ci) if ci else None, significant=self.evidence.significant)
-        return out
-
-
-@dataclass(frozen=True)
-class PeerCheck:
-    """The chosen guideline's peak at or below a competitor's (the seed, the best baseline), paired."""
-
-    value: float
-    bar: float
-    passed: bool
-    paired_ci: Interval
-    tasks: int
-    against: str
-    significant: bool
-    solves_fewer: Interval | None  # (competitor's success, chosen's) when the competitor solves fewer
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "value": self.value,
-            "bar": self.bar,
-            "pass": self.passed,
-            "paired_ci": list(self.paired_ci),
-            "tasks": self.tasks,
-            "against": self.against,
-            "significant": self.significant,
-            "solves_fewer": list(self.solves_fewer) if self.solves_fewer else None,
-        }
-
-
-Check = BarCheck | PeerCheck
-
-
-def check_from_dict(data: Mapping[str, Any]) -> Check:
-    if "against" in data:
-        return PeerCheck(
-            value=data["value"],
-            bar=data["bar"],
-            passed=data["pass"],
-            paired_ci=_interval(data["paired_ci"]),
-            tasks=data["tasks"],
-            against=data["against"],
-            significant=data["significant"],
-            solves_fewer=_optional_interval(data["solves_fewer"]),
-        )
-    evidence = (
-        PairedEvidence(_optional_interval(data["paired_ci"]), data["significant"]) if "significant" in data else None
-    )
-    return BarCheck(value=data["value"], bar=data["bar"], passed=data["pass"], evidence=evidence)
-
-
-@dataclass(frozen=True)
-class TierVerdict:
-    """Every declared bar at one tier, and whether all of them pass."""
-
-    suite: str
-    checks: Mapping[str, Check]
-    passed: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"suite": self.suite, "checks": {k: c.to_dict() for k, c in self.checks.items()}, "pass": self.passed}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> TierVerdict:
-        checks = {name: check_from_dict(c) for name, c in data["checks"].items()}
-        return cls(suite=data["suite"], checks=checks, passed=data["pass"])
-
-
-@dataclass(frozen=True)
-class Acceptance:
-    """The bars declared before the run, and the verdict per tier (`tier0`, `tier1`)."""
-
-    declared: Mapping[str, float]  # the experiment's `[acceptance]` table, as it was when the job ran
-    tiers: Mapping[str, TierVerdict]
-    passed: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "declared": dict(self.declared),
-            "tiers": {k: v.to_dict() for k, v in self.tiers.items()},
-            "pass": self.passed,
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Acceptance:
-        return cls(
-            declared=dict(data["declared"]),
-            tiers={k: TierVerdict.from_dict(v) for k, v in data["tiers"].items()},
-            passed=data["pass"],
         )
 
 

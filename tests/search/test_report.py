@@ -8,8 +8,9 @@ from dataclasses import replace
 from optimizer.config import AcceptanceConfig
 from optimizer.search.lineage import Part
 from optimizer.search.report import ReportInputs, Row, best_baseline, both_solved, build_report, paired
+from optimizer.search.report_checks import PeerCheck
 from optimizer.search.report_markdown import both_solved_cell, check_line, report_markdown
-from optimizer.search.report_model import BothSolved, ChosenGuideline, PeerCheck, ReportRound, ReportRow
+from optimizer.search.report_model import BothSolved, ChosenGuideline, ReportRound, ReportRow
 from optimizer.search.scores import Scores, TaskScore
 from optimizer.search.state import RoundSummary
 
