@@ -37,12 +37,16 @@ class PairLink:
 
 VIEW_KEY = "acon-review"
 # The runs list a reviewer needs: the few metrics that matter (the UI shows none by default).
+# The job run's metrics name their split (`train_` for the rounds, `test_` for the report); an evaluation's
+# child run holds one split, named in the run's name, so its metrics go unprefixed.
 VIEW_COLUMNS = (
-    "success",
-    "peak_tokens_mean",
-    "pairs_total",
+    "train_success",
+    "train_peak_tokens_mean",
     "test_success",
     "test_peak_tokens_mean",
+    "pairs_total",
+    "success",
+    "peak_tokens_mean",
     "compressor_tokens",
     "blocking",
 )

@@ -307,7 +307,8 @@ class OptimizeTracking(JobTracking):
         if 0 not in self._rounds_logged and seed is not None and split is not None:
             # A seed that lost to a model-free baseline on the LLM subset is screened on that subset only.
             scores = seed.screens[split]
-            self.tracker.log_metrics(numeric(scores.headline(), SCORE_METRICS), step=0)
+            # Named by the split they were measured on: the parent run also holds the test split's figures.
+            self.tracker.log_metrics(numeric(scores.headline(), SCORE_METRICS, f"{split}_"), step=0)
             self.tracker.set_tags(
                 {"acon.step0": f"seed {seed.version}, screened on {split} ({len(scores.tasks)} tasks)"}
             )
@@ -320,7 +321,7 @@ class OptimizeTracking(JobTracking):
             screen = best.screens.get("train") if best is not None else None
             self.tracker.log_metrics(
                 {
-                    **numeric(screen.headline() if screen else {}, SCORE_METRICS),
+                    **numeric(screen.headline() if screen else {}, SCORE_METRICS, "train_"),
                     "pairs": summary.pairs,
                     "candidates": len(summary.screened),
                     "rejected": len(summary.rejected),

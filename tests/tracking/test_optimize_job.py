@@ -110,13 +110,15 @@ def test_metric_history_has_one_point_per_round(finished):
     report, client, state = finished.report, finished.client, finished.state
     parent = state.runs["optimize"]
     rounds = [r.summary.round for r in report.rounds]
-    for key in ("success", "peak_tokens_mean"):  # step 0: the seed, where every chart starts
+    for key in ("train_success", "train_peak_tokens_mean"):  # step 0: the seed, where every chart starts
         steps = [m.step for m in client.get_metric_history(parent, key)]
         assert steps == [0, *rounds], key
     for key in ("pairs", "pareto_size"):
         steps = [m.step for m in client.get_metric_history(parent, key)]
         assert steps == rounds, key
     assert [m.step for m in client.get_metric_history(parent, "test_success")] == [rounds[-1]]
+    # every figure on the job run names its split: none of the bare names an evaluation run uses
+    assert not {"success", "peak_tokens_mean"} & set(client.get_run(parent).data.metrics)
 
 
 def test_diff_html_pareto_png_and_report_artifacts(finished):
