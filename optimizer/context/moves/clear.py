@@ -12,14 +12,13 @@ from typing import Literal
 
 from pydantic import Field
 
-from optimizer.context.history import EntryKind, History, Replace, view_tokens
+from optimizer.context.history import EntryKind, History, Replace
 from optimizer.context.moves.base import (
     CompressorTexts,
     Condensation,
     HistoryMove,
     StrategyContext,
     clearable,
-    latest_reads,
     replay_record,
 )
 from optimizer.context.recall import placeholder
@@ -39,10 +38,10 @@ class Clear(HistoryMove):
     def condense(
         self, history: History, ctx: StrategyContext, texts: CompressorTexts | None, pinned: tuple[RetentionClass, ...]
     ) -> Condensation | None:
-        view = history.replay()
-        if view_tokens(view) <= self.trigger_tokens:
+        if history.view_tokens() <= self.trigger_tokens:
             return None
-        latest = latest_reads(history.entries)
+        view = history.replay()
+        latest = history.latest_reads()
         results = [e for e in view if e.kind is EntryKind.RESULT]
         protected = {e.id for e in results[max(0, len(results) - self.keep_last) :]}
         shown = {e.id: e for e in view}

@@ -20,7 +20,6 @@ from optimizer.context.moves.base import (
     StrategyContext,
     already_edited,
     clearable,
-    latest_reads,
     replay_record,
     step_groups,
 )
@@ -43,7 +42,7 @@ class DropOld(HistoryMove):
         self, history: History, ctx: StrategyContext, texts: CompressorTexts | None, pinned: tuple[RetentionClass, ...]
     ) -> Condensation | None:
         done = already_edited(history)
-        latest = latest_reads(history.entries)
+        latest = history.latest_reads()
         groups = step_groups(history.entries)
         edits: list[Edit] = []
         for group in groups[: max(0, len(groups) - self.keep_last)]:

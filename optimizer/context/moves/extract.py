@@ -24,7 +24,6 @@ from optimizer.context.moves.base import (
     Written,
     already_edited,
     clearable,
-    latest_reads,
     replay_record,
     step_groups,
     write_record,
@@ -90,7 +89,7 @@ class ExtractOld(HistoryMove):
         self, history: History, ctx: StrategyContext, texts: CompressorTexts | None, pinned: tuple[RetentionClass, ...]
     ) -> Condensation | None:
         done = already_edited(history)
-        latest = latest_reads(history.entries)
+        latest = history.latest_reads()
         groups = step_groups(history.entries)
         edits: list[Replace] = []
         handles: list[str] = []

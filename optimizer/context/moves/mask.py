@@ -20,7 +20,6 @@ from optimizer.context.moves.base import (
     StrategyContext,
     already_edited,
     clearable,
-    latest_reads,
     replay_record,
     step_groups,
 )
@@ -48,7 +47,7 @@ class Mask(HistoryMove):
         if ctx.step % self.polling != 0:
             return None
         done = already_edited(history)
-        latest = latest_reads(history.entries)
+        latest = history.latest_reads()
         groups = step_groups(history.entries)
         first_result = next((e.id for e in history.entries if e.kind is EntryKind.RESULT), None)
         edits: list[Edit] = []
