@@ -102,6 +102,8 @@ class History:
     # costs what is new in the conversation, not its length.
     _view: _ReplayedView | None = field(default=None, init=False, repr=False, compare=False)
     _latest: _LatestReads | None = field(default=None, init=False, repr=False, compare=False)
+    # A move weighs the same placeholder for the same entry at every request until it is worth making.
+    _tokens: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def draft(self, kind: EntryKind, content: str, *, step: int, turn: int, **fields: object) -> Entry:
         """The entry that `append` would add next, without adding it (write-time stages see this)."""
@@ -135,7 +137,15 @@ class History:
         extended = History(self.entries, [*self.edits, *edits])
         extended._view = self._replayed().fork()
         extended._latest = self._latest  # read from the entries alone, which are shared
+        extended._tokens = self._tokens
         return extended
+
+    def replacement(self, entry_id: int, content: str) -> Replace:
+        """A `Replace` edit, its text tokenized once however often a move proposes it."""
+        tokens = self._tokens.get(content)
+        if tokens is None:
+            tokens = self._tokens[content] = count_tokens(content)
+        return Replace(entry_id, content, tokens)
 
     def entry(self, entry_id: int) -> Entry:
         return self.entries[entry_id]

@@ -56,7 +56,7 @@ class Clear(HistoryMove):
                 continue
             if not clearable(original, latest_ids=latest) or not self.applies_to(original.retention, pinned):
                 continue
-            candidate = Replace(entry.id, placeholder(original, ctx.store.peek(original)))
+            candidate = history.replacement(entry.id, placeholder(original, ctx.store.peek(original)))
             if candidate.tokens >= original.tokens:
                 continue  # a placeholder longer than the result saves nothing
             handle = ctx.store.put(original)

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from optimizer.context.history import Edit, EntryKind, History, Replace
+from optimizer.context.history import Edit, EntryKind, History
 from optimizer.context.moves.base import (
     CompressorTexts,
     Condensation,
@@ -61,10 +61,12 @@ class Mask(HistoryMove):
                 if self.keep_first and entry.id == first_result:
                     continue
                 if self.recoverable:
-                    edit = Replace(entry.id, placeholder(entry, ctx.store.peek(entry), reason="masked"))
+                    edit = history.replacement(entry.id, placeholder(entry, ctx.store.peek(entry), reason="masked"))
                 else:
                     lines = entry.content.count("\n") + 1
-                    edit = Replace(entry.id, "\n".join([f"[Old tool output omitted: {lines} lines]", *entry.must_keep]))
+                    edit = history.replacement(
+                        entry.id, "\n".join([f"[Old tool output omitted: {lines} lines]", *entry.must_keep])
+                    )
                 if edit.tokens >= entry.tokens:
                     continue  # masking a result shorter than its placeholder saves nothing
                 if self.recoverable:
