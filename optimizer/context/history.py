@@ -102,6 +102,7 @@ class History:
     # costs what is new in the conversation, not its length.
     _view: _ReplayedView | None = field(default=None, init=False, repr=False, compare=False)
     _latest: _LatestReads | None = field(default=None, init=False, repr=False, compare=False)
+    _groups: _StepGroups | None = field(default=None, init=False, repr=False, compare=False)
     # A move weighs the same placeholder for the same entry at every request until it is worth making.
     _tokens: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -137,6 +138,7 @@ class History:
         extended = History(self.entries, [*self.edits, *edits])
         extended._view = self._replayed().fork()
         extended._latest = self._latest  # read from the entries alone, which are shared
+        extended._groups = self._groups
         extended._tokens = self._tokens
         return extended
 
@@ -170,6 +172,12 @@ class History:
         if self._latest is None or not self._latest.extends(self.entries):
             self._latest = _LatestReads()
         return self._latest.catch_up(self.entries)
+
+    def step_groups(self) -> list[list[Entry]]:
+        """Actions, results and notices grouped by agent step, in step order (the groups are shared: read only)."""
+        if self._groups is None or not self._groups.extends(self.entries):
+            self._groups = _StepGroups()
+        return self._groups.catch_up(self.entries)
 
     def _replayed(self) -> _ReplayedView:
         if self._view is None or not self._view.extends(self.entries, self.edits):
@@ -323,3 +331,41 @@ class _LatestReads:
 
 def view_tokens(view: Iterable[Entry]) -> int:
     return sum(entry.tokens for entry in view)
+
+
+class _StepGroups:
+    """`step_groups(entries)` for the prefix read so far. Steps only grow as entries are appended; an entry of
+    an earlier step than the last group's (not made by the runtime) regroups everything."""
+
+    def __init__(self) -> None:
+        self.entries = _Prefix()
+        self.groups: list[list[Entry]] = []
+        self.by_step: dict[int, list[Entry]] = {}
+
+    def extends(self, entries: Sequence[Entry]) -> bool:
+        return self.entries.extended_by(entries)
+
+    def catch_up(self, entries: Sequence[Entry]) -> list[list[Entry]]:
+        last = self.groups[-1][0].step if self.groups else None
+        for entry in entries[self.entries.length :]:
+            if entry.kind not in (EntryKind.ACTION, EntryKind.RESULT, EntryKind.NOTICE):
+                continue
+            if last is not None and entry.step < last:
+                return self._regroup(entries)
+            group = self.by_step.get(entry.step)
+            if group is None:
+                group = self.by_step[entry.step] = []
+                self.groups.append(group)
+                last = entry.step
+            group.append(entry)
+        self.entries.read(entries)
+        return list(self.groups)
+
+    def _regroup(self, entries: Sequence[Entry]) -> list[list[Entry]]:
+        self.by_step = {}
+        for entry in entries:
+            if entry.kind in (EntryKind.ACTION, EntryKind.RESULT, EntryKind.NOTICE):
+                self.by_step.setdefault(entry.step, []).append(entry)
+        self.groups = [self.by_step[step] for step in sorted(self.by_step)]
+        self.entries.read(entries)
+        return list(self.groups)

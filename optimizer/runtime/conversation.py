@@ -34,7 +34,7 @@ from optimizer.context.recall import RECALL_SPEC, RECALL_TOOL, RecallStore
 from optimizer.context.record import CompressionRecord
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import ConfigError
-from optimizer.runtime.render import RenderMemo, action_json, render_messages
+from optimizer.runtime.render import RenderMemo, action_json, common_prefix, render_messages
 from optimizer.runtime.retention_map import CallClassifier, RetentionMap, as_retention_map
 from optimizer.tokens import count_message_tokens, count_tokens
 from optimizer.untrusted import parse_json
@@ -488,11 +488,7 @@ def cache_break_of(
     """Did this request rewrite part of the previous one (so a prompt cache cannot reuse it)?"""
     if previous is None:
         return False, 0
-    common = 0
-    for old, new in zip(previous, current, strict=False):
-        if old != new:
-            break
-        common += 1
+    common = common_prefix(previous, current)
     if common >= len(previous):
         return False, 0
     return True, count_message_tokens(previous[common:])

@@ -22,10 +22,27 @@ def render_messages(
 ) -> list[dict[str, Any]]:
     """The request for `view`. With a `memo`, an entry rendered by an earlier call is not rendered again:
     the messages are then shared with the memo, so callers that hand them out copy them first."""
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}]
+    system = {"role": "system", "content": system_prompt}
+    if memo is not None and native_tools:
+        return memo.native(system, view)
+    messages: list[dict[str, Any]] = [system]
     for entry in view:
         messages.extend(memo.messages(entry, native_tools) if memo is not None else entry_messages(entry, native_tools))
     return _merge_consecutive_users(messages) if not native_tools else messages
+
+
+def common_prefix(previous: Sequence[Any], current: Sequence[Any]) -> int:
+    """How many leading items two sequences share (compared with `==`)."""
+    # Consecutive requests share most of their objects, and comparing slices passes a shared object without
+    # looking inside: a binary search over slices costs far less than comparing item by item in Python.
+    low, high = 0, min(len(previous), len(current))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if list(previous[low:middle]) == list(current[low:middle]):
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def entry_messages(entry: Entry, native_tools: bool) -> list[dict[str, Any]]:
@@ -67,6 +84,17 @@ class RenderMemo:
 
     def __init__(self) -> None:
         self._rendered: dict[tuple[int, bool], tuple[Entry, list[dict[str, Any]]]] = {}
+        self._view: list[Entry] = []  # the view of the last native request, one message per entry after the system
+        self._native: list[dict[str, Any]] = []
+
+    def native(self, system: dict[str, Any], view: Sequence[Entry]) -> list[dict[str, Any]]:
+        """A native request: the last one's messages up to the first entry that changed, the rest rendered."""
+        kept = common_prefix(self._view, view)
+        messages = [system, *self._native[1 : kept + 1]]
+        for entry in view[kept:]:
+            messages.extend(self.messages(entry, True))
+        self._view, self._native = list(view), messages
+        return messages
 
     def messages(self, entry: Entry, native_tools: bool) -> list[dict[str, Any]]:
         key = (entry.id, native_tools)

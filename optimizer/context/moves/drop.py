@@ -21,7 +21,6 @@ from optimizer.context.moves.base import (
     already_edited,
     clearable,
     replay_record,
-    step_groups,
 )
 from optimizer.world.retention import RetentionClass
 
@@ -43,7 +42,7 @@ class DropOld(HistoryMove):
     ) -> Condensation | None:
         done = already_edited(history)
         latest = history.latest_reads()
-        groups = step_groups(history.entries)
+        groups = history.step_groups()
         edits: list[Edit] = []
         for group in groups[: max(0, len(groups) - self.keep_last)]:
             results = [e for e in group if e.kind is EntryKind.RESULT]

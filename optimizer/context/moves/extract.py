@@ -25,7 +25,6 @@ from optimizer.context.moves.base import (
     already_edited,
     clearable,
     replay_record,
-    step_groups,
     write_record,
 )
 from optimizer.context.recall import recall_note, restore_must_keep
@@ -90,7 +89,7 @@ class ExtractOld(HistoryMove):
     ) -> Condensation | None:
         done = already_edited(history)
         latest = history.latest_reads()
-        groups = step_groups(history.entries)
+        groups = history.step_groups()
         edits: list[Replace] = []
         handles: list[str] = []
         for group in groups[: max(0, len(groups) - self.keep_last)]:

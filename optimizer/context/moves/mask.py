@@ -21,7 +21,6 @@ from optimizer.context.moves.base import (
     already_edited,
     clearable,
     replay_record,
-    step_groups,
 )
 from optimizer.context.recall import placeholder
 from optimizer.world.retention import RetentionClass
@@ -48,7 +47,7 @@ class Mask(HistoryMove):
             return None
         done = already_edited(history)
         latest = history.latest_reads()
-        groups = step_groups(history.entries)
+        groups = history.step_groups()
         first_result = next((e.id for e in history.entries if e.kind is EntryKind.RESULT), None)
         edits: list[Edit] = []
         handles: list[str] = []
