@@ -167,6 +167,23 @@ class History:
         """Tokens of the replayed view."""
         return self._replayed().tokens
 
+    def edited(self) -> AbstractSet[int]:
+        """Ids of the entries some edit replaced, summarized or dropped (read only: kept up to date here)."""
+        return self._replayed().edited
+
+    def position(self, entry_id: int) -> int | None:
+        """Where entry `entry_id` is in the replayed view, None when it is not shown."""
+        return self._replayed().position.get(entry_id)
+
+    def last_results(self, count: int) -> list[int]:
+        """Ids of the last `count` tool results the replayed view shows."""
+        results = self._replayed().results
+        return results[max(0, len(results) - count) :]
+
+    def unedited_results(self) -> list[int]:
+        """Ids of the results the replayed view shows as written, in order (those no edit has rewritten yet)."""
+        return sorted(self._replayed().unedited)
+
     def latest_reads(self) -> AbstractSet[int]:
         """Ids of the most recent result of each distinct call (for classes whose latest value is kept)."""
         if self._latest is None or not self._latest.extends(self.entries):
@@ -251,6 +268,9 @@ class _ReplayedView:
         self.view: list[Entry] = []
         self.position: dict[int, int] = {}  # entry id (-1: the summary) -> index in `view`
         self.tokens = 0
+        self.results: list[int] = []  # ids of the results shown, in order
+        self.unedited: set[int] = set()  # ids of the results shown with their written content
+        self.edited: set[int] = set()  # ids any edit names
 
     def extends(self, entries: Sequence[Entry], edits: Sequence[Edit]) -> bool:
         return self.entries.extended_by(entries) and self.edits.extended_by(edits)
@@ -261,6 +281,7 @@ class _ReplayedView:
         copy.edits.length, copy.edits.last = self.edits.length, self.edits.last
         copy.replaced, copy.summarized, copy.summary = dict(self.replaced), set(self.summarized), self.summary
         copy.view, copy.position, copy.tokens = list(self.view), dict(self.position), self.tokens
+        copy.results, copy.unedited, copy.edited = list(self.results), set(self.unedited), set(self.edited)
         return copy
 
     def shown(self, entry_id: int) -> Entry | None:
@@ -274,18 +295,25 @@ class _ReplayedView:
             return
         for edit in cast("Sequence[Replace]", new_edits):
             self.replaced[edit.entry_id] = edit
+            self.edited.add(edit.entry_id)
             index = self.position.get(edit.entry_id)
             if index is not None:  # shown already; a later entry takes its edit when it arrives
-                old = self.view[index]
-                self.view[index] = dataclasses.replace(entries[edit.entry_id], content=edit.content, tokens=edit.tokens)
+                old, written = self.view[index], entries[edit.entry_id]
+                self.view[index] = dataclasses.replace(written, content=edit.content, tokens=edit.tokens)
                 self.tokens += edit.tokens - old.tokens
+                if written.kind is EntryKind.RESULT and edit.content != written.content:
+                    self.unedited.discard(written.id)
+                elif written.kind is EntryKind.RESULT:
+                    self.unedited.add(written.id)
         self._append(entries[self.entries.length :])
         self.entries.read(entries)
         self.edits.read(edits)
 
     def _rebuild(self, entries: Sequence[Entry], edits: Sequence[Edit]) -> None:
         self.replaced, self.summarized, self.summary = _fold(edits)
+        self.edited = set(self.replaced) | self.summarized
         self.view, self.position, self.tokens = [], {}, 0
+        self.results, self.unedited = [], set()
         self._append(entries)
         self.entries.read(entries)
         self.edits.read(edits)
@@ -295,6 +323,10 @@ class _ReplayedView:
             if entry.id in self.summarized:
                 continue
             edit = self.replaced.get(entry.id)
+            if entry.kind is EntryKind.RESULT:
+                self.results.append(entry.id)
+                if edit is None or edit.content == entry.content:
+                    self.unedited.add(entry.id)
             if edit is not None:
                 entry = dataclasses.replace(entry, content=edit.content, tokens=edit.tokens)
             self._show(entry)

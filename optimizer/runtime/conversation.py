@@ -179,7 +179,7 @@ class ContextRuntime:
         """
         from optimizer.runtime.messages import fingerprint, ingest, leading_system
 
-        messages = [_plain(m) for m in messages]
+        messages = [m if type(m) is dict else _plain(m) for m in messages]  # dicts as they are: the common case
         system, rest = leading_system(messages)  # the system prompt is read afresh: it is not history
         offset = len(messages) - len(rest)
         self._check_unchanged(rest, offset)
@@ -464,9 +464,10 @@ class ContextRuntime:
         # Native rendering shows an action as its tool calls (or the loop's finish JSON); a user's assistant
         # wrote text, which must come back as written. Native messages are one per view entry.
         messages = prepared.messages  # copies already, made for this call
-        for message, entry in zip(messages[1:], prepared.budgeted, strict=True):
-            if entry.kind is EntryKind.ACTION and entry.id in self._seen.texts:
-                message["content"] = self._seen.texts[entry.id]
+        for entry_id, text in self._seen.texts.items():
+            index = self.history.position(entry_id)  # the budget cuts in place: budgeted has the view's positions
+            if index is not None and prepared.budgeted[index].id == entry_id:
+                messages[index + 1]["content"] = text
         if self._seen.system is None:
             messages = messages[1:]
         return messages

@@ -18,7 +18,6 @@ from optimizer.context.moves.base import (
     Condensation,
     HistoryMove,
     StrategyContext,
-    already_edited,
     clearable,
     replay_record,
 )
@@ -40,7 +39,7 @@ class DropOld(HistoryMove):
     def condense(
         self, history: History, ctx: StrategyContext, texts: CompressorTexts | None, pinned: tuple[RetentionClass, ...]
     ) -> Condensation | None:
-        done = already_edited(history)
+        done = history.edited()
         latest = history.latest_reads()
         groups = history.step_groups()
         edits: list[Edit] = []

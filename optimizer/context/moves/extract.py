@@ -22,7 +22,6 @@ from optimizer.context.moves.base import (
     StrategyContext,
     WriteMove,
     Written,
-    already_edited,
     clearable,
     replay_record,
     write_record,
@@ -87,7 +86,7 @@ class ExtractOld(HistoryMove):
     def condense(
         self, history: History, ctx: StrategyContext, texts: CompressorTexts | None, pinned: tuple[RetentionClass, ...]
     ) -> Condensation | None:
-        done = already_edited(history)
+        done = history.edited()
         latest = history.latest_reads()
         groups = history.step_groups()
         edits: list[Replace] = []

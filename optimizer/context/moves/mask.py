@@ -18,7 +18,6 @@ from optimizer.context.moves.base import (
     Condensation,
     HistoryMove,
     StrategyContext,
-    already_edited,
     clearable,
     replay_record,
 )
@@ -45,7 +44,7 @@ class Mask(HistoryMove):
     ) -> Condensation | None:
         if ctx.step % self.polling != 0:
             return None
-        done = already_edited(history)
+        done = history.edited()
         latest = history.latest_reads()
         groups = history.step_groups()
         first_result = next((e.id for e in history.entries if e.kind is EntryKind.RESULT), None)
