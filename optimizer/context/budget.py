@@ -21,8 +21,10 @@ def apply_budget(
     view: Sequence[Entry], budget: int | None, store: RecallStore, *, step: int, strategy: str
 ) -> tuple[list[Entry], CompressionRecord | None]:
     out = list(view)
+    if budget is None:
+        return out, None
     total = view_tokens(out)
-    if budget is None or total <= budget:
+    if total <= budget:
         return out, None
     last_step = max((e.step for e in out if e.kind is EntryKind.ACTION), default=-1)
     candidates = [

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import cast
 
 from optimizer.tokens import count_tokens
 from optimizer.world.retention import RetentionClass
@@ -96,6 +98,13 @@ Edit = Replace | Summarize | Drop
 class History:
     entries: list[Entry] = field(default_factory=list)
     edits: list[Edit] = field(default_factory=list)
+    # Both lists only grow, so the replayed view of their prefix is extended rather than rebuilt: a request
+    # costs what is new in the conversation, not its length.
+    _view: _ReplayedView | None = field(default=None, init=False, repr=False, compare=False)
+    _latest: _LatestReads | None = field(default=None, init=False, repr=False, compare=False)
+    _groups: _StepGroups | None = field(default=None, init=False, repr=False, compare=False)
+    # A move weighs the same placeholder for the same entry at every request until it is worth making.
+    _tokens: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def draft(self, kind: EntryKind, content: str, *, step: int, turn: int, **fields: object) -> Entry:
         """The entry that `append` would add next, without adding it (write-time stages see this)."""
@@ -124,6 +133,22 @@ class History:
     def extend_edits(self, edits: Iterable[Edit]) -> None:
         self.edits.extend(edits)
 
+    def with_edits(self, edits: Sequence[Edit]) -> History:
+        """These entries with `edits` recorded after this history's own (this history is left as it is)."""
+        extended = History(self.entries, [*self.edits, *edits])
+        extended._view = self._replayed().fork()
+        extended._latest = self._latest  # read from the entries alone, which are shared
+        extended._groups = self._groups
+        extended._tokens = self._tokens
+        return extended
+
+    def replacement(self, entry_id: int, content: str) -> Replace:
+        """A `Replace` edit, its text tokenized once however often a move proposes it."""
+        tokens = self._tokens.get(content)
+        if tokens is None:
+            tokens = self._tokens[content] = count_tokens(content)
+        return Replace(entry_id, content, tokens)
+
     def entry(self, entry_id: int) -> Entry:
         return self.entries[entry_id]
 
@@ -132,10 +157,68 @@ class History:
 
     def replay(self) -> list[Entry]:
         """Checkpoint 3: the entries as the agent will see them, every edit applied in order."""
-        return replay(self.entries, self.edits)
+        return list(self._replayed().view)
+
+    def shown(self, entry_id: int) -> Entry | None:
+        """Entry `entry_id` as replayed (-1: the history summary), or None when no longer shown."""
+        return self._replayed().shown(entry_id)
+
+    def view_tokens(self) -> int:
+        """Tokens of the replayed view."""
+        return self._replayed().tokens
+
+    def edited(self) -> AbstractSet[int]:
+        """Ids of the entries some edit replaced, summarized or dropped (read only: kept up to date here)."""
+        return self._replayed().edited
+
+    def position(self, entry_id: int) -> int | None:
+        """Where entry `entry_id` is in the replayed view, None when it is not shown."""
+        return self._replayed().position.get(entry_id)
+
+    def last_results(self, count: int) -> list[int]:
+        """Ids of the last `count` tool results the replayed view shows."""
+        results = self._replayed().results
+        return results[max(0, len(results) - count) :]
+
+    def unedited_results(self) -> list[int]:
+        """Ids of the results the replayed view shows as written, in order (those no edit has rewritten yet)."""
+        return sorted(self._replayed().unedited)
+
+    def latest_reads(self) -> AbstractSet[int]:
+        """Ids of the most recent result of each distinct call (for classes whose latest value is kept)."""
+        if self._latest is None or not self._latest.extends(self.entries):
+            self._latest = _LatestReads()
+        return self._latest.catch_up(self.entries)
+
+    def step_groups(self) -> list[list[Entry]]:
+        """Actions, results and notices grouped by agent step, in step order (the groups are shared: read only)."""
+        if self._groups is None or not self._groups.extends(self.entries):
+            self._groups = _StepGroups()
+        return self._groups.catch_up(self.entries)
+
+    def _replayed(self) -> _ReplayedView:
+        if self._view is None or not self._view.extends(self.entries, self.edits):
+            self._view = _ReplayedView()
+        self._view.catch_up(self.entries, self.edits)
+        return self._view
 
 
 def replay(entries: Sequence[Entry], edits: Sequence[Edit]) -> list[Entry]:
+    replaced, summarized, summary = _fold(edits)
+    view: list[Entry] = []
+    for entry in entries:
+        if entry.id in summarized:
+            continue
+        if entry.id in replaced:
+            edit = replaced[entry.id]
+            entry = dataclasses.replace(entry, content=edit.content, tokens=edit.tokens)
+        view.append(entry)
+        if entry.kind is EntryKind.TASK and summary is not None:
+            view.append(_summary_entry(summary))
+    return view
+
+
+def _fold(edits: Iterable[Edit]) -> tuple[dict[int, Replace], set[int], Summarize | None]:
     replaced: dict[int, Replace] = {}
     summarized: set[int] = set()
     summary: Summarize | None = None
@@ -147,20 +230,174 @@ def replay(entries: Sequence[Entry], edits: Sequence[Edit]) -> list[Entry]:
         else:
             summarized.update(edit.entry_ids)
             summary = edit
-    view: list[Entry] = []
-    for entry in entries:
-        if entry.id in summarized:
-            continue
-        if entry.id in replaced:
-            edit = replaced[entry.id]
-            entry = dataclasses.replace(entry, content=edit.content, tokens=edit.tokens)
-        view.append(entry)
-        if entry.kind is EntryKind.TASK and summary is not None:
-            view.append(
-                Entry(id=-1, kind=EntryKind.SUMMARY, content=summary.shown, step=-1, turn=0, tokens=summary.tokens)
-            )
-    return view
+    return replaced, summarized, summary
+
+
+def _summary_entry(summary: Summarize) -> Entry:
+    return Entry(id=-1, kind=EntryKind.SUMMARY, content=summary.shown, step=-1, turn=0, tokens=summary.tokens)
+
+
+class _Prefix:
+    """Which prefix of an append-only list a cache has read: its length and its last element."""
+
+    def __init__(self) -> None:
+        self.length = 0
+        self.last: object = None
+
+    def extended_by(self, items: Sequence[object]) -> bool:
+        return len(items) >= self.length and (self.length == 0 or items[self.length - 1] is self.last)
+
+    def read(self, items: Sequence[object]) -> None:
+        self.length = len(items)
+        self.last = items[-1] if items else None
+
+
+class _ReplayedView:
+    """`replay(entries, edits)` for the prefix read so far, extended in place as both lists grow.
+
+    A new `Replace` changes one shown entry; a new `Summarize` or `Drop` (rare: a model call made it) is
+    replayed from scratch, which is what `replay` does for every request.
+    """
+
+    def __init__(self) -> None:
+        self.entries = _Prefix()
+        self.edits = _Prefix()
+        self.replaced: dict[int, Replace] = {}
+        self.summarized: set[int] = set()
+        self.summary: Summarize | None = None
+        self.view: list[Entry] = []
+        self.position: dict[int, int] = {}  # entry id (-1: the summary) -> index in `view`
+        self.tokens = 0
+        self.results: list[int] = []  # ids of the results shown, in order
+        self.unedited: set[int] = set()  # ids of the results shown with their written content
+        self.edited: set[int] = set()  # ids any edit names
+
+    def extends(self, entries: Sequence[Entry], edits: Sequence[Edit]) -> bool:
+        return self.entries.extended_by(entries) and self.edits.extended_by(edits)
+
+    def fork(self) -> _ReplayedView:
+        copy = _ReplayedView()
+        copy.entries.length, copy.entries.last = self.entries.length, self.entries.last
+        copy.edits.length, copy.edits.last = self.edits.length, self.edits.last
+        copy.replaced, copy.summarized, copy.summary = dict(self.replaced), set(self.summarized), self.summary
+        copy.view, copy.position, copy.tokens = list(self.view), dict(self.position), self.tokens
+        copy.results, copy.unedited, copy.edited = list(self.results), set(self.unedited), set(self.edited)
+        return copy
+
+    def shown(self, entry_id: int) -> Entry | None:
+        index = self.position.get(entry_id)
+        return None if index is None else self.view[index]
+
+    def catch_up(self, entries: Sequence[Entry], edits: Sequence[Edit]) -> None:
+        new_edits = edits[self.edits.length :]
+        if any(not isinstance(edit, Replace) for edit in new_edits):
+            self._rebuild(entries, edits)
+            return
+        for edit in cast("Sequence[Replace]", new_edits):
+            self.replaced[edit.entry_id] = edit
+            self.edited.add(edit.entry_id)
+            index = self.position.get(edit.entry_id)
+            if index is not None:  # shown already; a later entry takes its edit when it arrives
+                old, written = self.view[index], entries[edit.entry_id]
+                self.view[index] = dataclasses.replace(written, content=edit.content, tokens=edit.tokens)
+                self.tokens += edit.tokens - old.tokens
+                if written.kind is EntryKind.RESULT and edit.content != written.content:
+                    self.unedited.discard(written.id)
+                elif written.kind is EntryKind.RESULT:
+                    self.unedited.add(written.id)
+        self._append(entries[self.entries.length :])
+        self.entries.read(entries)
+        self.edits.read(edits)
+
+    def _rebuild(self, entries: Sequence[Entry], edits: Sequence[Edit]) -> None:
+        self.replaced, self.summarized, self.summary = _fold(edits)
+        self.edited = set(self.replaced) | self.summarized
+        self.view, self.position, self.tokens = [], {}, 0
+        self.results, self.unedited = [], set()
+        self._append(entries)
+        self.entries.read(entries)
+        self.edits.read(edits)
+
+    def _append(self, entries: Iterable[Entry]) -> None:
+        for entry in entries:
+            if entry.id in self.summarized:
+                continue
+            edit = self.replaced.get(entry.id)
+            if entry.kind is EntryKind.RESULT:
+                self.results.append(entry.id)
+                if edit is None or edit.content == entry.content:
+                    self.unedited.add(entry.id)
+            if edit is not None:
+                entry = dataclasses.replace(entry, content=edit.content, tokens=edit.tokens)
+            self._show(entry)
+            if entry.kind is EntryKind.TASK and self.summary is not None:
+                self._show(_summary_entry(self.summary))
+
+    def _show(self, entry: Entry) -> None:
+        self.position[entry.id] = len(self.view)
+        self.view.append(entry)
+        self.tokens += entry.tokens
+
+
+class _LatestReads:
+    """The latest result id per call signature, for the prefix of entries read so far."""
+
+    def __init__(self) -> None:
+        self.entries = _Prefix()
+        self.latest: dict[str, int] = {}
+        self.ids: set[int] = set()
+
+    def extends(self, entries: Sequence[Entry]) -> bool:
+        return self.entries.extended_by(entries)
+
+    def catch_up(self, entries: Sequence[Entry]) -> AbstractSet[int]:
+        for entry in entries[self.entries.length :]:
+            if entry.kind is EntryKind.RESULT and entry.call is not None:
+                signature = entry.call.signature()
+                self.ids.discard(self.latest.get(signature, -1))
+                self.latest[signature] = entry.id
+                self.ids.add(entry.id)
+        self.entries.read(entries)
+        return self.ids
 
 
 def view_tokens(view: Iterable[Entry]) -> int:
     return sum(entry.tokens for entry in view)
+
+
+class _StepGroups:
+    """`step_groups(entries)` for the prefix read so far. Steps only grow as entries are appended; an entry of
+    an earlier step than the last group's (not made by the runtime) regroups everything."""
+
+    def __init__(self) -> None:
+        self.entries = _Prefix()
+        self.groups: list[list[Entry]] = []
+        self.by_step: dict[int, list[Entry]] = {}
+
+    def extends(self, entries: Sequence[Entry]) -> bool:
+        return self.entries.extended_by(entries)
+
+    def catch_up(self, entries: Sequence[Entry]) -> list[list[Entry]]:
+        last = self.groups[-1][0].step if self.groups else None
+        for entry in entries[self.entries.length :]:
+            if entry.kind not in (EntryKind.ACTION, EntryKind.RESULT, EntryKind.NOTICE):
+                continue
+            if last is not None and entry.step < last:
+                return self._regroup(entries)
+            group = self.by_step.get(entry.step)
+            if group is None:
+                group = self.by_step[entry.step] = []
+                self.groups.append(group)
+                last = entry.step
+            group.append(entry)
+        self.entries.read(entries)
+        return list(self.groups)
+
+    def _regroup(self, entries: Sequence[Entry]) -> list[list[Entry]]:
+        self.by_step = {}
+        for entry in entries:
+            if entry.kind in (EntryKind.ACTION, EntryKind.RESULT, EntryKind.NOTICE):
+                self.by_step.setdefault(entry.step, []).append(entry)
+        self.groups = [self.by_step[step] for step in sorted(self.by_step)]
+        self.entries.read(entries)
+        return list(self.groups)

@@ -116,7 +116,7 @@ class RetentionPolicy(BaseModel):
                 continue
             edits.extend(condensation.edits)
             records.extend(condensation.records)
-            view = History(history.entries, [*history.edits, *edits])
+            view = history.with_edits(edits)
         if not edits:
             return None
         freed = sum(r.tokens_before - r.tokens_after for r in records)

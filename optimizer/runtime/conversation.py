@@ -13,6 +13,7 @@ messages it has not seen yet). The project's agent loop drives the same object s
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import json
@@ -33,7 +34,7 @@ from optimizer.context.recall import RECALL_SPEC, RECALL_TOOL, RecallStore
 from optimizer.context.record import CompressionRecord
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import ConfigError
-from optimizer.runtime.render import action_json, render_messages
+from optimizer.runtime.render import RenderMemo, action_json, common_prefix, render_messages
 from optimizer.runtime.retention_map import CallClassifier, RetentionMap, as_retention_map
 from optimizer.tokens import count_message_tokens, count_tokens
 from optimizer.untrusted import parse_json
@@ -82,6 +83,9 @@ class _Ingested:
     answered: set[str] = field(default_factory=set)
     # An assistant's own text beside its tool calls (or its answer), shown again in native output.
     texts: dict[int, str] = field(default_factory=dict)
+    # Copies of the messages seen, as far as this process has them (a restored state has fingerprints only):
+    # comparing a message with its copy costs far less than fingerprinting it again at every call.
+    copies: list[Any] = field(default_factory=list)
 
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
@@ -146,6 +150,7 @@ class ContextRuntime:
         self._action_step = 0  # the step of the latest action: its results are written under it
         self._previous_request: list[dict[str, Any]] | None = None
         self._seen = _Ingested()
+        self._rendered = RenderMemo()
         # One conversation is one sequence of calls: two threads compacting it at once (an SDK client shared
         # by threads, parallel tool calls recalling) would both ingest the same messages. Reentrant, since
         # `compact` drives the step-wise methods that are public too.
@@ -174,22 +179,17 @@ class ContextRuntime:
         """
         from optimizer.runtime.messages import fingerprint, ingest, leading_system
 
-        messages = [_plain(m) for m in messages]
+        messages = [m if type(m) is dict else _plain(m) for m in messages]  # dicts as they are: the common case
         system, rest = leading_system(messages)  # the system prompt is read afresh: it is not history
-        fingerprints = [fingerprint(m, f"message {i + len(messages) - len(rest)}") for i, m in enumerate(rest)]
-        seen = self._seen.fingerprints
-        if fingerprints[: len(seen)] != seen:
-            first = next(
-                (i for i, (a, b) in enumerate(zip(seen, fingerprints, strict=False)) if a != b), len(fingerprints)
-            )
-            raise ConfigError(
-                f"message {first + len(messages) - len(rest)} differs from what this runtime already "
-                "saw: a conversation can only grow (start a new runtime for another conversation)"
-            )
         offset = len(messages) - len(rest)
-        for index in range(len(seen), len(rest)):
+        self._check_unchanged(rest, offset)
+        seen = self._seen
+        new = range(len(seen.fingerprints), len(rest))
+        fingerprints = [fingerprint(rest[index], f"message {index + offset}") for index in new]  # all checked first
+        for index, fingerprint_ in zip(new, fingerprints, strict=True):
             ingest(self, rest[index], index + offset)
-            seen.append(fingerprints[index])
+            seen.fingerprints.append(fingerprint_)
+            seen.copies.append(copy.deepcopy(rest[index]))
         if not self.history.entries:
             raise ConfigError("the conversation has no user message yet")
         self._seen.system = system
@@ -197,6 +197,32 @@ class ContextRuntime:
         if tool_format == "native":
             return self._with_assistant_texts(prepared)
         return prepared.messages
+
+    def _check_unchanged(self, rest: Sequence[Any], offset: int) -> None:
+        """Refuse a call whose earlier messages differ from those seen: a conversation only grows."""
+        from optimizer.runtime.messages import fingerprint
+
+        seen = self._seen
+        kept = min(len(seen.copies), len(rest))
+        try:
+            same = rest[:kept] == seen.copies[:kept]
+        except RecursionError:  # nested too deep to compare: the fingerprint below says so in one line
+            same = False
+        for index in range(kept if same else 0, min(len(rest), len(seen.fingerprints))):
+            # A copy that compares unequal may still be the same JSON (a tuple for a list): the fingerprint decides.
+            if fingerprint(rest[index], f"message {index + offset}") != seen.fingerprints[index]:
+                self._refuse_rewrite(index + offset)
+            if index >= len(seen.copies):
+                seen.copies.append(copy.deepcopy(rest[index]))
+        if len(rest) < len(seen.fingerprints):
+            self._refuse_rewrite(len(rest) + offset)
+
+    @staticmethod
+    def _refuse_rewrite(index: int) -> None:
+        raise ConfigError(
+            f"message {index} differs from what this runtime already saw: a conversation can only grow "
+            "(start a new runtime for another conversation)"
+        )
 
     @_serialized
     def answer(self, call: Any) -> str | None:
@@ -358,9 +384,10 @@ class ContextRuntime:
         budgeted, budget_record = apply_budget(
             replayed, self.strategy.presend_budget(), self.store, step=step, strategy=self.strategy.type
         )
-        messages = render_messages(system, budgeted, native_tools=native_tools)
-        cache_break, invalidated = cache_break_of(self._previous_request, messages)
-        self._previous_request = messages
+        rendered = render_messages(system, budgeted, native_tools=native_tools, memo=self._rendered)
+        cache_break, invalidated = cache_break_of(self._previous_request, rendered)
+        self._previous_request = rendered
+        messages = [dict(m) for m in rendered]  # the memo's messages stay the runtime's: a caller may edit these
         self._count(records)
         self.stats.requests += 1
         self.stats.cache_breaks += int(cache_break)
@@ -411,6 +438,7 @@ class ContextRuntime:
         self.history, self.store, self.stats = restored.history, restored.store, restored.stats
         self.step, self.turn, self._action_step = restored.step, restored.turn, restored.action_step
         self._previous_request, self._seen = restored.previous_request, restored.seen
+        self._rendered = RenderMemo()
         return self
 
     # -- internals --------------------------------------------------------------------------------------
@@ -435,10 +463,11 @@ class ContextRuntime:
     def _with_assistant_texts(self, prepared: Prepared) -> list[dict[str, Any]]:
         # Native rendering shows an action as its tool calls (or the loop's finish JSON); a user's assistant
         # wrote text, which must come back as written. Native messages are one per view entry.
-        messages = [dict(m) for m in prepared.messages]
-        for message, entry in zip(messages[1:], prepared.budgeted, strict=True):
-            if entry.kind is EntryKind.ACTION and entry.id in self._seen.texts:
-                message["content"] = self._seen.texts[entry.id]
+        messages = prepared.messages  # copies already, made for this call
+        for entry_id, text in self._seen.texts.items():
+            index = self.history.position(entry_id)  # the budget cuts in place: budgeted has the view's positions
+            if index is not None and prepared.budgeted[index].id == entry_id:
+                messages[index + 1]["content"] = text
         if self._seen.system is None:
             messages = messages[1:]
         return messages
@@ -460,11 +489,7 @@ def cache_break_of(
     """Did this request rewrite part of the previous one (so a prompt cache cannot reuse it)?"""
     if previous is None:
         return False, 0
-    common = 0
-    for old, new in zip(previous, current, strict=False):
-        if old != new:
-            break
-        common += 1
+    common = common_prefix(previous, current)
     if common >= len(previous):
         return False, 0
     return True, count_message_tokens(previous[common:])

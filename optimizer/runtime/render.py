@@ -17,45 +17,93 @@ def action_json(entry: Entry) -> str:
     return json.dumps(payload[0] if len(payload) == 1 else payload, ensure_ascii=False)
 
 
-def render_messages(system_prompt: str, view: Sequence[Entry], *, native_tools: bool) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [{"role": "system", "content": system_prompt}]
+def render_messages(
+    system_prompt: str, view: Sequence[Entry], *, native_tools: bool, memo: RenderMemo | None = None
+) -> list[dict[str, Any]]:
+    """The request for `view`. With a `memo`, an entry rendered by an earlier call is not rendered again:
+    the messages are then shared with the memo, so callers that hand them out copy them first."""
+    system = {"role": "system", "content": system_prompt}
+    if memo is not None and native_tools:
+        return memo.native(system, view)
+    messages: list[dict[str, Any]] = [system]
     for entry in view:
-        if entry.kind is EntryKind.TASK or entry.kind is EntryKind.USER:
-            messages.append({"role": "user", "content": entry.content})
-        elif entry.kind is EntryKind.SUMMARY:
-            messages.append({"role": "user", "content": f"<history_summary>\n{entry.content}\n</history_summary>"})
-        elif entry.kind is EntryKind.NOTICE:
-            messages.append({"role": "user", "content": f"[harness] {entry.content}"})
-        elif entry.kind is EntryKind.ACTION:
-            if native_tools and entry.calls:
-                messages.append(
-                    {
-                        "role": "assistant",
-                        "content": None,
-                        "tool_calls": [
-                            {
-                                "id": c.id,
-                                "type": "function",
-                                "function": {
-                                    "name": c.name,
-                                    "arguments": json.dumps(dict(c.arguments), ensure_ascii=False),
-                                },
-                            }
-                            for c in entry.calls
-                        ],
-                    }
-                )
-            else:
-                messages.append({"role": "assistant", "content": action_json(entry)})
-        elif entry.kind is EntryKind.RESULT:
-            call = entry.call
-            if native_tools and call is not None:
-                messages.append({"role": "tool", "tool_call_id": call.id, "content": entry.content})
-            else:
-                name = call.name if call else "?"
-                status = " (error)" if entry.is_error else ""
-                messages.append({"role": "user", "content": f"Tool result of {name}{status}:\n{entry.content}"})
+        messages.extend(memo.messages(entry, native_tools) if memo is not None else entry_messages(entry, native_tools))
     return _merge_consecutive_users(messages) if not native_tools else messages
+
+
+def common_prefix(previous: Sequence[Any], current: Sequence[Any]) -> int:
+    """How many leading items two sequences share (compared with `==`)."""
+    # Consecutive requests share most of their objects, and comparing slices passes a shared object without
+    # looking inside: a binary search over slices costs far less than comparing item by item in Python.
+    low, high = 0, min(len(previous), len(current))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if list(previous[low:middle]) == list(current[low:middle]):
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def entry_messages(entry: Entry, native_tools: bool) -> list[dict[str, Any]]:
+    """The messages one view entry becomes (before a JSON-mode request merges consecutive user messages)."""
+    if entry.kind is EntryKind.TASK or entry.kind is EntryKind.USER:
+        return [{"role": "user", "content": entry.content}]
+    if entry.kind is EntryKind.SUMMARY:
+        return [{"role": "user", "content": f"<history_summary>\n{entry.content}\n</history_summary>"}]
+    if entry.kind is EntryKind.NOTICE:
+        return [{"role": "user", "content": f"[harness] {entry.content}"}]
+    if entry.kind is EntryKind.ACTION:
+        if native_tools and entry.calls:
+            calls = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": json.dumps(dict(c.arguments), ensure_ascii=False)},
+                }
+                for c in entry.calls
+            ]
+            return [{"role": "assistant", "content": None, "tool_calls": calls}]
+        return [{"role": "assistant", "content": action_json(entry)}]
+    if entry.kind is EntryKind.RESULT:
+        call = entry.call
+        if native_tools and call is not None:
+            return [{"role": "tool", "tool_call_id": call.id, "content": entry.content}]
+        name = call.name if call else "?"
+        status = " (error)" if entry.is_error else ""
+        return [{"role": "user", "content": f"Tool result of {name}{status}:\n{entry.content}"}]
+    return []
+
+
+class RenderMemo:
+    """The messages each shown entry rendered to, kept while that very entry object is shown.
+
+    Replay hands back the same `Entry` object for an entry no edit touched since, so identity says the
+    rendering is still valid; an edited entry is a new object and is rendered again.
+    """
+
+    def __init__(self) -> None:
+        self._rendered: dict[tuple[int, bool], tuple[Entry, list[dict[str, Any]]]] = {}
+        self._view: list[Entry] = []  # the view of the last native request, one message per entry after the system
+        self._native: list[dict[str, Any]] = []
+
+    def native(self, system: dict[str, Any], view: Sequence[Entry]) -> list[dict[str, Any]]:
+        """A native request: the last one's messages up to the first entry that changed, the rest rendered."""
+        kept = common_prefix(self._view, view)
+        messages = [system, *self._native[1 : kept + 1]]
+        for entry in view[kept:]:
+            messages.extend(self.messages(entry, True))
+        self._view, self._native = list(view), messages
+        return messages
+
+    def messages(self, entry: Entry, native_tools: bool) -> list[dict[str, Any]]:
+        key = (entry.id, native_tools)
+        cached = self._rendered.get(key)
+        if cached is not None and cached[0] is entry:
+            return cached[1]
+        rendered = entry_messages(entry, native_tools)
+        self._rendered[key] = (entry, rendered)
+        return rendered
 
 
 def _merge_consecutive_users(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -20,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from optimizer.context.compressor import Compressor
 from optimizer.context.contract import Action, contract_for, may
-from optimizer.context.history import Edit, Entry, EntryKind, History, Replace, Summarize, replay
+from optimizer.context.history import Edit, Entry, EntryKind, History, Replace, Summarize
 from optimizer.context.recall import RecallStore
 from optimizer.context.record import CompressionRecord
 from optimizer.world.retention import RetentionClass
@@ -151,7 +152,7 @@ def step_groups(entries: Sequence[Entry]) -> list[list[Entry]]:
     return [groups[step] for step in sorted(groups)]
 
 
-def clearable(entry: Entry, *, latest_ids: frozenset[int] = frozenset()) -> bool:
+def clearable(entry: Entry, *, latest_ids: AbstractSet[int] = frozenset()) -> bool:
     """Whether the contract lets any stage replace this entry with a placeholder."""
     if entry.kind is not EntryKind.RESULT or entry.recalled_handle is not None:
         return False
@@ -190,10 +191,12 @@ def current_summary(history: History) -> Summarize | None:
 def replay_record(
     action: str, history: History, edits: Sequence[Edit], ctx: StrategyContext, **extra: object
 ) -> CompressionRecord:
-    """Exact before/after accounting of new edits, by replaying the view with and without them."""
-    before = {e.id: e for e in history.replay()}
-    after = {e.id: e for e in replay(history.entries, [*history.edits, *edits])}
-    affected = sorted(i for i in before if i >= 0 and (i not in after or after[i].content != before[i].content))
+    """Exact before/after accounting of new edits: only the entries they name can change."""
+    after_history = history.with_edits(edits)
+    named = sorted({i for edit in edits for i in ((edit.entry_id,) if isinstance(edit, Replace) else edit.entry_ids)})
+    before = {i: e for i in (*named, -1) if (e := history.shown(i)) is not None}
+    after = {i: e for i in (*named, -1) if (e := after_history.shown(i)) is not None}
+    affected = [i for i in named if i in before and (i not in after or after[i].content != before[i].content)]
     tokens_before = sum(before[i].tokens for i in affected) + (before[-1].tokens if -1 in before else 0)
     tokens_after = sum(after[i].tokens for i in affected if i in after) + (after[-1].tokens if -1 in after else 0)
     by_class: dict[str, int] = {}

@@ -12,14 +12,13 @@ from typing import Literal
 
 from pydantic import Field
 
-from optimizer.context.history import EntryKind, History, Replace, view_tokens
+from optimizer.context.history import History, Replace
 from optimizer.context.moves.base import (
     CompressorTexts,
     Condensation,
     HistoryMove,
     StrategyContext,
     clearable,
-    latest_reads,
     replay_record,
 )
 from optimizer.context.recall import placeholder
@@ -39,25 +38,22 @@ class Clear(HistoryMove):
     def condense(
         self, history: History, ctx: StrategyContext, texts: CompressorTexts | None, pinned: tuple[RetentionClass, ...]
     ) -> Condensation | None:
-        view = history.replay()
-        if view_tokens(view) <= self.trigger_tokens:
+        if history.view_tokens() <= self.trigger_tokens:
             return None
-        latest = latest_reads(history.entries)
-        results = [e for e in view if e.kind is EntryKind.RESULT]
-        protected = {e.id for e in results[max(0, len(results) - self.keep_last) :]}
-        shown = {e.id: e for e in view}
+        latest = history.latest_reads()
+        protected = set(history.last_results(self.keep_last))
         edits: list[Replace] = []
         handles: list[str] = []
         freed = 0
-        for entry in results:
-            original = history.entry(entry.id)
-            if entry.id in protected or shown[entry.id].content != original.content or original.tokens <= self.over:
-                continue  # recent, already cleared, or too small to be worth a cache break
+        for entry_id in history.unedited_results():  # a result shown rewritten is cleared already
+            original = history.entry(entry_id)
+            if entry_id in protected or original.tokens <= self.over:
+                continue  # recent, or too small to be worth a cache break
             if original.call is not None and original.call.name in self.exclude_tools:
                 continue
             if not clearable(original, latest_ids=latest) or not self.applies_to(original.retention, pinned):
                 continue
-            candidate = Replace(entry.id, placeholder(original, ctx.store.peek(original)))
+            candidate = history.replacement(entry_id, placeholder(original, ctx.store.peek(original)))
             if candidate.tokens >= original.tokens:
                 continue  # a placeholder longer than the result saves nothing
             handle = ctx.store.put(original)

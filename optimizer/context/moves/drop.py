@@ -18,11 +18,8 @@ from optimizer.context.moves.base import (
     Condensation,
     HistoryMove,
     StrategyContext,
-    already_edited,
     clearable,
-    latest_reads,
     replay_record,
-    step_groups,
 )
 from optimizer.world.retention import RetentionClass
 
@@ -42,9 +39,9 @@ class DropOld(HistoryMove):
     def condense(
         self, history: History, ctx: StrategyContext, texts: CompressorTexts | None, pinned: tuple[RetentionClass, ...]
     ) -> Condensation | None:
-        done = already_edited(history)
-        latest = latest_reads(history.entries)
-        groups = step_groups(history.entries)
+        done = history.edited()
+        latest = history.latest_reads()
+        groups = history.step_groups()
         edits: list[Edit] = []
         for group in groups[: max(0, len(groups) - self.keep_last)]:
             results = [e for e in group if e.kind is EntryKind.RESULT]

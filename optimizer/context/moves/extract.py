@@ -22,11 +22,8 @@ from optimizer.context.moves.base import (
     StrategyContext,
     WriteMove,
     Written,
-    already_edited,
     clearable,
-    latest_reads,
     replay_record,
-    step_groups,
     write_record,
 )
 from optimizer.context.recall import recall_note, restore_must_keep
@@ -89,9 +86,9 @@ class ExtractOld(HistoryMove):
     def condense(
         self, history: History, ctx: StrategyContext, texts: CompressorTexts | None, pinned: tuple[RetentionClass, ...]
     ) -> Condensation | None:
-        done = already_edited(history)
-        latest = latest_reads(history.entries)
-        groups = step_groups(history.entries)
+        done = history.edited()
+        latest = history.latest_reads()
+        groups = history.step_groups()
         edits: list[Replace] = []
         handles: list[str] = []
         for group in groups[: max(0, len(groups) - self.keep_last)]:

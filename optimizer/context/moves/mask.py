@@ -12,17 +12,14 @@ from typing import Literal
 
 from pydantic import Field
 
-from optimizer.context.history import Edit, EntryKind, History, Replace
+from optimizer.context.history import Edit, EntryKind, History
 from optimizer.context.moves.base import (
     CompressorTexts,
     Condensation,
     HistoryMove,
     StrategyContext,
-    already_edited,
     clearable,
-    latest_reads,
     replay_record,
-    step_groups,
 )
 from optimizer.context.recall import placeholder
 from optimizer.world.retention import RetentionClass
@@ -47,9 +44,9 @@ class Mask(HistoryMove):
     ) -> Condensation | None:
         if ctx.step % self.polling != 0:
             return None
-        done = already_edited(history)
-        latest = latest_reads(history.entries)
-        groups = step_groups(history.entries)
+        done = history.edited()
+        latest = history.latest_reads()
+        groups = history.step_groups()
         first_result = next((e.id for e in history.entries if e.kind is EntryKind.RESULT), None)
         edits: list[Edit] = []
         handles: list[str] = []
@@ -62,10 +59,12 @@ class Mask(HistoryMove):
                 if self.keep_first and entry.id == first_result:
                     continue
                 if self.recoverable:
-                    edit = Replace(entry.id, placeholder(entry, ctx.store.peek(entry), reason="masked"))
+                    edit = history.replacement(entry.id, placeholder(entry, ctx.store.peek(entry), reason="masked"))
                 else:
                     lines = entry.content.count("\n") + 1
-                    edit = Replace(entry.id, "\n".join([f"[Old tool output omitted: {lines} lines]", *entry.must_keep]))
+                    edit = history.replacement(
+                        entry.id, "\n".join([f"[Old tool output omitted: {lines} lines]", *entry.must_keep])
+                    )
                 if edit.tokens >= entry.tokens:
                     continue  # masking a result shorter than its placeholder saves nothing
                 if self.recoverable:

@@ -1,0 +1,141 @@
+"""`compact()` is incremental: the requests are the ones the full rebuild made, for work proportional to what is new.
+
+The requests a 300-step conversation gets under every shipped guideline and strategy were recorded from the
+algorithm that replayed, re-tokenized and re-rendered the whole history at every call
+(`data/compact_requests.json`, digests by `long_conversation.digest`); the incremental runtime must send the
+same ones. The work a call does is counted, not timed: tokenizations, fingerprints, call signatures,
+entries replayed and entries rendered per call must not grow with the conversation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from optimizer.context.compressor import Compressor
+from optimizer.context.history import replay
+from optimizer.context.strategies import parse_strategy
+from optimizer.llm.client import ChatClient
+from optimizer.llm.endpoint import EndpointConfig
+from optimizer.runtime import ContextRuntime
+from optimizer.runtime.render import render_messages
+from optimizer.testing.scripted import scripted_models
+from optimizer.testing.stub_server import StubServer
+from tests.conftest import ROOT
+from tests.runtime.long_conversation import RETENTION, digest, opening, steps
+
+RECORDED = json.loads((Path(__file__).parent / "data" / "compact_requests.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def compressor():
+    with StubServer(scripted_models) as url:
+        config = EndpointConfig(base_url=url, model="scripted", backoff_s=0.0)
+        yield Compressor(ChatClient(config, base_url=url, model="scripted"))
+
+
+def runtime_for(case: str, compressor: Compressor) -> ContextRuntime:
+    guideline = ROOT / case if case.endswith(".md") else parse_strategy(case)
+    return ContextRuntime(guideline, retention=RETENTION, compressor=compressor)
+
+
+@pytest.mark.parametrize("case", sorted(RECORDED["requests"]))
+def test_every_request_is_the_one_the_full_rebuild_sent(case, compressor):
+    name, tool_format = case.rsplit(" ", 1)
+    runtime = runtime_for(name, compressor)
+    messages = opening()
+    sent = []
+    for added in steps(RECORDED["steps"]):
+        messages += added
+        sent.append(digest(runtime.compact(messages, tool_format=tool_format)))
+    first = next((i for i, (a, b) in enumerate(zip(sent, RECORDED["requests"][case], strict=True)) if a != b), None)
+    assert first is None, f"{case}: request {first} differs from the recorded one"
+
+
+@pytest.mark.parametrize("case", ["guidelines/learned/bfcl_long_context.md", "guidelines/seed/seed.md", "llm_history"])
+def test_the_kept_view_is_what_replaying_everything_gives(case, compressor):
+    runtime = runtime_for(case, compressor)
+    messages = opening()
+    for added in steps(150):
+        messages += added
+        sent = runtime.compact(messages, tool_format="json")
+        history = runtime.history
+        view = replay(history.entries, history.edits)
+        assert history.replay() == view
+        assert history.view_tokens() == sum(e.tokens for e in view)
+        assert sent == render_messages(messages[0]["content"], view, native_tools=False)
+
+
+class _CountingEncoding:
+    def __init__(self, encoding, counts: Counter) -> None:
+        self._encoding, self._counts = encoding, counts
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        self._counts["tokenized"] += 1
+        return self._encoding.encode_ordinary(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self._encoding, name)
+
+
+def work_per_call(monkeypatch, case: str, compressor: Compressor, at: tuple[int, ...]) -> dict[int, Counter]:
+    """What each compact() call at the steps `at` did, counted."""
+    import optimizer.runtime.messages as messages_module
+    import optimizer.runtime.render as render_module
+    import optimizer.tokens as tokens_module
+    from optimizer.world.tool import ToolCall
+
+    counts: Counter = Counter()
+    encoding = tokens_module._encoding()
+    monkeypatch.setattr(tokens_module, "_encoding", lambda: _CountingEncoding(encoding, counts))
+
+    def counted(name, function):
+        def wrapper(*args, **kwargs):
+            counts[name] += 1
+            return function(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(messages_module, "fingerprint", counted("fingerprinted", messages_module.fingerprint))
+    monkeypatch.setattr(render_module, "entry_messages", counted("rendered", render_module.entry_messages))
+    monkeypatch.setattr(ToolCall, "signature", counted("signatures", ToolCall.signature))
+    monkeypatch.setattr(dataclasses, "replace", counted("entries rebuilt", dataclasses.replace))
+    runtime = runtime_for(case, compressor)
+    messages = opening()
+    per_call: dict[int, Counter] = {}
+    for step, added in enumerate(steps(max(at) + 1)):
+        messages += added
+        counts.clear()
+        runtime.compact(messages)
+        if step in at:
+            per_call[step] = Counter(counts)
+    return per_call
+
+
+FLAT = [
+    "guidelines/learned/bfcl_long_context.md",
+    "guidelines/learned/builtin_cost.md",
+    "mask_last_n",
+    "fifo",
+    "offload_preview",
+]
+# `clear` weighs, at every call, each small result it may clear against its placeholder, which names the next
+# free recall handle: that handle moves as the store grows, so the placeholder is tokenized again. Left as is
+# (the comparison is the move's rule); every other kind of work is flat under these too.
+WEIGHS_SMALL_RESULTS = ["guidelines/learned/builtin.md", "guidelines/learned/quickstart.md", "clear_tool_uses"]
+
+
+@pytest.mark.parametrize("case", FLAT + WEIGHS_SMALL_RESULTS)
+def test_the_work_of_a_call_does_not_grow_with_the_conversation(monkeypatch, case, compressor):
+    # Steps 110 and 430 add a page read of the same length into a conversation four times longer; the full
+    # rebuild did about four times the work at the later one.
+    per_call = work_per_call(monkeypatch, case, compressor, at=(110, 430))
+    early, late = per_call[110], per_call[430]
+    assert early["tokenized"] > 0 and early["rendered"] > 0
+    kinds = ["fingerprinted", "signatures", "rendered", "entries rebuilt"]
+    for kind in kinds if case in WEIGHS_SMALL_RESULTS else ["tokenized", *kinds]:
+        assert late[kind] <= early[kind] + 2, f"{case}: {kind} per call grew from {early[kind]} to {late[kind]}"
