@@ -7,7 +7,8 @@
 Per strategy and split: tier-1 success with its Wilson interval (every seed an episode), mean peak tokens,
 how much the context grows (last request over first), recalls, seconds per episode, tier-1 episodes per hour
 of wall time (with `--concurrency 2` two episodes share the local server's two slots), success per family;
-and the same strategy's tier-0 row (reference agent, honest recall) on the same tasks. The suite's premise
+and the same strategy's tier-0 row (reference agent, with the config's recall: `reach_long.toml` fits it to
+the 1.5B agent, which never recalled, so p = 0 there; the JSON says which) on the same tasks. The suite's premise
 is the `none` row: at least 0.80 at tier 1, a mean peak of at least 3,000 tokens. Strategies are names
 (`none`, `offload_preview`, ...) or guideline files. Episodes are stored under `--runs` and reused, so an
 interrupted run resumes where it stopped; the JSON is rewritten after each strategy, keeping the rows an
@@ -200,6 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "seeds": args.seeds,
         "temperature": args.temperature,
         "concurrency": args.concurrency,
+        "tier0_recall": {"mode": config.run.recall, "probability": config.run.recall_probability},
         "rows": {},
     }
     earlier = earlier_rows(args.out, report)
@@ -235,6 +237,9 @@ def print_report(r: dict[str, Any]) -> None:
         f"\nreach_long, {r['split']} split, {len(r['tasks'])} tasks, agent {r['agent_model']}, "
         f"{r['seeds']} seed(s) at temperature {r['temperature']}, {r.get('concurrency', 1)} episode(s) at once"
     )
+    recall = r.get("tier0_recall")
+    if recall:
+        print(f"tier 0: reference agent, recall {recall['mode']}, probability {recall['probability']}")
     print("| strategy | tier | success | 95 % CI | peak mean | growth | recalls | s / episode | per hour | by family |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name, rows in r["rows"].items():

@@ -9,7 +9,13 @@ because keeping nothing would hide that the text exists.
 
 from __future__ import annotations
 
+import re
+from collections import Counter
+
 from optimizer.tokens import last_tokens, truncate_to_tokens
+
+_DIGITS = re.compile(r"\d+")
+LABEL_CHARS = 40
 
 
 def head(text: str, max_tokens: int) -> str:
@@ -52,3 +58,40 @@ def _common_suffix(a: str, b: str) -> str:
     while n < min(len(a), len(b)) and a[-1 - n] == b[-1 - n]:
         n += 1
     return a[len(a) - n :]
+
+
+def cut_marker(text: str, shown_head: str, shown_tail: str, max_kinds: int) -> str:
+    """The line that stands for what a preview left out of `text`, naming up to `max_kinds` kinds of cut line.
+
+    A bare "preview cut" tells an agent nothing about what recall would give it, and a small model then
+    answers from the preview or invents the missing value instead of recalling (seen on `reach_long` at tier 1:
+    no recall in any compressed episode). Lines are grouped by their label (the text before a colon, digits
+    ignored), the rarest kinds first: a lone `unit price:` line among fifty spec rows is what a reader would
+    otherwise not know to ask for.
+    """
+    start = len(shown_head)
+    end = len(text) - len(shown_tail) if shown_tail else len(text)
+    lines = [line.strip() for line in text[start:end].splitlines() if line.strip()]
+    if max_kinds <= 0 or not lines:
+        return "[... preview cut ...]"
+    kinds: Counter[str] = Counter()
+    first: dict[str, str] = {}
+    for line in lines:
+        label = _label(line)
+        kinds[_DIGITS.sub("#", label)] += 1
+        first.setdefault(_DIGITS.sub("#", label), label)
+    order = list(first)
+    named = sorted(order, key=lambda k: (kinds[k], order.index(k)))[:max_kinds]
+    parts = [f'"{first[k]}"' + (f" (+{kinds[k] - 1} alike)" if kinds[k] > 1 else "") for k in order if k in named]
+    more = len(order) - len(named)
+    tail = f", {more} more kind{'s' if more != 1 else ''}" if more else ""
+    return f"[... {len(lines)} line{'s' if len(lines) != 1 else ''} cut, among them {', '.join(parts)}{tail} ...]"
+
+
+def _label(line: str) -> str:
+    colon = line.find(":")
+    if 0 < colon <= LABEL_CHARS:
+        return line[:colon].strip()
+    words = line.split()
+    label = " ".join(words[:4])
+    return label[:LABEL_CHARS]

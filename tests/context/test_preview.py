@@ -53,3 +53,38 @@ def test_a_character_split_across_tokens_is_not_decoded_into_a_replacement_mark(
     text = "日本語のテキスト " * 50
     for cut in (preview.head(text, 9), preview.tail(text, 9)):
         assert "\ufffd" not in cut and cut
+
+
+SHEET = "\n".join(
+    ["# Product sheet SKU-1448"]
+    + [f"SKU-1448 spec {i:02d}: warranty: 24 months from delivery" for i in range(1, 40)]
+    + ["unit price: 95.34 EUR"]
+    + [f"SKU-1448 spec {i:02d}: care: wipe with a dry cloth" for i in range(40, 55)]
+)
+
+
+def test_the_cut_marker_names_the_lone_line_among_rows_alike_and_counts_what_it_hides():
+    head, tail = preview.head(SHEET, 60), preview.tail(SHEET, 30)
+    marker = preview.cut_marker(SHEET, head, tail, 4)
+    cut = [line for line in SHEET[len(head) : len(SHEET) - len(tail)].splitlines() if line.strip()]
+    assert marker.startswith(f"[... {len(cut)} lines cut, among them ")
+    assert '"unit price"' in marker and "95.34" not in marker  # the kind is named, its value stays behind recall
+    assert f"(+{len(cut) - 2} alike)" in marker
+
+
+def test_the_rarest_kinds_are_named_first_and_the_rest_counted():
+    text = "head\n" + "\n".join(["a: 1", "a: 2", "a: 3", "b: 1", "c: 1", "c: 2"]) + "\ntail"
+    marker = preview.cut_marker(text, "head", "tail", 1)
+    assert '"b"' in marker and '"a"' not in marker and "2 more kinds" in marker
+
+
+def test_off_or_with_nothing_cut_the_marker_is_the_bare_one():
+    assert preview.cut_marker(SHEET, "x", "y", 0) == "[... preview cut ...]"
+    assert preview.cut_marker("ab", "a", "b", 5) == "[... preview cut ...]"
+
+
+def test_offload_leaves_its_knob_out_of_the_policy_when_off_so_shipped_guidelines_keep_their_version():
+    from optimizer.context.moves.offload import Offload
+
+    assert "name_cut" not in Offload().model_dump()
+    assert Offload(name_cut=3).model_dump()["name_cut"] == 3

@@ -5,9 +5,9 @@ deepagents-style offloading at write time: what `offload_preview` does, as a mov
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from optimizer.context import preview
 from optimizer.context.history import Entry, History
@@ -23,13 +23,28 @@ class Offload(WriteMove):
     over: int = Field(800, ge=0, description="Results longer than this many tokens are offloaded.")
     head_tokens: int = Field(200, ge=0, description="Tokens of the start kept in the preview.")
     tail_tokens: int = Field(80, ge=0, description="Tokens of the end kept in the preview.")
+    name_cut: int = Field(
+        0,
+        ge=0,
+        description="Name up to this many kinds of cut line (by label, rarest first) in the preview's cut "
+        "marker, so the agent sees what recall would restore. 0: a bare marker.",
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_naming(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Off, the knob is left out, so every guideline written before it keeps its file and content hash.
+        data: dict[str, Any] = handler(self)
+        if self.name_cut == 0:
+            data.pop("name_cut", None)
+        return data
 
     def write(
         self, raw: Entry, current: str, history: History, ctx: StrategyContext, texts: CompressorTexts | None
     ) -> Written | None:
         head = preview.head(current, self.head_tokens)
         tail = preview.tail(current, self.tail_tokens)
-        shown = f"{head}\n[... preview cut ...]\n{tail}" if tail else head
+        marker = preview.cut_marker(current, head, tail, self.name_cut)
+        shown = f"{head}\n{marker}\n{tail}" if tail else head
         handle = ctx.store.put(raw)
         content = placeholder(raw, handle, reason="offloaded", preview=shown)
         record = write_record(
