@@ -35,6 +35,7 @@ from optimizer.context.strategies import ContextStrategy, parse_strategy  # noqa
 from optimizer.errors import AconError  # noqa: E402
 from optimizer.evaluate.calibration import Cell, agreement, fit_recall_probability  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
+from optimizer.evaluate.store import EpisodeStore  # noqa: E402
 from optimizer.evaluate.strategy_runs import run_strategy, select_tasks  # noqa: E402
 from optimizer.interrupts import exit_cleanly_on_sigterm  # noqa: E402
 from optimizer.world.task import Task  # noqa: E402
@@ -49,11 +50,13 @@ def tier1_runs(job: Path) -> list[dict[str, Any]]:
         meta = json.loads(meta_path.read_text())
         if meta.get("split") == SEALED:
             continue
-        verdicts = {}
-        for line in (meta_path.parent / "episodes.jsonl").read_text().splitlines():
-            episode = json.loads(line)
-            if episode["outcome"] in ("success", "failure"):
-                verdicts[episode["task_id"]] = episode["outcome"] == "success"
+        # The newest record per task, as every reader of a run counts it; an episode that hit an endpoint
+        # error has no verdict, and a run the job left unfinished contributes the episodes it finished.
+        verdicts = {
+            r["task_id"]: r["outcome"] == "success"
+            for r in EpisodeStore(meta_path.parent).latest()
+            if r.get("outcome") in ("success", "failure")
+        }
         agent = (meta.get("endpoints") or {}).get("agent") or {}
         runs.append(
             {
