@@ -8,11 +8,15 @@ stopping, its thread raises `Interrupted`, and the episode it belonged to is nev
 
 from __future__ import annotations
 
+import atexit
+import contextlib
+import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 T = TypeVar("T")
 
@@ -53,6 +57,22 @@ def exit_cleanly_on_sigterm() -> None:
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
         signal.signal(signal.SIGINT, _on_signal)
     _installed = True
+
+
+def exit_now(code: int) -> NoReturn:
+    """End a process that a signal has unwound: the exit handlers run and the streams are flushed, then it
+    exits with `code` at once, without tearing the interpreter down.
+
+    The teardown (every module cleared, the heap garbage-collected, about 0.5 s of CPU after `acon run`)
+    leaves nothing behind that the unwinding did not already save, and on a loaded machine it was most of the
+    exit: 3-8 s after the interrupted line, at load 12 on 2 cores. Threads still blocked on a model call are
+    abandoned, as `cancellable` promises.
+    """
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a closed or broken pipe has nothing left to flush to
+            stream.flush()
+    os._exit(code)
 
 
 def cancellable(call: Callable[[], T]) -> T:

@@ -9,7 +9,7 @@ import typer
 from optimizer import _offline as _offline
 from optimizer.cli.library_logs import show_library_logs
 from optimizer.errors import AconError
-from optimizer.interrupts import exit_cleanly_on_sigterm, stopping
+from optimizer.interrupts import exit_cleanly_on_sigterm, exit_now, stopping
 
 app = typer.Typer(
     name="acon",
@@ -67,14 +67,16 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         print(INTERRUPTED, file=sys.stderr)
-        sys.exit(130)
+        exit_now(130)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:
         sys.exit(1)
-    except SystemExit:
+    except SystemExit as exc:
         if stopping():  # SIGTERM
             print(INTERRUPTED, file=sys.stderr)
+            if isinstance(exc.code, int):
+                exit_now(exc.code)
         raise
     except usage_errors() as exc:  # bad command lines surface here in non-standalone mode
         if type(exc).__name__ == "NoArgsIsHelpError" and hasattr(

@@ -44,32 +44,39 @@ class Mask(HistoryMove):
     ) -> Condensation | None:
         if ctx.step % self.polling != 0:
             return None
+        groups = history.step_groups()
+        if len(groups) <= self.keep_last:
+            return None
+        window = groups[len(groups) - self.keep_last][0].step  # groups are in step order, one per step
         done = history.edited()
         latest = history.latest_reads()
-        groups = history.step_groups()
         first_result = next((e.id for e in history.entries if e.kind is EntryKind.RESULT), None)
+        # Only a result can be masked, and one shown rewritten is masked or cleared already: the results still
+        # shown as written are all there is to weigh, not every entry of every step before the window (a pass
+        # over the whole conversation at each request). In the order of the steps, then of the entries.
+        older = [e for e in map(history.entry, history.unedited_results()) if e.step < window]
+        older.sort(key=lambda e: (e.step, e.id))
         edits: list[Edit] = []
         handles: list[str] = []
-        for group in groups[: max(0, len(groups) - self.keep_last)]:
-            for entry in group:
-                if entry.id in done or entry.tokens <= self.over or not clearable(entry, latest_ids=latest):
-                    continue
-                if not self.applies_to(entry.retention, pinned):
-                    continue
-                if self.keep_first and entry.id == first_result:
-                    continue
-                if self.recoverable:
-                    edit = history.replacement(entry.id, placeholder(entry, ctx.store.peek(entry), reason="masked"))
-                else:
-                    lines = entry.content.count("\n") + 1
-                    edit = history.replacement(
-                        entry.id, "\n".join([f"[Old tool output omitted: {lines} lines]", *entry.must_keep])
-                    )
-                if edit.tokens >= entry.tokens:
-                    continue  # masking a result shorter than its placeholder saves nothing
-                if self.recoverable:
-                    handles.append(ctx.store.put(entry))
-                edits.append(edit)
+        for entry in older:
+            if entry.id in done or entry.tokens <= self.over or not clearable(entry, latest_ids=latest):
+                continue
+            if not self.applies_to(entry.retention, pinned):
+                continue
+            if self.keep_first and entry.id == first_result:
+                continue
+            if self.recoverable:
+                edit = history.replacement(entry.id, placeholder(entry, ctx.store.peek(entry), reason="masked"))
+            else:
+                lines = entry.content.count("\n") + 1
+                edit = history.replacement(
+                    entry.id, "\n".join([f"[Old tool output omitted: {lines} lines]", *entry.must_keep])
+                )
+            if edit.tokens >= entry.tokens:
+                continue  # masking a result shorter than its placeholder saves nothing
+            if self.recoverable:
+                handles.append(ctx.store.put(entry))
+            edits.append(edit)
         if not edits:
             return None
         record = replay_record(
