@@ -110,7 +110,7 @@ class MlflowTracker(Tracker):
         # Spans reach sqlite in batches of this many (MLflow's default, 5, costs a third more per trace). Read
         # when MLflow's tracer provider starts, so it only applies if no span was made before in the process.
         os.environ.setdefault("MLFLOW_ASYNC_TRACE_LOGGING_MAX_SPAN_BATCH_SIZE", "100")
-        patient_sqlite(store)
+        patient_sqlite(store)  # before the URI is set: the export pool is built when it changes
         count_lost_traces()
         self._lost_reported = losses().count  # the count is per process; this tracker reports its own
         # Spans are exported through the global tracking URI, so it has to point at this store.

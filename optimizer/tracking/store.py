@@ -83,17 +83,21 @@ def health_problem(store: Store, timeout_s: float = 5.0) -> str | None:
 
 
 def patient_sqlite(store: Store) -> None:
-    """Make writes to a sqlite store wait out another writer's lock (`SQLITE_BUSY_TIMEOUT_S`) instead of failing.
+    """Make writes to a sqlite store wait their turn instead of failing: one trace-export thread, a long busy wait.
 
-    sqlite admits one writer at a time; MLflow exports traces from a pool of 10 threads, each write its own
-    transaction, beside the job's own metric and param writes, and sqlite's busy handler sleeps and polls
-    rather than queueing, so under load one writer lost the race for over 20 s and its trace was dropped.
-    The pool is kept: measured at nice 19 on a loaded machine, one export thread drained 120 traces in
-    21-24 s against 8-14 s for 10 (the scheduler shares CPU per thread), and that backlog is what a job
-    waits for when it ends or is stopped.
+    sqlite admits one writer at a time. MLflow exports traces from a pool of 10 threads by default, each
+    write a transaction of its own, beside the job's own metric and param writes; sqlite's busy handler
+    sleeps and polls instead of queueing, and a starved process holds the lock while its threads wait for
+    CPU, so the waits multiply with the writers: at nice 19, 10 threads lost a write even after 120 s
+    (load ~12), one thread none of 384 traces (load ~11; not a controlled comparison). The price: one
+    thread drained a backlog of 120 traces in 21-24 s against 8-14 s for 10, and a job waits for that
+    backlog when it ends or is stopped. Set before the tracker points MLflow at the store (the export
+    pool is built when the tracking URI changes); a value already in the environment wins.
     """
-    if store.uri.startswith("sqlite:"):
-        _wait_longer_on_sqlite_locks()
+    if not store.uri.startswith("sqlite:"):
+        return
+    os.environ.setdefault("MLFLOW_ASYNC_TRACE_LOGGING_MAX_WORKERS", "1")
+    _wait_longer_on_sqlite_locks()
 
 
 def _wait_longer_on_sqlite_locks() -> None:

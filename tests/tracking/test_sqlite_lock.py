@@ -8,6 +8,7 @@ failure as on a loaded machine, without depending on the machine's load.
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import threading
 import time
@@ -83,8 +84,10 @@ def test_writes_wait_out_a_lock_longer_than_mlflows_timeout(job_dir, tmp_path, c
     assert "database is locked" not in err and "Traceback" not in err, err
 
 
-def test_every_mlflow_session_on_the_store_waits_long(job_dir, tmp_path):
+def test_the_store_waits_long_and_exports_from_one_thread(job_dir, tmp_path, monkeypatch):
+    monkeypatch.delenv("MLFLOW_ASYNC_TRACE_LOGGING_MAX_WORKERS", raising=False)
     tracker = MlflowTracker(job_store(job_dir), tmp_path, "patient-store")
+    assert os.environ["MLFLOW_ASYNC_TRACE_LOGGING_MAX_WORKERS"] == "1"
     with tracker.client._tracking_client.store.ManagedSessionMaker() as session:
         busy_ms = session.execute(text("PRAGMA busy_timeout")).scalar()
     assert busy_ms == stores.SQLITE_BUSY_TIMEOUT_S * 1000 > MLFLOW_BUSY_TIMEOUT_S * 1000
