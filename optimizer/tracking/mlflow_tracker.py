@@ -31,13 +31,15 @@ from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NOTE
 from optimizer.agent.episode import Episode
 from optimizer.context.guideline import Guideline
 from optimizer.context.prompt_registry import BEST, GuidelineRegistry, RegisteredGuideline
+from optimizer.tracking import store as stores
 from optimizer.tracking.base import Tracker
 from optimizer.tracking.diffs import guideline_diff
 from optimizer.tracking.front_page import PairLink
+from optimizer.tracking.lost_traces import count_lost_traces, losses
 from optimizer.tracking.params import flatten
 from optimizer.tracking.parent_runs import ParentRuns, remember_run
 from optimizer.tracking.pareto import ParetoPoint, front_labels, plot_png
-from optimizer.tracking.store import Store
+from optimizer.tracking.store import Store, patient_sqlite
 from optimizer.tracking.tables import to_columns
 from optimizer.tracking.traces import (
     CHECKPOINT_TAG,
@@ -64,6 +66,7 @@ KEY_TAG = "acon.key"
 JOB_TAG = "acon.job"
 BATCH = 100  # MLflow's limit on params or tags per log_batch call
 MAX_TAG_CHARS = 8000
+LOST_TAG = "acon.lost_trace_writes"  # on the job run: trace writes MLflow dropped in this process
 
 
 def ensure_experiment(client: MlflowClient, name: str, artifact_location: str | None) -> str:
@@ -107,6 +110,9 @@ class MlflowTracker(Tracker):
         # Spans reach sqlite in batches of this many (MLflow's default, 5, costs a third more per trace). Read
         # when MLflow's tracer provider starts, so it only applies if no span was made before in the process.
         os.environ.setdefault("MLFLOW_ASYNC_TRACE_LOGGING_MAX_SPAN_BATCH_SIZE", "100")
+        patient_sqlite(store)  # before the URI is set: the export pool is built when it changes
+        count_lost_traces()
+        self._lost_reported = losses().count  # the count is per process; this tracker reports its own
         # Spans are exported through the global tracking URI, so it has to point at this store.
         mlflow.set_tracking_uri(store.uri)
         mlflow.set_registry_uri(store.uri)
@@ -518,6 +524,32 @@ class MlflowTracker(Tracker):
     def flush(self) -> None:
         if self.traces:
             mlflow.flush_trace_async_logging()
+            self._report_lost()
+
+    def _report_lost(self) -> None:
+        """One line for the trace writes MLflow dropped since the last flush, and the total on the job run."""
+        lost = losses()
+        new = lost.count - self._lost_reported
+        if new <= 0:
+            return
+        self._lost_reported = lost.count
+        sqlite = self.store.uri.startswith("sqlite:")
+        waited = f" after waiting up to {stores.SQLITE_BUSY_TIMEOUT_S:g} s" if sqlite else ""
+        log.warning(
+            "acon: warning: tracking: %d trace write(s) to %s failed%s (%s); those episodes' traces are missing "
+            "or incomplete in the MLflow UI, their records are in %s",
+            new,
+            self.store.uri,
+            waited,
+            lost.last,
+            self.job_dir,
+        )
+        if self._job_run_id is not None:
+            # The count on the run itself, for whoever reviews it later; if even this write fails, the line
+            # above has said it.
+            with contextlib.suppress(mlflow.exceptions.MlflowException):
+                total = int(self.client.get_run(self._job_run_id).data.tags.get(LOST_TAG, "0")) + new
+                self.set_tags({LOST_TAG: total}, run_id=self._job_run_id)
 
     # Prompt registry --------------------------------------------------------------------------------
 
