@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,6 +19,7 @@ if TYPE_CHECKING:
     from optimizer.config import ExperimentConfig
     from optimizer.search.report_model import Report
     from optimizer.search.summary_report import SummaryReport
+    from optimizer.tracking.outage import Guarded
 
 
 def _log(message: str) -> None:
@@ -43,15 +46,23 @@ def optimize(
     if config.optimize.target is not None:
         _optimize_target(config, resume, started)
         return
+    tracking: Guarded | None = None
+
+    @contextlib.contextmanager
+    def track() -> Iterator[Guarded | None]:  # opened by the job once its endpoints answer
+        nonlocal tracking
+        with tracker_for(config, log=_log) as tracking:
+            yield tracking
+
     with exclusive(config.out_dir, hint="wait for it to finish or use another --out", log=_log):
         job = OptimizationJob(config, resume=resume, log=_log, progress=progress_bar)
-        report = job.run(track=tracker_for)
+        report = job.run(track=track)
     out.print(pareto_table(report))
     out.print(report_table(report))
     for line in verdict_lines(report):
         out.print(line)
     out.print(f"report: {config.out_dir / 'report.md'}  ({time.perf_counter() - started:.0f} s)")
-    check_caught_up(job.tracker, f"run `acon optimize {experiment} --resume`")
+    check_caught_up(tracking, f"run `acon optimize {experiment} --resume`")
 
 
 def verdict_lines(report: Report) -> list[str]:
