@@ -155,8 +155,8 @@ def pareto_table(report: Report) -> Table:
     return table
 
 
-# The Markdown report's columns a terminal has room for.
-TABLE_COLUMNS = (
+# The Markdown report's columns (`report_markdown.ROW_COLUMNS`) a terminal has room for, some under a shorter name.
+SHOWN_COLUMNS = (
     "strategy",
     "tier",
     "tasks",
@@ -168,12 +168,14 @@ TABLE_COLUMNS = (
     "peak max",
     "compressor",
     "blocking",
-    "peak, both solved",
+    "peak, both solved (chosen vs this)",
 )
+SHORT_NAMES = {"peak, both solved (chosen vs this)": "peak, both solved"}
+TABLE_COLUMNS = tuple(SHORT_NAMES.get(column, column) for column in SHOWN_COLUMNS)
 
 
 def report_table(report: Report) -> Table:
-    from optimizer.search.report_markdown import both_solved_cell, ratio_cell
+    from optimizer.search.report_markdown import ROW_COLUMNS, row_cells
 
     table = Table(
         title=f"Test split ({report.tasks['test']} tasks): chosen guideline vs every baseline and the oracle "
@@ -182,22 +184,10 @@ def report_table(report: Report) -> Table:
     for column in TABLE_COLUMNS:
         table.add_column(column, justify="left" if column == "strategy" else "right")
     for r in report.rows:
-        f = r.figures
-        low, high = f.success_ci
-        table.add_row(
-            r.strategy,
-            r.tier,
-            fmt(f.tasks),
-            f"{f.success:.2f}",
-            f"[{low:.2f}, {high:.2f}]",
-            f"{f.success_without_recall:.2f}",
-            fmt(f.peak_tokens_mean),
-            ratio_cell(r),
-            fmt(f.peak_tokens_max),
-            fmt(f.compressor_tokens),
-            fmt(f.blocking),
-            both_solved_cell(r),
-        )
+        # The Markdown's cells, with counts grouped by thousands as every other terminal table shows them.
+        cells = dict(zip(ROW_COLUMNS, row_cells(r), strict=True))
+        cells |= {"tasks": fmt(r.figures.tasks), "blocking": fmt(r.figures.blocking)}
+        table.add_row(*(cells[column] for column in SHOWN_COLUMNS))
     table.caption = (
         f"never recalls: tasks solved without a recall · peak, both solved: chosen vs this row on the "
         f"tasks both solved · LLM-written parts of the chosen guideline: {len(report.llm_parts)}"
