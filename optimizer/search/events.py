@@ -29,6 +29,7 @@ from optimizer.search.candidate import Candidate
 from optimizer.search.front import Point
 from optimizer.search.report_model import Report
 from optimizer.search.scores import Scores
+from optimizer.search.state import RoundSummary, SearchState
 from optimizer.world.task import Task
 
 
@@ -186,6 +187,15 @@ class SeedScreened:
     tasks: int
     screen: Mapping[str, float]
 
+    @classmethod
+    def of(cls, seed: Candidate) -> SeedScreened | None:
+        """From the seed's screens: the train split's, else the subset's; None before it has either."""
+        split = next((k for k in ("train", "subset") if k in seed.screens), None)
+        if split is None:
+            return None
+        scores = seed.screens[split]
+        return cls(seed.version, split, len(scores.tasks), figures(scores))
+
     @property
     def key(self) -> str:
         return self.kind
@@ -212,6 +222,24 @@ class RoundClosed:
     improved: bool
     points: tuple[Point, ...]  # the baselines and every candidate up to this round
     front: tuple[Point, ...]
+
+    @classmethod
+    def of(cls, summary: RoundSummary, state: SearchState, points: Sequence[Point]) -> RoundClosed:
+        """`summary` with the state it closed in; `points`: the job's points now (later rounds' are left out)."""
+        index = summary.round
+        best = state.candidates.get(summary.best)
+        screen = best.screens.get("train") if best is not None else None
+        return cls(
+            round=index,
+            best=figures(screen) if screen else {},
+            pairs=summary.pairs,
+            pairs_total=sum(r.pairs for r in state.rounds if r.round <= index),
+            candidates=len(summary.screened),
+            rejected=len(summary.rejected),
+            improved=bool(summary.improved),
+            points=tuple(p for p in points if p.kind == "baseline" or p.round <= index),
+            front=tuple(Point(**p) for p in summary.front),
+        )
 
     @property
     def key(self) -> str:

@@ -39,7 +39,6 @@ from optimizer.search.events import (
     RunEvaluated,
     SeedScreened,
     Subscriber,
-    figures,
     rejections,
 )
 from optimizer.search.front import Point
@@ -430,30 +429,14 @@ class OptimizationJob:
         if self._subscriber is None:
             return
         seed = self.state.candidates.get(self.state.seed or "")
-        split = next((k for k in ("train", "subset") if seed is not None and k in seed.screens), None)
-        if 0 not in self._published and seed is not None and split is not None:
-            scores = seed.screens[split]
+        step0 = SeedScreened.of(seed) if seed is not None and 0 not in self._published else None
+        if step0 is not None:
             self._published.add(0)
-            self._subscriber(SeedScreened(seed.version, split, len(scores.tasks), figures(scores)))
+            self._subscriber(step0)
         for summary in self.state.rounds:
-            index = summary.round
-            if index in self._published:
-                continue
-            best = self.state.candidates.get(summary.best)
-            screen = best.screens.get("train") if best is not None else None
-            closed = RoundClosed(
-                round=index,
-                best=figures(screen) if screen else {},
-                pairs=summary.pairs,
-                pairs_total=sum(r.pairs for r in self.state.rounds if r.round <= index),
-                candidates=len(summary.screened),
-                rejected=len(summary.rejected),
-                improved=bool(summary.improved),
-                points=tuple(p for p in self.points() if p.kind == "baseline" or p.round <= index),
-                front=tuple(Point(**p) for p in summary.front),
-            )
-            self._published.add(index)
-            self._subscriber(closed)
+            if summary.round not in self._published:
+                self._published.add(summary.round)
+                self._subscriber(RoundClosed.of(summary, self.state, self.points()))
 
     def _tier1_enabled(self) -> bool:
         return self.options.confirm_top > 0 and self.options.confirm_limit > 0 and self.options.max_agent_episodes > 0
