@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,6 +19,7 @@ if TYPE_CHECKING:
     from optimizer.config import ExperimentConfig
     from optimizer.search.report_model import Report
     from optimizer.search.summary_report import SummaryReport
+    from optimizer.tracking.outage import Guarded
 
 
 def _log(message: str) -> None:
@@ -43,15 +46,23 @@ def optimize(
     if config.optimize.target is not None:
         _optimize_target(config, resume, started)
         return
+    tracking: Guarded | None = None
+
+    @contextlib.contextmanager
+    def track() -> Iterator[Guarded | None]:  # opened by the job once its endpoints answer
+        nonlocal tracking
+        with tracker_for(config, log=_log) as tracking:
+            yield tracking
+
     with exclusive(config.out_dir, hint="wait for it to finish or use another --out", log=_log):
         job = OptimizationJob(config, resume=resume, log=_log, progress=progress_bar)
-        report = job.run(track=tracker_for)
+        report = job.run(track=track)
     out.print(pareto_table(report))
     out.print(report_table(report))
     for line in verdict_lines(report):
         out.print(line)
     out.print(f"report: {config.out_dir / 'report.md'}  ({time.perf_counter() - started:.0f} s)")
-    check_caught_up(job.tracker, f"run `acon optimize {experiment} --resume`")
+    check_caught_up(tracking, f"run `acon optimize {experiment} --resume`")
 
 
 def verdict_lines(report: Report) -> list[str]:
@@ -144,8 +155,8 @@ def pareto_table(report: Report) -> Table:
     return table
 
 
-# The Markdown report's columns a terminal has room for.
-TABLE_COLUMNS = (
+# The Markdown report's columns (`report_markdown.ROW_COLUMNS`) a terminal has room for, some under a shorter name.
+SHOWN_COLUMNS = (
     "strategy",
     "tier",
     "tasks",
@@ -157,12 +168,14 @@ TABLE_COLUMNS = (
     "peak max",
     "compressor",
     "blocking",
-    "peak, both solved",
+    "peak, both solved (chosen vs this)",
 )
+SHORT_NAMES = {"peak, both solved (chosen vs this)": "peak, both solved"}
+TABLE_COLUMNS = tuple(SHORT_NAMES.get(column, column) for column in SHOWN_COLUMNS)
 
 
 def report_table(report: Report) -> Table:
-    from optimizer.search.report_markdown import both_solved_cell, ratio_cell
+    from optimizer.search.report_markdown import ROW_COLUMNS, row_cells
 
     table = Table(
         title=f"Test split ({report.tasks['test']} tasks): chosen guideline vs every baseline and the oracle "
@@ -171,22 +184,10 @@ def report_table(report: Report) -> Table:
     for column in TABLE_COLUMNS:
         table.add_column(column, justify="left" if column == "strategy" else "right")
     for r in report.rows:
-        f = r.figures
-        low, high = f.success_ci
-        table.add_row(
-            r.strategy,
-            r.tier,
-            fmt(f.tasks),
-            f"{f.success:.2f}",
-            f"[{low:.2f}, {high:.2f}]",
-            f"{f.success_without_recall:.2f}",
-            fmt(f.peak_tokens_mean),
-            ratio_cell(r),
-            fmt(f.peak_tokens_max),
-            fmt(f.compressor_tokens),
-            fmt(f.blocking),
-            both_solved_cell(r),
-        )
+        # The Markdown's cells, with counts grouped by thousands as every other terminal table shows them.
+        cells = dict(zip(ROW_COLUMNS, row_cells(r), strict=True))
+        cells |= {"tasks": fmt(r.figures.tasks), "blocking": fmt(r.figures.blocking)}
+        table.add_row(*(cells[column] for column in SHOWN_COLUMNS))
     table.caption = (
         f"never recalls: tasks solved without a recall · peak, both solved: chosen vs this row on the "
         f"tasks both solved · LLM-written parts of the chosen guideline: {len(report.llm_parts)}"

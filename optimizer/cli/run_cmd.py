@@ -177,6 +177,7 @@ def run(
         select_tasks,
         strategy_named,
     )
+    from optimizer.search.events import RunEvaluated
     from optimizer.tracking import check_caught_up, tracked_job
 
     if json_path is not None:
@@ -203,7 +204,7 @@ def run(
                 on_episode=advance,
             )
         if tracking is not None:
-            tracking.record_run(result, agent=config.run.agent, split=config.run.split)
+            tracking(RunEvaluated(result, config.run.agent, config.run.split))
     out.print(
         summary_table(
             [(chosen.label(), result.summary)], f"{config.name}: {config.run.split} split, agent={config.run.agent}"
@@ -264,6 +265,7 @@ def compare(
     """Run several strategies on the same tasks and print one comparison table."""
     from optimizer.cli.strategy_specs import strategy_from_spec
     from optimizer.evaluate.strategy_runs import check_tier, endpoints_for, run_strategy, select_tasks
+    from optimizer.search.events import RunEvaluated
     from optimizer.tracking import check_caught_up, tracked_job
 
     if json_path is not None:
@@ -293,7 +295,7 @@ def compare(
                     )
                 )
             if tracking is not None:
-                tracking.record_run(results[-1], agent=config.run.agent, split=config.run.split)
+                tracking(RunEvaluated(results[-1], config.run.agent, config.run.split))
     out.print(
         summary_table(
             [(r.strategy.label(), r.summary) for r in results],

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 OnEpisode = Callable[[Episode], None]
 Progress = Callable[[str, int], contextlib.AbstractContextManager[OnEpisode]]
-OnRun = Callable[[RunResult, str, str], None]
+# (result, agent, split, tasks): every evaluation, a cached one read back included.
+OnRun = Callable[[RunResult, str, str, Sequence[Task]], None]
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,7 @@ class Evaluator:
                 base=self.base,
             )
         if self.on_run is not None:
-            self.on_run(result, agent, split)
+            self.on_run(result, agent, split, tasks)
         return Evaluation(result, Scores.of(result.episodes.summaries, result.summary, str(result.directory)))
 
     def repeated(

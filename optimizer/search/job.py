@@ -18,7 +18,7 @@ import contextlib
 import hashlib
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from optimizer.context.guideline import read_guideline
 from optimizer.context.strategies import parse_strategy
@@ -27,10 +27,22 @@ from optimizer.evaluate.endpoints import ModelEndpoints
 from optimizer.evaluate.strategy_runs import RunResult, select_tasks, strategy_named
 from optimizer.search import accounting
 from optimizer.search.candidate import Candidate, screened
-from optimizer.search.evaluator import Evaluation, Evaluator, Progress
+from optimizer.search.evaluator import Evaluator, Progress
+from optimizer.search.events import (
+    CandidateChosen,
+    CandidateRef,
+    CandidateScreened,
+    JobEvent,
+    ReportBuilt,
+    RoundClosed,
+    RoundMined,
+    RunEvaluated,
+    SeedScreened,
+    Subscriber,
+    rejections,
+)
 from optimizer.search.front import Point
 from optimizer.search.lineage import llm_free, parts
-from optimizer.search.proposers.base import Pair
 from optimizer.search.proposers.llm import OptimizerLM
 from optimizer.search.report import ReportInputs, Row, build_report
 from optimizer.search.report_file import write_report
@@ -84,7 +96,9 @@ class OptimizationJob:
         self.state = self.dir.claim(config, resume=resume) or SearchState()
         self.log = log
         self.progress = progress
-        self.tracker: Any = None
+        self._subscriber: Subscriber | None = None
+        # What of the job's progress (0: the seed's screen, else a round) this process has published.
+        self._published: set[int] = set()
         self.ctx: SearchContext | None = None
         self.none_val: Scores | None = None
         self._wall_base = self.state.wall_s
@@ -92,8 +106,9 @@ class OptimizationJob:
 
     # ------------------------------------------------------------------------------------- running
 
-    def run(self, track: Callable[[OptimizationJob], contextlib.AbstractContextManager[Any]] | None = None) -> Report:
-        """Run (or resume) the job. `track(job)`: the tracking context, opened once every endpoint answers."""
+    def run(self, track: Callable[[], contextlib.AbstractContextManager[Subscriber | None]] | None = None) -> Report:
+        """Run (or resume) the job. `track()`: the subscriber to its events (tracking), opened once every endpoint
+        answers; it hears every event of this run, a resumed job's done steps again included."""
         self._started, self._wall_base = time.monotonic(), self.state.wall_s
         roles = {"compressor": self.config.endpoints.compressor}
         uses_llm = self.options.llm_proposers and any(p.uses_llm for p in self.options.proposers)
@@ -103,9 +118,9 @@ class OptimizationJob:
             roles["agent"] = self.config.endpoints.agent
         with (
             ModelEndpoints(roles, log=self.log) as endpoints,
-            track(self) if track is not None else contextlib.nullcontext(self.tracker) as tracker,
+            track() if track is not None else contextlib.nullcontext() as subscriber,
         ):
-            self.tracker = tracker
+            self._subscriber = subscriber
             evaluator = Evaluator(
                 self.config, endpoints, self.dir.path / "runs", progress=self.progress, on_run=self._on_run
             )
@@ -127,8 +142,7 @@ class OptimizationJob:
                 self.log,
                 self._save,
                 llm=llm,
-                on_candidate=self._on_candidate if tracker is not None else None,
-                on_diffs=self._on_diffs if tracker is not None else None,
+                publish=self._publish if subscriber is not None else None,
             )
             self.ctx = ctx
             self._warm_start(ctx)
@@ -337,13 +351,16 @@ class OptimizationJob:
             ),
             infrastructure=accounting.infrastructure(self.dir.path),
             wall_s=self._wall_now(),
-            mlflow=self.tracker.run_ref() if self.tracker is not None else {},
+            mlflow=self._subscriber.where if self._subscriber is not None else {},
         )
         report = build_report(inputs)
         write_report(self.dir.path / "report.json", report)
         self.dir.write_text("report.md", report_markdown(report))
-        if self.tracker is not None:
-            self.tracker.on_report(self, report)
+        if self._subscriber is not None:
+            self._publish_progress()
+            rejected = rejections(self.candidates(), chosen.version)
+            self._publish(CandidateChosen(CandidateRef.of(chosen), chosen.guideline, seed.guideline, rejected))
+            self._publish(ReportBuilt(report, self.state.round, chosen.guideline))
         return report
 
     def _origins(self, versions: Sequence[str]) -> dict[str, int]:
@@ -388,15 +405,38 @@ class OptimizationJob:
             self.state.wall_s = self._wall_base + time.monotonic() - self._started
         self.dir.save_state(self.state)
 
-    def _on_run(self, result: RunResult, agent: str, split: str) -> None:
-        if self.tracker is not None:
-            self.tracker.on_run(self, result, agent=agent, split=split)
+    def _on_run(self, result: RunResult, agent: str, split: str, tasks: Sequence[Task]) -> None:
+        if self._subscriber is None:
+            return
+        candidate = None
+        if result.strategy.type == "guideline":
+            known = self.state.candidates.get(result.strategy.version())
+            candidate = CandidateRef.of(known) if known is not None else None
+        self._publish(RunEvaluated(result, agent, split, candidate, tuple(tasks)))
 
-    def _on_candidate(self, candidate: Candidate, evaluation: Evaluation) -> None:
-        self.tracker.on_candidate(self, candidate, evaluation.result)
+    def _publish(self, event: JobEvent) -> None:
+        """Hand `event` to the subscriber; after a candidate or a round's pairs, the progress it has not had."""
+        if self._subscriber is None:
+            return
+        self._subscriber(event)
+        if isinstance(event, CandidateScreened | RoundMined):
+            self._publish_progress()
 
-    def _on_diffs(self, index: int, pairs: Sequence[Pair]) -> None:
-        self.tracker.on_diffs(self, index, list(pairs))
+    def _publish_progress(self) -> None:
+        """The seed's screen (step 0) once it has one, and every round closed since, each once per process.
+
+        Published again by a resumed job (its subscriber may be a new one), from the checkpointed state."""
+        if self._subscriber is None:
+            return
+        seed = self.state.candidates.get(self.state.seed or "")
+        step0 = SeedScreened.of(seed) if seed is not None and 0 not in self._published else None
+        if step0 is not None:
+            self._published.add(0)
+            self._subscriber(step0)
+        for summary in self.state.rounds:
+            if summary.round not in self._published:
+                self._published.add(summary.round)
+                self._subscriber(RoundClosed.of(summary, self.state, self.points()))
 
     def _tier1_enabled(self) -> bool:
         return self.options.confirm_top > 0 and self.options.confirm_limit > 0 and self.options.max_agent_episodes > 0

@@ -9,8 +9,9 @@ with tracker.job_run("optimize", params=experiment_params(config), tags=experime
     tracker.set_best(guideline)
 ```
 `Tracker` itself is the disabled tracker (every method a no-op); `MlflowTracker` (imported only when
-tracking is on) is the real one. `tracker_for(job)` / `tracked_job(config, name)` wrap it for
-`acon optimize` / `acon run|compare` (see `hooks`); `load_from_registry` reads a guideline back.
+tracking is on) is the real one. `tracker_for(config)` / `tracked_job(config, name)` wrap it as the subscriber
+to the events of `acon optimize` / `acon run|compare` (`optimizer.search.events`; see `hooks`);
+`load_from_registry` reads a guideline back.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What acon's jobs log: the hooks `OptimizationJob` calls, and `record_run` for `acon run` / `acon compare`.
+"""What acon's jobs log: the subscriber to `OptimizationJob`'s events, and `record_run` for `acon run` / `compare`.
 
 Run layout of an `acon optimize` job (every child found again by its key, so a resumed job adds to it):
 
@@ -26,6 +26,17 @@ from optimizer.agent.episode import Episode
 from optimizer.agent.kinds import AGENTS
 from optimizer.config import ExperimentConfig
 from optimizer.evaluate.strategy_runs import RunResult, episode_row
+from optimizer.search.events import (
+    CandidateChosen,
+    CandidateRef,
+    CandidateScreened,
+    JobEvent,
+    ReportBuilt,
+    RoundClosed,
+    RoundMined,
+    RunEvaluated,
+    SeedScreened,
+)
 from optimizer.search.front import Point
 from optimizer.search.report_file import report_json
 from optimizer.search.report_markdown import report_markdown
@@ -37,11 +48,8 @@ from optimizer.tracking.pareto import ParetoPoint
 
 if TYPE_CHECKING:
     from optimizer.mining.pair_diff import PairDiff
-    from optimizer.search.candidate import Candidate
-    from optimizer.search.job import OptimizationJob
-    from optimizer.search.proposers.base import Pair
-    from optimizer.search.report_model import Report
     from optimizer.tracking.mlflow_tracker import MlflowTracker
+    from optimizer.world.task import Task
 
 RUN_METRICS = (
     "success",
@@ -93,12 +101,23 @@ def rounded(key: str, value: float) -> float:
 
 
 class JobTracking:
-    """Records evaluation runs into a tracker: one child run per run directory, episodes traced."""
+    """Records evaluation runs into a tracker: one child run per run directory, episodes traced.
+
+    The subscriber of `acon run` / `acon compare`, which publish `RunEvaluated` alone."""
 
     def __init__(self, tracker: Tracker, config: ExperimentConfig) -> None:
         self.tracker = tracker
         self.config = config
         self._recorded: set[str] = set()
+
+    def __call__(self, event: JobEvent) -> None:
+        if isinstance(event, RunEvaluated):
+            self.record_run(event.result, agent=event.agent, split=event.split)
+
+    @property
+    def where(self) -> dict[str, str]:
+        """Where the job run lives (`tracking_uri`, `experiment_id`, `run_id`), for the report to name it."""
+        return self.tracker.run_ref()
 
     def record_run(self, result: RunResult, *, agent: str, split: str) -> None:
         """A child run of the active run: strategy params, summary metrics, episode table, traces."""
@@ -127,25 +146,45 @@ class JobTracking:
 
 
 class OptimizeTracking(JobTracking):
-    """The hooks `OptimizationJob` calls (`on_run`, `on_candidate`, `on_diffs`, `on_report`)."""
+    """The subscriber of `acon optimize`: each of the job's events, logged where the layout above puts it."""
 
     def __init__(self, tracker: Tracker, config: ExperimentConfig) -> None:
         super().__init__(tracker, config)
-        self._rounds_logged: set[int] = set()
         # Full-context episodes by (split, agent): `none` runs first on every split, so each later failure
         # is paired with its full-context run as soon as it is recorded, mined or not.
         self._full: dict[tuple[str, str], dict[str, Episode]] = {}
+        # Every task an evaluation of this process named: a replayed evaluation (`outage`) carries none.
+        self._tasks: dict[str, Task] = {}
 
-    def on_run(self, job: OptimizationJob, result: RunResult, *, agent: str, split: str) -> None:
+    def __call__(self, event: JobEvent) -> None:
+        match event:
+            case RunEvaluated():
+                self.on_run(event)
+            case CandidateScreened():
+                self.on_candidate(event)
+            case RoundMined():
+                self.log_diffs(event.round, event.diffs, event.episodes)
+            case SeedScreened():
+                self.on_seed(event)
+            case RoundClosed():
+                self.on_round(event)
+            case CandidateChosen():
+                self.on_chosen(event)
+            case ReportBuilt():
+                self.on_report(event)
+
+    def on_run(self, event: RunEvaluated) -> None:
+        result, split = event.result, event.split
+        self._tasks.update({t.id: t for t in event.tasks})
         with contextlib.ExitStack() as stack:
-            for key, name in self._parents(job, result, split):
+            for key, name in _parents(event):
                 stack.enter_context(self.tracker.child_run(key, name))
             fresh = f"eval/{result.directory.name}" not in self._recorded
-            self.record_run(result, agent=agent, split=split)
+            self.record_run(result, agent=event.agent, split=split)
             if fresh:
-                self._pair_failures(job, result, agent=agent, split=split)
+                self._pair_failures(result, agent=event.agent, split=split)
 
-    def _pair_failures(self, job: OptimizationJob, result: RunResult, *, agent: str, split: str) -> None:
+    def _pair_failures(self, result: RunResult, *, agent: str, split: str) -> None:
         """Every failure whose full-context run succeeded: its diff in this run, both traces tagged."""
         from optimizer.mining.diff_render import diff_html, diff_markdown
         from optimizer.mining.pair_diff import diff_pair
@@ -157,14 +196,13 @@ class OptimizeTracking(JobTracking):
         full = self._full.get((split, agent))
         if not full:
             return
-        tasks = {t.id: t for t in (*job.train, *job.val, *job.test)}
         for baseline, episode in find_pairs(list(full.values()), result.episodes):
-            diff = diff_pair(baseline, episode, tasks.get(episode.task_id))
+            diff = diff_pair(baseline, episode, self._tasks.get(episode.task_id))
             path = self.tracker.log_pair_diff(episode.task_id, diff_html(diff), diff_markdown(diff))
             self.tracker.mark_pair(diff, baseline, episode, path)
 
-    def on_candidate(self, job: OptimizationJob, candidate: Candidate, result: RunResult) -> None:
-        guideline = candidate.guideline
+    def on_candidate(self, event: CandidateScreened) -> None:
+        candidate, guideline = event.candidate, event.guideline
         with (
             self._round(candidate.round),
             self.tracker.child_run(
@@ -173,50 +211,79 @@ class OptimizeTracking(JobTracking):
                 params={
                     "origin": candidate.origin,
                     "round": candidate.round,
-                    "parent": candidate.parent,
+                    "parent": event.parent,
                     "guideline": candidate.version,
                 },
                 tags={"acon.guideline": candidate.version, "origin": candidate.origin, "round": str(candidate.round)},
             ),
         ):
-            train = candidate.screens.get("train")
-            screen = numeric(train.headline() if train else {}, SCORE_METRICS, "screen_")
+            screen = numeric(event.screen, SCORE_METRICS, "screen_")
             self.tracker.log_metrics(screen, step=candidate.round)
             self.tracker.log_guideline(guideline, candidate.round)
-            parent = job.state.candidates.get(candidate.parent or "")
-            if parent is not None:
-                old = parent.guideline
+            if event.parent_guideline is not None:
+                old = event.parent_guideline
                 self.tracker.log_guideline_diff(old, guideline, name=f"vs-parent-{old.version}")
-            if candidate.rationale:
-                self.tracker.log_text(candidate.rationale, "rationale.md")
+            if event.rationale:
+                self.tracker.log_text(event.rationale, "rationale.md")
             self.tracker.register_guideline(
-                guideline, tags=_version_tags(candidate, screen), message=_commit_message(candidate)
+                guideline, tags=_version_tags(event, screen), message=_commit_message(event)
             )
-        self._sync_rounds(job)
 
-    def on_diffs(self, job: OptimizationJob, index: int, pairs: Sequence[Pair]) -> None:
-        self.log_diffs(index, [p.diff for p in pairs], pairs)
-        self._sync_rounds(job)
-
-    def log_diffs(self, index: int, diffs: Sequence[PairDiff], pairs: Sequence[Pair] = ()) -> None:
-        """A round's pair diffs (files, table, counts) in its round run; given the pairs, their traces tagged."""
+    def log_diffs(
+        self, index: int, diffs: Sequence[PairDiff], episodes: Sequence[tuple[Episode, Episode]] = ()
+    ) -> None:
+        """A round's pair diffs (files, table, counts) in its round run; given their episodes, their traces tagged."""
         from optimizer.mining.diff_render import diff_html, diff_markdown
 
         with self._round(index):
             for i, diff in enumerate(diffs):  # several candidates may lose the same task: a file per (task, candidate)
                 name = f"{diff.task_id}-{diff.strategy.rsplit('@', 1)[-1]}"
                 path = self.tracker.log_pair_diff(name, diff_html(diff), diff_markdown(diff), round=index)
-                if pairs:
-                    self.tracker.mark_pair(diff, pairs[i].full, pairs[i].compressed, path)
+                if episodes:
+                    self.tracker.mark_pair(diff, episodes[i][0], episodes[i][1], path)
             self.tracker.log_table([_pair_row(d) for d in diffs], "tables/pairs.json")
             missing = sum(len(d.missing) for d in diffs)
             self.tracker.log_metrics({"pairs": len(diffs), "missing_facts": missing}, step=index)
         self.tracker.log_metrics({"pairs": len(diffs)}, step=index)
 
-    def on_report(self, job: OptimizationJob, report: Report) -> None:
-        self._sync_rounds(job)
-        step = job.state.round
-        chosen, seed = job.chosen(), job.seed()
+    def on_seed(self, event: SeedScreened) -> None:
+        """Step 0 of the job run's metrics, named by the split they were measured on: the parent run also holds
+        the test split's figures. A seed that lost to a model-free baseline on the LLM subset has that alone."""
+        self.tracker.log_metrics(numeric(event.screen, SCORE_METRICS, f"{event.split}_"), step=0)
+        self.tracker.set_tags({"acon.step0": f"seed {event.version}, screened on {event.split} ({event.tasks} tasks)"})
+
+    def on_round(self, event: RoundClosed) -> None:
+        """A round's metrics (step = round) and the Pareto plot of its front."""
+        index = event.round
+        self.tracker.log_metrics(
+            {
+                **numeric(event.best, SCORE_METRICS, "train_"),
+                "pairs": event.pairs,
+                "candidates": event.candidates,
+                "rejected": event.rejected,
+                # The latest value is what the runs list shows: per round alone it read 0 after a clean round.
+                "pairs_total": event.pairs_total,
+                "pareto_size": len(event.front),
+                "improved": event.improved,
+            },
+            step=index,
+        )
+        with self._round(index):
+            self.tracker.log_pareto(_points(event.points), _front(event.front), round=index)
+
+    def on_chosen(self, event: CandidateChosen) -> None:
+        self.tracker.set_tags({"acon.chosen": event.chosen.version})
+        self.tracker.log_guideline(event.guideline)
+        self.tracker.log_guideline_diff(event.seed, event.guideline, name="seed-to-chosen")
+        for rejected in event.rejected:
+            # Only a candidate screened on the whole train split was registered (`on_candidate`): one rejected
+            # after its subset screen (the compressor budget ran out) has no prompt version to tag.
+            self.tracker.tag_guideline(
+                rejected.guideline, {"acon.status": "rejected", "acon.rejected": rejected.reason}
+            )
+
+    def on_report(self, event: ReportBuilt) -> None:
+        report = event.report
         test = report.chosen.row.figures.to_dict() if report.chosen.row else {}
         self.tracker.log_metrics(
             {
@@ -227,13 +294,11 @@ class OptimizeTracking(JobTracking):
                 ),
                 "pareto_size": len(report.pareto),
             },
-            step=step,
+            step=event.round,
         )
-        self.tracker.set_tags({"acon.chosen": chosen.version, "acon.stopped": report.stopped})
+        self.tracker.set_tags({"acon.stopped": report.stopped})
         for tier, verdict in report.acceptance.tiers.items():
             self.tracker.set_tags({f"acon.acceptance.{tier}": "pass" if verdict.passed else "fail"})
-        self.tracker.log_guideline(chosen.guideline)
-        self.tracker.log_guideline_diff(seed.guideline, chosen.guideline, name="seed-to-chosen")
         self.tracker.log_pareto(_points(report.points), _front(report.pareto))
         self.tracker.log_pareto(
             [
@@ -249,20 +314,13 @@ class OptimizeTracking(JobTracking):
             title="test split: chosen guideline vs baselines",
         )
         self.tracker.log_report(report_markdown(report), report_json(report))
-        for candidate in job.candidates():
-            # Only a candidate screened on the whole train split was registered (`on_candidate`): one rejected
-            # after its subset screen (the compressor budget ran out) has no prompt version to tag.
-            if candidate.rejected and "train" in candidate.screens and candidate.version != chosen.version:
-                self.tracker.tag_guideline(
-                    candidate.guideline, {"acon.status": "rejected", "acon.rejected": candidate.rejected}
-                )
-        cut = report.cut
+        chosen, cut = report.chosen, report.cut
         self.tracker.set_best(
-            chosen.guideline,
+            event.guideline,
             prompt_tags={
                 "acon.status": "chosen",
                 "acon.chosen": chosen.version,
-                "acon.chosen_candidate": _candidate_name(chosen),
+                "acon.chosen_candidate": f"{chosen.origin}: {chosen.name}@{chosen.version}",
                 "acon.experiment": self.config.name,
                 **({"acon.test_peak_vs_none": f"{cut.vs_none:+.1%}"} if cut and cut.vs_none is not None else {}),
                 **({"acon.test_success": f"{cut.success:.2f}"} if cut else {}),
@@ -275,92 +333,45 @@ class OptimizeTracking(JobTracking):
                 description(report, self.tracker.pair_links(), experiment_id=ref["experiment_id"], run_id=ref["run_id"])
             )
 
-    def run_ref(self) -> dict[str, str]:
-        """Where the job run lives, for the report to name it."""
-        return self.tracker.run_ref()
-
-    # --------------------------------------------------------------------------------------------
-
-    def _parents(self, job: OptimizationJob, result: RunResult, split: str) -> list[tuple[str, str]]:
-        """Where an evaluation nests: final (test split), its candidate (a guideline), or the job."""
-        if split == "test":
-            return [("final", "final: test split")]
-        if result.strategy.type != "guideline":
-            return []
-        version = result.strategy.version()
-        candidate = job.state.candidates.get(version)
-        if candidate is None:
-            return []
-        round_index = candidate.round
-        return [
-            (f"round/{round_index:02d}", _round_name(round_index)),
-            (f"candidate/{version}", _candidate_name(candidate)),
-        ]
-
     def _round(self, index: int) -> contextlib.AbstractContextManager[str | None]:
         return self.tracker.child_run(f"round/{index:02d}", _round_name(index), tags={"round": str(index)})
 
-    def _sync_rounds(self, job: OptimizationJob) -> None:
-        """Metrics (step = round) and a Pareto plot for every round the job has finished; step 0 is the seed."""
-        seed = job.state.candidates.get(job.state.seed or "")
-        split = next((k for k in ("train", "subset") if seed is not None and k in seed.screens), None)
-        if 0 not in self._rounds_logged and seed is not None and split is not None:
-            # A seed that lost to a model-free baseline on the LLM subset is screened on that subset only.
-            scores = seed.screens[split]
-            # Named by the split they were measured on: the parent run also holds the test split's figures.
-            self.tracker.log_metrics(numeric(scores.headline(), SCORE_METRICS, f"{split}_"), step=0)
-            self.tracker.set_tags(
-                {"acon.step0": f"seed {seed.version}, screened on {split} ({len(scores.tasks)} tasks)"}
-            )
-            self._rounds_logged.add(0)
-        for summary in job.state.rounds:
-            index = summary.round
-            if index in self._rounds_logged:
-                continue
-            best = job.state.candidates.get(summary.best)
-            screen = best.screens.get("train") if best is not None else None
-            self.tracker.log_metrics(
-                {
-                    **numeric(screen.headline() if screen else {}, SCORE_METRICS, "train_"),
-                    "pairs": summary.pairs,
-                    "candidates": len(summary.screened),
-                    "rejected": len(summary.rejected),
-                    # The latest value is what the runs list shows: per round alone it read 0 after a clean round.
-                    "pairs_total": sum(r.pairs for r in job.state.rounds if r.round <= index),
-                    "pareto_size": len(summary.front),
-                    "improved": bool(summary.improved),
-                },
-                step=index,
-            )
-            points = [p for p in job.points() if p.kind == "baseline" or p.round <= index]
-            with self._round(index):
-                # The round's front as the state keeps it (plain records in state.json).
-                front = [Point(**p) for p in summary.front]
-                self.tracker.log_pareto(_points(points), _front(front), round=index)
-            self._rounds_logged.add(index)
+
+def _parents(event: RunEvaluated) -> list[tuple[str, str]]:
+    """Where an evaluation nests: final (test split), its candidate (a guideline), or the job."""
+    if event.split == "test":
+        return [("final", "final: test split")]
+    candidate = event.candidate
+    if candidate is None:
+        return []
+    return [
+        (f"round/{candidate.round:02d}", _round_name(candidate.round)),
+        (f"candidate/{candidate.version}", _candidate_name(candidate)),
+    ]
 
 
-def _version_tags(candidate: Candidate, screen: Mapping[str, float]) -> dict[str, str]:
+def _version_tags(event: CandidateScreened, screen: Mapping[str, float]) -> dict[str, str]:
     """What a registered version says about the candidate it came from: name, origin, round, parent, scores."""
+    candidate = event.candidate
     tags = {
         "acon.candidate": _candidate_name(candidate),
         "acon.origin": candidate.origin,
         "acon.round": str(candidate.round),
-        "acon.status": "rejected" if candidate.rejected else "screened",
+        "acon.status": "rejected" if event.rejected else "screened",
     }
-    if candidate.parent:
-        tags["acon.parent"] = candidate.parent
-    if candidate.rejected:
-        tags["acon.rejected"] = candidate.rejected
+    if event.parent:
+        tags["acon.parent"] = event.parent
+    if event.rejected:
+        tags["acon.rejected"] = event.rejected
     tags.update({f"acon.{k}": f"{v:g}" for k, v in screen.items()})
     return tags
 
 
-def _commit_message(candidate: Candidate) -> str:
+def _commit_message(event: CandidateScreened) -> str:
     """The version list and compare view show the commit message: the policy goes there, since the texts
     of most candidates are the same and only the policy changed."""
-    policy = candidate.guideline.policy.model_dump_json(exclude_defaults=True)
-    return f"{_candidate_name(candidate)} (round {candidate.round}); policy {policy}"
+    policy = event.guideline.policy.model_dump_json(exclude_defaults=True)
+    return f"{_candidate_name(event.candidate)} (round {event.candidate.round}); policy {policy}"
 
 
 def _times(result: RunResult) -> tuple[int, int] | None:
@@ -376,8 +387,8 @@ def _round_name(index: int) -> str:
     return "seed" if index == 0 else f"round {index}"
 
 
-def _candidate_name(candidate: Candidate) -> str:
-    return f"{candidate.origin}: {candidate.guideline.name}@{candidate.version}"
+def _candidate_name(candidate: CandidateRef) -> str:
+    return f"{candidate.origin}: {candidate.name}@{candidate.version}"
 
 
 def _label(point: Point) -> str:
@@ -425,34 +436,35 @@ def tracked_job(
         return
     tags = experiment_tags(config, strategy=strategy, split=split, agent=agent)
     store = cast("MlflowTracker", tracker).store  # enabled: the MLflow tracker
-    guard = Guarded(JobTracking(tracker, config), store, config.out_dir, log or _warn)
+    # `run` and `compare` record the same way: a rerun of either logs what the other missed on a run directory.
+    guard = Guarded(JobTracking(tracker, config), store, config.out_dir, log or _warn, scope="run")
     with job_run(guard, tracker.job_run(job, params=experiment_params(config), tags=tags)):
         yield guard
 
 
 @contextlib.contextmanager
-def tracker_for(job: OptimizationJob) -> Iterator[Guarded | None]:
-    """The parent run of an `acon optimize` job and the hooks it calls; None when tracking is off.
+def tracker_for(config: ExperimentConfig, log: Callable[[str], None] | None = None) -> Iterator[Guarded | None]:
+    """The parent run of an `acon optimize` job and the subscriber to its events; None when tracking is off.
 
     What an earlier run of the job could not log (its server gone mid-job) is logged once this run's own
-    evaluations have gone through the hooks again (`catch_up`): a failure is paired with the full-context
+    events have gone through the subscriber again (`catch_up`): a failure is paired with the full-context
     run only once that run is known, and what this run logged itself is not replayed.
     """
     from optimizer.tracking import tracker_from_config
 
-    config = job.config
     tracker = tracker_from_config(config)
     if not tracker.enabled:
         yield None
         return
     tags = experiment_tags(config, strategy="guideline", split="train", agent=config.optimize.screen_agent)
     store = cast("MlflowTracker", tracker).store  # enabled: the MLflow tracker
-    guard = Guarded(OptimizeTracking(tracker, config), store, job.dir.path, job.log)
+    say = log or _warn
+    guard = Guarded(OptimizeTracking(tracker, config), store, config.out_dir, say, scope="optimize")
     with job_run(guard, tracker.job_run("optimize", params=experiment_params(config, optimize=True), tags=tags)):
         yield guard
         if guard.missed:
-            logged = guard.catch_up(job)
-            job.log(f"tracking: caught up {logged} update(s) an earlier run of this job could not log")
+            logged = guard.catch_up(config.cost.primary)
+            say(f"tracking: caught up {logged} update(s) an earlier run of this job could not log")
 
 
 def _warn(message: str) -> None:

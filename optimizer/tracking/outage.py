@@ -1,19 +1,19 @@
 """A tracking server that stops answering mid-job: the job goes on, tracking falls behind, a resume catches up.
 
 MLflow's client retries an unreachable server for minutes per call (7 retries, backoff factor 2, 120 s
-timeout, and 500 s for an asynchronous trace export), and a failed call raises out of whatever hook made it,
+timeout, and 500 s for an asynchronous trace export), and a failed call raises out of whatever logged it,
 killing a job whose episodes are all on disk. Instead:
 
 - every request to a remote store gets a few quick retries (`fail_fast`);
-- a hook that fails while `/health` does not answer either marks tracking *behind*: one warning line, and
-  from then on no hook of this process sends a request. A hook that fails while the server answers is a
-  bug and raises as before;
-- each hook not logged is written to `<job_dir>/tracking_pending.json` (what to replay: the run directory,
-  the candidate version, the round), and the command ends non-zero (`TrackingBehind`) after its results;
-- the next run of the job on the same store replays the journal (`catch_up`) and drops each entry once
-  it is logged. The hooks are idempotent on the store (children found by key, a metric step logged once,
-  an episode traced once per run, a prompt registered once per hash), so an entry whose hook half-ran
-  before the server went away adds nothing twice.
+- an event whose logging fails while `/health` does not answer either marks tracking *behind*: one
+  warning line, and from then on no event of this process sends a request. A failure while the server
+  answers is a bug and raises as before;
+- each event not logged is written to `<job_dir>/tracking_pending.json`, serialized (`JobEvent.to_dict`),
+  and the command ends non-zero (`TrackingBehind`) after its results;
+- the next run of the job on the same store replays the journal (`catch_up`) through the same subscriber
+  and drops each entry once it is logged. The subscriber is idempotent on the store (children found by
+  key, a metric step logged once, an episode traced once per run, a prompt registered once per hash), so
+  an event half-logged before the server went away adds nothing twice.
 """
 
 from __future__ import annotations
@@ -23,19 +23,24 @@ import json
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
 from optimizer.errors import AconError
+from optimizer.search.events import (
+    CandidateChosen,
+    JobEvent,
+    ReportBuilt,
+    RoundClosed,
+    SeedScreened,
+    Subscriber,
+    read_event,
+)
 from optimizer.storage import atomic_write_json
 from optimizer.tracking.store import Store, health_problem
 
-if TYPE_CHECKING:
-    from optimizer.evaluate.strategy_runs import RunResult
-    from optimizer.search.job import OptimizationJob
-    from optimizer.search.report_model import Report
-    from optimizer.tracking.hooks import JobTracking, OptimizeTracking
-
 PENDING_FILE = "tracking_pending.json"
+# The journal's layout; a journal of another layout (an older acon's) is not replayed.
+PENDING_FORMAT = 2
 # A couple of retries a second or two apart, a 10 s answer: a blip is ridden out, an outage costs seconds.
 FAST_HTTP = {
     "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
@@ -45,8 +50,8 @@ FAST_HTTP = {
     "MLFLOW_ASYNC_TRACE_LOGGING_RETRY_TIMEOUT": "15",
 }
 HEALTH_TIMEOUT_S = 3.0
-# Replayed by the resumed job itself: it reports and closes its run again at its end.
-REDONE_BY_JOB = ("report", "finish")
+# Published again by the resumed job itself, from its state: its progress, choice and report.
+REDONE_BY_JOB = (SeedScreened.kind, RoundClosed.kind, CandidateChosen.kind, ReportBuilt.kind)
 
 
 class TrackingBehind(AconError):
@@ -63,7 +68,10 @@ def fail_fast(store: Store) -> None:
 
 
 class Pending:
-    """`<job_dir>/tracking_pending.json`: the hooks not logged to `uri`, by key, in the order they were missed."""
+    """`<job_dir>/tracking_pending.json`: what was not logged to `uri`, by key, in the order it was missed.
+
+    An entry is `{"key", "scope", "event"}`: the job that missed it (`optimize`, `run`, `compare`) and the
+    event as `to_dict` wrote it (None for the job run's own closing writes)."""
 
     def __init__(self, job_dir: Path, uri: str) -> None:
         self.path = job_dir / PENDING_FILE
@@ -75,7 +83,7 @@ class Pending:
             return
         except ValueError as exc:
             raise AconError(f"{self.path} is corrupt ({exc}); delete it to drop the missed tracking") from None
-        if data.get("tracking_uri") == uri:
+        if data.get("tracking_uri") == uri and data.get("format") == PENDING_FORMAT:
             self.entries = {e["key"]: e for e in data.get("entries", [])}
 
     def add(self, entry: Mapping[str, Any]) -> None:
@@ -91,89 +99,44 @@ class Pending:
         if not self.entries:
             self.path.unlink(missing_ok=True)
             return
-        atomic_write_json(self.path, {"tracking_uri": self.uri, "entries": list(self.entries.values())})
-
-
-def run_entry(result: RunResult, *, agent: str, split: str, hook: str) -> dict[str, Any]:
-    """What replaying an evaluation's hook needs: its directory, strategy, task order, agent and split."""
-    return {
-        "key": f"{hook}:{result.directory.name}",
-        "hook": hook,
-        "directory": str(result.directory),
-        "strategy": result.strategy.model_dump(mode="json"),
-        "tasks": list(result.episodes.task_ids),
-        "agent": agent,
-        "split": split,
-    }
-
-
-def load_result(entry: Mapping[str, Any], cost_model: str | None) -> RunResult:
-    """The evaluation of a journal entry, read back from its run directory (summarized as the job does)."""
-    from optimizer.context.strategies import parse_strategy
-    from optimizer.evaluate.records import EpisodeRecords
-    from optimizer.evaluate.store import EpisodeStore
-    from optimizer.evaluate.strategy_runs import RunResult, summarize
-
-    directory = Path(entry["directory"])
-    store = EpisodeStore(directory)
-    offsets, summaries = store.index()
-    order = [t for t in entry["tasks"] if t in offsets]
-    records = EpisodeRecords(store.log, order, offsets, summaries)
-    return RunResult(parse_strategy(entry["strategy"]), directory, records, summarize(records, cost_model))
+        data = {"format": PENDING_FORMAT, "tracking_uri": self.uri, "entries": list(self.entries.values())}
+        atomic_write_json(self.path, data)
 
 
 class Guarded:
-    """The hooks of a `JobTracking`/`OptimizeTracking`, journaled instead of raised when the server is gone."""
+    """A subscriber (`JobTracking`, `OptimizeTracking`) whose events are journaled instead of raised once the
+    server is gone, and replayed into it by a later run of the same job (`catch_up`)."""
 
-    def __init__(self, inner: JobTracking, store: Store, job_dir: Path, log: Callable[[str], None]) -> None:
+    def __init__(
+        self, inner: Subscriber, store: Store, job_dir: Path, log: Callable[[str], None], *, scope: str
+    ) -> None:
         self.inner = inner
         self.store = store
         self.log = log
+        self.scope = scope
         self.pending = Pending(job_dir, store.uri)
         self.behind = False
-
-    @property
-    def optimize(self) -> OptimizeTracking:
-        """The hooks of `acon optimize`, which only its jobs call."""
-        return cast("OptimizeTracking", self.inner)
 
     @property
     def missed(self) -> int:
         return len(self.pending.entries)
 
-    def __getattr__(self, name: str) -> Any:  # run_ref, tracker, config: what the job reads, unguarded
-        return getattr(self.inner, name)
+    @property
+    def where(self) -> Mapping[str, str]:
+        return self.inner.where
 
-    def record_run(self, result: RunResult, *, agent: str, split: str) -> None:
-        entry = run_entry(result, agent=agent, split=split, hook="record_run")
-        self.call(entry, lambda: self.inner.record_run(result, agent=agent, split=split))
-
-    def on_run(self, job: OptimizationJob, result: RunResult, *, agent: str, split: str) -> None:
-        entry = run_entry(result, agent=agent, split=split, hook="run")
-        self.call(entry, lambda: self.optimize.on_run(job, result, agent=agent, split=split))
-
-    def on_candidate(self, job: OptimizationJob, candidate: Any, result: RunResult) -> None:
-        entry = {"key": f"candidate:{candidate.version}", "hook": "candidate", "version": candidate.version}
-        self.call(entry, lambda: self.optimize.on_candidate(job, candidate, result))
-
-    def on_diffs(self, job: OptimizationJob, index: int, pairs: Any) -> None:
-        entry = {"key": f"diffs:{index}", "hook": "diffs", "round": index}
-        self.call(entry, lambda: self.optimize.on_diffs(job, index, pairs))
-
-    def on_report(self, job: OptimizationJob, report: Report) -> None:
-        self.call({"key": "report", "hook": "report"}, lambda: self.optimize.on_report(job, report))
-
-    def call(self, entry: Mapping[str, Any], hook: Callable[[], object]) -> None:
-        """Run a hook; once behind, journal it without a request. Logged: its journal entry, if any, goes."""
+    def __call__(self, event: JobEvent) -> None:
+        """Hand `event` on; once behind, journal it without a request. Logged: its journal entry, if any, goes."""
+        key = self._key(event.key)
         if self.behind:
-            self.pending.add(entry)
+            self.pending.add(self._entry(key, event))
             return
         try:
-            hook()
+            self.inner(event)
         except Exception as exc:
-            self.failed(exc, entry)
+            self.failed(exc, self._entry(key, event))
             return
-        self.pending.done(entry["key"])
+        self.pending.done(key)
 
     def failed(self, exc: BaseException, entry: Mapping[str, Any]) -> None:
         """Journal `entry` and fall behind if the server is gone; re-raise `exc` if it still answers."""
@@ -189,50 +152,37 @@ class Guarded:
                 "(--resume) with the server up"
             )
 
-    def catch_up(self, job: OptimizationJob) -> int:
-        """Replay what an earlier run of this `acon optimize` job could not log; returns how many hooks."""
+    def finish_failed(self, exc: BaseException) -> None:
+        """The job run's closing writes failed: journaled (the next run of the job closes its run again)."""
+        self.failed(exc, {"key": self._key("finish"), "scope": self.scope, "event": None})
+
+    def finished(self) -> None:
+        self.pending.done(self._key("finish"))
+
+    def catch_up(self, cost_model: str | None) -> int:
+        """Replay into the subscriber what an earlier run of this job could not log; returns how many events.
+
+        Only this job's own events, and not those the resumed job published again itself."""
         replayed = 0
         for entry in list(self.pending.entries.values()):
             if self.behind:
                 break
-            if entry["hook"] in REDONE_BY_JOB or entry["hook"] == "record_run":
-                continue  # the resumed job reports and closes its run again; `acon run` records on a rerun
-            replay = self._replay(job, entry)
-            if replay is None:  # its run directory or candidate is gone: nothing left to log
+            data = entry["event"]
+            if entry["scope"] != self.scope or data is None or data["type"] in REDONE_BY_JOB:
+                continue
+            event = read_event(data, cost_model=cost_model)
+            if event is None:  # its run directory is gone: nothing left to log
                 self.pending.done(entry["key"])
                 continue
-            self.call(entry, replay)
+            self(event)
             replayed += 0 if self.behind else 1
         return replayed
 
-    def _replay(self, job: OptimizationJob, entry: Mapping[str, Any]) -> Callable[[], object] | None:
-        hook = entry["hook"]
-        if hook == "run":
-            if not Path(entry["directory"]).is_dir():
-                return None
-            result = load_result(entry, job.config.cost.primary)
-            return lambda: self.optimize.on_run(job, result, agent=entry["agent"], split=entry["split"])
-        if hook == "candidate":
-            candidate = job.state.candidates.get(entry["version"])
-            if candidate is None or "train" not in candidate.screens:
-                return None
-            # The hook reads the candidate's saved screens, not the evaluation it was handed.
-            return lambda: self.optimize.on_candidate(job, candidate, None)  # type: ignore[arg-type]
-        if hook == "diffs":
-            return lambda: replay_diffs(self.optimize, job, int(entry["round"]))
-        return None
+    def _key(self, key: str) -> str:
+        return f"{self.scope}/{key}"
 
-
-def replay_diffs(tracking: Any, job: OptimizationJob, index: int) -> None:
-    """A round's pair diffs as the search saved them (`rounds/NN/diffs.json`), into its round run.
-
-    The pairs' episodes are not kept with them, so their traces are not tagged with the pair again.
-    """
-    from optimizer.mining.pair_diff import PairDiff
-
-    saved = job.dir.path / f"rounds/{index:02d}/diffs.json"
-    diffs = [PairDiff.from_dict(d) for d in json.loads(saved.read_text())] if saved.exists() else []
-    tracking.log_diffs(index, diffs)
+    def _entry(self, key: str, event: JobEvent) -> dict[str, Any]:
+        return {"key": key, "scope": self.scope, "event": event.to_dict()}
 
 
 @contextlib.contextmanager
@@ -247,7 +197,7 @@ def job_run(guard: Guarded, opened: contextlib.AbstractContextManager[Any]) -> I
         except Exception as closing:
             if closing is exc:
                 raise
-            guard.failed(closing, {"key": "finish", "hook": "finish"})
+            guard.finish_failed(closing)
             suppressed = False
         if not suppressed:
             raise
@@ -255,9 +205,9 @@ def job_run(guard: Guarded, opened: contextlib.AbstractContextManager[Any]) -> I
         try:
             opened.__exit__(None, None, None)
         except Exception as closing:
-            guard.failed(closing, {"key": "finish", "hook": "finish"})
+            guard.finish_failed(closing)
             return
-        guard.pending.done("finish")
+        guard.finished()
 
 
 def check_caught_up(guard: Guarded | None, hint: str) -> None:

@@ -181,10 +181,7 @@ def runs(tmp_path_factory, migrated_db):
             patch.setenv("ACON_HOME", str(straight / "home"))
             from optimizer.tracking import tracker_for
 
-            job = OptimizationJob(config, log=lambda m: None)
-            with tracker_for(job) as tracking:
-                job.tracker = tracking
-                job.run()
+            OptimizationJob(config, log=lambda m: None).run(track=lambda: tracker_for(config))
         roles = Counter(killer.roles)
 
         # The same job, killed and resumed in fresh processes: first while it waits on a compressor call

@@ -143,7 +143,7 @@ def injected(tmp_path_factory, migrated_db):
             shutil.copy(migrated_db, tmp / "job" / "mlflow.db")
             from optimizer.tracking import tracker_for
 
-            report = OptimizationJob(config, log=lambda m: None).run(track=tracker_for)
+            report = OptimizationJob(config, log=lambda m: None).run(track=lambda: tracker_for(config))
         yield config.out_dir, report, planted, hostile.requests
 
 

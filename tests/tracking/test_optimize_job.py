@@ -58,9 +58,7 @@ def run_tracked(config: ExperimentConfig, migrated_db: Path) -> tuple[Optimizati
     config.out_dir.mkdir(parents=True)
     shutil.copy(migrated_db, config.out_dir / "mlflow.db")
     job = OptimizationJob(config, log=lambda m: None)
-    with tracker_for(job) as tracking:
-        job.tracker = tracking
-        report = job.run()
+    report = job.run(track=lambda: tracker_for(config))
     uri = resolve_uri(config.out_dir)
     return job, report, MlflowClient(tracking_uri=uri, registry_uri=uri)
 
@@ -171,9 +169,7 @@ def test_resumed_job_adds_no_runs_or_traces(finished):
     traces_before = len(client.search_traces(locations=[state.experiment_id], max_results=1000))
     assessments_before = sum(len(t.info.assessments) for t in _traces(client, state.experiment_id))
     job = OptimizationJob(config, resume=True, log=lambda m: None)
-    with tracker_for(job) as tracking:
-        job.tracker = tracking
-        job.run()
+    job.run(track=lambda: tracker_for(config))
     assert len(client.search_runs([state.experiment_id], max_results=1000)) == runs_before
     assert len(client.search_traces(locations=[state.experiment_id], max_results=1000)) == traces_before
     assert sum(len(t.info.assessments) for t in _traces(client, state.experiment_id)) == assessments_before

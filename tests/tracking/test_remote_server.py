@@ -73,10 +73,7 @@ def write_config(tmp: Path, model_url: str, tracking_uri: str) -> Path:
 
 def run_job(tmp: Path, model_url: str, tracking_uri: str) -> tuple[MlflowClient, Path]:
     config = load_experiment(write_config(tmp, model_url, tracking_uri))
-    job = OptimizationJob(config, log=lambda m: None)
-    with tracker_for(job) as tracking:
-        job.tracker = tracking
-        job.run()
+    OptimizationJob(config, log=lambda m: None).run(track=lambda: tracker_for(config))
     uri = resolve_uri(config.out_dir)
     assert uri == (tracking_uri or sqlite_uri(config.out_dir / "mlflow.db"))
     return MlflowClient(tracking_uri=uri, registry_uri=uri), config.out_dir.resolve()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-from types import SimpleNamespace
 
 from mlflow import MlflowClient
 
@@ -55,6 +54,6 @@ def test_disabled_tracking_yields_no_hooks(tmp_path):
     config = smoke_config(tmp_path, enabled=False)
     with tracked_job(config, "run") as tracking:
         assert tracking is None
-    with tracker_for(SimpleNamespace(config=config)) as hooks:
+    with tracker_for(config) as hooks:
         assert hooks is None
     assert not config.out_dir.exists()

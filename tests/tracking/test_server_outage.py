@@ -127,9 +127,9 @@ def test_a_server_killed_mid_job_is_caught_up_on_resume_once(tmp_path, run_cli, 
     real = OptimizeTracking.on_candidate
     logged: list[str] = []
 
-    def killed_after_two(self, job, candidate, result):
-        real(self, job, candidate, result)
-        logged.append(candidate.version)
+    def killed_after_two(self, event):
+        real(self, event)
+        logged.append(event.candidate.version)
         if len(logged) == 2:
             kill(first)
 
@@ -157,7 +157,8 @@ def test_a_server_killed_mid_job_is_caught_up_on_resume_once(tmp_path, run_cli, 
             candidates = screened(job_dir)
             assert len(candidates) > 2, "candidates after the kill are what tracking has to catch up"
             pending = json.loads((job_dir / PENDING_FILE).read_text())["entries"]
-            assert {e["version"] for e in pending if e["hook"] == "candidate"} == candidates - set(logged)
+            missed = {e["event"]["candidate"]["version"] for e in pending if e["event"]["type"] == "candidate"}
+            assert missed == candidates - set(logged)
             # Bounded retries: MLflow's defaults would spend minutes on the first failed call alone.
             assert outage_s < 120, outage_s
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from optimizer.search.candidate import Candidate, Proposal
+from optimizer.search.events import RoundMined
 from optimizer.search.front import improves_front
 from optimizer.search.proposers import Proposer
 from optimizer.search.proposers.base import Pair, ProposalInput
@@ -69,8 +70,9 @@ class AconSearch:
             f"round {index}: {found - near} pair(s) where compression broke a task full context solved, "
             f"{near} near miss(es) saved by a recall{provoking}"
         )
-        if ctx.on_diffs is not None:
-            ctx.on_diffs(index, [pair for v in pairs.values() for pair in v])
+        if ctx.publish is not None:
+            mined = [pair for v in pairs.values() for pair in v]
+            ctx.publish(RoundMined(index, tuple(p.diff for p in mined), tuple((p.full, p.compressed) for p in mined)))
         self._write_diffs(ctx, index, [pair for v in pairs.values() for pair in v])
 
         screened: list[Candidate] = []

@@ -20,6 +20,7 @@ from optimizer.mining.pairs import compressed_successes, find_pairs
 from optimizer.search import accounting
 from optimizer.search.candidate import Candidate, screened
 from optimizer.search.evaluator import Evaluation, Evaluator
+from optimizer.search.events import CandidateScreened, JobEvent
 from optimizer.search.front import Point, pareto_front, rank_key
 from optimizer.search.proposers.base import Pair
 from optimizer.search.proposers.llm import OptimizerLM
@@ -49,8 +50,8 @@ class SearchContext:
     log: Log
     save: Callable[[], None]
     llm: OptimizerLM | None = None
-    on_candidate: Callable[[Candidate, Evaluation], None] | None = None
-    on_diffs: Callable[[int, Sequence[Pair]], None] | None = None
+    # Where the search's events go (`CandidateScreened`, `RoundMined`); None: nobody listens.
+    publish: Callable[[JobEvent], None] | None = None
     # Full context at tier 1 on the confirmation tasks, once a candidate has been confirmed there.
     none_confirm: Scores | None = None
     _evaluations: dict[tuple[str, str], Evaluation] = field(default_factory=dict)
@@ -98,11 +99,12 @@ class SearchContext:
         evaluation = self.evaluate(candidate, name, tasks, "train", self.options.screen_agent)
         if name not in candidate.screens:
             candidate.screens[name] = evaluation.scores
-            # Tracking before the checkpoint: a kill between the two re-screens on resume (its episodes are
+            # Published before the checkpoint: a kill between the two re-screens on resume (its episodes are
             # reused) and tracks again, where every write is keyed or idempotent. The other order lost the
             # candidate's prompt versions for good: the checkpoint already said it was done.
-            if self.on_candidate is not None and name == "train":
-                self.on_candidate(candidate, evaluation)
+            if self.publish is not None and name == "train":
+                parent = self.state.candidates.get(candidate.parent or "")
+                self.publish(CandidateScreened.of(candidate, parent))
             self.save()
         return candidate.screens[name]
 
