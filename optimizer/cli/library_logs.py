@@ -13,6 +13,7 @@ import os
 
 # The loggers of libraries acon drives; MLflow reads its level from the environment when imported.
 LIBRARIES = ("mlflow", "alembic", "dspy", "LiteLLM", "litellm", "httpx", "datasets", "ray")
+_verbose = False
 
 
 def show_library_logs(verbose: bool) -> None:
@@ -20,8 +21,15 @@ def show_library_logs(verbose: bool) -> None:
 
     Call before the libraries are imported; what the user set in MLflow's own variables is kept.
     """
+    global _verbose
+    _verbose = verbose
     level = logging.INFO if verbose else logging.WARNING
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", logging.getLevelName(level))
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", str(verbose).lower())
     for name in LIBRARIES:
         logging.getLogger(name).setLevel(level)
+
+
+def library_logs_shown() -> bool:
+    """Whether `acon -v` asked for the libraries' lines (and so for a child server's own output)."""
+    return _verbose

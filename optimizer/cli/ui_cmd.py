@@ -8,19 +8,23 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import typer
 
+from optimizer.cli.library_logs import library_logs_shown
 from optimizer.errors import AconError, ConfigError
 
 HOST = "127.0.0.1"
 DEFAULT_PORT = 5000
 START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 15.0
+SERVER_LOG = "mlflow_ui.log"
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,11 @@ class UiTarget:
     artifacts: Path
     experiment_id: str | None = None
     run_id: str | None = None  # the job's parent run: its description is the report and its failures
+
+    @property
+    def server_log(self) -> Path:
+        """Where the server's own output goes unless `acon -v`: beside the store it serves."""
+        return self.artifacts.parent / SERVER_LOG
 
     def page(self, url: str) -> str:
         if self.experiment_id is None:
@@ -129,17 +138,32 @@ def free_port(preferred: int) -> int:
         return probe.getsockname()[1]
 
 
-def wait_healthy(url: str, process: subprocess.Popen, timeout_s: float = START_TIMEOUT_S) -> None:
+def last_line(log: Path | None) -> str:
+    """The server log's last non-blank line, to say in one line why the server stopped."""
+    if log is None:
+        return ""
+    try:
+        lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    except OSError:
+        return ""
+    return f": {lines[-1][:300]} (log: {log})" if lines else f" (log: {log})"
+
+
+def wait_healthy(
+    url: str, process: subprocess.Popen, timeout_s: float = START_TIMEOUT_S, log: Path | None = None
+) -> None:
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # never via a proxy
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise AconError(f"the MLflow server exited with code {process.returncode} before it was ready")
+            raise AconError(
+                f"the MLflow server exited with code {process.returncode} before it was ready{last_line(log)}"
+            )
         with contextlib.suppress(OSError), opener.open(f"{url}/health", timeout=2) as response:
             if response.status == 200:
                 return
         time.sleep(0.5)
-    raise AconError(f"the MLflow server did not answer {url}/health within {timeout_s:.0f}s")
+    raise AconError(f"the MLflow server did not answer {url}/health within {timeout_s:.0f}s{last_line(log)}")
 
 
 def stop(process: subprocess.Popen) -> None:
@@ -169,27 +193,47 @@ def ui(
         raise AconError(f"port {port} on {HOST} is already in use; pick another --port or leave it out")
     chosen = port if port is not None else free_port(DEFAULT_PORT)
     url = f"http://{HOST}:{chosen}"
-    typer.echo(f"acon: starting the MLflow UI for {target.uri} ...", err=True)
-    # Own process group: the server and its uvicorn worker are stopped together. Its log goes to stderr,
-    # so stdout carries only the URL.
-    process = subprocess.Popen(
-        server_command(target, chosen), env=server_env(), stdout=sys.stderr, start_new_session=True
-    )
+    # The server's uvicorn and deprecation lines read as acon's own; they go to a log beside the store
+    # (stdout carries only the URL), or to stderr when `acon -v` asks for library output.
+    log, output = (None, sys.stderr) if library_logs_shown() else _open_log(target.server_log)
+    where = "" if log is None else f" (server log: {log})"
+    typer.echo(f"acon: starting the MLflow UI for {target.uri}{where} ...", err=True)
+    # Own process group: the server and its uvicorn worker are stopped together.
+    try:
+        process = subprocess.Popen(
+            server_command(target, chosen),
+            env=server_env(),
+            stdout=output,
+            stderr=output,
+            start_new_session=True,
+        )
+    finally:
+        if output is not sys.stderr:
+            output.close()  # the child holds its own descriptor
     # Explicit handlers: a shell's background job inherits SIGINT ignored; SIGTERM also stops cleanly.
     previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        wait_healthy(url, process)
+        wait_healthy(url, process, log=log)
         typer.echo(target.page(url))
         typer.echo("acon: press Ctrl-C to stop", err=True)
         process.wait()
         if process.returncode:
-            raise AconError(f"the MLflow server exited with code {process.returncode}")
+            raise AconError(f"the MLflow server exited with code {process.returncode}{last_line(log)}")
     except KeyboardInterrupt:
         typer.echo("acon: stopping the MLflow UI", err=True)
     finally:
         stop(process)
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+
+
+def _open_log(path: Path) -> tuple[Path, IO[str]]:
+    """The log beside the store, or a temporary file when the job directory is read-only (a shared job)."""
+    try:
+        return path, path.open("w")
+    except OSError:
+        spare = tempfile.NamedTemporaryFile("w", prefix="acon-mlflow-ui-", suffix=".log", delete=False)
+        return Path(spare.name), spare
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from optimizer.cli import ui_cmd
 from optimizer.cli.ui_cmd import HOST, UiTarget, find_target, free_port, server_command, server_env
 from optimizer.errors import AconError, ConfigError
 from optimizer.tracking.mlflow_tracker import MlflowTracker
@@ -112,8 +113,12 @@ def test_acon_ui_serves_the_job_and_stops_on_ctrl_c(job_dir):
         os.kill(process.pid, signal.SIGINT)  # only acon: it must stop the server's whole process group
         assert process.wait(60) == 0
         log = process.stderr.read()
-        assert "Traceback" not in log and "CancelledError" not in log, log
-        assert "GET /" not in log, log  # no access log line per request
+        # Only acon's own lines: uvicorn's INFO lines and Starlette's deprecation warning go to the server log.
+        assert all(line.startswith("acon: ") for line in log.splitlines()), log
+        server_log = (job_dir / "mlflow_ui.log").read_text()
+        assert f"Uvicorn running on http://127.0.0.1:{port}" in server_log, server_log
+        assert "Traceback" not in server_log and "CancelledError" not in server_log, server_log
+        assert "GET /" not in server_log, server_log  # no access log line per request
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
             with socket.socket() as probe:
@@ -147,3 +152,20 @@ def test_acon_ui_on_a_busy_port_fails_in_one_line(job_dir):
     assert done.stderr.strip().splitlines() == [
         f"acon: error: port {port} on 127.0.0.1 is already in use; pick another --port or leave it out"
     ]
+
+
+def test_server_log_goes_to_a_temporary_file_when_the_job_directory_cannot_take_it(tmp_path):
+    # A job directory that cannot be written (a shared, read-only copy) must not block its UI.
+    path, handle = ui_cmd._open_log(tmp_path / "not-a-directory" / ui_cmd.SERVER_LOG)
+    handle.close()
+    assert path.parent != tmp_path / "not-a-directory" and path.name.startswith("acon-mlflow-ui-")
+    assert path.exists()
+    path.unlink()
+
+
+def test_a_server_that_dies_is_explained_by_its_log_last_line(tmp_path):
+    log = tmp_path / ui_cmd.SERVER_LOG
+    log.write_text("INFO: starting\nOSError: [Errno 98] address already in use\n\n")
+    assert ui_cmd.last_line(log) == f": OSError: [Errno 98] address already in use (log: {log})"
+    assert ui_cmd.last_line(None) == ""
+    assert ui_cmd.last_line(tmp_path / "missing.log") == ""
