@@ -232,7 +232,8 @@ def _open_log(path: Path) -> tuple[Path, IO[str]]:
     try:
         return path, path.open("w")
     except OSError:
-        spare = tempfile.NamedTemporaryFile("w", prefix="acon-mlflow-ui-", suffix=".log", delete=False)
+        # The caller closes it once the server holds its own descriptor.
+        spare = tempfile.NamedTemporaryFile("w", prefix="acon-mlflow-ui-", suffix=".log", delete=False)  # noqa: SIM115
         return Path(spare.name), spare
 
 
