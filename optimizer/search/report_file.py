@@ -12,6 +12,7 @@ from typing import Any
 
 from optimizer.errors import ConfigError
 from optimizer.search.report_model import Report
+from optimizer.search.summary_report import KIND as SUMMARY_KIND
 from optimizer.storage import atomic_write_json
 
 # Raise it whenever a key changes meaning or goes away (adding one does not break a reader).
@@ -35,6 +36,11 @@ def read_report(path: Path) -> Report:
         raise ConfigError(f"{path}: not UTF-8 text; expected the report.json of `acon optimize`") from None
     except json.JSONDecodeError as exc:
         raise ConfigError(f"{path}: invalid JSON (line {exc.lineno}): {exc.msg}") from None
+    if isinstance(data, dict) and data.get("kind") == SUMMARY_KIND:
+        raise ConfigError(
+            f"{path}: the report of a summary-instruction job (its rows are texts, not guidelines); "
+            "read its report.md, or `acon export` its job directory"
+        )
     version = data.get("schema_version") if isinstance(data, dict) else None
     if version != SCHEMA_VERSION:
         raise ConfigError(

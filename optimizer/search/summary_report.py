@@ -23,6 +23,9 @@ from optimizer.summary.search import SearchRecord
 # The rows, in the order every renderer shows them; `learned` is compared with the two after it.
 ROWS = ("learned", "default", "seed", "seed+contract", "none")
 BASELINES = ("default", "seed")
+KIND = "summary_instructions"
+# Raise it whenever a key of report.json changes meaning or goes away (adding one does not break a reader).
+SCHEMA_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,8 @@ class SummaryReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "kind": "summary_instructions",
+            "schema_version": SCHEMA_VERSION,
+            "kind": KIND,
             "experiment": self.experiment,
             "suite": self.suite,
             "target": self.target,

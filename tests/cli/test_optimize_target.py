@@ -96,6 +96,7 @@ def test_the_job_learns_a_line_reports_it_beside_the_baselines_and_exports_the_m
     code, out, err, job_dir, server, config = job("langchain")
     assert code == 0, err
     report = json.loads((job_dir / "report.json").read_text())
+    assert (report["schema_version"], report["kind"]) == (1, "summary_instructions")
     rows = {r["row"]: r for r in report["rows"]}
     assert list(rows) == ["learned", "default", "seed", "seed+contract", "none"]
     for name in ("learned", "default", "seed", "seed+contract"):

@@ -38,6 +38,7 @@ def test_the_file_keeps_the_documented_keys(tmp_path):
         ("[1, 2]", "report schema none"),
         ("{not json", "invalid JSON (line 1)"),
         (json.dumps({"schema_version": SCHEMA_VERSION, "rows": []}), "is damaged (KeyError"),
+        (json.dumps({"schema_version": 1, "kind": "summary_instructions"}), "the report of a summary-instruction job"),
     ],
 )
 def test_a_file_from_another_acon_or_a_damaged_one_is_one_line(tmp_path, text, says):
