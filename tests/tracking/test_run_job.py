@@ -9,6 +9,7 @@ from mlflow import MlflowClient
 from optimizer.config import ExperimentConfig
 from optimizer.context.strategies import parse_strategy
 from optimizer.evaluate.strategy_runs import run_strategy, select_tasks
+from optimizer.search.events import RunEvaluated
 from optimizer.tracking import resolve_uri, tracked_job, tracker_for
 from optimizer.tracking.parent_runs import ParentRuns
 
@@ -33,8 +34,8 @@ def test_tracked_compare_job_records_each_evaluation_once(tmp_path, migrated_db)
     with tracked_job(config, "compare", split="all", agent="reference") as tracking:
         for name in ("none", "fifo"):
             result = run_strategy(config, tasks, parse_strategy(name), agent="reference", endpoints=None, split="all")
-            tracking.record_run(result, agent="reference", split="all")
-            tracking.record_run(result, agent="reference", split="all")  # a repeat is a no-op
+            tracking(RunEvaluated(result, "reference", "all"))
+            tracking(RunEvaluated(result, "reference", "all"))  # a repeat is a no-op
     state = ParentRuns.read(config.out_dir)
     uri = resolve_uri(config.out_dir)
     client = MlflowClient(tracking_uri=uri, registry_uri=uri)
