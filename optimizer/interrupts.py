@@ -4,6 +4,13 @@ The signal unwinds the main thread like an exception, so `with` blocks stop the 
 and save its state. Threads waiting on a model call would otherwise hold the exit until their call ends
 (minutes, on a slow local model): a call made through `cancellable` is abandoned as soon as the process is
 stopping, its thread raises `Interrupted`, and the episode it belonged to is never recorded (a rerun runs it).
+
+Python runs a signal's handler only when the main thread is back in the interpreter, so a main thread held in
+C code (a write waiting on another connection's sqlite lock, up to two minutes) would not even start to stop.
+A watcher thread hears the signal as it arrives (`signal.set_wakeup_fd`): the process is stopping from that
+moment, and a cleanup still running `EXIT_DEADLINE_S` later is abandoned, as it is at once on a second
+signal. What a job must not lose is on disk before that (episodes as they finish, state written whole); what
+the cleanup would still have done is logging, which a rerun does again.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ import atexit
 import contextlib
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -21,8 +29,15 @@ from typing import Any, NoReturn, TypeVar
 T = TypeVar("T")
 
 POLL_S = 0.1  # how soon a waiting thread notices the process is stopping
+# After a signal, the longest the cleanup may take before the process exits without it. Stopping the model
+# servers it started takes up to 10 s each (`llm.local.server`); everything else takes a second or two.
+EXIT_DEADLINE_S = 25.0
+# How long the exit handlers (MLflow's trace export queue drains itself there) may run after a signal.
+EXIT_HANDLERS_S = 3.0
 _stopping = threading.Event()  # only ever set and read, never waited on: a signal handler may set it safely
+_deadline_started = threading.Lock()
 _installed = False
+_watching = False
 
 
 class Interrupted(KeyboardInterrupt):
@@ -41,7 +56,7 @@ def check() -> None:
 
 
 def _on_signal(signum: int, frame: object) -> None:
-    _stopping.set()
+    _begin_stopping(signum)
     if signum == signal.SIGINT:
         raise KeyboardInterrupt
     # Python's default for SIGTERM ends the process at once and leaves the servers it started running.
@@ -57,6 +72,51 @@ def exit_cleanly_on_sigterm() -> None:
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
         signal.signal(signal.SIGINT, _on_signal)
     _installed = True
+    _watch_signals()
+
+
+def _begin_stopping(signum: int) -> None:
+    """From the first signal on: calls are cancelled, and the cleanup has `EXIT_DEADLINE_S` to finish."""
+    _stopping.set()
+    if _deadline_started.acquire(blocking=False):  # once per process, whichever thread hears it first
+        threading.Thread(target=_abandon_after, args=(signum,), name="acon-exit-deadline", daemon=True).start()
+
+
+def _abandon_after(signum: int) -> None:
+    time.sleep(EXIT_DEADLINE_S)
+    _abandon(signum, f"the cleanup did not finish within {EXIT_DEADLINE_S:g} s of the signal")
+
+
+def _abandon(signum: int, why: str) -> NoReturn:
+    # os.write: the main thread may hold sys.stderr's lock, stuck where the cleanup is.
+    with contextlib.suppress(OSError):
+        os.write(2, f"acon: interrupted; {why}, exiting without it (a rerun resumes)\n".encode())
+    os._exit(128 + signum)
+
+
+def _watch_signals() -> None:
+    """Hear SIGTERM and Ctrl-C on a thread of their own as they arrive, whatever the main thread is doing."""
+    global _watching
+    if _watching or threading.current_thread() is not threading.main_thread():
+        return
+    heard, wakeup = socket.socketpair()
+    wakeup.setblocking(False)
+    signal.set_wakeup_fd(wakeup.fileno(), warn_on_full_buffer=False)
+    threading.Thread(target=_watch, args=(heard, wakeup), name="acon-signals", daemon=True).start()
+    _watching = True
+
+
+def _watch(heard: socket.socket, wakeup: socket.socket) -> None:
+    # `wakeup` is held here so the descriptor Python writes signal numbers to stays open.
+    seen = 0
+    while chunk := heard.recv(64):
+        for signum in chunk:
+            if signal.getsignal(signum) is not _on_signal:
+                continue  # a signal another handler owns (a library's, or `acon ui` stopping its server)
+            seen += 1
+            if seen > 1:
+                _abandon(signum, "a second signal")
+            _begin_stopping(signum)
 
 
 def exit_now(code: int) -> NoReturn:
@@ -66,9 +126,12 @@ def exit_now(code: int) -> NoReturn:
     The teardown (every module cleared, the heap garbage-collected, about 0.5 s of CPU after `acon run`)
     leaves nothing behind that the unwinding did not already save, and on a loaded machine it was most of the
     exit: 3-8 s after the interrupted line, at load 12 on 2 cores. Threads still blocked on a model call are
-    abandoned, as `cancellable` promises.
+    abandoned, as `cancellable` promises. The exit handlers get `EXIT_HANDLERS_S`: MLflow's drain every trace
+    still queued for export (one write at a time, each waiting on the store's lock), which a rerun logs again.
     """
-    atexit._run_exitfuncs()
+    handlers = threading.Thread(target=atexit._run_exitfuncs, name="acon-exit-handlers", daemon=True)
+    handlers.start()
+    handlers.join(EXIT_HANDLERS_S)
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):  # a closed or broken pipe has nothing left to flush to
             stream.flush()

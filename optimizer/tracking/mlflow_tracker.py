@@ -28,6 +28,7 @@ from mlflow.entities import LifecycleStage, Metric, Param, RunStatus, RunTag
 from mlflow.tracing.client import TracingClient
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NOTE
 
+from optimizer import interrupts
 from optimizer.agent.episode import Episode
 from optimizer.context.guideline import Guideline
 from optimizer.context.prompt_registry import BEST, GuidelineRegistry, RegisteredGuideline
@@ -522,7 +523,9 @@ class MlflowTracker(Tracker):
         return self._traced[run_id]
 
     def flush(self) -> None:
-        if self.traces:
+        # Not while the process is stopping: the export queue drains one trace at a time, each waiting on the
+        # store's lock, minutes on a loaded machine; a rerun traces the episodes whose traces are missing.
+        if self.traces and not interrupts.stopping():
             mlflow.flush_trace_async_logging()
             self._report_lost()
 

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from optimizer import interrupts
 from optimizer.errors import AconError
 from optimizer.search.events import (
     CandidateChosen,
@@ -197,7 +198,11 @@ def job_run(guard: Guarded, opened: contextlib.AbstractContextManager[Any]) -> I
         except Exception as closing:
             if closing is exc:
                 raise
-            guard.finish_failed(closing)
+            if interrupts.stopping():
+                # The interrupt stands, not a traceback of the write it cut short; the next run reopens the run.
+                guard.log(f"warning: tracking: the job run was not closed ({_short(closing)}); a rerun closes it")
+            else:
+                guard.finish_failed(closing)
             suppressed = False
         if not suppressed:
             raise
@@ -218,3 +223,8 @@ def check_caught_up(guard: Guarded | None, hint: str) -> None:
         f"tracking incomplete: {guard.missed} update(s) not logged to {guard.store.uri} (listed in "
         f"{guard.pending.path}); the results are saved; {hint} once the server answers"
     )
+
+
+def _short(exc: BaseException) -> str:
+    # The first line: sqlalchemy appends the statement and its parameters on the next ones.
+    return " ".join(str(exc).strip().split("\n")[0].split())[:160]

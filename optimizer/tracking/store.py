@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from optimizer import interrupts
 from optimizer.config import TrackingConfig
 from optimizer.errors import AconError, ConfigError
 
@@ -25,6 +26,9 @@ ARTIFACTS_DIR = "mlartifacts"
 # machine, with the process at low CPU priority, writers queued behind each other past that and episode traces
 # were dropped. sqlite's busy handler polls rather than queues, so the wait is a ceiling, not a cost.
 SQLITE_BUSY_TIMEOUT_S = 120.0
+# The wait once the process is stopping (SIGTERM, Ctrl-C): the job run's closing writes are worth a try, not
+# minutes of an exit (with the store locked by another connection, `acon run` took 127 s to stop).
+STOPPING_BUSY_TIMEOUT_S = 2.0
 _patient = threading.Lock()
 _patient_installed = False
 
@@ -121,7 +125,8 @@ def _busy_timeout(
     conn: Any, cursor: Any, statement: str, parameters: Any, context: Any, executemany: bool
 ) -> tuple[str, Any]:
     if statement.startswith("PRAGMA busy_timeout") and conn.dialect.name == "sqlite":
-        statement = f"PRAGMA busy_timeout = {int(SQLITE_BUSY_TIMEOUT_S * 1000)};"
+        wait = STOPPING_BUSY_TIMEOUT_S if interrupts.stopping() else SQLITE_BUSY_TIMEOUT_S
+        statement = f"PRAGMA busy_timeout = {int(wait * 1000)};"
     return statement, parameters
 
 

@@ -138,3 +138,62 @@ def test_a_server_stops_when_its_last_user_leaves_in_any_order(users):
     assert healthy(third.url)
     third.leave()
     assert stopped(third.url)
+
+
+# A server still loading its weights (minutes on a loaded machine) when the job that started it is stopped.
+NEVER_HEALTHY = """\
+import os, sys, time
+with open(os.environ["FAKE_SERVER_PID"], "w") as out:
+    out.write(str(os.getpid()))
+time.sleep(600)
+"""
+
+STOPPED_WHILE_STARTING = """\
+import os, signal, threading
+from concurrent.futures import ThreadPoolExecutor
+from optimizer.interrupts import exit_cleanly_on_sigterm, exit_now
+from optimizer.llm.local import server
+server.model_ready = lambda profile: True
+exit_cleanly_on_sigterm()
+try:
+    with server.LocalServers(log=lambda _: None) as servers, ThreadPoolExecutor(1) as pool:
+        # Asked on an episode's thread, as a tier-1 repeat's agent client is: the pool waits for it on the way out.
+        pool.submit(servers.base_url, "qwen2.5-coder-0.5b").result()
+except SystemExit as exc:
+    exit_now(exc.code)
+"""
+
+
+def test_a_server_still_starting_is_stopped_with_the_process_that_started_it(tmp_path, env):
+    binary = Path(env["ACON_LLAMA_SERVER"])
+    binary.write_text(f"#!{sys.executable}\n" + NEVER_HEALTHY)
+    pid_file = tmp_path / "server.pid"
+    process = subprocess.Popen(
+        [sys.executable, "-c", STOPPED_WHILE_STARTING], cwd=ROOT, env={**env, "FAKE_SERVER_PID": str(pid_file)}
+    )
+    deadline = time.monotonic() + 120
+    while not (pid_file.exists() and pid_file.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    server_pid = int(pid_file.read_text())
+    try:
+        sent = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        try:
+            code = process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            pytest.fail("still running 60 s after SIGTERM")
+        took = time.monotonic() - sent
+        assert code == 143 and took < 10, f"exit {code} {took:.1f} s after SIGTERM"
+        assert not alive(server_pid), "the server it was starting runs on"
+    finally:
+        process.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(server_pid, signal.SIGKILL)
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"  # a zombie has ended, only not been reaped yet

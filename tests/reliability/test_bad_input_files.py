@@ -3,6 +3,7 @@ stderr, a non-zero exit, nothing already written changed (the `fails` fixture ch
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -90,6 +91,24 @@ def test_rich_markup_in_a_guideline_name_is_printed_as_written(run_cli, tmp_path
     code, out, err = run_cli("export", str(path), "--out", str(tmp_path / "out.md"))
     assert code == 0, err
     assert f"({name}@" in " ".join(out.split())
+
+
+MARKUP = "[bold]x[/bold] [/oops] :smile: [link=file:///etc/passwd]y[/link]"
+
+
+@pytest.mark.parametrize("one_task", [False, True], ids=["tasks", "one task"])
+def test_rich_markup_in_an_imported_suite_is_printed_as_written(run_cli, tmp_path, one_task):
+    # A recorded run's id and its user's words are the recorder's text, shown by `acon suites show`.
+    run = json.loads((ROOT / "experiments" / "data" / "example_trajectories.jsonl").read_text().splitlines()[0])
+    run["id"] = "[/oops]"
+    run["messages"][1]["content"] = f"{MARKUP} {run['messages'][1]['content']}"
+    path = tmp_path / "marked.jsonl"
+    path.write_text(json.dumps(run) + "\n")
+    code, out, err = run_cli("suites", "show", str(path), *(["--task", "[/oops]"] if one_task else []))
+    assert code == 0 and err == "", err
+    assert "[/oops]" in out
+    if one_task:
+        assert f"turn 0: {MARKUP}" in out
 
 
 def test_a_long_name_prints_without_highlighting(run_cli, tmp_path):

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from optimizer import interrupts
 from optimizer.errors import AconError
 from optimizer.llm.local.install import model_ready, server_binary
 from optimizer.llm.local.profiles import ModelProfile, acon_home, get_profile
@@ -157,6 +158,22 @@ def _launch(profile: ModelProfile, owner: str, log: Log) -> ServerState:
     log(f"starting {profile.name} on 127.0.0.1:{port}")
     with log_path.open("w") as sink:
         process = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        pid = _wait_healthy(process, port, log_path, binary)
+    except BaseException:
+        # Not up yet, so no state file names it and no other user can know of it: it is this process's to
+        # stop, on a timeout as on SIGTERM (a server left loading weights in its own session runs on).
+        process.kill()
+        process.wait()
+        raise
+    users = () if owner == CLI_OWNER else (owner,)
+    state = ServerState(profile.name, pid, port, owner, str(log_path), users)
+    _write_state(state)
+    return state
+
+
+def _wait_healthy(process: subprocess.Popen, port: int, log_path: Path, binary: Path) -> int:
+    """The server's pid once it answers /health; a stopping process stops waiting (minutes on a loaded machine)."""
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -168,12 +185,8 @@ def _launch(profile: ModelProfile, owner: str, log: Log) -> ServerState:
                 )
             raise AconError(f"llama-server exited with code {process.returncode} (log {log_path}): {' '.join(tail)}")
         if _healthy(port):
-            users = () if owner == CLI_OWNER else (owner,)
-            state = ServerState(profile.name, process.pid, port, owner, str(log_path), users)
-            _write_state(state)
-            return state
-        time.sleep(0.25)
-    process.kill()
+            return process.pid
+        interrupts.sleep(0.25)
     raise AconError(f"llama-server did not become healthy within {STARTUP_TIMEOUT_S:.0f}s (log {log_path})")
 
 
