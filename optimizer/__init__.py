@@ -40,6 +40,10 @@ kind of import the test exempts: it runs nothing). `tracking` records jobs (runs
 into MLflow, `cli` wires everything to commands, and `testing` (stub servers, scripted agents) drives
 the CLI in tests.
 
+Within a layer, too, no modules import each other in a circle, lazily or not: a module imports a sibling
+by its own name, not through a package `__init__` that imports the module in turn (the same test; its
+docstring says what it counts).
+
 `registry` builds each extension point's union (strategies, suites, agents, proposers) from entry points:
 it imports the classes by name when the union is first built, never by an import statement, so `world`
 knows the suite base and `tasks` registers its suites without `world` importing `tasks`.

@@ -1,8 +1,17 @@
-"""The import graph of `optimizer/` and `tasks/`, computed from the source: no cycle among packages, and
-every import goes down the layer order declared at the top of `optimizer/__init__.py`.
+"""The import graph of `optimizer/` and `tasks/`, computed from the source: no cycle among packages, every
+import goes down the layer order declared at the top of `optimizer/__init__.py`, and no cycle among modules.
 
 Every `import` statement counts, at module level and inside functions (a lazy import still runs
 against the order when it runs); only the body of `if TYPE_CHECKING:` is exempt, because it never runs.
+
+Among modules, a function-level import that closes a circle only defers it to the first call, so it counts
+too. An import statement is an edge to each module whose names it reads: `import a.b` (with or without
+`as`) reads `a.b`; `from a import b` reads `a`'s namespace, and `a.b` too when `b` is a submodule. So a child
+that imports a sibling through its package (`from pkg import sibling`) depends on the package's `__init__`,
+which, when it imports that child, is still running: the child then gets `sibling` only by Python's fallback
+to the submodule, and a name the `__init__` defines further down fails as "partially initialized". The
+parent packages whose `__init__` Python runs before any submodule are not edges: each package face that
+hands on its children's names would otherwise be a circle with every child that imports a sibling.
 """
 
 from __future__ import annotations
@@ -84,22 +93,55 @@ def _targets(node: ast.Import | ast.ImportFrom, here: list[str], is_package: boo
     return found
 
 
-def imports(root: Path) -> list[Import]:
-    """Every import between two layer units in the packages under `root`."""
-    found = []
+def _statements(root: Path) -> Iterable[tuple[Path, list[str], ast.Import | ast.ImportFrom]]:
+    """Each import statement of the packages under `root`, with its file and that file's module name."""
     for package in PACKAGES:
         for path in sorted((root / package).rglob("*.py")):
             here = module_name(path, root)
             tree = ast.parse(path.read_text(), filename=str(path))
             for node in sorted(_import_nodes(tree), key=lambda node: node.lineno):
-                for module in _targets(node, here, path.name == "__init__.py", root):
-                    parts = module.split(".")
-                    if parts[0] not in PACKAGES:
-                        continue
-                    source, target = unit(here), unit(parts)
-                    if source != target:
-                        rel = path.relative_to(root).as_posix()
-                        found.append(Import(rel, node.lineno, source, target, module))
+                yield path, here, node
+
+
+def imports(root: Path) -> list[Import]:
+    """Every import between two layer units in the packages under `root`."""
+    found = []
+    for path, here, node in _statements(root):
+        for module in _targets(node, here, path.name == "__init__.py", root):
+            parts = module.split(".")
+            if parts[0] not in PACKAGES:
+                continue
+            source, target = unit(here), unit(parts)
+            if source != target:
+                rel = path.relative_to(root).as_posix()
+                found.append(Import(rel, node.lineno, source, target, module))
+    return found
+
+
+def _is_module(name: str, root: Path) -> bool:
+    path = root.joinpath(*name.split("."))
+    return name.split(".")[0] in PACKAGES and ((path / "__init__.py").exists() or path.with_suffix(".py").exists())
+
+
+def _modules_read(node: ast.Import | ast.ImportFrom, here: list[str], is_package: bool, root: Path) -> list[str]:
+    """The modules of the packages whose names one import statement reads (see the module docstring)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names if _is_module(alias.name, root)]
+    base = here if is_package else here[:-1]
+    base = base[: len(base) - (node.level - 1)] if node.level else []
+    module = ".".join([*base, *([node.module] if node.module else [])])
+    read = [module, *(f"{module}.{alias.name}" for alias in node.names)]
+    return [name for name in read if _is_module(name, root)]
+
+
+def module_imports(root: Path) -> list[Import]:
+    """Every import from one module of the packages under `root` to another, by module name."""
+    found = []
+    for path, here, node in _statements(root):
+        source = ".".join(here)
+        for target in _modules_read(node, here, path.name == "__init__.py", root):
+            if target != source:
+                found.append(Import(path.relative_to(root).as_posix(), node.lineno, source, target, target))
     return found
 
 
@@ -118,7 +160,7 @@ def declared_layers(docstring: str) -> list[set[str]]:
 
 
 def find_cycle(found: Iterable[Import]) -> list[Import] | None:
-    """One cycle among units, as the imports that close it, or None."""
+    """One cycle among the sources and targets of `found` (units or modules), as the imports that close it."""
     edges: dict[str, dict[str, Import]] = {}
     for imp in found:
         edges.setdefault(imp.source, {}).setdefault(imp.target, imp)
@@ -187,6 +229,11 @@ def test_no_cycle_among_packages(graph):
     assert cycle is None, "import cycle: " + describe(cycle)
 
 
+def test_no_cycle_among_modules():
+    cycle = find_cycle(module_imports(ROOT))
+    assert cycle is None, "import cycle: " + describe(cycle)
+
+
 def test_every_import_goes_down_the_declared_layers(graph, layers):
     problems = upward(checked(graph, ALLOWED), layers)
     assert not problems, "\n".join(problems)
@@ -233,6 +280,35 @@ def test_a_cycle_and_an_upward_import_are_reported_with_their_lines(tmp_path):
     ]
     problems = upward(found, [{"optimizer"}, {"low"}, {"high"}])
     assert problems == ["optimizer/low/a.py:5 imports optimizer.high: low may not import high (a higher layer)"]
+
+
+def test_a_module_cycle_through_a_function_or_a_package_face_is_reported(tmp_path):
+    files = {
+        # `loop.step` imports `loop.state` only when called: still a circle.
+        "optimizer/loop/__init__.py": "",
+        "optimizer/loop/step.py": "from optimizer.loop.state import saved\n",
+        "optimizer/loop/state.py": "def saved():\n    from optimizer.loop import step\n",
+        # The face hands on `suite`'s class; `suite` reads its sibling through the face.
+        "tasks/deck/__init__.py": "from tasks.deck.suite import Deck\n",
+        "tasks/deck/suite.py": "from tasks.deck import cards\n\n\nclass Deck:\n    pass\n",
+        "tasks/deck/cards.py": "",
+    }
+    cycle = find_cycle(module_imports(_tree(tmp_path, files)))
+    assert cycle is not None
+    assert describe(cycle).splitlines() == [
+        "optimizer.loop.state -> optimizer.loop.step -> optimizer.loop.state",
+        "  optimizer/loop/state.py:2 imports optimizer.loop.step",
+        "  optimizer/loop/step.py:1 imports optimizer.loop.state",
+    ]
+    files["optimizer/loop/state.py"] = "def saved():\n    pass\n"
+    cycle = find_cycle(module_imports(_tree(tmp_path, files)))
+    assert cycle is not None
+    assert describe(cycle).splitlines()[0] == "tasks.deck -> tasks.deck.suite -> tasks.deck"
+    # The sibling named as a module, or the face imported only for type checking: no circle.
+    files["tasks/deck/suite.py"] = "import tasks.deck.cards as cards\n"
+    assert find_cycle(module_imports(_tree(tmp_path, files))) is None
+    files["tasks/deck/suite.py"] = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from tasks import deck\n"
+    assert find_cycle(module_imports(_tree(tmp_path, files))) is None
 
 
 def test_peers_unplaced_units_and_relative_imports_are_reported(tmp_path):

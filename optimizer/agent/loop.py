@@ -167,7 +167,7 @@ def _run_turn(
         if action.malformed is not None:
             malformed_in_a_row += 1
             if malformed_in_a_row > 1:
-                runtime.step += 1  # the request was made; no entry answers it
+                runtime.advance()  # the request was made; no entry answers it
                 state.stopped = state.stopped_by_agent_error = True
                 state.reasons.append(f"agent error at step {step}: {action.malformed}")
                 return None
@@ -187,10 +187,10 @@ def _run_turn(
             call_started = time.perf_counter()
             output, spec = _execute(call, specs, env, runtime, turn)
             call_latency = time.perf_counter() - call_started
-            raw, entry, written_records, write_started, write_s = runtime.add_result(call, output, spec)
-            for written_record in written_records:
-                episode.records.append(_filed(episode, written_record, write_started - started, write_s))
-            _record_entry(episode, entry, output.content, step + 1)
+            added = runtime.add_result(call, output, spec)
+            for written_record in added.records:
+                episode.records.append(_filed(episode, written_record, added.write_started - started, added.write_s))
+            _record_entry(episode, added.written, output.content, step + 1)
             episode.tool_calls.append(
                 ToolCallRecord(
                     step=step,
@@ -200,8 +200,8 @@ def _run_turn(
                     signature=call.signature(),
                     side_effect=bool(spec and spec.side_effect),
                     is_error=output.is_error,
-                    retention=entry.retention,
-                    result_tokens=raw.tokens,
+                    retention=added.written.retention,
+                    result_tokens=added.raw.tokens,
                     started_s=call_started - started,
                     latency_s=call_latency,
                 )

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, cast
 import typer
 from pydantic import ValidationError
 
+from optimizer.cli.guideline_files import EXPECTS, guideline_file
 from optimizer.cli.run_cmd import out
 from optimizer.context.guideline import Guideline, check_contract
 from optimizer.errors import AconError, ConfigError
@@ -17,8 +18,6 @@ from optimizer.storage import atomic_write_json, atomic_write_text, writable_fil
 if TYPE_CHECKING:
     from optimizer.adapters.native_export import NativeExport, NativeFormat
     from optimizer.summary.target_base import SummaryTarget
-
-EXPECTS = "a job directory of `acon optimize`, or a guideline file (.md, or .json from `acon export --format json`)"
 
 
 def chosen_guideline(job_dir: Path) -> Guideline:
@@ -61,34 +60,6 @@ def chosen_guideline(job_dir: Path) -> Guideline:
         f"{candidate.round}, derived from {candidate.guideline.name.split('+')[0]}."
     )
     return candidate.guideline.model_copy(update={"provenance": provenance, "description": description})
-
-
-def guideline_file(path: Path) -> Guideline:
-    """A guideline file given instead of a job directory: Markdown with front matter, or its JSON form."""
-    if path.suffix not in (".md", ".json"):
-        raise ConfigError(f"{path} is a file but not a guideline (.md or .json); export expects {EXPECTS}")
-    try:
-        text = path.read_text()
-    except UnicodeDecodeError:
-        raise ConfigError(f"{path}: not UTF-8 text; export expects {EXPECTS}") from None
-    if path.suffix == ".md":
-        return Guideline.from_markdown(text, source=str(path))
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{path}: invalid JSON (line {exc.lineno}): {exc.msg}") from None
-    if not isinstance(data, dict) or not {"history", "observation"} <= data.keys():
-        raise ConfigError(
-            f"{path}: not a guideline (expected the JSON of `acon export --format json`: "
-            "name, policy, history, observation)"
-        )
-    data.pop("version", None)  # derived from the content, never trusted from the file
-    try:
-        return Guideline.model_validate(data)
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(p) for p in error["loc"]) or "guideline"
-        raise ConfigError(f"{path}: not a valid guideline: {where}: {error['msg']}") from None
 
 
 def guideline_json(guideline: Guideline) -> dict:

@@ -28,7 +28,7 @@ def strategy_from_spec(config: ExperimentConfig, spec: str, registry: str | None
 
     registered = "@" in spec or re.fullmatch(r"[^/]+/\d+", spec)
     if spec.endswith((".md", ".json")) or ("/" in spec and not registered):
-        from optimizer.cli.export_cmd import guideline_file
+        from optimizer.cli.guideline_files import guideline_file
 
         if not Path(spec).is_file():
             raise ConfigError(f"--strategies: guideline file not found: {spec}")

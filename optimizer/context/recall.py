@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from optimizer.context.history import Entry
@@ -21,6 +21,16 @@ RECALL_SPEC = ToolSpec(
         "required": ["handle"],
     },
 )
+
+
+@dataclass(frozen=True)
+class StoreSnapshot:
+    """A store's content at one moment, as a saved runtime state holds it."""
+
+    items: Mapping[str, Entry]  # handle -> the original entry
+    by_entry: Mapping[int, str]  # entry id -> its handle
+    recalls: int
+    recalled_tokens: int
 
 
 @dataclass
@@ -52,6 +62,14 @@ class RecallStore:
 
     def __contains__(self, handle: str) -> bool:
         return handle in self._items
+
+    def snapshot(self) -> StoreSnapshot:
+        return StoreSnapshot(dict(self._items), dict(self._by_entry), self.recalls, self.recalled_tokens)
+
+    @classmethod
+    def restored(cls, snapshot: StoreSnapshot) -> RecallStore:
+        """The store a snapshot was taken of: the same handles, and the next one issued after them."""
+        return cls(dict(snapshot.items), dict(snapshot.by_entry), snapshot.recalls, snapshot.recalled_tokens)
 
 
 def recall_note(entry: Entry, handle: str, reason: str, *, verb: str = "restore with") -> str:

@@ -25,7 +25,7 @@ from optimizer.context.recall import RECALL_TOOL
 from optimizer.context.strategies import parse_strategy
 from optimizer.errors import ConfigError
 from optimizer.evaluate.endpoints import ModelEndpoints
-from optimizer.evaluate.runner import AgentSpec, services_for
+from optimizer.evaluate.services import AgentSpec, services_for
 from optimizer.evaluate.stats import wilson_interval
 from optimizer.runtime.render import request_text
 from optimizer.tokens import count_tokens

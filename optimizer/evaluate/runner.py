@@ -6,20 +6,16 @@ import contextlib
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from optimizer.agent.base import Agent
 from optimizer.agent.episode import Episode
-from optimizer.agent.kinds import AGENTS, AgentKind, agent_kind
-from optimizer.agent.loop import EpisodeServices, run_episode
-from optimizer.agent.reference import RecallMode
-from optimizer.context.compressor import Compressor
+from optimizer.agent.loop import run_episode
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import AconError, ConfigError
 from optimizer.evaluate.endpoints import ModelEndpoints
 from optimizer.evaluate.executors import EpisodeWork, Executor, LocalExecutor
 from optimizer.evaluate.records import EpisodeRecords, EpisodeSummary
+from optimizer.evaluate.services import AgentSpec, services_for
 from optimizer.evaluate.store import EpisodeStore, read_meta, write_meta
 from optimizer.locking import exclusive
 from optimizer.world.suite import only, task_ids
@@ -29,59 +25,9 @@ OnEpisode = Callable[[Episode], None]
 BUSY_HINT = "wait for it to finish; the episodes it records are reused when you rerun"
 
 
-@dataclass(frozen=True)
-class AgentSpec:
-    """Which agent runs the episodes: a registered kind (`optimizer.agent.kinds`) and the run's agent options."""
-
-    kind: str
-    action_format: str = "auto"
-    # Tier 0: how the reference agent recalls (see `optimizer.agent.reference`).
-    recall: RecallMode = "honest"
-    recall_probability: float = 1.0
-
-    @property
-    def config(self) -> AgentKind:
-        return agent_kind(
-            self.kind, action_format=self.action_format, recall=self.recall, recall_probability=self.recall_probability
-        )
-
-    @property
-    def uses_model(self) -> bool:
-        return AGENTS.get(self.kind).uses_model
-
-    def build(self, task: Task, endpoints: ModelEndpoints | None) -> Agent:
-        return self.config.build(task, endpoints)
-
-    def identity(self, endpoints_config: dict) -> dict:
-        return self.config.identity(endpoints_config.get("agent"))
-
-
 def run_key(*parts: object) -> str:
     payload = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:10]
-
-
-def services_for(strategy: ContextStrategy, agent: AgentSpec, endpoints: ModelEndpoints | None) -> EpisodeServices:
-    compressor = None
-    compressor_pricing = None
-    if strategy.uses_compressor:
-        if endpoints is None:
-            raise ConfigError(f"strategy {strategy.type} needs a compressor endpoint")
-        client = endpoints.client("compressor")
-        compressor = Compressor(client, endpoints.response_cache())
-        compressor_pricing = client.config.pricing
-    agent_pricing = None
-    system_tokens = None
-    if agent.uses_model and endpoints is not None:
-        client = endpoints.client("agent")
-        agent_pricing = client.config.pricing
-        system_tokens = client.system_tokens
-    return EpisodeServices(
-        compressor=compressor,
-        agent_pricing=agent_pricing,
-        compressor_pricing=compressor_pricing,
-        system_tokens=system_tokens,
-    )
 
 
 def run_tasks(

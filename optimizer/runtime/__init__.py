@@ -10,7 +10,16 @@ tools = runtime.tools(my_tools)                # plus `recall` when the guidelin
 
 from __future__ import annotations
 
-from optimizer.runtime.conversation import ContextRuntime, Prepared, RuntimeStats, cache_break_of
+from optimizer.runtime.conversation import AddedResult, ContextRuntime, Prepared, cache_break_of
 from optimizer.runtime.retention_map import RetentionMap, ToolRetention
+from optimizer.runtime.state import RuntimeStats
 
-__all__ = ["ContextRuntime", "Prepared", "RetentionMap", "RuntimeStats", "ToolRetention", "cache_break_of"]
+__all__ = [
+    "AddedResult",
+    "ContextRuntime",
+    "Prepared",
+    "RetentionMap",
+    "RuntimeStats",
+    "ToolRetention",
+    "cache_break_of",
+]

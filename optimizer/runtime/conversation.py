@@ -13,7 +13,6 @@ messages it has not seen yet). The project's agent loop drives the same object s
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 import functools
 import json
@@ -21,7 +20,7 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar, cast
 
@@ -34,11 +33,13 @@ from optimizer.context.recall import RECALL_SPEC, RECALL_TOOL, RecallStore
 from optimizer.context.record import CompressionRecord
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import ConfigError
+from optimizer.runtime.messages import AssistantMessage, SeenMessages, UserMessage, leading_system
 from optimizer.runtime.render import RenderMemo, action_json, common_prefix, render_messages
 from optimizer.runtime.retention_map import CallClassifier, RetentionMap, as_retention_map
+from optimizer.runtime.state import RuntimeState, RuntimeStats, dump_state, read_state
 from optimizer.tokens import count_message_tokens, count_tokens
 from optimizer.untrusted import parse_json
-from optimizer.world.tool import ToolCall, ToolOutput, ToolSpec
+from optimizer.world.tool import ToolCall, ToolOutput, ToolSpec, classify_result
 
 ToolFormat = Literal["native", "json"]
 
@@ -59,33 +60,15 @@ class Prepared:
     invalidated_tokens: int  # tokens of the previous request past the common prefix
 
 
-@dataclass
-class RuntimeStats:
-    """What the runtime did to the conversation so far."""
+@dataclass(frozen=True)
+class AddedResult:
+    """A tool result as `add_result` filed it, with the checkpoints the agent loop records."""
 
-    requests: int = 0
-    compressor_calls: int = 0  # uncached calls the runtime's moves made
-    compressions: int = 0  # records of moves that changed content
-    cache_breaks: int = 0  # requests whose prefix differed from the previous request's
-    recalls: int = 0
-
-    def to_dict(self) -> dict[str, int]:
-        return dataclasses.asdict(self)
-
-
-@dataclass
-class _Ingested:
-    """Bookkeeping for `compact`: which messages were seen, and what they mapped to."""
-
-    fingerprints: list[str] = field(default_factory=list)
-    system: str | None = None
-    calls: dict[str, ToolCall] = field(default_factory=dict)
-    answered: set[str] = field(default_factory=set)
-    # An assistant's own text beside its tool calls (or its answer), shown again in native output.
-    texts: dict[int, str] = field(default_factory=dict)
-    # Copies of the messages seen, as far as this process has them (a restored state has fingerprints only):
-    # comparing a message with its copy costs far less than fingerprinting it again at every call.
-    copies: list[Any] = field(default_factory=list)
+    raw: Entry  # checkpoint 1: the result as the tool returned it
+    written: Entry  # checkpoint 2: what the history holds after the write-time moves
+    records: tuple[CompressionRecord, ...]  # the write-time moves that ran on it
+    write_started: float  # time.perf_counter() when the write-time moves started
+    write_s: float
 
 
 _Method = TypeVar("_Method", bound=Callable[..., Any])
@@ -145,16 +128,26 @@ class ContextRuntime:
         self.history = History()
         self.store = RecallStore()
         self.stats = RuntimeStats()
-        self.step = 0  # the step of the next request
-        self.turn = 0
+        self._step = 0
+        self._turn = 0
         self._action_step = 0  # the step of the latest action: its results are written under it
         self._previous_request: list[dict[str, Any]] | None = None
-        self._seen = _Ingested()
+        self._seen = SeenMessages()
         self._rendered = RenderMemo()
         # One conversation is one sequence of calls: two threads compacting it at once (an SDK client shared
         # by threads, parallel tool calls recalling) would both ingest the same messages. Reentrant, since
         # `compact` drives the step-wise methods that are public too.
         self._lock = threading.RLock()
+
+    @property
+    def step(self) -> int:
+        """The step of the next request."""
+        return self._step
+
+    @property
+    def turn(self) -> int:
+        """The user turn the conversation is in (0: the task's)."""
+        return self._turn
 
     # -- the user's way in: OpenAI chat messages -------------------------------------------------------
 
@@ -177,52 +170,36 @@ class ContextRuntime:
         Only messages past those seen in earlier calls are ingested; the conversation must extend what
         the runtime saw (a rewritten earlier message is an error, not silently re-based).
         """
-        from optimizer.runtime.messages import fingerprint, ingest, leading_system
-
         messages = [m if type(m) is dict else _plain(m) for m in messages]  # dicts as they are: the common case
         system, rest = leading_system(messages)  # the system prompt is read afresh: it is not history
         offset = len(messages) - len(rest)
-        self._check_unchanged(rest, offset)
         seen = self._seen
-        new = range(len(seen.fingerprints), len(rest))
-        fingerprints = [fingerprint(rest[index], f"message {index + offset}") for index in new]  # all checked first
-        for index, fingerprint_ in zip(new, fingerprints, strict=True):
-            ingest(self, rest[index], index + offset)
-            seen.fingerprints.append(fingerprint_)
-            seen.copies.append(copy.deepcopy(rest[index]))
+        for index, fingerprint in seen.unseen(rest, offset):
+            self._ingest(rest[index], index + offset)
+            seen.remember(rest[index], fingerprint)
         if not self.history.entries:
             raise ConfigError("the conversation has no user message yet")
-        self._seen.system = system
-        prepared = self.prepare(self._seen.system or "", native_tools=tool_format == "native")
+        seen.system = system
+        prepared = self.prepare(seen.system or "", native_tools=tool_format == "native")
         if tool_format == "native":
             return self._with_assistant_texts(prepared)
         return prepared.messages
 
-    def _check_unchanged(self, rest: Sequence[Any], offset: int) -> None:
-        """Refuse a call whose earlier messages differ from those seen: a conversation only grows."""
-        from optimizer.runtime.messages import fingerprint
-
-        seen = self._seen
-        kept = min(len(seen.copies), len(rest))
-        try:
-            same = rest[:kept] == seen.copies[:kept]
-        except RecursionError:  # nested too deep to compare: the fingerprint below says so in one line
-            same = False
-        for index in range(kept if same else 0, min(len(rest), len(seen.fingerprints))):
-            # A copy that compares unequal may still be the same JSON (a tuple for a list): the fingerprint decides.
-            if fingerprint(rest[index], f"message {index + offset}") != seen.fingerprints[index]:
-                self._refuse_rewrite(index + offset)
-            if index >= len(seen.copies):
-                seen.copies.append(copy.deepcopy(rest[index]))
-        if len(rest) < len(seen.fingerprints):
-            self._refuse_rewrite(len(rest) + offset)
-
-    @staticmethod
-    def _refuse_rewrite(index: int) -> None:
-        raise ConfigError(
-            f"message {index} differs from what this runtime already saw: a conversation can only grow "
-            "(start a new runtime for another conversation)"
-        )
+    def _ingest(self, message: Any, index: int) -> None:
+        """Add one message to the history through the step-wise methods (write-time moves run on tool results)."""
+        read = self._seen.read(message, index, started=bool(self.history.entries))
+        if isinstance(read, UserMessage):
+            if self.history.entries:
+                self.add_user(read.text)
+            else:
+                self.start(read.text)
+        elif isinstance(read, AssistantMessage):
+            entry = self.add_action(calls=read.calls) if read.calls else self.add_action(answer=read.text)
+            if read.text or not read.calls:
+                self._seen.texts[entry.id] = read.text
+        else:
+            self.add_result(read.call, read.output(self.store), RECALL_SPEC if read.call.name == RECALL_TOOL else None)
+            self._seen.answered.add(read.call.id)
 
     @_serialized
     def answer(self, call: Any) -> str | None:
@@ -260,15 +237,20 @@ class ContextRuntime:
     @_serialized
     def add_user(self, text: str) -> Entry:
         """A later user turn."""
-        self.turn += 1
-        return self.history.append(EntryKind.USER, text, step=self.step, turn=self.turn)
+        self._turn += 1
+        return self.history.append(EntryKind.USER, text, step=self._step, turn=self._turn)
 
     @_serialized
     def add_notice(self, text: str) -> Entry:
         """Harness feedback after a reply that could not be used (it takes that request's step)."""
-        entry = self.history.append(EntryKind.NOTICE, text, step=self.step, turn=self.turn)
-        self.step += 1
+        entry = self.history.append(EntryKind.NOTICE, text, step=self._step, turn=self._turn)
+        self._step += 1
         return entry
+
+    @_serialized
+    def advance(self) -> None:
+        """The latest request was sent and nothing will answer it (the agent gave up): the next takes a new step."""
+        self._step += 1
 
     @_serialized
     def add_action(self, calls: Sequence[ToolCall] = (), answer: str | None = None) -> Entry:
@@ -277,15 +259,15 @@ class ContextRuntime:
             id=len(self.history.entries),
             kind=EntryKind.ACTION,
             content="",
-            step=self.step,
-            turn=self.turn,
+            step=self._step,
+            turn=self._turn,
             calls=tuple(calls),
             answer=answer,
         )
         content = action_json(draft)
         entry = self.history.add(dataclasses.replace(draft, content=content, tokens=count_tokens(content)))
-        self._action_step = self.step
-        self.step += 1
+        self._action_step = self._step
+        self._step += 1
         return entry
 
     @_serialized
@@ -320,16 +302,11 @@ class ContextRuntime:
         return None
 
     @_serialized
-    def add_result(
-        self, call: ToolCall, output: ToolOutput, spec: ToolSpec | None = None
-    ) -> tuple[Entry, Entry, tuple[CompressionRecord, ...], float, float]:
+    def add_result(self, call: ToolCall, output: ToolOutput, spec: ToolSpec | None = None) -> AddedResult:
         """A tool result through the write-time moves (checkpoint 1 -> 2).
 
         `spec` is the tool as registered (the loop knows it); without it the retention map classifies.
-        Returns (raw entry, written entry, write records, started, seconds the moves took).
         """
-        from optimizer.world.tool import classify_result
-
         retention = classify_result(spec, call, output) if spec is not None else self.retention.classify(call, output)
         recalled = call.arguments.get("handle") if call.name == RECALL_TOOL and not output.is_error else None
         original = self.store.get(str(recalled)) if recalled is not None else None
@@ -339,7 +316,7 @@ class ContextRuntime:
             EntryKind.RESULT,
             output.content,
             step=self._action_step,
-            turn=self.turn,
+            turn=self._turn,
             call=call,
             retention=retention,
             must_keep=output.must_keep,
@@ -366,12 +343,12 @@ class ContextRuntime:
                 recalled_handle=raw.recalled_handle,
             )
         self._count(records)
-        return raw, entry, records, started, took
+        return AddedResult(raw, entry, records, started, took)
 
     @_serialized
     def prepare(self, system: str, *, native_tools: bool) -> Prepared:
         """The next request: history moves (recorded as edits), replay, pre-send budget, rendering."""
-        step = self.step
+        step = self._step
         ctx = self._context(step)
         started = time.perf_counter()
         condensation = self.strategy.condense(self.history, ctx)
@@ -400,7 +377,6 @@ class ContextRuntime:
     @_serialized
     def save(self, path: str | Path) -> Path:
         """Write the conversation's state (history, edits, recall store, counters) as JSON."""
-        from optimizer.runtime.state import dump_state
         from optimizer.storage import atomic_write_text
 
         target = Path(path)
@@ -432,14 +408,27 @@ class ContextRuntime:
     @_serialized
     def restore(self, data: Any, *, source: str) -> ContextRuntime:
         """Restore a state as `save` writes it, already parsed (a LangGraph thread's state holds one)."""
-        from optimizer.runtime.state import read_state
-
-        restored = read_state(self, data, source=source)
-        self.history, self.store, self.stats = restored.history, restored.store, restored.stats
-        self.step, self.turn, self._action_step = restored.step, restored.turn, restored.action_step
-        self._previous_request, self._seen = restored.previous_request, restored.seen
+        state = read_state(data, source=source, strategy_version=self.strategy.version())
+        self.history, self.store, self.stats, self._seen = state.history, state.store, state.stats, state.seen
+        self._step, self._turn, self._action_step = state.step, state.turn, state.action_step
+        self._previous_request = state.previous_request
         self._rendered = RenderMemo()
         return self
+
+    @_serialized
+    def state(self) -> RuntimeState:
+        """This runtime's state as one record of its live parts (`dump_state` writes it as JSON at once)."""
+        return RuntimeState(
+            strategy_version=self.strategy.version(),
+            history=self.history,
+            store=self.store,
+            stats=self.stats,
+            step=self._step,
+            turn=self._turn,
+            action_step=self._action_step,
+            previous_request=self._previous_request,
+            seen=self._seen,
+        )
 
     # -- internals --------------------------------------------------------------------------------------
 

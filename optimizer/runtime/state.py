@@ -10,39 +10,78 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from optimizer.context.history import Drop, Edit, Entry, EntryKind, History, Replace, Summarize
-from optimizer.context.recall import RecallStore
+from optimizer.context.recall import RecallStore, StoreSnapshot
 from optimizer.errors import ConfigError
+from optimizer.runtime.messages import SeenMessages
 from optimizer.world.retention import RetentionClass
 from optimizer.world.tool import ToolCall
-
-if TYPE_CHECKING:
-    from optimizer.runtime.conversation import ContextRuntime, RuntimeStats, _Ingested
 
 FORMAT = "acon-runtime-state/1"
 
 
-def dump_state(runtime: ContextRuntime) -> dict[str, Any]:
-    seen = runtime._seen
-    store = runtime.store
+@dataclasses.dataclass
+class RuntimeStats:
+    """What the runtime did to the conversation so far."""
+
+    requests: int = 0
+    compressor_calls: int = 0  # uncached calls the runtime's moves made
+    compressions: int = 0  # records of moves that changed content
+    cache_breaks: int = 0  # requests whose prefix differed from the previous request's
+    recalls: int = 0
+
+    def to_dict(self) -> dict[str, int]:
+        return dataclasses.asdict(self)
+
+
+@dataclasses.dataclass(frozen=True)
+class RuntimeState:
+    """Everything of a runtime that a saved state holds, as one record.
+
+    A runtime hands out its live parts (`ContextRuntime.state`, written out at once) and takes over those
+    of a state read back whole and checked (`read_state`), in one move.
+    """
+
+    strategy_version: str
+    history: History
+    store: RecallStore
+    stats: RuntimeStats
+    step: int  # the step of the next request
+    turn: int
+    action_step: int  # the step of the latest action: its results are written under it
+    previous_request: list[dict[str, Any]] | None
+    seen: SeenMessages
+
+
+class Stateful(Protocol):
+    """What `dump_state` reads: a `ContextRuntime` (named by its method, since the runtime imports this module)."""
+
+    def state(self) -> RuntimeState: ...
+
+
+def dump_state(runtime: Stateful) -> dict[str, Any]:
+    """The runtime's state as the JSON `ContextRuntime.save` writes."""
+    state = runtime.state()
+    seen = state.seen
+    store = state.store.snapshot()
     return {
         "format": FORMAT,
-        "strategy_version": runtime.strategy.version(),
-        "step": runtime.step,
-        "turn": runtime.turn,
-        "action_step": runtime._action_step,
-        "entries": [_entry(e) for e in runtime.history.entries],
-        "edits": [_edit(e) for e in runtime.history.edits],
+        "strategy_version": state.strategy_version,
+        "step": state.step,
+        "turn": state.turn,
+        "action_step": state.action_step,
+        "entries": [_entry(e) for e in state.history.entries],
+        "edits": [_edit(e) for e in state.history.edits],
         "store": {
-            "items": {h: _entry(e) for h, e in store._items.items()},
-            "by_entry": {str(k): v for k, v in store._by_entry.items()},
+            "items": {h: _entry(e) for h, e in store.items.items()},
+            "by_entry": {str(k): v for k, v in store.by_entry.items()},
             "recalls": store.recalls,
             "recalled_tokens": store.recalled_tokens,
         },
-        "stats": runtime.stats.to_dict(),
-        "previous_request": runtime._previous_request,
+        "stats": state.stats.to_dict(),
+        "previous_request": state.previous_request,
         "seen": {
             "fingerprints": seen.fingerprints,
             "system": seen.system,
@@ -53,26 +92,12 @@ def dump_state(runtime: ContextRuntime) -> dict[str, Any]:
     }
 
 
-@dataclasses.dataclass(frozen=True)
-class Restored:
-    """A saved state read back whole and checked, ready to replace a runtime's own in one move."""
-
-    history: History
-    store: RecallStore
-    stats: RuntimeStats
-    step: int
-    turn: int
-    action_step: int
-    previous_request: list[dict[str, Any]] | None
-    seen: _Ingested
-
-
 class _Broken(Exception):
     """What is wrong with the state, said where; `read_state` turns it into one `ConfigError` line."""
 
 
-def read_state(runtime: ContextRuntime, data: Any, *, source: str) -> Restored:
-    """The state in `data` for `runtime`'s guideline, checked whole before anything of the runtime changes.
+def read_state(data: Any, *, source: str, strategy_version: str) -> RuntimeState:
+    """The state in `data`, for a runtime whose guideline has `strategy_version`, checked whole.
 
     Besides each field's presence and type, it checks what a runtime itself never writes: entries out of
     order, an edit or a handle naming an entry that is not there, a must-keep line missing from its entry
@@ -81,17 +106,16 @@ def read_state(runtime: ContextRuntime, data: Any, *, source: str) -> Restored:
     if not isinstance(data, Mapping) or data.get("format") != FORMAT:
         raise ConfigError(f"{source}: not a runtime state file (expected format {FORMAT!r})")
     try:
-        restored = _read(data)
-        version = _field(data, "strategy_version", str)
+        state = _read(data)
     except _Broken as exc:
         raise ConfigError(f"{source}: broken runtime state: {exc}") from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a shape the checks above did not name
         raise ConfigError(f"{source}: broken runtime state ({type(exc).__name__}: {exc})") from None
-    if version != runtime.strategy.version():
+    if state.strategy_version != strategy_version:
         raise ConfigError(
-            f"{source}: saved under guideline version {version}, this runtime runs {runtime.strategy.version()}"
+            f"{source}: saved under guideline version {state.strategy_version}, this runtime runs {strategy_version}"
         )
-    return restored
+    return state
 
 
 def _field(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str = "") -> Any:
@@ -106,9 +130,7 @@ def _field(data: Mapping[str, Any], key: str, kind: type | tuple[type, ...], whe
     return value
 
 
-def _read(data: Mapping[str, Any]) -> Restored:
-    from optimizer.runtime.conversation import RuntimeStats, _Ingested
-
+def _read(data: Mapping[str, Any]) -> RuntimeState:
     step, turn = _field(data, "step", int), _field(data, "turn", int)
     action_step = _field(data, "action_step", int)
     entries = [_checked_entry(e, f"entries[{i}]") for i, e in enumerate(_field(data, "entries", list))]
@@ -121,41 +143,43 @@ def _read(data: Mapping[str, Any]) -> Restored:
         missing = [i for i in ids if not 0 <= i < len(entries)]
         if missing:
             raise _Broken(f"an edit names entry {missing[0]}, which the state does not hold")
-    saved_store = _field(data, "store", Mapping)
-    store = RecallStore()
-    items = _field(saved_store, "items", Mapping, "store")
-    store._items = {str(h): _checked_entry(e, f"store.items.{h}") for h, e in items.items()}
-    by_entry = _field(saved_store, "by_entry", Mapping, "store")
-    for key, handle in by_entry.items():
-        entry_id = _int_key(key, "store.by_entry")
-        if not 0 <= entry_id < len(entries) or handle not in store._items:
-            raise _Broken(f"store.by_entry maps entry {entry_id} to handle {handle!r}, which the state does not hold")
-        store._by_entry[entry_id] = handle
-    store.recalls = _field(saved_store, "recalls", int, "store")
-    store.recalled_tokens = _field(saved_store, "recalled_tokens", int, "store")
+    store = _read_store(_field(data, "store", Mapping), len(entries))
     stats_data = _field(data, "stats", Mapping)
     stats = RuntimeStats(**{k: _field(stats_data, k, int, "stats") for k in RuntimeStats().to_dict()})
     previous = _field(data, "previous_request", (list, type(None)))
     if previous is not None and not all(isinstance(m, Mapping) for m in previous):
         raise _Broken("'previous_request' must be a list of messages")
     saved_seen = _field(data, "seen", Mapping)
-    seen = _Ingested()
-    seen.fingerprints = [str(f) for f in _field(saved_seen, "fingerprints", list, "seen")]
-    seen.system = _field(saved_seen, "system", (str, type(None)), "seen")
-    seen.calls = {c["id"]: _read_call(c) for c in _field(saved_seen, "calls", list, "seen")}
-    seen.answered = {str(a) for a in _field(saved_seen, "answered", list, "seen")}
-    texts = _field(saved_seen, "texts", Mapping, "seen")
-    seen.texts = {_int_key(k, "seen.texts"): str(v) for k, v in texts.items()}
-    return Restored(
-        History(entries, edits),
-        store,
-        stats,
-        step,
-        turn,
-        action_step,
-        None if previous is None else list(previous),
-        seen,
+    fingerprints = [str(f) for f in _field(saved_seen, "fingerprints", list, "seen")]
+    system = _field(saved_seen, "system", (str, type(None)), "seen")
+    calls = {c["id"]: _read_call(c) for c in _field(saved_seen, "calls", list, "seen")}
+    answered = {str(a) for a in _field(saved_seen, "answered", list, "seen")}
+    texts = {_int_key(k, "seen.texts"): str(v) for k, v in _field(saved_seen, "texts", Mapping, "seen").items()}
+    seen = SeenMessages(fingerprints, system, calls, answered, texts)
+    return RuntimeState(
+        strategy_version=_field(data, "strategy_version", str),
+        history=History(entries, edits),
+        store=store,
+        stats=stats,
+        step=step,
+        turn=turn,
+        action_step=action_step,
+        previous_request=None if previous is None else list(previous),
+        seen=seen,
     )
+
+
+def _read_store(saved: Mapping[str, Any], entries: int) -> RecallStore:
+    items = {str(h): _checked_entry(e, f"store.items.{h}") for h, e in _field(saved, "items", Mapping, "store").items()}
+    by_entry = {}
+    for key, handle in _field(saved, "by_entry", Mapping, "store").items():
+        entry_id = _int_key(key, "store.by_entry")
+        if not 0 <= entry_id < entries or handle not in items:
+            raise _Broken(f"store.by_entry maps entry {entry_id} to handle {handle!r}, which the state does not hold")
+        by_entry[entry_id] = handle
+    recalls = _field(saved, "recalls", int, "store")
+    recalled_tokens = _field(saved, "recalled_tokens", int, "store")
+    return RecallStore.restored(StoreSnapshot(items, by_entry, recalls, recalled_tokens))
 
 
 def _int_key(key: Any, where: str) -> int:

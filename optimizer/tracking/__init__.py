@@ -16,35 +16,14 @@ to the events of `acon optimize` / `acon run|compare` (`optimizer.search.events`
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from optimizer.config import ExperimentConfig, TrackingConfig
 from optimizer.context.guideline import Guideline
 from optimizer.tracking.base import Tracker
 from optimizer.tracking.hooks import JobTracking, OptimizeTracking, tracked_job, tracker_for
-from optimizer.tracking.outage import TrackingBehind, check_caught_up, fail_fast
+from optimizer.tracking.opening import open_tracker, tracker_from_config
+from optimizer.tracking.outage import TrackingBehind, check_caught_up
 from optimizer.tracking.params import experiment_params, experiment_tags
 from optimizer.tracking.pareto import ParetoPoint, front_labels
-from optimizer.tracking.store import Store, check_reachable, job_store, resolve_store, resolve_uri
-
-
-def open_tracker(
-    config: TrackingConfig, job_dir: Path, experiment: str, *, prompt_prefix: str | None = None
-) -> Tracker:
-    """An MLflow tracker on the job's store, or the no-op `Tracker` when tracking is disabled."""
-    if not config.enabled:
-        return Tracker()
-    store = resolve_store(config, job_dir)
-    check_reachable(store)
-    fail_fast(store)
-    from optimizer.tracking.mlflow_tracker import MlflowTracker
-
-    return MlflowTracker(store, job_dir, experiment, traces=config.traces, prompt_prefix=prompt_prefix)
-
-
-def tracker_from_config(config: ExperimentConfig) -> Tracker:
-    """The tracker of an experiment config: its output directory, `tracking.experiment` or its name."""
-    return open_tracker(config.tracking, config.out_dir, config.tracking.experiment or config.name)
+from optimizer.tracking.store import Store, job_store, resolve_store, resolve_uri
 
 
 def load_from_registry(ref: str, tracking_uri: str | None = None, *, provenance: bool = False) -> Guideline:

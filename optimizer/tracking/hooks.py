@@ -42,6 +42,7 @@ from optimizer.search.report_file import report_json
 from optimizer.search.report_markdown import report_markdown
 from optimizer.tracking.base import Tracker
 from optimizer.tracking.front_page import VIEW_KEY, description, review_view
+from optimizer.tracking.opening import tracker_from_config
 from optimizer.tracking.outage import Guarded, job_run
 from optimizer.tracking.params import experiment_params, experiment_tags, flatten, tier_of
 from optimizer.tracking.pareto import ParetoPoint
@@ -428,8 +429,6 @@ def tracked_job(
 ) -> Iterator[Guarded | None]:
     """The parent run of an `acon run` / `acon compare` job; None when tracking is off. A server that stops
     answering leaves the run's records journaled (see `outage`), logged when the command is run again."""
-    from optimizer.tracking import tracker_from_config
-
     tracker = tracker_from_config(config)
     if not tracker.enabled:
         yield None
@@ -450,8 +449,6 @@ def tracker_for(config: ExperimentConfig, log: Callable[[str], None] | None = No
     events have gone through the subscriber again (`catch_up`): a failure is paired with the full-context
     run only once that run is known, and what this run logged itself is not replayed.
     """
-    from optimizer.tracking import tracker_from_config
-
     tracker = tracker_from_config(config)
     if not tracker.enabled:
         yield None

@@ -28,11 +28,11 @@ from mlflow.entities import LifecycleStage, Metric, Param, RunStatus, RunTag
 from mlflow.tracing.client import TracingClient
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NOTE
 
+import optimizer.tracking.store as stores
 from optimizer import interrupts
 from optimizer.agent.episode import Episode
 from optimizer.context.guideline import Guideline
 from optimizer.context.prompt_registry import BEST, GuidelineRegistry, RegisteredGuideline
-from optimizer.tracking import store as stores
 from optimizer.tracking.base import Tracker
 from optimizer.tracking.diffs import guideline_diff
 from optimizer.tracking.front_page import PairLink

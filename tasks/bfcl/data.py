@@ -15,9 +15,9 @@ from collections.abc import Mapping
 from importlib.resources.abc import Traversable
 from typing import Any
 
+import tasks.bfcl.install as install
 from optimizer.errors import ConfigError
 from optimizer.world.tool import ToolSpec
-from tasks.bfcl import install
 from tasks.bfcl.calls import parameter_names
 from tasks.bfcl.retention import retention_of
 

@@ -17,11 +17,11 @@ from typing import Any, Literal, get_args
 
 from pydantic import ConfigDict, Field
 
+import tasks.bfcl.data as data
 from optimizer.world.needs import find_needs
 from optimizer.world.suite import Suite, SuiteSource, split_by_seed
 from optimizer.world.task import Need, ReferenceStep, Task, UserTurn
 from optimizer.world.tool import ToolCall, ToolSpec, classify_result
-from tasks.bfcl import data
 from tasks.bfcl.calls import parse_reference_call
 from tasks.bfcl.env import BfclCase, BfclEnvironment
 

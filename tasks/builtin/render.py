@@ -13,8 +13,8 @@ import itertools
 import random
 from collections.abc import Iterator, Mapping, Sequence
 
+import tasks.builtin.text as text
 from optimizer.world.tool import ToolOutput
-from tasks.builtin import text
 from tasks.builtin.text import TODAY, WAREHOUSES, money
 from tasks.builtin.world import (
     ORDERS_PER_PAGE,

@@ -12,8 +12,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import tasks.builtin.text as text
 from optimizer.world.tool import ToolCall, ToolOutput
-from tasks.builtin import text
 from tasks.builtin.text import Ids, money
 
 ORDERS_PER_PAGE = 20

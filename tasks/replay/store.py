@@ -76,7 +76,7 @@ class RecordedCall:
 
 @dataclass(frozen=True)
 class StoredTask:
-    """A replayable task: the pure data behind one Parquet row."""
+    """A replayable task: the pure data behind one Parquet row (`tasks.replay.env.replay_task` runs it)."""
 
     id: str
     suite: str
@@ -87,11 +87,6 @@ class StoredTask:
     recording: tuple[RecordedCall, ...]
     max_steps_per_turn: int
     meta: Mapping[str, Any] = field(default_factory=dict)
-
-    def task(self) -> Task:
-        from tasks.replay.env import replay_task  # the environment module builds on this one
-
-        return replay_task(self)
 
 
 # -- building stored tasks from a live suite (`acon suites export`)

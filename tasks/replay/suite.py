@@ -28,6 +28,7 @@ from pydantic import ConfigDict, model_validator
 
 from optimizer.errors import ConfigError
 from optimizer.world.suite import Suite, SuiteSource, available_suites
+from tasks.replay.env import replay_task
 from tasks.replay.store import UNSPLIT, StoredTask, read_parquet, write_parquet
 from tasks.replay.trajectories import read_trajectories
 
@@ -98,7 +99,7 @@ def suite_of(stored: list[StoredTask], where: str) -> Suite:
     names = {t.suite for t in stored}
     if len(names) != 1:
         raise ConfigError(f"{where}: rows of several suites ({', '.join(sorted(names))}); one suite per file")
-    tasks = tuple(t.task() for t in stored)
+    tasks = tuple(replay_task(t) for t in stored)
     train = frozenset(t.id for t in stored if t.split == "train")
     test = frozenset(t.id for t in stored if t.split == "test")
     odd = sorted({t.split for t in stored} - {"train", "test", UNSPLIT})

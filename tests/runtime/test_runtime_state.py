@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -78,6 +79,40 @@ def test_the_undamaged_state_loads(tmp_path, saved):
     straight = runtime()
     straight.compact(THREE)
     assert loaded.compact(FULL[:10]) == straight.compact(FULL[:10])
+
+
+# `data/runtime_state_v1.json` was saved by the runtime before its state moved behind methods of the objects
+# that own it (history, recall store, seen messages): a user's saved conversation must outlive such changes.
+SAVED_BEFORE = Path(__file__).parent / "data" / "runtime_state_v1.json"
+CLEARS = {
+    "write": [{"move": "offload", "over": 300, "head_tokens": 40, "tail_tokens": 10}],
+    "history": [{"move": "clear", "trigger_tokens": 600, "keep_last": 1}],
+}
+
+
+def _recalled(messages: list[dict], runtime: ContextRuntime) -> list[dict]:
+    """The conversation the saved state ends with: four documents read, three cleared, the first recalled."""
+    runtime.compact(messages[:6])
+    runtime.compact(messages[:8])
+    asked = {"role": "assistant", "content": "Restoring doc 0.", "tool_calls": [call("r1", "recall", handle="h1")]}
+    answer = runtime.answer(asked["tool_calls"][0])
+    return [*messages[:8], asked, {"role": "tool", "tool_call_id": "r1", "content": answer}]
+
+
+def test_a_state_saved_before_loads_continues_and_saves_back_unchanged(tmp_path):
+    loaded = ContextRuntime(policy_guideline(**CLEARS), retention=RETENTION).load(SAVED_BEFORE)
+    assert loaded.history.edits and loaded.store.get("h1") is not None  # edits and a stored original came back
+    loaded.save(tmp_path / "again.json")
+    assert (tmp_path / "again.json").read_text() == SAVED_BEFORE.read_text()
+    full = conversation(4)
+    straight = ContextRuntime(policy_guideline(**CLEARS), retention=RETENTION)
+    messages = _recalled(full, straight)
+    straight.compact(messages)
+    straight.save(tmp_path / "straight.json")  # the runtime today writes the same state
+    assert (tmp_path / "straight.json").read_text() == SAVED_BEFORE.read_text()
+    later = [*messages, *full[8:]]
+    assert loaded.compact(later) == straight.compact(later)
+    assert loaded.stats == straight.stats
 
 
 def test_load_of_a_directory_and_save_to_an_unwritable_path_are_one_line(tmp_path):

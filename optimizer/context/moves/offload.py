@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
-from optimizer.context import preview
+import optimizer.context.preview as preview
 from optimizer.context.history import Entry, History
 from optimizer.context.moves.base import CompressorTexts, StrategyContext, WriteMove, Written, write_record
 from optimizer.context.recall import placeholder

@@ -10,6 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
@@ -18,13 +19,16 @@ from optimizer.context.strategies.base import ContextStrategy
 from optimizer.llm.endpoint import EndpointConfig
 from optimizer.world.task import Task
 
+if TYPE_CHECKING:  # its type only: `optimizer.config` loads the executors, which need not load the agent loop
+    from optimizer.evaluate.services import AgentSpec
+
 
 @dataclass(frozen=True)
 class EpisodeWork:
     """Everything an episode needs besides its task, in a form another process can rebuild it from."""
 
     strategy: ContextStrategy
-    agent: object  # `AgentSpec` (typed loosely: the runner imports the executors)
+    agent: AgentSpec
     endpoints: dict[str, EndpointConfig]
     max_total_steps: int
     attempt_prefix: str  # the run directory: compressor calls are attributed to `<prefix>::<task id>`

@@ -122,14 +122,14 @@ def _remote_episode(work: EpisodeWork, task: Task) -> dict[str, Any]:
     compressor = services.compressor
     attempt = compressor.attempt(f"{work.attempt_prefix}::{task.id}") if compressor else contextlib.nullcontext()
     with attempt:
-        episode = run_episode(task, work.agent.build(task, endpoints), work.strategy, services)  # type: ignore[attr-defined]
+        episode = run_episode(task, work.agent.build(task, endpoints), work.strategy, services)
     return encode_episode(episode)
 
 
 def _worker_services(work: EpisodeWork) -> tuple[Any, Any]:
     """This worker's endpoints and episode services for `work`, built on its first episode and kept."""
     from optimizer.evaluate.endpoints import ModelEndpoints
-    from optimizer.evaluate.runner import services_for
+    from optimizer.evaluate.services import services_for
 
     endpoints_key = _digest({role: config.model_dump(mode="json") for role, config in work.endpoints.items()})
     services_key = _digest(
@@ -143,7 +143,7 @@ def _worker_services(work: EpisodeWork) -> tuple[Any, Any]:
             _ENDPOINTS[endpoints_key] = endpoints
         endpoints = _ENDPOINTS[endpoints_key]
         if services_key not in _SERVICES:
-            services = services_for(work.strategy, work.agent, endpoints)  # type: ignore[arg-type]
+            services = services_for(work.strategy, work.agent, endpoints)
             services.max_total_steps = work.max_total_steps
             _SERVICES[services_key] = services
         return endpoints, _SERVICES[services_key]

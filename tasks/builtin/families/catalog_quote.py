@@ -12,8 +12,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import tasks.builtin.text as text
 from optimizer.world.task import CheckResult
-from tasks.builtin import text
 from tasks.builtin.checks import Verdict, mentions, mentions_money
 from tasks.builtin.env import OpsEnv
 from tasks.builtin.plan import (

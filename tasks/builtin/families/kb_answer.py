@@ -10,8 +10,8 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+import tasks.builtin.text as text
 from optimizer.world.task import CheckResult, Need, NeedKind
-from tasks.builtin import text
 from tasks.builtin.checks import Verdict, mentions, mentions_number
 from tasks.builtin.env import OpsEnv
 from tasks.builtin.plan import STATIC, Draft, Family, Script, Seed, receipt, value

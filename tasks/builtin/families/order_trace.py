@@ -12,8 +12,8 @@ import datetime
 import random
 from collections.abc import Sequence
 
+import tasks.builtin.text as text
 from optimizer.world.task import CheckResult
-from tasks.builtin import text
 from tasks.builtin.checks import Verdict, mentions
 from tasks.builtin.env import OpsEnv
 from tasks.builtin.plan import ERROR_PARTIAL, STATIC, Draft, Family, Script, Seed, page, receipt, value

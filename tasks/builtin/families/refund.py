@@ -13,8 +13,8 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+import tasks.builtin.text as text
 from optimizer.world.task import CheckResult
-from tasks.builtin import text
 from tasks.builtin.checks import Verdict, mentions
 from tasks.builtin.env import OpsEnv
 from tasks.builtin.plan import Draft, Family, Script, Seed, receipt, rule, value

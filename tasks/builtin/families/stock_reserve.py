@@ -12,8 +12,8 @@ import random
 from collections.abc import Sequence
 from typing import Any
 
+import tasks.builtin.text as text
 from optimizer.world.task import CheckResult
-from tasks.builtin import text
 from tasks.builtin.checks import Verdict, mentions_number
 from tasks.builtin.env import OpsEnv
 from tasks.builtin.plan import (

@@ -11,8 +11,8 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+import tasks.builtin.text as text
 from optimizer.world.task import CheckResult
-from tasks.builtin import text
 from tasks.builtin.checks import Verdict, mentions, mentions_money
 from tasks.builtin.env import OpsEnv
 from tasks.builtin.plan import DYNAMIC, Draft, Family, Script, Seed, receipt, value

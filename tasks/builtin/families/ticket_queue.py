@@ -13,8 +13,8 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import tasks.builtin.text as text
 from optimizer.world.task import CheckResult
-from tasks.builtin import text
 from tasks.builtin.checks import Verdict
 from tasks.builtin.env import OpsEnv
 from tasks.builtin.plan import DYNAMIC, Draft, Family, Script, Seed, receipt, rule, value
