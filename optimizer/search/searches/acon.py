@@ -16,14 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from optimizer.context.moves.knobs import provoked
 from optimizer.search.candidate import Candidate, Proposal
 from optimizer.search.events import RoundMined
 from optimizer.search.front import improves_front
 from optimizer.search.proposers import Proposer
 from optimizer.search.proposers.base import Pair, ProposalInput
-from optimizer.search.proposers.edits import scaled
 from optimizer.search.searches.base import SearchContext
 from optimizer.search.state import RoundSummary
 from optimizer.search.validate import validate
@@ -230,8 +229,8 @@ class AconSearch:
         policy = parent.guideline.policy
         lowered = policy.model_copy(
             update={
-                "write": tuple(_floor(m) for m in policy.write),
-                "history": tuple(_floor(m) for m in policy.history),
+                "write": tuple(provoked(m) for m in policy.write),
+                "history": tuple(provoked(m) for m in policy.history),
             }
         )
         if lowered == policy:
@@ -260,14 +259,3 @@ class AconSearch:
 
     def _over_budget(self, ctx: SearchContext) -> bool:
         return sum(1 for c in ctx.state.candidates.values() if c.screens) >= ctx.options.max_candidates
-
-
-def _floor(move: Any) -> Any:
-    updates: dict[str, Any] = {}
-    if hasattr(move, "over"):
-        updates["over"] = scaled(move.over, 0.1, 64)
-    if hasattr(move, "trigger_tokens"):
-        updates["trigger_tokens"] = 0
-    if hasattr(move, "keep_last"):
-        updates["keep_last"] = 1
-    return move.model_copy(update=updates)
