@@ -31,7 +31,8 @@ def test_the_targets_are_entry_points_of_their_own_group():
 def test_a_target_table_builds_its_strategy_with_the_knobs(tmp_path):
     config = _load(
         tmp_path,
-        "[optimize.budget]\nrounds = 2\n[optimize.target]\ntype = 'langchain'\ntrigger_tokens = 900\nkeep_messages = 6\n",
+        "[optimize.budget]\nrounds = 2\n[optimize.target]\ntype = 'langchain'\n"
+        "trigger_tokens = 900\nkeep_messages = 6\n",
     )
     target = config.optimize.target
     assert isinstance(target, LangChainTarget) and target.knobs() == {"trigger_tokens": 900, "keep_messages": 6}
