@@ -30,11 +30,13 @@ from optimizer.interrupts import exit_cleanly_on_sigterm  # noqa: E402
 from optimizer.search.job import OptimizationJob  # noqa: E402
 from optimizer.search.report_file import read_report  # noqa: E402
 from optimizer.search.report_model import ReportRow  # noqa: E402
+from optimizer.search.searches import AconSearch  # noqa: E402
 
 VARIANTS: dict[str, dict[str, Any]] = {
-    "deterministic": {"llm_proposers": False},
-    "llm": {"llm_proposers": True},
-    "gepa": {"search": "gepa"},
+    "deterministic": {"acon": {"llm_proposers": False}},
+    "llm": {"acon": {"llm_proposers": True}},
+    # GEPA reads none of `[optimize.acon]`, and a config that sets a search's section it does not run is refused.
+    "gepa": {"search": "gepa", "acon": AconSearch().model_dump()},
 }
 
 

@@ -10,7 +10,7 @@ import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
 from optimizer.agent.kinds import AGENTS
 from optimizer.context.moves import HistoryMoveConfig, WriteMoveConfig
@@ -19,7 +19,9 @@ from optimizer.errors import ConfigError
 from optimizer.evaluate.executors import ExecutorConfig, LocalExecutor
 from optimizer.evaluate.pricing import CostConfig, PriceModel
 from optimizer.llm.endpoint import EndpointConfig
-from optimizer.search.proposers import DEFAULT_PROPOSERS, ProposerConfig
+from optimizer.registry import PluginError
+from optimizer.search.proposers import ProposerConfig
+from optimizer.search.searches import SEARCHES, Search
 from optimizer.summary.targets import TargetUnion
 from optimizer.world.suite import SUITES, SuiteSource
 
@@ -100,63 +102,18 @@ class AcceptanceConfig(_Strict):
     max_blocking: int = Field(0, ge=0, description="Blocking cases allowed (lost rule, duplicate write, ...).")
 
 
-# What the summary-instruction search (`target` set) reads; any other key set beside a target is refused.
-TARGET_KEYS = (
-    "target",
-    "rounds",
-    "train_limit",
-    "val_fraction",
-    "test_limit",
-    "screen_agent",
-    "final_llm_limit",
-    "deterministic_guideline",
-)
+class BudgetConfig(_Strict):
+    """`[optimize.budget]`: what the job may spend, whichever search runs."""
 
-
-class OptimizeConfig(_Strict):
-    """The optimization loop: warm start, rounds, proposers, budgets, selection and the report."""
-
-    target: TargetUnion | None = Field(
-        None,
-        description="A summarizer users already run (`langchain`, `anthropic`, or a plugin's) and its knobs: "
-        "the job then learns that summarizer's instruction text instead of a guideline. A bare name is a table "
-        "with only `type`; unset: the guideline search.",
+    rounds: int = Field(
+        3,
+        ge=1,
+        le=20,
+        description="Upper bound on rounds (acon: a UT then a CO step each; a target: the summary search's rounds).",
     )
-
-    search: Literal["acon", "gepa"] = Field("acon", description="`acon` (rounds of proposers) or `gepa` (texts).")
-    rounds: int = Field(3, ge=1, le=20, description="Upper bound on rounds (UT then CO step per round).")
-    proposers: tuple[ProposerConfig, ...] = Field(
-        DEFAULT_PROPOSERS, description="Proposers the rounds run (deterministic and LLM; `[]` of LLM ones: ablation)."
-    )
-    llm_proposers: bool = Field(
-        True,
-        description="Run the proposers that call the optimizer LLM (false: deterministic only, the ablation).",
-    )
-    parents: int = Field(2, ge=1, le=10, description="Best candidates each round proposes from.")
-    llm_parents: int = Field(
-        1,
-        ge=0,
-        le=10,
-        description="Of those, how many (the best with pairs) the LLM proposers see per round.",
-    )
-    warm_start: tuple[str, ...] = Field(
-        DETERMINISTIC,
-        description="Baselines translated into guidelines and screened with the seed before round 1.",
-    )
-    provoke: bool = Field(True, description="When no parent loses a task, screen one with its triggers lowered.")
-    near_misses: bool = Field(
-        True,
-        description="Also learn from tasks a candidate solved only by recalling what it had cut.",
-    )
-    train_limit: int | None = Field(None, gt=0, description="Train tasks used (None: the whole split).")
-    val_fraction: float = Field(
-        0.34,
-        ge=0.0,
-        lt=1.0,
-        description="Share of the train tasks held out to choose the guideline on (GEPA's "
-        "valset); candidates are mined on the rest. 0: choose on the train tasks (reported as such).",
-    )
-    test_limit: int | None = Field(None, gt=0, description="Test tasks in the final report.")
+    max_candidates: int = Field(60, ge=1, description="Candidates the job screens at most.")
+    max_compressor_calls: int | None = Field(None, gt=0, description="Budget of compressor calls for screens.")
+    max_agent_episodes: int = Field(40, ge=0, description="Budget of tier-1 (llm agent) episodes for the job.")
     llm_screen_limit: int = Field(
         4,
         ge=1,
@@ -168,16 +125,25 @@ class OptimizeConfig(_Strict):
         description="Subset tasks' full-context peak at most this: a compressor call on a 20k-token "
         "output takes minutes on a CPU, so LLM candidates are screened first where a call is affordable.",
     )
-    max_compressor_calls: int | None = Field(None, gt=0, description="Budget of compressor calls for screens.")
-    seed_test_limit: int | None = Field(
-        None,
-        gt=0,
-        description="Test tasks the seed (an LLM strategy) is reported on, picked like the subset "
-        "(None: every test task).",
+
+
+class SelectionConfig(_Strict):
+    """`[optimize.selection]`: how candidates are ranked, validated and confirmed, whichever search found them."""
+
+    objective: Literal["constrained", "penalized", "success", "cost"] = Field(
+        "constrained",
+        description="`constrained`: lowest peak among candidates within the success tolerance of "
+        "`none`; `penalized`: ACON's success − λ · peak/peak(none); `success`: success, then peak; "
+        "`cost`: lowest projected cost per success (the `[cost]` headline model) within the tolerance.",
     )
-    max_candidates: int = Field(60, ge=1, description="Candidates the job screens at most.")
+    lam: float = Field(0.3, ge=0, description="λ of the penalized objective (and of GEPA's per-task score).")
+    max_success_drop: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="Success tolerance of the constrained objective (None: the acceptance bar).",
+    )
     select_top: int = Field(4, ge=1, description="Best train candidates (beyond the front) evaluated on validation.")
-    screen_agent: str = Field("reference", description="Agent (tier) used to screen candidates.")
     confirm_top: int = Field(1, ge=0, description="Best validated candidates confirmed with the llm agent.")
     confirm_limit: int = Field(
         4,
@@ -186,7 +152,6 @@ class OptimizeConfig(_Strict):
         "from each task family; "
         "the chosen guideline is the best confirmed at tier 1.",
     )
-    max_agent_episodes: int = Field(40, ge=0, description="Budget of tier-1 (llm agent) episodes for the job.")
     tier1_repeats: int = Field(
         1,
         ge=1,
@@ -195,65 +160,184 @@ class OptimizeConfig(_Strict):
         "a confirmation is then the agent's behaviour on most seeds, not one draw.",
     )
     tier1_temperature: float = Field(0.3, ge=0, le=2, description="Sampling temperature of tier-1 repeats.")
-    mine_tier1: int = Field(
-        0,
-        ge=0,
-        description="Train tasks each round's best parent and full context also run at tier 1 on, so that pairs "
-        "come from the real agent (majority over `tier1_repeats`); 0: tier-0 pairs only.",
-    )
-    objective: Literal["constrained", "penalized", "success", "cost"] = Field(
-        "constrained",
-        description="`constrained`: lowest peak among candidates within the success tolerance of "
-        "`none`; `penalized`: ACON's success − λ · peak/peak(none); `success`: success, then peak; "
-        "`cost`: lowest projected cost per success (the `[cost]` headline model) within the tolerance.",
-    )
-    lam: float = Field(0.3, ge=0, description="λ of the penalized objective.")
-    max_success_drop: float | None = Field(
-        None,
-        ge=0,
-        le=1,
-        description="Success tolerance of the constrained objective (None: the acceptance bar).",
-    )
+
+
+class ReportConfig(_Strict):
+    """`[optimize.report]`: what the test-split report runs beside the chosen guideline."""
+
     final_strategies: tuple[str, ...] = Field(
         (*DETERMINISTIC, "oracle"),
         description="Baselines in the final test-split report, beside the seed and the chosen guideline.",
     )
-    gepa_metric_calls: int = Field(60, gt=0, description='`search = "gepa"`: tier-0 episodes GEPA may run.')
     final_llm_limit: int = Field(0, ge=0, description="Test tasks also run with the llm agent in the report.")
+    seed_test_limit: int | None = Field(
+        None,
+        gt=0,
+        description="Test tasks the seed (an LLM strategy) is reported on, picked like the subset "
+        "(None: every test task).",
+    )
     deterministic_guideline: str | None = Field(
         None,
         description="With a target: a guideline file with no LLM move (the best a guideline job found, e.g. "
         "guidelines/learned/builtin.md) reported beside the summarizer's texts on the same test tasks.",
     )
-    max_guideline_chars: int = Field(6000, gt=200, description="Validator cap on a candidate's text.")
+
+
+# Sections every job has; beside them, one section per registered search, named by it.
+SECTIONS: dict[str, type[_Strict]] = {"budget": BudgetConfig, "selection": SelectionConfig, "report": ReportConfig}
+
+# What the summary-instruction search (`target` set) reads; any other key set beside a target is refused.
+TARGET_KEYS = (
+    "target",
+    "train_limit",
+    "val_fraction",
+    "test_limit",
+    "screen_agent",
+    "budget.rounds",
+    "report.final_llm_limit",
+    "report.deterministic_guideline",
+)
+
+# The keys `[optimize]` held before it had sections, and where each is now: one line names the new place.
+MOVED = {
+    **{key: ("budget", key) for key in BudgetConfig.model_fields},
+    **{key: ("selection", key) for key in SelectionConfig.model_fields},
+    **{key: ("report", key) for key in ReportConfig.model_fields},
+    **{
+        key: ("acon", key)
+        for key in (
+            "proposers",
+            "llm_proposers",
+            "parents",
+            "llm_parents",
+            "provoke",
+            "near_misses",
+            "mine_tier1",
+            "max_guideline_chars",
+        )
+    },
+    "gepa_metric_calls": ("gepa", "metric_calls"),
+}
+
+
+class OptimizeSettings(_Strict):
+    """`[optimize]`: what the job learns on and which search runs; the rest in sections. The search's own
+    settings are its section, `[optimize.<search>]` (`OptimizeConfig` adds one per registered search)."""
+
+    target: TargetUnion | None = Field(
+        None,
+        description="A summarizer users already run (`langchain`, `anthropic`, or a plugin's) and its knobs: "
+        "the job then learns that summarizer's instruction text instead of a guideline. A bare name is a table "
+        "with only `type`; unset: the guideline search.",
+    )
+    search: str = Field(
+        "acon",
+        description="A registered search: `acon` (rounds of proposers), `gepa` (the seed's texts), or a plugin's; "
+        "its settings are the section of its name.",
+    )
+    warm_start: tuple[str, ...] = Field(
+        DETERMINISTIC,
+        description="Baselines translated into guidelines and screened with the seed before the search.",
+    )
+    train_limit: int | None = Field(None, gt=0, description="Train tasks used (None: the whole split).")
+    val_fraction: float = Field(
+        0.34,
+        ge=0.0,
+        lt=1.0,
+        description="Share of the train tasks held out to choose the guideline on (GEPA's "
+        "valset); candidates are mined on the rest. 0: choose on the train tasks (reported as such).",
+    )
+    test_limit: int | None = Field(None, gt=0, description="Test tasks in the final report.")
+    screen_agent: str = Field("reference", description="Agent (tier) used to screen candidates.")
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
+    selection: SelectionConfig = Field(default_factory=SelectionConfig)
+    report: ReportConfig = Field(default_factory=ReportConfig)
 
     @field_validator("screen_agent")
     @classmethod
     def _registered(cls, value: str) -> str:
         return registered_agent(value)
 
+    @field_validator("search")
+    @classmethod
+    def _registered_search(cls, value: str) -> str:
+        if value not in SEARCHES.names():
+            raise ValueError(f"unknown search {value!r}; known: {', '.join(SEARCHES.names())}")
+        return value
+
     @field_validator("target", mode="before")
     @classmethod
     def _named(cls, value: Any) -> Any:
         return {"type": value} if isinstance(value, str) else value
 
+    @model_validator(mode="before")
+    @classmethod
+    def _moved(cls, data: Any) -> Any:
+        for key in data if isinstance(data, dict) else ():
+            if key in MOVED:
+                section, name = MOVED[key]
+                renamed = "" if name == key else f" as '{name}'"
+                raise ValueError(f"'{key}' moved to [optimize.{section}]{renamed}")
+        return data
+
+    def chosen_search(self) -> Search:
+        """The search that runs, with its settings: the section named by `search`."""
+        section = getattr(self, self.search)
+        if not isinstance(section, Search):
+            raise TypeError(f"optimize.{self.search} is not a search section")  # the fields are built from SEARCHES
+        return section
+
+    def changed(self) -> list[str]:
+        """The keys (`budget.rounds`, a search's `acon.parents`) set to other than their default."""
+        default = type(self).model_construct().model_dump()
+        out = []
+        for name, value in self.model_dump().items():
+            if isinstance(value, dict) and (name in SECTIONS or name in SEARCHES.names()):
+                out += [f"{name}.{key}" for key, inner in value.items() if inner != default[name][key]]
+            elif value != default[name]:
+                out.append(name)
+        return out
+
     @model_validator(mode="after")
-    def _target_reads(self) -> OptimizeConfig:
-        # The summary search runs none of the guideline search's proposers, warm start or selection: a key of
-        # theirs set beside a target would be silently ignored, so it is refused.
+    def _reads_every_key(self) -> OptimizeSettings:
+        # By value, not by `model_fields_set`: a dumped and revalidated config (`with_overrides`) sets them all.
+        changed = self.changed()
         if self.target is not None:
-            # By value, not by `model_fields_set`: a dumped and revalidated config (`with_overrides`) sets them all.
-            unread = [
-                name
-                for name, info in type(self).model_fields.items()
-                if name not in TARGET_KEYS and getattr(self, name) != info.get_default(call_default_factory=True)
-            ]
+            # The summary search runs none of the guideline search's proposers, warm start or selection: a key of
+            # theirs set beside a target would be silently ignored, so it is refused.
+            unread = [key for key in changed if key not in TARGET_KEYS]
             if unread:
                 raise ValueError(
                     f"'{unread[0]}' has no effect with a target (the summary-instruction search reads "
                     f"{', '.join(TARGET_KEYS[1:])})"
                 )
+        # Only the chosen search reads its section: another's, set, would be silently ignored.
+        idle = [
+            key for key in changed if key.split(".")[0] in SEARCHES.names() and not key.startswith(f"{self.search}.")
+        ]
+        if idle:
+            raise ValueError(f"'{idle[0]}' has no effect with search = {self.search!r}")
         return self
+
+
+def _optimize_config() -> type[OptimizeSettings]:
+    """`OptimizeSettings` with a section per registered search, named by it (`[optimize.acon]`)."""
+    sections: dict[str, Any] = {}
+    for cls in SEARCHES.classes():
+        name = SEARCHES.tag(cls)
+        if name in OptimizeSettings.model_fields:
+            raise PluginError(f"search {name!r} ({cls.__module__}.{cls.__name__}) is named like a key of [optimize]")
+        required = [field for field, info in cls.model_fields.items() if info.is_required()]
+        if required:
+            raise PluginError(f"search {name!r}: '{required[0]}' needs a default (a search's section may be left out)")
+        sections[str(name)] = (cls, Field(default_factory=cls, description=(cls.__doc__ or "").strip().split("\n")[0]))
+    return create_model("OptimizeConfig", __base__=OptimizeSettings, **sections)
+
+
+if TYPE_CHECKING:  # a type checker sees the shared settings; pydantic validates every search's section too
+    OptimizeConfig: TypeAlias = OptimizeSettings
+else:
+    OptimizeConfig = _optimize_config()
 
 
 class ExperimentConfig(_Strict):
@@ -283,14 +367,17 @@ class ExperimentConfig(_Strict):
         return Path(self.out.replace("{name}", self.name))
 
     def with_overrides(self, **sections: dict[str, Any]) -> ExperimentConfig:
-        """A copy with some keys replaced, validated again (used by CLI flags)."""
-        data = self.model_dump(mode="python", round_trip=True)
-        for section, values in sections.items():
-            if isinstance(values, dict) and isinstance(data.get(section), dict):
-                data[section] = {**data[section], **values}
-            else:
-                data[section] = values
-        return _validate(data, source="command line")
+        """A copy with some keys replaced, validated again (used by CLI flags). A table merges into the table it
+        replaces (`optimize={"acon": {"parents": 3}}` keeps the other keys of `[optimize.acon]`)."""
+        return _validate(_merged(self.model_dump(mode="python", round_trip=True), sections), source="command line")
+
+
+def _merged(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    out = dict(data)
+    for key, value in changes.items():
+        current = out.get(key)
+        out[key] = _merged(current, value) if isinstance(value, dict) and isinstance(current, dict) else value
+    return out
 
 
 def load_experiment(path: str | Path) -> ExperimentConfig:

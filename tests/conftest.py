@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 
@@ -78,18 +80,38 @@ def scripted_url():
         yield url
 
 
-def job_config(tmp: Path, url: str, **optimize) -> ExperimentConfig:
-    """A small tier-0 optimize job on the builtin suite, every role on the scripted server at `url`."""
+def merged(defaults: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """`defaults` with `changes`, a table merged into the table of the same name."""
+    out = dict(defaults)
+    for key, value in changes.items():
+        current = out.get(key)
+        out[key] = merged(current, value) if isinstance(value, dict) and isinstance(current, dict) else value
+    return out
+
+
+def optimize_toml(settings: dict[str, Any]) -> list[str]:
+    """`[optimize]` and its sections (`budget={"rounds": 1}` is `[optimize.budget] rounds = 1`) as TOML lines."""
+    lines = ["[optimize]", *(f"{k} = {json.dumps(v)}" for k, v in settings.items() if not isinstance(v, dict))]
+    for section, values in settings.items():
+        if isinstance(values, dict):
+            lines += [f"[optimize.{section}]", *(f"{k} = {json.dumps(v)}" for k, v in values.items())]
+    return lines
+
+
+def job_config(tmp: Path, url: str, **optimize: Any) -> ExperimentConfig:
+    """A small tier-0 optimize job on the builtin suite, every role on the scripted server at `url`; `optimize`:
+    keys of `[optimize]`, and its sections as tables (`acon={"llm_proposers": False}`)."""
     endpoint = f'base_url = "{url}"\nmodel = "scripted"\nbackoff_s = 0.0\n'
-    settings = {
-        "rounds": 2,
-        "train_limit": 6,
-        "test_limit": 4,
-        "confirm_top": 0,
-        "final_strategies": ["none", "fifo", "oracle"],
-        **optimize,
-    }
-    lines = [f"{k} = {v!r}".replace("'", '"') for k, v in settings.items()]
+    settings = merged(
+        {
+            "train_limit": 6,
+            "test_limit": 4,
+            "budget": {"rounds": 2},
+            "selection": {"confirm_top": 0},
+            "report": {"final_strategies": ["none", "fifo", "oracle"]},
+        },
+        optimize,
+    )
     text = "\n".join(
         [
             'name = "scripted-job"',
@@ -100,8 +122,7 @@ def job_config(tmp: Path, url: str, **optimize) -> ExperimentConfig:
             'agent = "reference"',
             "[tracking]",
             "enabled = false",
-            "[optimize]",
-            *lines,
+            *optimize_toml(settings),
             "[endpoints.agent]",
             endpoint,
             "[endpoints.compressor]",
@@ -111,5 +132,5 @@ def job_config(tmp: Path, url: str, **optimize) -> ExperimentConfig:
         ]
     )
     path = tmp / "job.toml"
-    path.write_text(text.replace("True", "true").replace("False", "false"))
+    path.write_text(text)
     return load_experiment(path)

@@ -1,9 +1,11 @@
-"""A user's strategy, suite and agent in their own package join acon through entry points, with no edit to acon.
+"""A user's strategy, suite, agent and search in their own package join acon through entry points, with no edit
+to acon.
 
 The test builds a throwaway plugin distribution with setuptools into a temporary site directory (its
 package and the metadata setuptools writes for it, offline), and runs the `acon` command line with that
 directory on the path: the plugin's names appear in `acon suites list`, the strategy lists of `acon compare --help` and
-`acon canary --strategy all`, config validation and its errors, and a `compare` run.
+`acon canary --strategy all`, config validation and its errors, a `compare` run, and an `optimize` job
+whose search is the plugin's, configured in its own `[optimize.<name>]` section.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from optimizer.testing.scripted import scripted_models
 from tests.conftest import ROOT, scripted
 
 PYPROJECT = """\
@@ -37,6 +40,9 @@ pair = "acon_pair.suite:PairSuite"
 
 [project.entry-points."acon.agents"]
 replayer = "acon_pair.agent:Replayer"
+
+[project.entry-points."acon.searches"]
+warm_only = "acon_pair.search:WarmOnly"
 
 [tool.setuptools]
 packages = ["acon_pair"]
@@ -100,6 +106,26 @@ MODULES = {
 
             def identity(self, endpoint):
                 return {"agent": "replayer"}
+    ''',
+    "search.py": '''
+        from typing import Literal
+
+        from pydantic import Field
+
+        from optimizer.search.searches.base import Search, SearchContext, SearchResult
+
+
+        class WarmOnly(Search):
+            """No rounds: the job selects among what its warm start screened."""
+
+            type: Literal["warm_only"] = "warm_only"
+            reason: str = Field("the warm start is enough", min_length=1)
+
+            def run(self, ctx: SearchContext) -> SearchResult:
+                ctx.state.search_done = True
+                ctx.state.stopped = self.reason
+                ctx.save()
+                return SearchResult(ctx.best(), 0, self.reason)
     ''',
 }
 
@@ -215,6 +241,53 @@ def test_unknown_agent_and_suite_names_list_the_plugin(acon, tmp_path):
     assert agent.returncode == 2 and "known: llm, reference, replayer" in agent.stderr, agent.stderr
     shown = acon("suites", "show", "pairs")
     assert shown.returncode == 2 and "pair" in shown.stderr.split("known:")[1], shown.stderr
+
+
+OPTIMIZE = """\
+name = "pair-optimize"
+out = "{out}"
+[suite]
+type = "pair"
+[tracking]
+enabled = false
+[optimize]
+search = "{search}"
+screen_agent = "replayer"
+warm_start = ["keep_two"]
+[optimize.selection]
+confirm_top = 0
+[optimize.report]
+final_strategies = ["none", "keep_two"]
+{section}
+[endpoints.compressor]
+base_url = "{url}"
+model = "scripted"
+"""
+
+
+def test_an_optimize_job_runs_the_plugin_search_from_its_own_section(acon, stub, tmp_path):
+    url = stub(scripted_models).base_url
+
+    def optimize(search: str, section: str) -> subprocess.CompletedProcess[str]:
+        path = tmp_path / "optimize.toml"
+        path.write_text(OPTIMIZE.format(out=tmp_path / "job", search=search, section=section, url=url))
+        return acon("optimize", str(path))
+
+    done = optimize("warm_only", '[optimize.warm_only]\nreason = "kept the warm start"')
+    assert done.returncode == 0, done.stderr
+    report = json.loads((tmp_path / "job" / "report.json").read_text())
+    assert report["stopped"] == "kept the warm start" and report["rounds"] == []
+    assert {row["strategy"] for row in report["rows"]} >= {"none", "keep_two", "chosen"}
+
+    for search, section, message in [
+        ("warm_onyl", "", "unknown search 'warm_onyl'; known: acon, gepa, warm_only"),
+        ("warm_only", "[optimize.warm_only]\nreasn = 'x'", "unknown key 'optimize.warm_only.reasn'"),
+        ("warm_only", "[optimize.warm_only]\nreason = ''", "'optimize.warm_only.reason'"),
+        ("acon", "[optimize.warm_only]\nreason = 'x'", "'warm_only.reason' has no effect with search = 'acon'"),
+    ]:
+        refused = optimize(search, section)
+        assert refused.returncode == 2 and message in refused.stderr, refused.stderr
+        assert len(refused.stderr.strip().splitlines()) == 1
 
 
 def test_a_broken_plugin_is_one_line_naming_its_entry_point(tmp_path):

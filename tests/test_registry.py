@@ -15,6 +15,7 @@ from optimizer.context.strategies import STRATEGIES, STRATEGY_NAMES, ContextStra
 from optimizer.errors import ConfigError
 from optimizer.registry import PluginError, Registry
 from optimizer.search.proposers import PROPOSERS
+from optimizer.search.searches import SEARCHES
 from optimizer.world.suite import SUITES
 from tests.conftest import ROOT
 
@@ -41,7 +42,7 @@ def fresh(monkeypatch, *plugins: tuple[str, str]) -> Registry:
 
 def test_every_registry_lists_the_pyproject_entries_in_their_order():
     declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
-    for reg in (STRATEGIES, SUITES, AGENTS, PROPOSERS):
+    for reg in (STRATEGIES, SUITES, AGENTS, PROPOSERS, SEARCHES):
         assert reg.names() == tuple(declared[reg.group]), reg.group
         assert get_args(get_args(reg.union())[0]) == reg.classes()
     assert STRATEGIES.names() == STRATEGY_NAMES

@@ -47,9 +47,10 @@ def test_wheel_installed_outside_the_checkout_optimizes_and_runs_the_runtime_exa
                 'type = "smoke"',
                 "[run]",
                 'agent = "reference"',
-                "[optimize]",
+                "[optimize.budget]",  # the seed: packaged default
                 "rounds = 1",
-                "confirm_top = 0",  # the seed: packaged default
+                "[optimize.selection]",
+                "confirm_top = 0",
                 "[endpoints.agent]",
                 endpoint,
                 "[endpoints.compressor]",

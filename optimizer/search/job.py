@@ -56,7 +56,7 @@ from optimizer.search.report_model import (
     ShortlistEntry,
 )
 from optimizer.search.scores import Scores
-from optimizer.search.searches import SEARCHES, SearchContext
+from optimizer.search.searches import SearchContext
 from optimizer.search.state import JobDir, SearchState
 from optimizer.search.task_order import across_families, spread
 from optimizer.search.validate import ToolOutputIndex
@@ -84,13 +84,14 @@ class OptimizationJob:
     ) -> None:
         self.config = config
         self.options = config.optimize
+        self.search = self.options.chosen_search()
         # Everything a new job can be refused for is checked before its directory is claimed.
         self.train, self.val = split_validation(
             select_tasks(config, "train", self.options.train_limit), self.options.val_fraction, config.seed
         )
         self.test = select_tasks(config, "test", self.options.test_limit)
         self._seed = read_guideline(config.guideline)
-        for name in (*self.options.warm_start, *self.options.final_strategies):
+        for name in (*self.options.warm_start, *self.options.report.final_strategies):
             strategy_named(config, name)  # an unknown baseline name fails here, not after the search
         self.dir = JobDir(config.out_dir)
         self.state = self.dir.claim(config, resume=resume) or SearchState()
@@ -111,10 +112,9 @@ class OptimizationJob:
         answers; it hears every event of this run, a resumed job's done steps again included."""
         self._started, self._wall_base = time.monotonic(), self.state.wall_s
         roles = {"compressor": self.config.endpoints.compressor}
-        uses_llm = self.options.llm_proposers and any(p.uses_llm for p in self.options.proposers)
-        if self.options.search == "gepa" or uses_llm:
+        if self.search.uses_optimizer:
             roles["optimizer"] = self.config.endpoints.optimizer
-        if self._tier1_enabled() or self.options.screen_agent == "llm" or self.options.final_llm_limit > 0:
+        if self._tier1_enabled() or self.options.screen_agent == "llm" or self.options.report.final_llm_limit > 0:
             roles["agent"] = self.config.endpoints.agent
         with (
             ModelEndpoints(roles, log=self.log) as endpoints,
@@ -146,7 +146,7 @@ class OptimizationJob:
             )
             self.ctx = ctx
             self._warm_start(ctx)
-            SEARCHES[self.options.search]().run(ctx)
+            self.search.run(ctx)
             self._select(ctx, evaluator)
             return self._report(ctx, evaluator)
 
@@ -169,7 +169,7 @@ class OptimizationJob:
                 )
             ctx.screen(Candidate(guideline, f"baseline:{name}", 0, rationale=f"the {name} baseline"))
         if not self.state.subset:
-            self.state.subset = llm_subset(ctx, self.options.llm_screen_limit)
+            self.state.subset = llm_subset(ctx, self.options.budget.llm_screen_limit)
             ctx.subset = self.state.subset
         self.state.seed = seed.version
         ctx.screen(Candidate(seed, "seed", 0))
@@ -182,7 +182,7 @@ class OptimizationJob:
         agent = self.options.screen_agent
         front = {p.version for p in ctx.front()}
         ranked = ctx.ranked()
-        shortlist = [c for c in ranked if c.version in front] + ranked[: self.options.select_top]
+        shortlist = [c for c in ranked if c.version in front] + ranked[: self.options.selection.select_top]
         shortlist = list({c.version: c for c in shortlist}.values())
         if self.val:
             none_val = evaluator.evaluate(parse_strategy("none"), self.val, "val", agent).scores
@@ -230,12 +230,12 @@ class OptimizationJob:
             return order[0] if order else None
         held = self.val or self.train
         split = "val" if self.val else "train"
-        tasks = spread(held)[: self.options.confirm_limit]
+        tasks = spread(held)[: self.options.selection.confirm_limit]
         none = ctx.repeats(parse_strategy("none"), tasks, split).scores()
         ctx.none_confirm = none
-        runs = len(tasks) * self.options.tier1_repeats
+        runs = len(tasks) * self.options.selection.tier1_repeats
         confirmed: list[Candidate] = []
-        for candidate in order[: self.options.confirm_top]:
+        for candidate in order[: self.options.selection.confirm_top]:
             if "confirm" not in candidate.screens:
                 if not ctx.agent_budget_left(runs):
                     self.log("tier-1 episode budget spent; remaining candidates stay unconfirmed")
@@ -276,17 +276,17 @@ class OptimizationJob:
 
         none_row = row("none", "control", parse_strategy("none"), self.test, tier0)
         seed_tasks = self.test
-        if self.options.seed_test_limit is not None:
+        if self.options.report.seed_test_limit is not None:
             affordable = affordable_tasks(
-                none_row.scores, self.options.llm_subset_max_tokens, self.options.seed_test_limit
+                none_row.scores, self.options.budget.llm_subset_max_tokens, self.options.report.seed_test_limit
             )
-            seed_tasks = [t for t in spread(self.test) if t.id in affordable][: self.options.seed_test_limit]
+            seed_tasks = [t for t in spread(self.test) if t.id in affordable][: self.options.report.seed_test_limit]
         rows = [
             row("chosen", "learned", screened(chosen.guideline), self.test, tier0, chosen.version),
             row("seed", "seed", screened(seed.guideline), seed_tasks, tier0, seed.version),
             none_row,
         ]
-        for name in dict.fromkeys(self.options.final_strategies):
+        for name in dict.fromkeys(self.options.report.final_strategies):
             if name not in ("none", "seed", "guideline"):
                 strategy = strategy_named(self.config, name)
                 rows.append(
@@ -304,8 +304,8 @@ class OptimizationJob:
                 deterministic.version,
             )
             rows.append(det_row)
-        if self.options.final_llm_limit > 0:
-            subset = spread(self.test)[: self.options.final_llm_limit]
+        if self.options.report.final_llm_limit > 0:
+            subset = spread(self.test)[: self.options.report.final_llm_limit]
             rows += [
                 row("chosen", "learned", screened(chosen.guideline), subset, "llm", chosen.version),
                 row("none", "control", parse_strategy("none"), subset, "llm"),
@@ -439,7 +439,11 @@ class OptimizationJob:
                 self._subscriber(RoundClosed.of(summary, self.state, self.points()))
 
     def _tier1_enabled(self) -> bool:
-        return self.options.confirm_top > 0 and self.options.confirm_limit > 0 and self.options.max_agent_episodes > 0
+        return (
+            self.options.selection.confirm_top > 0
+            and self.options.selection.confirm_limit > 0
+            and self.options.budget.max_agent_episodes > 0
+        )
 
     def candidates(self) -> list[Candidate]:
         return list(self.state.candidates.values())
@@ -472,7 +476,7 @@ def tier1_baselines(rows: Sequence[Row], none: Row, tolerance: float, count: int
 def llm_subset(ctx: SearchContext, limit: int) -> list[str]:
     """Train tasks where the cheaper moves lose facts or peak highest, among those whose full context is
     small enough for a compressor call to be affordable: where an LLM move could matter, at a bearable cost."""
-    affordable = affordable_tasks(ctx.none_train.scores, ctx.options.llm_subset_max_tokens, limit)
+    affordable = affordable_tasks(ctx.none_train.scores, ctx.options.budget.llm_subset_max_tokens, limit)
     best = ctx.best(model_free=True)
     if best is None or "train" not in best.screens:
         ordered_ids = [t.id for t in ctx.train if t.id in affordable]

@@ -67,7 +67,7 @@ class SummaryJob:
         self.train, self.val, self.chosen_on = mined, held or mined, "val" if held else "train"
         self.test = select_tasks(config, "test", self.options.test_limit)
         self.seed_text = read_guideline(config.guideline).history
-        self.deterministic = self._deterministic(self.options.deterministic_guideline)
+        self.deterministic = self._deterministic(self.options.report.deterministic_guideline)
         self.default = self.target.default()
         self.dir = JobDir(config.out_dir)
         self.dir.claim(config, resume=resume, started_by=CHECKPOINT)
@@ -77,7 +77,7 @@ class SummaryJob:
     def run(self) -> SummaryReport:
         started = time.monotonic()
         roles = {"compressor": self.config.endpoints.compressor, "optimizer": self.config.endpoints.optimizer}
-        if self.options.final_llm_limit > 0 or self.options.screen_agent == "llm":
+        if self.options.report.final_llm_limit > 0 or self.options.screen_agent == "llm":
             roles["agent"] = self.config.endpoints.agent
         notes: list[str] = []
         with ModelEndpoints(roles, log=self.log) as endpoints:
@@ -96,7 +96,7 @@ class SummaryJob:
                 self.val,
                 compressor,
                 optimizer,
-                rounds=self.options.rounds,
+                rounds=self.options.budget.rounds,
                 candidates=self.target.proposals,
                 minibatch=self.target.minibatch,
                 seed=self.config.seed,
@@ -158,8 +158,8 @@ class SummaryJob:
     def _tiers(self, evaluator: Evaluator, strategy: ContextStrategy) -> tuple[Scores, Scores | None]:
         tier0 = self._scores(evaluator, strategy, self.test, self.options.screen_agent)
         tier1 = None
-        if self.options.final_llm_limit > 0:
-            tier1 = self._scores(evaluator, strategy, spread(self.test)[: self.options.final_llm_limit], "llm")
+        if self.options.report.final_llm_limit > 0:
+            tier1 = self._scores(evaluator, strategy, spread(self.test)[: self.options.report.final_llm_limit], "llm")
         return tier0, tier1
 
     @staticmethod

@@ -6,7 +6,7 @@ from tests.conftest import job_config
 
 
 def test_optimize_then_diff_and_export_through_the_cli(run_cli, tmp_path, scripted_url):
-    config = job_config(tmp_path, scripted_url, train_limit=3, test_limit=2, rounds=1)
+    config = job_config(tmp_path, scripted_url, train_limit=3, test_limit=2, budget={"rounds": 1})
     path = tmp_path / "job.toml"
     code, out, err = run_cli("optimize", str(path))
     assert code == 0, err
@@ -37,7 +37,7 @@ def test_optimize_then_diff_and_export_through_the_cli(run_cli, tmp_path, script
 
 
 def test_optimize_refuses_to_overwrite_a_job_without_resume(run_cli, tmp_path, scripted_url):
-    job_config(tmp_path, scripted_url, train_limit=3, test_limit=1, rounds=1, llm_proposers=False)
+    job_config(tmp_path, scripted_url, train_limit=3, test_limit=1, budget={"rounds": 1}, acon={"llm_proposers": False})
     assert run_cli("optimize", str(tmp_path / "job.toml"))[0] == 0
     code, _, err = run_cli("optimize", str(tmp_path / "job.toml"))
     assert code == 2 and "--resume" in err
@@ -46,7 +46,13 @@ def test_optimize_refuses_to_overwrite_a_job_without_resume(run_cli, tmp_path, s
 
 def test_report_adds_llm_agent_rows_on_the_first_test_tasks(run_cli, tmp_path, scripted_url):
     config = job_config(
-        tmp_path, scripted_url, train_limit=3, test_limit=2, rounds=1, llm_proposers=False, final_llm_limit=1
+        tmp_path,
+        scripted_url,
+        train_limit=3,
+        test_limit=2,
+        budget={"rounds": 1},
+        acon={"llm_proposers": False},
+        report={"final_llm_limit": 1},
     )
     code, out, err = run_cli("optimize", str(tmp_path / "job.toml"))
     assert code == 0, err
@@ -70,11 +76,9 @@ def test_pareto_table_shows_the_tier1_confirmation_beside_the_screen(run_cli, tm
         scripted_url,
         train_limit=3,
         test_limit=1,
-        rounds=1,
-        llm_proposers=False,
-        confirm_top=1,
-        confirm_limit=1,
-        max_agent_episodes=4,
+        budget={"rounds": 1, "max_agent_episodes": 4},
+        acon={"llm_proposers": False},
+        selection={"confirm_top": 1, "confirm_limit": 1},
     )
     code, out, err = run_cli("optimize", str(tmp_path / "job.toml"))
     assert code == 0, err
@@ -95,15 +99,11 @@ def test_tier1_in_the_loop_mines_with_repeats_confirms_on_validation_and_reports
         scripted_url,
         train_limit=4,
         test_limit=1,
-        rounds=1,
-        llm_proposers=False,
         val_fraction=0.5,
-        mine_tier1=1,
-        tier1_repeats=2,
-        confirm_top=1,
-        confirm_limit=1,
-        max_agent_episodes=20,
-        final_llm_limit=1,
+        budget={"rounds": 1, "max_agent_episodes": 20},
+        acon={"llm_proposers": False, "mine_tier1": 1},
+        selection={"tier1_repeats": 2, "confirm_top": 1, "confirm_limit": 1},
+        report={"final_llm_limit": 1},
     )
     code, out, err = run_cli("optimize", str(tmp_path / "job.toml"))
     assert code == 0, err

@@ -60,9 +60,11 @@ agent = "reference"
 [tracking]
 enabled = {"true" if tracking else "false"}
 [optimize]
-rounds = 1
 train_limit = {train_limit}
 test_limit = 3
+[optimize.budget]
+rounds = 1
+[optimize.report]
 {extra}
 [optimize.target]
 type = "{target}"

@@ -196,7 +196,7 @@ def test_shipped_experiment_configs_validate_and_the_replay_example_passes(tmp_p
     for name, category in (("bfcl_base", "multi_turn_base"), ("bfcl_long_context", "multi_turn_long_context")):
         config = load_experiment(ROOT / "experiments" / f"{name}.toml")
         assert config.suite == BfclSuite(category=category) and config.run.agent == "reference"
-        assert config.optimize.screen_agent == "reference" and config.optimize.max_agent_episodes == 0
+        assert config.optimize.screen_agent == "reference" and config.optimize.budget.max_agent_episodes == 0
     config = load_experiment(ROOT / "experiments" / "replay_example.toml")
     suite = ReplaySuite(path=str(ROOT / config.suite.path)).load()  # paths are relative to the working directory
     assert len(suite.split(config.run.split)) == 4

@@ -27,13 +27,17 @@ agent = "reference"
 [tracking]
 enabled = false
 [optimize]
-rounds = 1
-parents = 1
 warm_start = ["none", "offload_preview"]
 train_limit = 3
 test_limit = 1
+[optimize.acon]
+parents = 1
+[optimize.budget]
+rounds = 1
 llm_screen_limit = 1
+[optimize.selection]
 confirm_top = 0
+[optimize.report]
 final_strategies = ["none", "offload_preview", "oracle"]
 [endpoints.compressor]
 model = "qwen2.5-coder-0.5b"

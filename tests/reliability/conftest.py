@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, merged, optimize_toml
 from tests.tracking.conftest import migrated_db as migrated_db  # one migrated MLflow store per session
 
 
@@ -29,14 +29,16 @@ def write_job(
 
     The job directory is `<tmp>/job`. Traces are off: they are tested in tests/tracking and cost seconds.
     """
-    settings = {
-        "rounds": 1,
-        "train_limit": 4,
-        "test_limit": 2,
-        "confirm_top": 0,
-        "final_strategies": ["none"],
-        **optimize,
-    }
+    settings = merged(
+        {
+            "train_limit": 4,
+            "test_limit": 2,
+            "budget": {"rounds": 1},
+            "selection": {"confirm_top": 0},
+            "report": {"final_strategies": ["none"]},
+        },
+        optimize,
+    )
     role = {"base_url": url, "model": "scripted", "backoff_s": 0.0, **(endpoint or {})}
     lines = [
         f"name = {json.dumps(name)}",
@@ -49,8 +51,7 @@ def write_job(
         "[tracking]",
         f"enabled = {json.dumps(tracking)}",
         "traces = false",
-        "[optimize]",
-        *_table(settings),
+        *optimize_toml(settings),
     ]
     for name_ in ("agent", "compressor", "optimizer"):
         lines += [f"[endpoints.{name_}]", *_table(role)]

@@ -38,7 +38,7 @@ BASE = 'name = "x"\n[suite]\ntype = "smoke"\n'
 def finished_job(tmp_path_factory, scripted_url) -> Path:
     """A small finished optimize job (scripted models), copied into a test's directory by `job_copy`."""
     tmp = tmp_path_factory.mktemp("done")
-    path = write_job(tmp, scripted_url, train_limit=3, test_limit=1, llm_proposers=False)
+    path = write_job(tmp, scripted_url, train_limit=3, test_limit=1, acon={"llm_proposers": False})
     from optimizer.config import load_experiment
 
     OptimizationJob(load_experiment(path), log=lambda m: None).run()
@@ -78,8 +78,8 @@ def test_missing_suite_section(fails, tmp_path):
 
 
 def test_mistyped_value(fails, tmp_path):
-    path = config(tmp_path, BASE + '[optimize]\nrounds = "two"\n')
-    fails("optimize", path, says=(path, "'optimize.rounds'", "'two'"))
+    path = config(tmp_path, BASE + '[optimize.budget]\nrounds = "two"\n')
+    fails("optimize", path, says=(path, "'optimize.budget.rounds'", "'two'"))
 
 
 def test_value_out_of_range(fails, tmp_path):

@@ -127,7 +127,7 @@ def test_a_file_tracking_uri(run_cli, tmp_path):
 @pytest.fixture(scope="module")
 def finished_state(tmp_path_factory, scripted_url) -> Path:
     tmp = tmp_path_factory.mktemp("done")
-    path = write_job(tmp, scripted_url, train_limit=2, test_limit=1, llm_proposers=False)
+    path = write_job(tmp, scripted_url, train_limit=2, test_limit=1, acon={"llm_proposers": False})
     OptimizationJob(load_experiment(path), log=lambda m: None).run()
     return tmp
 

@@ -62,10 +62,8 @@ class Run:
                     guideline=eager_guideline(tmp),
                     endpoint={"max_retries": ATTEMPTS - 1},
                     train_limit=6,
-                    rounds=2,
-                    confirm_top=1,
-                    confirm_limit=3,
-                    max_agent_episodes=12,
+                    budget={"rounds": 2, "max_agent_episodes": 12},
+                    selection={"confirm_top": 1, "confirm_limit": 3},
                 )
             )
             self.report = OptimizationJob(self.config, log=lambda m: None).run()

@@ -178,7 +178,7 @@ def test_an_optimize_job_under_ray_chooses_what_it_chooses_locally(tmp_path):
     def outcome(executor: str) -> dict:
         (tmp_path / executor).mkdir()
         with StubServer(scripted_models) as url:
-            path = write_job(tmp_path / executor, url, rounds=2, train_limit=6)
+            path = write_job(tmp_path / executor, url, budget={"rounds": 2}, train_limit=6)
             text = path.read_text().replace(
                 'agent = "reference"', f'agent = "reference"\nexecutor = "{executor}"\nconcurrency = 3', 1
             )

@@ -125,7 +125,7 @@ def test_a_job_directory_of_another_state_format_is_refused_in_one_line(tmp_path
 
 
 def test_gepa_search_runs_on_the_same_evaluator_and_budget(tmp_path, scripted_url):
-    config = job_config(tmp_path, scripted_url, search="gepa", gepa_metric_calls=12, train_limit=5, test_limit=2)
+    config = job_config(tmp_path, scripted_url, search="gepa", gepa={"metric_calls": 12}, train_limit=5, test_limit=2)
     report = OptimizationJob(config, log=lambda m: None).run()
     state = JobDir(config.out_dir).load_state()
     assert "GEPA used its budget of 12" in state.stopped

@@ -42,4 +42,4 @@ def test_projected_cost_per_success_is_over_the_tasks_kept():
 
 
 def test_the_search_config_accepts_the_cost_objective():
-    assert OptimizeConfig(objective="cost").objective == "cost"
+    assert OptimizeConfig(selection={"objective": "cost"}).selection.objective == "cost"

@@ -30,7 +30,9 @@ def test_the_targets_are_entry_points_of_their_own_group():
 
 def test_a_target_table_builds_its_strategy_with_the_knobs(tmp_path):
     config = _load(
-        tmp_path, "rounds = 2\n[optimize.target]\ntype = 'langchain'\ntrigger_tokens = 900\nkeep_messages = 6\n"
+        tmp_path,
+        "[optimize.budget]\nrounds = 2\n[optimize.target]\ntype = 'langchain'\n"
+        "trigger_tokens = 900\nkeep_messages = 6\n",
     )
     target = config.optimize.target
     assert isinstance(target, LangChainTarget) and target.knobs() == {"trigger_tokens": 900, "keep_messages": 6}
@@ -45,7 +47,7 @@ def test_a_target_table_builds_its_strategy_with_the_knobs(tmp_path):
 
 
 def test_no_target_keeps_the_guideline_search(tmp_path):
-    assert _load(tmp_path, "rounds = 2\n").optimize.target is None
+    assert _load(tmp_path, "[optimize.budget]\nrounds = 2\n").optimize.target is None
 
 
 @pytest.mark.parametrize(
@@ -63,8 +65,8 @@ def test_no_target_keeps_the_guideline_search(tmp_path):
             "unknown key 'optimize.target.keep'",
         ),
         (
-            "proposers = []\n[optimize.target]\ntype = 'anthropic'\ntrigger_tokens = 900\n",
-            "'optimize': 'proposers' has no effect with a target",
+            "[optimize.acon]\nproposers = []\n[optimize.target]\ntype = 'anthropic'\ntrigger_tokens = 900\n",
+            "'optimize': 'acon.proposers' has no effect with a target",
         ),
         ("target = 3\n", "'optimize.target'"),
     ],
@@ -82,6 +84,7 @@ def test_the_example_config_runs_the_langchain_target_on_local_models():
     config = load_experiment(ROOT / "experiments" / "summary_builtin.toml")
     target = config.optimize.target
     assert isinstance(target, LangChainTarget) and target.knobs() == {"trigger_tokens": 1500, "keep_messages": 4}
-    assert config.run.agent == config.optimize.screen_agent == "reference" and config.optimize.final_llm_limit == 0
+    assert config.run.agent == config.optimize.screen_agent == "reference"
+    assert config.optimize.report.final_llm_limit == 0
     assert config.endpoints.compressor.is_local and config.endpoints.compressor.model == "qwen2.5-coder-0.5b"
     assert config.endpoints.optimizer.is_local and config.endpoints.optimizer.model == "qwen2.5-coder-1.5b"

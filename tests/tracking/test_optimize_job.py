@@ -35,10 +35,13 @@ def job_config(tmp: Path, url: str) -> ExperimentConfig:
             "[tracking]",
             'experiment = "scripted"',
             "[optimize]",
-            "rounds = 2",
             "train_limit = 6",
             "test_limit = 4",
+            "[optimize.budget]",
+            "rounds = 2",
+            "[optimize.selection]",
             "confirm_top = 0",
+            "[optimize.report]",
             'final_strategies = ["none", "fifo"]',
             "[endpoints.agent]",
             endpoint,
@@ -305,7 +308,7 @@ def test_a_seed_rejected_after_its_subset_screen_does_not_break_the_report(tmp_p
     # KeyError on it, after report.md was written, and the job exited with a traceback.
     with StubServer(scripted_models) as url:
         config = job_config(tmp_path, url).with_overrides(
-            optimize={"rounds": 1, "llm_screen_limit": 1, "max_compressor_calls": 1}
+            optimize={"budget": {"rounds": 1, "llm_screen_limit": 1, "max_compressor_calls": 1}}
         )
         job, report, client = run_tracked(config, migrated_db)
     seed = job.state.candidates[job.state.seed]

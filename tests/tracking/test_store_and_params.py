@@ -46,7 +46,7 @@ def test_params_name_models_and_endpoints_but_never_keys(monkeypatch):
     params = experiment_params(config)
     assert params["endpoints.agent.model"] == "m1"
     assert params["endpoints.agent.base_url"] == "https://api.example/v1"
-    assert (params["seed"], params["optimize.rounds"], params["acceptance.max_blocking"]) == ("0", "3", "0")
+    assert (params["seed"], params["optimize.budget.rounds"], params["acceptance.max_blocking"]) == ("0", "3", "0")
     assert "strategy.type" in params and "run.split" in params
     joined = " ".join(f"{k}={v}" for k, v in params.items())
     assert "sk-very-secret" not in joined and "pw@" not in joined and "ACON_TEST_KEY" not in joined

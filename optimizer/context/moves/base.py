@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from optimizer.context.compressor import Compressor
 from optimizer.context.contract import Action, contract_for, may
 from optimizer.context.history import Edit, Entry, EntryKind, History, Replace, Summarize
+from optimizer.context.moves.knobs import OVER, Knob
 from optimizer.context.recall import RecallStore
 from optimizer.context.record import CompressionRecord
 from optimizer.world.retention import RetentionClass
@@ -91,6 +92,8 @@ class Move(BaseModel):
     # Whether it shortens a result in place (only classes whose contract allows a cut, `write_time_cut`).
     cuts: ClassVar[bool] = False
     uses_compressor: ClassVar[bool] = False
+    # The numbers a search may turn, each with its range and the way that compresses more (`knobs.py`).
+    knobs: ClassVar[tuple[Knob, ...]] = ()
 
     @field_validator("classes")
     @classmethod
@@ -121,6 +124,7 @@ class WriteMove(Move):
     """A write-time move: rewrites a fresh result before it enters the history (checkpoint 1 → 2)."""
 
     cuts: ClassVar[bool] = True
+    knobs: ClassVar[tuple[Knob, ...]] = (OVER,)
     over: int = Field(0, ge=0, description="Applies only to content longer than this many tokens.")
 
     def write(

@@ -8,7 +8,7 @@ than `clear_at_least` tokens (a cache break must pay for itself). Cleared conten
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
@@ -21,6 +21,7 @@ from optimizer.context.moves.base import (
     clearable,
     replay_record,
 )
+from optimizer.context.moves.knobs import GRAFTED_HIDE_OVER, LOWER, MIN_OVER, Knob, Pin, Scale, Turn, keep_last
 from optimizer.context.recall import placeholder
 from optimizer.world.retention import RetentionClass
 
@@ -29,6 +30,12 @@ class Clear(HistoryMove):
     """Clear old tool results past a token trigger."""
 
     move: Literal["clear"] = "clear"
+    # Its threshold is the trigger: tighten lowers that, not `over` (which only the provoked parent cuts).
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        Knob("trigger_tokens", 256, None, "down", (Turn(LOWER, Scale(0.6)),), provoke=Pin(0)),
+        keep_last(0),
+        Knob("over", MIN_OVER, None, "down", provoke=Scale(0.1, bound=64), graft_floor=GRAFTED_HIDE_OVER),
+    )
     trigger_tokens: int = Field(4000, ge=0, description="Clear once the replayed history exceeds this.")
     keep_last: int = Field(3, ge=0, description="Most recent tool results never cleared.")
     clear_at_least: int = Field(0, ge=0, description="Skip clearing that would free fewer tokens than this.")

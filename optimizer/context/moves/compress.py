@@ -13,6 +13,7 @@ from pydantic import Field
 from optimizer.context.contract import Action
 from optimizer.context.history import Entry, History
 from optimizer.context.moves.base import CompressorTexts, StrategyContext, WriteMove, Written, write_record
+from optimizer.context.moves.knobs import OVER, SHORT, Knob, Scale, Turn
 from optimizer.context.quarantine import quarantine
 from optimizer.context.recall import recall_note, restore_must_keep
 from optimizer.context.thresholds import OBSERVATION_MAX_TOKENS, T_OBS
@@ -27,6 +28,8 @@ class Compress(WriteMove):
     move: Literal["compress"] = "compress"
     action: ClassVar[Action] = Action.COMPRESS
     uses_compressor: ClassVar[bool] = True
+    # Below 64 tokens a compressed result cannot hold its matching rows.
+    knobs: ClassVar[tuple[Knob, ...]] = (OVER, Knob("max_tokens", 64, None, "down", (Turn(SHORT, Scale(0.6)),)))
     over: int = Field(T_OBS, ge=0, description="Results longer than this many tokens are compressed.")
     max_tokens: int = Field(OBSERVATION_MAX_TOKENS, gt=0, description="Completion cap for a compressed result.")
     recoverable: bool = Field(True, description="Keep the original behind a recall handle named in the text.")

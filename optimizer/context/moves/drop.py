@@ -8,7 +8,7 @@ stand-in.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
@@ -21,6 +21,7 @@ from optimizer.context.moves.base import (
     clearable,
     replay_record,
 )
+from optimizer.context.moves.knobs import Knob, keep_last
 from optimizer.world.retention import RetentionClass
 
 DROPPED = "[old tool output dropped]"
@@ -30,6 +31,7 @@ class DropOld(HistoryMove):
     """First in, first out over agent steps."""
 
     move: Literal["drop"] = "drop"
+    knobs: ClassVar[tuple[Knob, ...]] = (keep_last(1),)
     keep_last: int = Field(5, ge=1, description="Agent steps kept, counting back from the latest.")
 
     @property

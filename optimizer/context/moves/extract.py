@@ -8,6 +8,7 @@ time (`extract_old`, for results older than `keep_last` steps) the calls made si
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar, Literal
 
 from pydantic import Field
@@ -26,9 +27,24 @@ from optimizer.context.moves.base import (
     replay_record,
     write_record,
 )
+from optimizer.context.moves.knobs import DISTINCT, OVER, RARE, RARE_FEWER, STRICT, Knob, Scale, Shift, Turn, keep_last
 from optimizer.context.recall import recall_note, restore_must_keep
 from optimizer.tokens import count_tokens
 from optimizer.world.retention import RetentionClass
+
+# A term in a tenth of a result's units still tells them apart; below that, extraction keeps only rule lines.
+MIN_TERM_SHARE = 0.1
+SELECTION_KNOBS = (
+    Knob("min_words", 1, 20, "up", (Turn(STRICT, Shift(1)), Turn(RARE_FEWER, Shift(-1), follows=True))),
+    Knob("head", 0, 200, "down", (Turn(STRICT, Shift(1)),)),
+    Knob("top_ratio", 0.0, 1.0, "up", (Turn(STRICT, Shift(0.25)),), digits=2),
+    Knob("max_term_share", MIN_TERM_SHARE, 1.0, "down", (Turn(DISTINCT, Scale(0.5)),), digits=2),
+    Knob(
+        "max_word_share", MIN_TERM_SHARE, 1.0, "down", (Turn(RARE, Scale(0.5)), Turn(RARE_FEWER, Scale(0.5))), digits=2
+    ),
+)
+# An extraction's selection knobs, as knobs of the move that holds the selection in `select`.
+SELECT_KNOBS = tuple(replace(k, path=f"select.{k.path}") for k in SELECTION_KNOBS)
 
 
 def extracted(raw: Entry, content: str, history: History, ctx: StrategyContext, selection: Selection) -> str | None:
@@ -51,6 +67,7 @@ class Extract(WriteMove):
 
     move: Literal["extract"] = "extract"
     action: ClassVar[Action] = Action.COMPRESS
+    knobs: ClassVar[tuple[Knob, ...]] = (OVER, *SELECT_KNOBS)
     over: int = Field(400, ge=0, description="Results longer than this many tokens are extracted.")
     select: Selection = Field(default_factory=Selection, description="What to keep.")
 
@@ -79,6 +96,7 @@ class ExtractOld(HistoryMove):
     move: Literal["extract_old"] = "extract_old"
     action: ClassVar[Action] = Action.COMPRESS
     cuts: ClassVar[bool] = True
+    knobs: ClassVar[tuple[Knob, ...]] = (OVER, keep_last(1), *SELECT_KNOBS)
     keep_last: int = Field(2, ge=1, description="Most recent steps whose results stay as written.")
     over: int = Field(200, ge=0, description="Only results longer than this many tokens.")
     select: Selection = Field(default_factory=Selection, description="What to keep.")

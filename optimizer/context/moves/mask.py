@@ -8,7 +8,8 @@ unclassified results and the latest state read are never masked; must-keep lines
 
 from __future__ import annotations
 
-from typing import Literal
+from dataclasses import replace
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
@@ -21,6 +22,7 @@ from optimizer.context.moves.base import (
     clearable,
     replay_record,
 )
+from optimizer.context.moves.knobs import GRAFTED_HIDE_OVER, OVER, Knob, keep_last
 from optimizer.context.recall import placeholder
 from optimizer.world.retention import RetentionClass
 
@@ -29,6 +31,7 @@ class Mask(HistoryMove):
     """Observation masking over a sliding window of recent steps."""
 
     move: Literal["mask"] = "mask"
+    knobs: ClassVar[tuple[Knob, ...]] = (replace(OVER, graft_floor=GRAFTED_HIDE_OVER), keep_last(1))
     keep_last: int = Field(3, ge=1, description="Most recent steps whose observations stay raw.")
     polling: int = Field(1, ge=1, description="Re-mask only every `polling` steps to limit cache breaks.")
     keep_first: bool = Field(True, description="Never mask the first observation of the episode.")

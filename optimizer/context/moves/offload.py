@@ -5,13 +5,14 @@ deepagents-style offloading at write time: what `offload_preview` does, as a mov
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 import optimizer.context.preview as preview
 from optimizer.context.history import Entry, History
 from optimizer.context.moves.base import CompressorTexts, StrategyContext, WriteMove, Written, write_record
+from optimizer.context.moves.knobs import OVER, SHORT, Knob, Scale, Turn
 from optimizer.context.recall import placeholder
 from optimizer.tokens import count_tokens
 
@@ -20,6 +21,11 @@ class Offload(WriteMove):
     """Offload results over `over` tokens behind a recall handle, keeping a preview."""
 
     move: Literal["offload"] = "offload"
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        OVER,
+        Knob("head_tokens", 16, None, "down", (Turn(SHORT, Scale(0.6)),)),
+        Knob("tail_tokens", 0, None, "down", (Turn(SHORT, Scale(0.6)),)),
+    )
     over: int = Field(800, ge=0, description="Results longer than this many tokens are offloaded.")
     head_tokens: int = Field(200, ge=0, description="Tokens of the start kept in the preview.")
     tail_tokens: int = Field(80, ge=0, description="Tokens of the end kept in the preview.")

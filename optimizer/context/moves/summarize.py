@@ -28,6 +28,7 @@ from optimizer.context.moves.base import (
     replay_record,
     step_groups,
 )
+from optimizer.context.moves.knobs import OVER, SHORT, Knob, Scale, Turn, keep_last
 from optimizer.context.quarantine import quarantine
 from optimizer.context.recall import RecallStore, restore_must_keep
 from optimizer.context.thresholds import KEEP_LAST_RAW, SUMMARY_MAX_TOKENS, T_HIST
@@ -42,6 +43,12 @@ class SummarizeOld(HistoryMove):
     move: Literal["summarize"] = "summarize"
     action: ClassVar[Action] = Action.COMPRESS
     uses_compressor: ClassVar[bool] = True
+    # Below 96 tokens a summary cannot hold the ids of a multi-step task.
+    knobs: ClassVar[tuple[Knob, ...]] = (
+        OVER,
+        keep_last(1),
+        Knob("max_tokens", 96, None, "down", (Turn(SHORT, Scale(0.6)),)),
+    )
     over: int = Field(T_HIST, gt=0, description="Token threshold on previous summary + unsummarized old steps.")
     keep_last: int = Field(KEEP_LAST_RAW, ge=1, description="Most recent steps kept raw (ACON keeps the last one).")
     max_tokens: int = Field(SUMMARY_MAX_TOKENS, gt=0, description="Completion cap for the summary.")

@@ -8,33 +8,28 @@ when nothing failed, so the search explores even on suites where the parent lose
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from optimizer.context.extraction import Selection
 from optimizer.context.guideline import Guideline
-from optimizer.context.moves import Clear, Extract, ExtractOld, Mask, Move, Offload
+from optimizer.context.moves import Clear, Extract, ExtractOld, HistoryMove, Mask, Move, Offload, WriteMove
+from optimizer.context.moves.knobs import graft_floored
 from optimizer.context.policy import RetentionPolicy
 from optimizer.search.candidate import Proposal
 from optimizer.search.proposers.base import ProposalInput, Proposer, derived, unique
 from optimizer.search.proposers.edits import HISTORY_ORDER, WRITE_ORDER, inserted
 
-DEFAULT_WRITE: tuple[Any, ...] = (
+DEFAULT_WRITE: tuple[WriteMove, ...] = (
     Extract(over=300, select=Selection()),
     Offload(over=400, head_tokens=120, tail_tokens=40),
 )
-DEFAULT_HISTORY: tuple[Any, ...] = (
+DEFAULT_HISTORY: tuple[HistoryMove, ...] = (
     Clear(trigger_tokens=0, keep_last=2, over=200),
     ExtractOld(),
     Mask(keep_last=2, recoverable=True, over=200),
 )
-
-
-def _floored(move: Any) -> Any:
-    if hasattr(move, "over") and move.move in ("mask", "clear") and move.over < 200:
-        return move.model_copy(update={"over": 200})
-    return move
 
 
 class Graft(Proposer):
@@ -46,13 +41,15 @@ class Graft(Proposer):
     def propose(self, inputs: ProposalInput) -> list[Proposal]:
         parent = inputs.parent.guideline
         policy = parent.policy
-        has_write = {m.move for m in policy.write}
-        has_history = {m.move for m in policy.history}
-        library_write = [m for other in inputs.others for m in other.guideline.policy.write] + list(DEFAULT_WRITE)
-        # Another candidate's history move comes with a size floor: masking or clearing a 20-token result saves
-        # little and, for an unrecoverable mask, throws away the handle an extraction left there.
-        library_history = [_floored(m) for other in inputs.others for m in other.guideline.policy.history]
-        library_history += list(DEFAULT_HISTORY)
+        has_write: set[str] = {m.move for m in policy.write}
+        has_history: set[str] = {m.move for m in policy.history}
+        library_write: list[Move] = [m for other in inputs.others for m in other.guideline.policy.write]
+        library_write += DEFAULT_WRITE
+        # Another candidate's history move keeps the size floor its knobs declare (`graft_floor`).
+        library_history: list[Move] = [
+            graft_floored(m) for other in inputs.others for m in other.guideline.policy.history
+        ]
+        library_history += DEFAULT_HISTORY
         out: list[Proposal] = []
         stages = (
             ("write", library_write, has_write, WRITE_ORDER),

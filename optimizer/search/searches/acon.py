@@ -1,4 +1,5 @@
-"""`search = "acon"`: rounds of UT and CO steps over a Pareto front warm-started with every baseline.
+"""`search = "acon"` (`[optimize.acon]`): rounds of UT and CO steps over a Pareto front warm-started with
+every baseline.
 
     each round  parents = the best few screened candidates
                 pairs   = what each parent lost against full context (mined from every parent, not only
@@ -15,40 +16,66 @@ Every proposal batch is checkpointed before it is screened, so a killed job redo
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Literal
 
+from pydantic import Field
+
+from optimizer.context.moves.knobs import provoked
 from optimizer.search.candidate import Candidate, Proposal
 from optimizer.search.events import RoundMined
 from optimizer.search.front import improves_front
-from optimizer.search.proposers import Proposer
+from optimizer.search.proposers import DEFAULT_PROPOSERS, Proposer, ProposerConfig
 from optimizer.search.proposers.base import Pair, ProposalInput
-from optimizer.search.proposers.edits import scaled
-from optimizer.search.searches.base import SearchContext
+from optimizer.search.searches.base import Search, SearchContext, SearchResult
 from optimizer.search.state import RoundSummary
 from optimizer.search.validate import validate
 
 
-@dataclass(frozen=True)
-class SearchResult:
-    best: Candidate | None
-    rounds: int
-    stopped: str
+class AconSearch(Search):
+    """Rounds of proposers over a Pareto front: pairs mined from every parent, a UT then a CO step."""
 
+    type: Literal["acon"] = "acon"
+    proposers: tuple[ProposerConfig, ...] = Field(
+        DEFAULT_PROPOSERS, description="Proposers the rounds run (deterministic and LLM; `[]` of LLM ones: ablation)."
+    )
+    llm_proposers: bool = Field(
+        True,
+        description="Run the proposers that call the optimizer LLM (false: deterministic only, the ablation).",
+    )
+    parents: int = Field(2, ge=1, le=10, description="Best candidates each round proposes from.")
+    llm_parents: int = Field(
+        1,
+        ge=0,
+        le=10,
+        description="Of those, how many (the best with pairs) the LLM proposers see per round.",
+    )
+    provoke: bool = Field(True, description="When no parent loses a task, screen one with its triggers lowered.")
+    near_misses: bool = Field(
+        True,
+        description="Also learn from tasks a candidate solved only by recalling what it had cut.",
+    )
+    mine_tier1: int = Field(
+        0,
+        ge=0,
+        description="Train tasks each round's best parent and full context also run at tier 1 on, so that pairs "
+        "come from the real agent (majority over `selection.tier1_repeats`); 0: tier-0 pairs only.",
+    )
+    max_guideline_chars: int = Field(6000, gt=200, description="Validator cap on a candidate's text.")
 
-class AconSearch:
-    name = "acon"
+    @property
+    def uses_optimizer(self) -> bool:
+        return self.llm_proposers and any(p.uses_llm for p in self.proposers)
 
     def run(self, ctx: SearchContext) -> SearchResult:
-        options = ctx.options
-        while not ctx.state.search_done and ctx.state.round < options.rounds:
+        budget = ctx.options.budget
+        while not ctx.state.search_done and ctx.state.round < budget.rounds:
             if self._over_budget(ctx):
-                ctx.state.stopped = f"candidate budget spent ({options.max_candidates} screened)"
+                ctx.state.stopped = f"candidate budget spent ({budget.max_candidates} screened)"
                 break
             self._round(ctx, ctx.state.round + 1)
         if not ctx.state.search_done:
             ctx.state.search_done = True
-            ctx.state.stopped = ctx.state.stopped or f"ran all {options.rounds} rounds"
+            ctx.state.stopped = ctx.state.stopped or f"ran all {budget.rounds} rounds"
             ctx.save()
         return SearchResult(ctx.best(), ctx.state.round, ctx.state.stopped or "")
 
@@ -57,12 +84,12 @@ class AconSearch:
         ranked = ctx.ranked(before_round=index)
         best_before = ranked[0] if ranked else None
         parents, provoked = self._plan(ctx, index, ranked)
-        pairs = {p.version: ctx.pairs(p) for p in parents}
-        if ctx.options.mine_tier1 and parents:
+        pairs = {p.version: self._pairs(ctx, p) for p in parents}
+        if self.mine_tier1 and parents:
             # The real agent's pairs for the round's best parent: what tier 0 cannot see (a fact shown and not
             # acted on, a recall not made or made in a loop) is learned from too.
             leader = parents[0]
-            pairs[leader.version] = [*pairs[leader.version], *ctx.tier1_pairs(leader)]
+            pairs[leader.version] = [*pairs[leader.version], *ctx.tier1_pairs(leader, self.mine_tier1)]
         found = sum(len(v) for v in pairs.values())
         near = sum(1 for v in pairs.values() for p in v if p.compressed.success)
         provoking = f" (provoked by {provoked.guideline.name})" if provoked else ""
@@ -79,7 +106,7 @@ class AconSearch:
         others = [c for c in ranked if c.version not in {p.version for p in parents}][:4]
         # The optimizer LLM is the slowest proposer: only the best few parents that lost something get it.
         llm_parents = {p.version for p in parents if pairs.get(p.version)}
-        llm_parents = {v for v in [p.version for p in parents if p.version in llm_parents][: ctx.options.llm_parents]}
+        llm_parents = {v for v in [p.version for p in parents if p.version in llm_parents][: self.llm_parents]}
         for parent in parents:
             inputs = ProposalInput(
                 parent,
@@ -92,7 +119,7 @@ class AconSearch:
             )
             screened += self._apply(ctx, index, parent, inputs, step="ut")
         for rank, parent in enumerate(self._co_parents(ctx, index)):
-            llm = ctx.llm if rank < ctx.options.llm_parents else None
+            llm = ctx.llm if rank < self.llm_parents else None
             inputs = ProposalInput(parent, (), ctx.successes(parent), others, index, ctx.config.seed, llm)
             screened += self._apply(ctx, index, parent, inputs, step="co")
         best = ctx.best()
@@ -137,13 +164,13 @@ class AconSearch:
         if isinstance(saved, dict) and all(v in ctx.state.candidates for v in saved.get("parents", [])):
             provoked = ctx.state.candidates.get(saved.get("provoked") or "")
             return [ctx.state.candidates[v] for v in saved["parents"]], provoked
-        parents = ranked[: ctx.options.parents]
+        parents = ranked[: self.parents]
         # Learn from every screened candidate that lost a task, not only from the best: the best few losers
         # (a seed that drops a rule, a baseline that drops a row) are fixed as parents too.
-        losers = [c for c in ranked[ctx.options.parents :] if ctx.pairs(c)][: ctx.options.parents]
+        losers = [c for c in ranked[self.parents :] if self._pairs(ctx, c)][: self.parents]
         parents = [*parents, *losers]
         provoked = None
-        if ctx.options.provoke and parents and not any(ctx.pairs(p) for p in parents):
+        if self.provoke and parents and not any(self._pairs(ctx, p) for p in parents):
             provoked = self._provoke(ctx, parents[0], index)
             if provoked is not None:
                 parents = [*parents, provoked]
@@ -159,7 +186,7 @@ class AconSearch:
         plan = ctx.dir.read_json(relative) or {}
         if all(v in ctx.state.candidates for v in plan.get("co_parents") or [None]):
             return [ctx.state.candidates[v] for v in plan["co_parents"]]
-        parents = ctx.ranked()[: ctx.options.parents]
+        parents = ctx.ranked()[: self.parents]
         ctx.dir.write_json(relative, {**plan, "co_parents": [p.version for p in parents]})
         return parents
 
@@ -167,8 +194,8 @@ class AconSearch:
         self, ctx: SearchContext, index: int, parent: Candidate, inputs: ProposalInput, *, step: str
     ) -> list[Candidate]:
         out: list[Candidate] = []
-        for proposer in ctx.options.proposers:
-            if proposer.step != step or (proposer.uses_llm and (inputs.llm is None or not ctx.options.llm_proposers)):
+        for proposer in self.proposers:
+            if proposer.step != step or (proposer.uses_llm and (inputs.llm is None or not self.llm_proposers)):
                 continue
             proposals = self._proposals(ctx, index, parent, proposer, inputs)
             for proposal in proposals:
@@ -217,7 +244,7 @@ class AconSearch:
             llm=proposal.llm,
         )
         candidate.rejected = validate(
-            proposal.guideline, parent.guideline, ctx.outputs, max_chars=ctx.options.max_guideline_chars
+            proposal.guideline, parent.guideline, ctx.outputs, max_chars=self.max_guideline_chars
         )
         if candidate.rejected:
             ctx.remember(candidate)
@@ -230,8 +257,8 @@ class AconSearch:
         policy = parent.guideline.policy
         lowered = policy.model_copy(
             update={
-                "write": tuple(_floor(m) for m in policy.write),
-                "history": tuple(_floor(m) for m in policy.history),
+                "write": tuple(provoked(m) for m in policy.write),
+                "history": tuple(provoked(m) for m in policy.history),
             }
         )
         if lowered == policy:
@@ -259,15 +286,7 @@ class AconSearch:
             ctx.dir.write_text(f"{rdir}/diffs/{name}.html", diff_html(pair.diff))
 
     def _over_budget(self, ctx: SearchContext) -> bool:
-        return sum(1 for c in ctx.state.candidates.values() if c.screens) >= ctx.options.max_candidates
+        return sum(1 for c in ctx.state.candidates.values() if c.screens) >= ctx.options.budget.max_candidates
 
-
-def _floor(move: Any) -> Any:
-    updates: dict[str, Any] = {}
-    if hasattr(move, "over"):
-        updates["over"] = scaled(move.over, 0.1, 64)
-    if hasattr(move, "trigger_tokens"):
-        updates["trigger_tokens"] = 0
-    if hasattr(move, "keep_last"):
-        updates["keep_last"] = 1
-    return move.model_copy(update=updates)
+    def _pairs(self, ctx: SearchContext, candidate: Candidate) -> list[Pair]:
+        return ctx.pairs(candidate, near_misses=self.near_misses)

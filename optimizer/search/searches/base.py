@@ -1,4 +1,5 @@
-"""What every search works with: the screen of a candidate, its pairs, its rank, and the job's state.
+"""What a search is (`Search`: its settings and one verb) and what every search works with: the screen of a
+candidate, its pairs, its rank, and the job's state.
 
 Screening is tiered by cost. A candidate that needs no model (policy moves and extraction only) is
 screened on the whole train split, which takes seconds at tier 0. A candidate with an LLM move is
@@ -12,6 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict
 
 from optimizer.agent.episode import Episode
 from optimizer.context.strategies import ContextStrategy, parse_strategy
@@ -37,6 +40,35 @@ if TYPE_CHECKING:
 Log = Callable[[str], None]
 
 
+@dataclass(frozen=True)
+class SearchResult:
+    best: Candidate | None
+    rounds: int
+    stopped: str
+
+
+class Search(BaseModel):
+    """A search: its fields are its settings, the section `[optimize.<type>]`; `run` is its one verb.
+
+    Registered in the `acon.searches` entry-point group like every extension point; `[optimize] search`
+    names the one that runs. Every field has a default, so a search's section may be left out. It starts
+    from the job's warm-started candidates (`ctx.state`) and leaves its candidates there, screened through
+    `ctx`, for the job to select from.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    type: str
+
+    @property
+    def uses_optimizer(self) -> bool:
+        """Whether it calls the optimizer LLM (the job starts that endpoint only then)."""
+        return False
+
+    def run(self, ctx: SearchContext) -> SearchResult:
+        raise NotImplementedError
+
+
 @dataclass
 class SearchContext:
     config: ExperimentConfig
@@ -55,8 +87,8 @@ class SearchContext:
     # Full context at tier 1 on the confirmation tasks, once a candidate has been confirmed there.
     none_confirm: Scores | None = None
     _evaluations: dict[tuple[str, str], Evaluation] = field(default_factory=dict)
-    _pairs: dict[str, list[Pair]] = field(default_factory=dict)
-    _tier1_pairs: dict[str, list[Pair]] = field(default_factory=dict)
+    _pairs: dict[tuple[str, bool], list[Pair]] = field(default_factory=dict)
+    _tier1_pairs: dict[tuple[str, int], list[Pair]] = field(default_factory=dict)
 
     @property
     def options(self) -> OptimizeConfig:
@@ -64,7 +96,7 @@ class SearchContext:
 
     @property
     def tolerance(self) -> float:
-        drop = self.options.max_success_drop
+        drop = self.options.selection.max_success_drop
         return self.config.acceptance.max_success_drop if drop is None else drop
 
     # ----------------------------------------------------------------------------------- screening
@@ -132,7 +164,7 @@ class SearchContext:
 
     def over_budget(self, more_tasks: int = 0) -> bool:
         """Whether screening `more_tasks` more LLM episodes would exceed the compressor-call budget."""
-        limit = self.options.max_compressor_calls
+        limit = self.options.budget.max_compressor_calls
         if limit is None:
             return False
         spent = sum(s.compressor_calls for c in self.state.candidates.values() for s in c.screens.values())
@@ -159,8 +191,8 @@ class SearchContext:
             scores.peak_mean,
             none_success=none.success,
             none_peak=none.peak_mean,
-            objective=self.options.objective,
-            lam=self.options.lam,
+            objective=self.options.selection.objective,
+            lam=self.options.selection.lam,
             tolerance=self.tolerance,
             cost=scores.projected_cost_per_success,
             none_cost=none.projected_cost_per_success,
@@ -234,49 +266,52 @@ class SearchContext:
 
     # ---------------------------------------------------------------------------------------- pairs
 
-    def pairs(self, candidate: Candidate) -> list[Pair]:
-        """Tasks full context solved and this candidate did not, with their provenance diffs."""
-        if candidate.version in self._pairs:
-            return self._pairs[candidate.version]
+    def pairs(self, candidate: Candidate, *, near_misses: bool) -> list[Pair]:
+        """Tasks full context solved and this candidate did not, with their provenance diffs; with `near_misses`,
+        also those it solved only by recalling what it had cut."""
+        key = (candidate.version, near_misses)
+        if key in self._pairs:
+            return self._pairs[key]
         evaluation = self.evaluate(candidate, "train", self.train, "train", self.options.screen_agent)
         tasks = {t.id: t for t in self.train}
-        found = find_pairs(self.none_train.episodes, evaluation.episodes, near_misses=self.options.near_misses)
-        self._pairs[candidate.version] = [
+        found = find_pairs(self.none_train.episodes, evaluation.episodes, near_misses=near_misses)
+        self._pairs[key] = [
             Pair(full, compressed, diff_pair(full, compressed, tasks.get(full.task_id)), tasks.get(full.task_id))
             for full, compressed in found
         ]
-        return self._pairs[candidate.version]
+        return self._pairs[key]
 
     # ------------------------------------------------------------------------------------- tier 1
 
     def agent_budget_left(self, episodes: int) -> bool:
         """Whether `episodes` more tier-1 episodes fit the job's budget (stored ones are not run again)."""
-        return accounting.agent_episodes(self.dir.path) + episodes <= self.options.max_agent_episodes
+        return accounting.agent_episodes(self.dir.path) + episodes <= self.options.budget.max_agent_episodes
 
     def repeats(self, strategy: ContextStrategy, tasks: Sequence[Task], split: str) -> Repeats:
         """`strategy` run by the real agent on `tasks`, `tier1_repeats` times (stored runs are read back)."""
-        options = self.options
+        selection = self.options.selection
         evaluations = self.evaluator.repeated(
-            strategy, tasks, split, "llm", options.tier1_repeats, options.tier1_temperature
+            strategy, tasks, split, "llm", selection.tier1_repeats, selection.tier1_temperature
         )
         return Repeats(tuple(evaluations))
 
-    def tier1_pairs(self, candidate: Candidate) -> list[Pair]:
-        """Pairs from the real agent on the first `mine_tier1` train tasks: full context passes on most seeds,
+    def tier1_pairs(self, candidate: Candidate, limit: int) -> list[Pair]:
+        """Pairs from the real agent on the first `limit` train tasks: full context passes on most seeds,
         the candidate fails on most, each with its behavioural cause. Empty when the budget is spent."""
-        if candidate.version in self._tier1_pairs:
-            return self._tier1_pairs[candidate.version]
+        key = (candidate.version, limit)
+        if key in self._tier1_pairs:
+            return self._tier1_pairs[key]
         # Spread over families: the first train tasks of a generated suite are all of its first family.
-        tasks = spread(self.train)[: self.options.mine_tier1]
+        tasks = spread(self.train)[:limit]
         if not tasks:
             return []
-        runs = len(tasks) * self.options.tier1_repeats
+        runs = len(tasks) * self.options.selection.tier1_repeats
         # Full context's runs are shared by every round; only the candidate's are new after the first.
         if not self.agent_budget_left(runs):
             self.log(
                 f"tier-1 episode budget spent; {candidate.guideline.name}@{candidate.version} mined at tier 0 only"
             )
-            self._tier1_pairs[candidate.version] = []
+            self._tier1_pairs[key] = []
             return []
         full = self.repeats(parse_strategy("none"), tasks, "train")
         compressed = self.repeats(screened(candidate.guideline), tasks, "train")
@@ -286,7 +321,7 @@ class SearchContext:
             f"tier 1: {candidate.guideline.name}@{candidate.version} passes {compressed.pass_rate():.2f} of "
             f"{runs} episodes (full context {full.pass_rate():.2f}); {len(pairs)} pair(s), causes: {causes}"
         )
-        self._tier1_pairs[candidate.version] = pairs
+        self._tier1_pairs[key] = pairs
         return pairs
 
     def successes(self, candidate: Candidate) -> list[Episode]:

@@ -1,32 +1,36 @@
-"""`search = "gepa"`: the guideline texts optimized by GEPA (`gepa.optimize`), on the same evaluator.
+"""`search = "gepa"` (`[optimize.gepa]`): the guideline texts optimized by GEPA (`gepa.optimize`), on the
+same evaluator.
 
 GEPA evolves the two compressor instructions of the seed (the policy stays the seed's) by reflective
 mutation, keeping a per-task Pareto front. It sees the same tier-0 metric as acon: per task, success
 minus λ × peak tokens relative to `none`, with acon's provenance diff of a failure as textual feedback.
-Its budget is counted in tier-0 episodes (`gepa_metric_calls`), so the searches compare at equal cost.
+Its budget is counted in tier-0 episodes (`metric_calls`), so the searches compare at equal cost.
 Its best candidate joins the job's candidates and is selected on the validation split like any other.
-Tool output reaches GEPA's reflection prompt only fenced as untrusted data.
+Tool output reaches GEPA's reflection prompt only fenced as untrusted data. The `gepa` library is imported
+when the search runs: a config that names no GEPA search does not load it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from gepa import EvaluationBatch, GEPAResult
-from gepa.core.adapter import ProposalFn
-from gepa.proposer.reflective_mutation.base import LanguageModel
+from pydantic import Field
 
 from optimizer.agent.episode import Episode
 from optimizer.context.guideline import Guideline
 from optimizer.mining.diff_render import diff_markdown
 from optimizer.mining.pair_diff import diff_pair
 from optimizer.search.candidate import Candidate, screened
-from optimizer.search.searches.acon import SearchResult
-from optimizer.search.searches.base import SearchContext
+from optimizer.search.searches.base import Search, SearchContext, SearchResult
 from optimizer.search.state import RoundSummary
 from optimizer.untrusted import UNTRUSTED_NOTICE, fence
 from optimizer.world.task import Task
+
+if TYPE_CHECKING:
+    from gepa import EvaluationBatch, GEPAResult
+    from gepa.core.adapter import ProposalFn
+    from gepa.proposer.reflective_mutation.base import LanguageModel
 
 # What GEPA carries per task for the reflection: the task and its episode.
 _Trace = tuple[Task, Episode]
@@ -55,6 +59,8 @@ class GuidelineAdapter:
     def evaluate(
         self, batch: list[Task], candidate: dict[str, str], capture_traces: bool = False
     ) -> EvaluationBatch[_Trace, Episode]:
+        from gepa import EvaluationBatch
+
         strategy = screened(self.guideline(candidate))
         # Read once: a run's records are parsed from disk on each pass over them.
         episodes = list(self.ctx.evaluator.evaluate(strategy, batch, "train", self.ctx.options.screen_agent).episodes)
@@ -67,7 +73,7 @@ class GuidelineAdapter:
         none = self.none.get(episode.task_id)
         peak_none = none.metrics.peak_tokens if none else episode.metrics.peak_tokens
         relative: float = episode.metrics.peak_tokens / peak_none if peak_none else 1.0
-        return float(episode.success) - self.ctx.options.lam * relative
+        return float(episode.success) - self.ctx.options.selection.lam * relative
 
     def make_reflective_dataset(
         self, candidate: dict[str, str], eval_batch: EvaluationBatch[_Trace, Episode], components_to_update: list[str]
@@ -96,8 +102,15 @@ class GuidelineAdapter:
         return {name: records for name in components_to_update}
 
 
-class GepaSearch:
-    name = "gepa"
+class GepaSearch(Search):
+    """GEPA's reflective evolution of the seed's two compressor instructions, on the same evaluator."""
+
+    type: Literal["gepa"] = "gepa"
+    metric_calls: int = Field(60, gt=0, description="Tier-0 episodes GEPA may run.")
+
+    @property
+    def uses_optimizer(self) -> bool:
+        return True  # GEPA's reflection model
 
     def run(self, ctx: SearchContext) -> SearchResult:
         if ctx.state.search_done:
@@ -113,7 +126,7 @@ class GepaSearch:
             valset=list(ctx.train),
             adapter=adapter,
             reflection_lm=_reflection_lm(ctx),
-            max_metric_calls=ctx.options.gepa_metric_calls,
+            max_metric_calls=self.metric_calls,
             reflection_minibatch_size=min(3, len(ctx.train)),
             run_dir=str(ctx.dir.path / "gepa"),
             seed=ctx.config.seed,
@@ -146,7 +159,7 @@ class GepaSearch:
         ]
         ctx.state.search_done = True
         ctx.state.stopped = (
-            f"GEPA used its budget of {ctx.options.gepa_metric_calls} tier-0 episodes "
+            f"GEPA used its budget of {self.metric_calls} tier-0 episodes "
             f"({adapter.metric_calls} run, {len(result.candidates)} candidates)"
         )
         ctx.save()
