@@ -369,14 +369,16 @@ class ExperimentConfig(_Strict):
     def with_overrides(self, **sections: dict[str, Any]) -> ExperimentConfig:
         """A copy with some keys replaced, validated again (used by CLI flags). A table merges into the table it
         replaces (`optimize={"acon": {"parents": 3}}` keeps the other keys of `[optimize.acon]`)."""
-        return _validate(_merged(self.model_dump(mode="python", round_trip=True), sections), source="command line")
+        current = self.model_dump(mode="python", round_trip=True)
+        return _validate(merged_tables(current, sections), source="command line")
 
 
-def _merged(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+def merged_tables(data: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
+    """`data` with `changes`, a table merged into the table of the same name (TOML sections nest)."""
     out = dict(data)
     for key, value in changes.items():
         current = out.get(key)
-        out[key] = _merged(current, value) if isinstance(value, dict) and isinstance(current, dict) else value
+        out[key] = merged_tables(current, value) if isinstance(value, dict) and isinstance(current, dict) else value
     return out
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from optimizer.config import ExperimentConfig, load_experiment
+from optimizer.config import ExperimentConfig, load_experiment, merged_tables
 from optimizer.testing.scripted import scripted_models
 from optimizer.testing.stub_server import StubServer
 
@@ -80,13 +80,7 @@ def scripted_url():
         yield url
 
 
-def merged(defaults: dict[str, Any], changes: dict[str, Any]) -> dict[str, Any]:
-    """`defaults` with `changes`, a table merged into the table of the same name."""
-    out = dict(defaults)
-    for key, value in changes.items():
-        current = out.get(key)
-        out[key] = merged(current, value) if isinstance(value, dict) and isinstance(current, dict) else value
-    return out
+merged = merged_tables  # the tests' name for the config's own table merge
 
 
 def optimize_toml(settings: dict[str, Any]) -> list[str]:
