@@ -12,11 +12,12 @@ from typing import Any
 
 from optimizer.errors import ConfigError
 from optimizer.search.report_model import Report
-from optimizer.search.summary_report import KIND as SUMMARY_KIND
 from optimizer.storage import atomic_write_json
 
 # Raise it whenever a key changes meaning or goes away (adding one does not break a reader).
 SCHEMA_VERSION = 1
+# What a summary-instruction job's report.json says it is (`summary_report`), so this reader can refuse it by name.
+SUMMARY_KIND = "summary_instructions"
 
 
 def report_json(report: Report) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from optimizer.evaluate.stats import paired_bootstrap_diff, wilson_interval
 from optimizer.search.report import TIER0_LIMITS
+from optimizer.search.report_file import SUMMARY_KIND
 from optimizer.search.scores import Scores
 from optimizer.summary.screen import ScreenResult
 from optimizer.summary.search import SearchRecord
@@ -23,7 +24,6 @@ from optimizer.summary.search import SearchRecord
 # The rows, in the order every renderer shows them; `learned` is compared with the two after it.
 ROWS = ("learned", "default", "seed", "seed+contract", "none")
 BASELINES = ("default", "seed")
-KIND = "summary_instructions"
 # Raise it whenever a key of report.json changes meaning or goes away (adding one does not break a reader).
 SCHEMA_VERSION = 1
 
@@ -140,7 +140,7 @@ class SummaryReport:
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema_version": SCHEMA_VERSION,
-            "kind": KIND,
+            "kind": SUMMARY_KIND,
             "experiment": self.experiment,
             "suite": self.suite,
             "target": self.target,
