@@ -287,6 +287,14 @@ class OptimizeSettings(_Strict):
             raise TypeError(f"optimize.{self.search} is not a search section")  # the fields are built from SEARCHES
         return section
 
+    def confirmation_episodes(self) -> int:
+        """Tier-1 episodes the confirmation needs at most: full context and each of the `confirm_top` candidates on
+        `confirm_limit` tasks, `tier1_repeats` seeds each. Mining at tier 1 may not spend them."""
+        selection = self.selection
+        if selection.confirm_top == 0 or selection.confirm_limit == 0:
+            return 0
+        return (selection.confirm_top + 1) * selection.confirm_limit * selection.tier1_repeats
+
     def changed(self) -> list[str]:
         """The keys (`budget.rounds`, a search's `acon.parents`) set to other than their default."""
         default = type(self).model_construct().model_dump()
@@ -317,6 +325,13 @@ class OptimizeSettings(_Strict):
         ]
         if idle:
             raise ValueError(f"'{idle[0]}' has no effect with search = {self.search!r}")
+        agent_episodes, confirmation = self.budget.max_agent_episodes, self.confirmation_episodes()
+        if 0 < agent_episodes < confirmation:
+            # Otherwise the job would run its tier-1 budget dry and choose by tier 0 alone, saying so only in a log.
+            raise ValueError(
+                f"budget.max_agent_episodes = {agent_episodes} cannot pay for the tier-1 confirmation "
+                f"({confirmation} episodes: (confirm_top + 1) x confirm_limit x tier1_repeats)"
+            )
         return self
 
 

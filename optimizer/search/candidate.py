@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,7 +11,7 @@ from optimizer.context.strategies import GuidelineStrategy
 from optimizer.search.scores import Scores
 
 # Where a candidate was screened. `train`: the tasks pairs are mined from; `subset`: the part of them an
-# LLM-compressing candidate is screened on first; `val`: selection; `confirm`: tier 1 on train tasks.
+# LLM-compressing candidate is screened on first; `val`: selection; `confirm`: tier 1 on validation tasks.
 TASK_SETS = ("train", "subset", "val", "confirm")
 
 
@@ -19,6 +19,31 @@ def screened(guideline: Guideline) -> GuidelineStrategy:
     """A candidate as the job runs it. The job studies the seed and the LLM baselines as given, unpinned
     classes included (it says so when it starts), and its validator keeps every proposal pinned."""
     return GuidelineStrategy(guideline=guideline, allow_unpinned=True)
+
+
+def distinct_moves(order: Sequence[Candidate], count: int) -> list[Candidate]:
+    """The first `count` of `order`, preferring candidates whose moves differ from those already taken.
+
+    Tier 0 ranks near-twins together (a tightened knob, one rule more), and the real agent's verdict on one
+    is mostly its verdict on the other: spending a confirmation on each would leave the choice untested."""
+    picked: list[Candidate] = []
+    seen: set[tuple[tuple[str, str, tuple[str, ...]], ...]] = set()
+    for candidate in order:
+        if len(picked) < count and move_signature(candidate) not in seen:
+            picked.append(candidate)
+            seen.add(move_signature(candidate))
+    picked += [c for c in order if c not in picked][: count - len(picked)]
+    return sorted(picked, key=list(order).index)
+
+
+def move_signature(candidate: Candidate) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    """Which moves act at which stage on which classes: knob values and rules left out."""
+    policy = candidate.guideline.policy
+    return tuple(
+        (stage, move.move, tuple(move.classes or ()))
+        for stage, moves in (("write", policy.write), ("history", policy.history))
+        for move in moves
+    )
 
 
 @dataclass

@@ -26,7 +26,7 @@ from optimizer.context.strategies.base import ContextStrategy
 from optimizer.evaluate.endpoints import ModelEndpoints
 from optimizer.evaluate.strategy_runs import RunResult, select_tasks, strategy_named
 from optimizer.search import accounting
-from optimizer.search.candidate import Candidate, screened
+from optimizer.search.candidate import Candidate, distinct_moves, screened
 from optimizer.search.evaluator import Evaluator, Progress
 from optimizer.search.events import (
     CandidateChosen,
@@ -235,7 +235,7 @@ class OptimizationJob:
         ctx.none_confirm = none
         runs = len(tasks) * self.options.selection.tier1_repeats
         confirmed: list[Candidate] = []
-        for candidate in order[: self.options.selection.confirm_top]:
+        for candidate in distinct_moves(order, self.options.selection.confirm_top):
             if "confirm" not in candidate.screens:
                 if not ctx.agent_budget_left(runs):
                     self.log("tier-1 episode budget spent; remaining candidates stay unconfirmed")
@@ -255,6 +255,13 @@ class OptimizationJob:
             confirmed.append(candidate)
         if confirmed:
             return max(confirmed, key=lambda c: ctx.key(c.screens["confirm"], none))
+        tried = [c for c in order if "confirm" in c.screens]
+        if tried:
+            # Every candidate the real agent ran lost to full context. A candidate it never ran is no safer, so
+            # the choice is the best of those it did run, marked as rejected in the report and the log.
+            best = max(tried, key=lambda c: ctx.key(c.screens["confirm"], none))
+            self.log(f"tier 1 rejected every confirmed candidate; chosen the best of them, {best.version}")
+            return best
         return next((c for c in order if not c.rejected), None)
 
     # -------------------------------------------------------------------------------------- report

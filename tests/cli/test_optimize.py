@@ -116,3 +116,24 @@ def test_tier1_in_the_loop_mines_with_repeats_confirms_on_validation_and_reports
     confirmed = [p for p in report["points"] if p["confirm_success"] is not None]
     assert confirmed
     assert report["paired_tier1"]["none"]["tasks"] == 1
+
+
+def test_mining_leaves_the_confirmation_its_episodes(run_cli, tmp_path, scripted_url):
+    # A budget of exactly the confirmation: mining would spend it all, and the choice would fall to tier 0.
+    config = job_config(
+        tmp_path,
+        scripted_url,
+        train_limit=4,
+        test_limit=1,
+        val_fraction=0.5,
+        budget={"rounds": 1, "max_agent_episodes": 4},
+        acon={"llm_proposers": False, "mine_tier1": 1},
+        selection={"tier1_repeats": 2, "confirm_top": 1, "confirm_limit": 1},
+    )
+    code, out, err = run_cli("optimize", str(tmp_path / "job.toml"))
+    assert code == 0, err
+    assert "tier-1 mining budget spent (4 episodes kept for the confirmation)" in err
+    runs = [p.name for p in (config.out_dir / "runs").iterdir() if "-llm-" in p.name]
+    assert sum("-llm-train-" in r for r in runs) == 0 and sum("-llm-val-" in r for r in runs) == 4
+    report = json.loads((config.out_dir / "report.json").read_text())
+    assert [p for p in report["points"] if p["kind"] == "candidate" and p["confirm_success"] is not None]

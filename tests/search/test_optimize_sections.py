@@ -73,6 +73,10 @@ def test_the_shipped_configs_use_the_sections():
         ("[optimize.acon]\nparents = 0\n", "'optimize.acon.parents'"),
         ("[optimize.budget]\nparents = 2\n", "unknown key 'optimize.budget.parents'"),
         ("[optimize.acon]\nproposers = [{ type = 'patchh' }]\n", "'optimize.acon.proposers.0'"),
+        (
+            "[optimize.budget]\nmax_agent_episodes = 10\n[optimize.selection]\nconfirm_top = 2\ntier1_repeats = 2\n",
+            "max_agent_episodes = 10 cannot pay for the tier-1 confirmation (24 episodes",
+        ),
     ],
 )
 def test_a_bad_section_is_one_line(tmp_path, body, message):

@@ -306,10 +306,12 @@ class SearchContext:
         if not tasks:
             return []
         runs = len(tasks) * self.options.selection.tier1_repeats
-        # Full context's runs are shared by every round; only the candidate's are new after the first.
-        if not self.agent_budget_left(runs):
+        # Full context's runs are shared by every round; only the candidate's are new after the first. The
+        # confirmation's episodes stay reserved: mining every round must not leave the choice to tier 0.
+        if not self.agent_budget_left(runs + self.options.confirmation_episodes()):
             self.log(
-                f"tier-1 episode budget spent; {candidate.guideline.name}@{candidate.version} mined at tier 0 only"
+                f"tier-1 mining budget spent ({self.options.confirmation_episodes()} episodes kept for the "
+                f"confirmation); {candidate.guideline.name}@{candidate.version} mined at tier 0 only"
             )
             self._tier1_pairs[key] = []
             return []
