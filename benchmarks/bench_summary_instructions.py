@@ -126,7 +126,7 @@ def paired(a: list[float], b: list[float]) -> dict[str, float]:
 def scripted_responder(request: dict) -> str:
     """A stand-in for both roles: summaries keep the lines of the kinds the instructions name."""
     prompt = str(request["messages"][-1]["content"])
-    if "Add up to three short lines" in prompt:
+    if "Its summaries lost the kind of information" in prompt:
         return "Keep every identifier and amount the later steps use, exactly as written.\nBe brief."
     if "Rewrite the summary instructions" in prompt:
         return "Summarize briefly."

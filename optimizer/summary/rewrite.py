@@ -1,12 +1,17 @@
 """ACON's UT and CO steps on summary instructions, with the optimizer LLM, and what is refused.
 
-UT: from a minibatch of lost facts (kind, retention class, source line, the summary that dropped it) the
-optimizer writes up to three new instruction lines, each naming the kind of fact lost; they are added to
-the learned part (targeted edits, not a monolithic rewrite). CO: from summaries that kept everything it
-rewrites the learned part shorter. Refused, each with its reason: a line naming a value or id from the
-examples (it would fit one task), a UT line naming no kind of fact that was lost (untargeted), a line
-already present, and an empty reply. A CO rewrite that drops more than half the learned text is marked a
-collapse: `search` then takes it only if it wins outright, never at equal scores.
+UT: for each kind of fact the summaries lost (a value, a skill rule, a write receipt, a paging warning, an
+error), the optimizer is asked for one instruction sentence that protects that kind, shown one example line
+with its values hidden; the sentences are added to the learned part (targeted edits, not a monolithic
+rewrite). One narrow question per kind is what a small optimizer model can answer: shown the instructions and
+the failing summaries together, the 1.5B local model continued the summary instead of editing the
+instructions. CO: from summaries that kept everything it rewrites the learned part shorter.
+
+Refused, each with its reason: a line naming a value or id from the examples or any id-like token (it would
+fit one task), a line that is not an instruction (a `name = value` row, a fragment, no instructing verb), a
+UT line naming no kind of fact that was lost (untargeted), a line already present, and an empty reply. A CO
+rewrite that drops more than half the learned text is marked a collapse: `search` then takes it only if it
+wins outright, never at equal scores.
 """
 
 from __future__ import annotations
@@ -30,20 +35,36 @@ KIND_WORDS: dict[str, tuple[str, ...]] = {
     "page": ("page", "pagination", "showing", "warning", "partial"),
     "error": ("error", "failure", "failed", "exception"),
 }
+# What each kind of lost fact is, in the words the optimizer is asked about it.
+KIND_TEXT: dict[str, str] = {
+    "value": "an identifier or value a later step needs (an id, an amount, a quantity, a code)",
+    "rule": "a rule from a skill or policy the agent read, which a later step must follow word for word",
+    "receipt": "the id a write returned (its receipt): the answer quotes it, and it shows the write is done",
+    "page": "a warning that a result was only partial (a 'page 1 of 3' or 'showing 20 of 45' line)",
+    "error": "an error message a tool returned",
+}
 _ID = re.compile(r"[\w-]*\d[\w-]*")
+# An id or value in a line meant to fit every task: letters and digits mixed, or three digits and more.
+_ID_LIKE = re.compile(r"\b(?=[\w-]*[A-Za-z])(?=[\w-]*\d)[\w-]+\b|\d{3,}")
+_ASSIGNMENT = re.compile(r"^[\w .-]{1,40}\s*(=|:)\s*\S")
+_INSTRUCTING = re.compile(
+    r"\b(keep|copy|preserve|include|retain|record|quote|list|note|mention|write|repeat|carry|state|report|"
+    r"never|always|must|do not|don't)\b",
+    re.IGNORECASE,
+)
 MAX_LINES = 3
 COLLAPSE_SHARE = 0.5
 
 
 @dataclass(frozen=True)
-class UpdateInstructions:
-    """Add up to three short lines to summary instructions so that the kinds of fact listed below survive
-    the next summary. Each line names the kind of fact it protects (ids and values, skill rules verbatim,
-    write receipts, error messages, paging warnings). Never copy a value, id or name from the examples:
-    a line must fit every task. Reply with the new lines only, one per line."""
+class ProtectKind:
+    """A summarizer condenses the earlier steps of an AI agent's work. Its summaries lost the kind of
+    information described below; an example line is shown with its values hidden. Write one instruction
+    sentence for the summarizer that makes every summary keep this kind of information. The sentence must fit
+    any task, so it names no value, id or name. Reply with that one sentence only."""
 
-    instructions: str
-    failures: str
+    lost: str
+    example_line: str
 
 
 @dataclass(frozen=True)
@@ -69,7 +90,7 @@ class Proposal:
     reply: str = ""
 
 
-def render(signature: UpdateInstructions | ShortenInstructions) -> str:
+def render(signature: ProtectKind | ShortenInstructions) -> str:
     doc = " ".join((type(signature).__doc__ or "").split())
     fields = "\n\n".join(f"# {name}\n{value}" for name, value in vars(signature).items())
     return f"{doc}\n\n{fields}"
@@ -91,35 +112,42 @@ def minibatch(lost: Sequence[LostFact], size: int, seed: int) -> list[LostFact]:
     return out
 
 
-def failure_report(batch: Sequence[LostFact]) -> str:
-    blocks = []
-    for i, fact in enumerate(batch, 1):
-        blocks.append(
-            f"## Failure {i}: a {fact.kind} from a {fact.source_class} result was lost\n"
-            f"Line that held it:\n{fence(fact.source, 'source')}\n"
-            f"The summary that dropped it:\n{fence(fact.summary[:1200], 'summary')}"
-        )
-    return "\n\n".join(blocks)
+def masked(fact: LostFact) -> str:
+    """The line that held `fact`, its literal and every id-like token hidden: the optimizer learns the kind of
+    line, and cannot copy a value it never saw."""
+    line = fact.source.replace(fact.literal, "<value>") if fact.literal else fact.source
+    return _ID.sub("<value>", line)
 
 
 def ut_step(lm: OptimizerLM, parent: str, lost: Sequence[LostFact], *, size: int = 4, seed: int = 0) -> Proposal:
+    """One question per kind of fact lost in a minibatch (at most three kinds); of each reply, the first line
+    that passes every check is added, and the rest are refused with their reason."""
     batch = minibatch(lost, size, seed)
     base = learned_part(parent)
-    reply = lm(render(UpdateInstructions(base, failure_report(batch))), 0.7)
     literals = _literals(batch)
-    kinds = {f.kind for f in batch}
+    examples = {fact.kind: fact for fact in reversed(batch)}  # the first of each kind in minibatch order
     refused: list[tuple[str, str]] = []
     kept: list[str] = []
-    for line in _lines(reply)[: MAX_LINES * 2]:
-        reason = _refusal(line, literals, base, kept) or _untargeted(line, kinds)
-        if reason:
-            refused.append((line, reason))
-        elif len(kept) < MAX_LINES:
-            kept.append(line)
-    if not kept and not refused:
-        refused.append((reply.strip()[:80], "empty reply"))
+    replies: list[str] = []
+    for kind in sorted(examples)[:MAX_LINES]:
+        question = ProtectKind(KIND_TEXT.get(kind, kind), fence(masked(examples[kind]), "example"))
+        reply = lm(render(question), 0.7)
+        replies.append(reply)
+        lines = _lines(reply)[:4]
+        if not lines:
+            refused.append((reply.strip()[:80], "empty reply"))
+        taken = False
+        for line in lines:
+            reason = _refusal(line, literals, base, kept) or _not_an_instruction(line) or _untargeted(line, {kind})
+            if reason is None and taken:
+                reason = "one line per kind of fact"
+            if reason:
+                refused.append((line, reason))
+            else:
+                kept.append(line)
+                taken = True
     text = with_contract("\n".join([base, *kept]) if kept else base)
-    return Proposal("ut", text, tuple(kept), refused, reply=reply)
+    return Proposal("ut", text, tuple(kept), refused, reply="\n---\n".join(replies))
 
 
 def co_step(lm: OptimizerLM, parent: str, successes: Sequence[SummaryScore], literals: set[str]) -> Proposal:
@@ -167,6 +195,21 @@ def _refusal(line: str, literals: set[str], base: str, kept: Sequence[str]) -> s
         return "names a value or id from the examples"
     if line in base or line in kept:
         return "already in the instructions"
+    return None
+
+
+def _not_an_instruction(line: str) -> str | None:
+    if _ID_LIKE.search(line):
+        return "names an id-like value"
+    if _ASSIGNMENT.match(line) and not _INSTRUCTING.match(line):
+        return "a `name = value` row, not an instruction"
+    words = len(line.split())
+    if words < 4:
+        return "too short to be an instruction"
+    if words > 60:
+        return "too long for one instruction"
+    if not _INSTRUCTING.search(line):
+        return "gives no instruction (no keep, copy, include, never, ...)"
     return None
 
 

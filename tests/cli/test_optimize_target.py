@@ -21,7 +21,7 @@ IDS = re.compile(r"\b[A-Z]{1,5}-\d+")
 
 def responder(request: dict) -> str:
     prompt = str(request["messages"][-1]["content"])
-    if "Add up to three short lines" in prompt:  # UT: one line that names the kind lost, one that names none
+    if "Its summaries lost the kind of information" in prompt:  # UT: a line naming the kind lost, then a fragment
         return f"{LEARNED_LINE}\nBe brief."
     if "Rewrite the summary instructions" in prompt:  # CO: a collapse that forgets the identifiers
         return "Summarize briefly."
@@ -113,7 +113,7 @@ def test_the_job_learns_a_line_reports_it_beside_the_baselines_and_exports_the_m
     # The optimizer's targeted line survived selection; the untargeted one was refused, with its reason.
     assert report["llm_parts"] == [LEARNED_LINE] and LEARNED_LINE in rows["learned"]["text"]
     reasons = {r["line"]: r["reason"] for r in report["refused"]}
-    assert reasons == {"Be brief.": "names no kind of fact that was lost (value)"}
+    assert reasons == {"Be brief.": "too short to be an instruction"}
     assert rows["learned"]["facts_kept_share"] > rows["seed"]["facts_kept_share"]
     assert set(report["paired"]) == {"learned-default", "learned-seed"}
     # The CO collapse was measured and dropped, and said so.
@@ -121,10 +121,10 @@ def test_the_job_learns_a_line_reports_it_beside_the_baselines_and_exports_the_m
     assert verdicts["ut1.0"].startswith("chosen") and not verdicts["co1"].startswith("chosen")
     # The terminal and report.md show the same rows, the texts, and the optimizer's account.
     assert "Summary instructions for the langchain target" in out and "seed+contract" in out
-    assert f"+ {LEARNED_LINE}" in out and "'Be brief.' (names no kind of fact" in out
+    assert f"+ {LEARNED_LINE}" in out and "'Be brief.' (too short to be an instruction)" in out
     markdown = (job_dir / "report.md").read_text()
     assert "| learned |" in markdown and "| default |" in markdown and "### seed" in markdown
-    assert '"Be brief." (names no kind of fact that was lost (value))' in markdown
+    assert '"Be brief." (too short to be an instruction)' in markdown
 
     # The learned text as a guideline file with its provenance.
     code, out, err = run_cli("export", str(job_dir), "--format", "md", "--out", str(tmp_path / "g.md"))

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from optimizer.summary.contract_text import HEADER, learned_part, with_contract
 from optimizer.summary.langchain_target import LangChainSummary
 from optimizer.summary.rewrite import co_step, llm_lines, minibatch, ut_step
@@ -76,13 +78,52 @@ def test_ut_keeps_targeted_lines_and_says_why_it_refused_the_rest():
     assert proposal.llm_lines == ("Keep every identifier and location code the task names.",)
     assert dict(proposal.refused) == {
         "Always keep B-14.": "names a value or id from the examples",
-        "Be brief.": "names no kind of fact that was lost (value)",
+        "Be brief.": "too short to be an instruction",
     }
     assert learned_part(proposal.text) == SEED + "\nKeep every identifier and location code the task names."
     assert proposal.text.count(HEADER) == 1
-    # The optimizer saw the line that held the fact and the kind of it, and the learned part only.
-    assert "FACT-STATIC-77" in prompts[0] and "a value from a static result" in prompts[0]
-    assert HEADER not in prompts[0].split("# failures")[0]
+    # One question for the one kind lost; its example line with every value hidden, and no instructions or
+    # summary for a small model to continue.
+    assert len(prompts) == 1 and "an identifier or value a later step needs" in prompts[0]
+    assert "ships from bin <value>" in prompts[0]
+    assert not any(v in prompts[0] for v in ("B-14", "W-778", "FACT-STATIC-77", SEED))
+
+
+def test_one_question_per_kind_and_one_line_each():
+    rule = dataclasses.replace(FACT, kind="rule", literal="RULE-TAIL-03", source="RULE-TAIL-03: report the id.")
+    replies = {
+        "identifier or value": "Keep every identifier a later step needs.\nAlso keep every amount a later step needs.",
+        "rule from a skill": "Copy each rule from a skill file word for word.",
+    }
+    asked = []
+
+    def lm(prompt, temperature):
+        asked.append(prompt)
+        return next(reply for key, reply in replies.items() if key in prompt)
+
+    proposal = ut_step(lm, SEED, [FACT, rule])
+    assert len(asked) == 2
+    assert set(proposal.llm_lines) == {
+        "Keep every identifier a later step needs.",
+        "Copy each rule from a skill file word for word.",
+    }
+    assert dict(proposal.refused) == {"Also keep every amount a later step needs.": "one line per kind of fact"}
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        # What the 1.5B optimizer wrote when it was shown the instructions and a summary: a summary row.
+        ("refund_id = SKILL-1", "names an id-like value"),
+        ("refund status = pending for the refund", "a `name = value` row, not an instruction"),
+        ("PROGRESS: The agent has already completed the refund process.", "a `name = value` row, not an instruction"),
+        ("The summary is about the refund and its rules.", "gives no instruction (no keep, copy, include, never, ...)"),
+        ("Keep order 55123 in mind.", "names an id-like value"),
+    ],
+)
+def test_a_line_that_is_not_an_instruction_is_refused(line, reason):
+    proposal = ut_step(lambda p, t: line, SEED, [dataclasses.replace(FACT, kind="receipt", literal="R-1")])
+    assert proposal.llm_lines == () and dict(proposal.refused) == {line: reason}
 
 
 def test_an_id_copied_from_the_source_line_is_refused():
@@ -106,7 +147,9 @@ def test_co_marks_a_collapse():
 
 def test_the_loop_learns_a_line_that_survives_selection(compressor_for):  # noqa: F811
     compressor, _ = compressor_for(summarizer)
-    replies = iter(["Keep every identifier and location code the task names.\nBe brief.", "Summarize."])
+    replies = iter(
+        ["Keep every identifier and location code the task names.\nAlways write in plain English.", "Summarize."]
+    )
     record = learn(target, SEED, [task()], [task()], compressor, lambda p, t: next(replies), candidates=1)
     best = record.best()
     assert best.name == "ut1.0" and best.llm_lines == ("Keep every identifier and location code the task names.",)
