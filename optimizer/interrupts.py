@@ -10,7 +10,8 @@ C code (a write waiting on another connection's sqlite lock, up to two minutes) 
 A watcher thread hears the signal as it arrives (`signal.set_wakeup_fd`): the process is stopping from that
 moment, and a cleanup still running `EXIT_DEADLINE_S` later is abandoned, as it is at once on a second
 signal. What a job must not lose is on disk before that (episodes as they finish, state written whole); what
-the cleanup would still have done is logging, which a rerun does again.
+the cleanup would still have done is logging, which a rerun does again, and stopping the model servers this
+process started: those get a last word (`on_abandon`) that signals them without waiting on any lock.
 """
 
 from __future__ import annotations
@@ -38,6 +39,9 @@ _stopping = threading.Event()  # only ever set and read, never waited on: a sign
 _deadline_started = threading.Lock()
 _installed = False
 _watching = False
+# Run just before an abandoned cleanup exits: each must return at once and take no lock the stuck main thread
+# may hold (it signals, it does not wait).
+_last_words: list[Callable[[], None]] = []
 
 
 class Interrupted(KeyboardInterrupt):
@@ -87,10 +91,25 @@ def _abandon_after(signum: int) -> None:
     _abandon(signum, f"the cleanup did not finish within {EXIT_DEADLINE_S:g} s of the signal")
 
 
+def on_abandon(callback: Callable[[], None]) -> Callable[[], None]:
+    """Run `callback` if this process exits without its cleanup (the deadline, a second signal). Returns the
+    function that takes it back (once the cleanup it stands in for has run)."""
+    _last_words.append(callback)
+
+    def withdraw() -> None:
+        with contextlib.suppress(ValueError):
+            _last_words.remove(callback)
+
+    return withdraw
+
+
 def _abandon(signum: int, why: str) -> NoReturn:
     # os.write: the main thread may hold sys.stderr's lock, stuck where the cleanup is.
     with contextlib.suppress(OSError):
         os.write(2, f"acon: interrupted; {why}, exiting without it (a rerun resumes)\n".encode())
+    for callback in list(_last_words):
+        with contextlib.suppress(Exception):  # one failed last word must not keep the process from exiting
+            callback()
     os._exit(128 + signum)
 
 

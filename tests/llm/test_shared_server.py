@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import signal
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -197,3 +198,48 @@ def alive(pid: int) -> bool:
     except FileNotFoundError:
         return False
     return state != "Z"  # a zombie has ended, only not been reaped yet
+
+
+STUCK_USER = """\
+import sqlite3, sys
+from optimizer import interrupts
+from optimizer.llm.local import server
+server.model_ready = lambda profile: True
+interrupts.EXIT_DEADLINE_S = 2
+interrupts.exit_cleanly_on_sigterm()
+with server.LocalServers(log=lambda _: None) as servers:
+    print(servers.base_url("qwen2.5-coder-0.5b"), flush=True)
+    store = sqlite3.connect(sys.argv[1], timeout=120)
+    store.execute("INSERT INTO t VALUES (1)")  # waits in C on the test's lock: the cleanup cannot run
+"""
+
+
+@pytest.mark.parametrize("joined_by_another", [False, True])
+def test_a_process_exiting_without_its_cleanup_still_stops_the_server_it_started(
+    tmp_path, env, users, joined_by_another
+):
+    store = tmp_path / "store.db"
+    holder = sqlite3.connect(store, isolation_level=None)
+    holder.execute("CREATE TABLE t (x)")
+    holder.execute("BEGIN EXCLUSIVE")
+    stuck = subprocess.Popen(
+        [sys.executable, "-c", STUCK_USER, str(store)], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert stuck.stdout is not None
+        url = stuck.stdout.readline().strip()
+        assert healthy(url)
+        other = users() if joined_by_another else None
+        time.sleep(0.5)
+        stuck.send_signal(signal.SIGTERM)
+        assert stuck.wait(timeout=60) == 143  # abandoned after its 2 s deadline
+    finally:
+        stuck.kill()
+        holder.rollback()
+    state = Path(env["ACON_HOME"]) / "servers" / "qwen2.5-coder-0.5b.json"
+    if other is None:
+        assert stopped(url) and not state.exists()
+    else:  # another process still uses it: it stays, and leaves with its last user
+        assert healthy(url) and state.exists()
+        other.leave()
+        assert stopped(url)

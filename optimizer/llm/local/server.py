@@ -239,6 +239,7 @@ class LocalServers:
         # One token per object, not per process: an outer `LocalServers` held open across short-lived inner
         # ones (the probe's trials) keeps its server when an inner one closes.
         self._token = f"{os.getpid()}:{id(self):x}"
+        self._withdraw_last_word: Callable[[], None] | None = None
 
     def base_url(self, profile_name: str) -> str:
         profile = get_profile(profile_name)
@@ -247,6 +248,8 @@ class LocalServers:
             if state is None:
                 state = _launch(profile, self._token, self._log)
                 self._launched.add(state.pid)
+                if self._withdraw_last_word is None:
+                    self._withdraw_last_word = interrupts.on_abandon(self._stop_launched_at_once)
             elif self._token not in state.users:
                 users = (*_live_users(state), self._token)
                 state = ServerState(state.profile, state.pid, state.port, state.owner, state.log, users)
@@ -269,6 +272,23 @@ class LocalServers:
             if stop:
                 _terminate(pid)
             del self._using[name]
+        if self._withdraw_last_word is not None:
+            self._withdraw_last_word()
+            self._withdraw_last_word = None
+
+    def _stop_launched_at_once(self) -> None:
+        """`close()` for a process exiting without its cleanup: the servers it launched and no other process
+        uses get SIGINT (llama-server shuts itself down) and lose their state file; nothing waits, and no lock is
+        taken (the stuck main thread may hold it). A user that joined in that moment starts a new server."""
+        for name, pid in list(self._using.items()):  # the main thread may be changing it
+            state = _read_state(name)
+            if pid not in self._launched or state is None or state.pid != pid or state.owner == CLI_OWNER:
+                continue
+            if any(not u.startswith(f"{os.getpid()}:") for u in _live_users(state)):
+                continue
+            _state_path(name).unlink(missing_ok=True)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGINT)
 
     def __enter__(self) -> LocalServers:
         return self
