@@ -108,3 +108,16 @@ def test_compare_and_diff_refuse_what_they_cannot_read_in_one_line(run_cli, tmp_
     (tmp_path / "cmp.json").write_text(json.dumps(no_none))
     code, _, err = run_cli("diff", "cmp.json")
     assert code != 0 and "ran no `none` (fifo)" in err
+
+
+def test_diff_prints_markup_in_a_guideline_name_as_written(run_cli, tmp_path, monkeypatch):
+    # A guideline's name is file text: `acon diff` shows it in its headings, and rich must not parse it.
+    monkeypatch.chdir(tmp_path)
+    name = "[/oops] [bold]x[/bold] :smile:"
+    (tmp_path / "exp.toml").write_text(CONFIG)
+    (tmp_path / "marked.md").write_text(FORGETFUL.replace("name: forgetful", f"name: {name!r}", 1))
+    code, _, err = run_cli("compare", "exp.toml", "--strategies", "none,marked.md", "--limit", "4", "--json", "c.json")
+    assert code == 0, err
+    code, out, err = run_cli("diff", "c.json")
+    assert code == 0 and "Traceback" not in err, err
+    assert name in out and "`none` solved and it failed" in out
