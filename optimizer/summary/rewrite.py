@@ -7,11 +7,11 @@ rewrite). One narrow question per kind is what a small optimizer model can answe
 the failing summaries together, the 1.5B local model continued the summary instead of editing the
 instructions. CO: from summaries that kept everything it rewrites the learned part shorter.
 
-Refused, each with its reason: a line naming a value or id from the examples or any id-like token (it would
-fit one task), a line that is not an instruction (a `name = value` row, a fragment, no instructing verb), a
-UT line naming no kind of fact that was lost (untargeted), a line already present, and an empty reply. A CO
-rewrite that drops more than half the learned text is marked a collapse: `search` then takes it only if it
-wins outright, never at equal scores.
+Refused, each with its reason: a line naming a value or id from the examples or any id-like token, or copying
+five words in a row of the example (it would fit one task); a line that is not an instruction (a `name =
+value` row, a fragment, no instructing verb); a UT line naming no kind of fact that was lost (untargeted); a
+line already present; an empty reply. A CO rewrite that drops more than half the learned text is marked a
+collapse: `search` then takes it only if it wins outright, never at equal scores.
 """
 
 from __future__ import annotations
@@ -138,7 +138,12 @@ def ut_step(lm: OptimizerLM, parent: str, lost: Sequence[LostFact], *, size: int
             refused.append((reply.strip()[:80], "empty reply"))
         taken = False
         for line in lines:
-            reason = _refusal(line, literals, base, kept) or _not_an_instruction(line) or _untargeted(line, {kind})
+            reason = (
+                _refusal(line, literals, base, kept)
+                or _copied(line, examples[kind].source)
+                or _not_an_instruction(line)
+                or _untargeted(line, {kind})
+            )
             if reason is None and taken:
                 reason = "one line per kind of fact"
             if reason:
@@ -195,6 +200,17 @@ def _refusal(line: str, literals: set[str], base: str, kept: Sequence[str]) -> s
         return "names a value or id from the examples"
     if line in base or line in kept:
         return "already in the instructions"
+    return None
+
+
+def _copied(line: str, source: str, run: int = 5) -> str | None:
+    """Five words in a row from the example's line: task text (a rule's words, a product), not an instruction
+    that fits every task. Values are caught apart; this catches the words around them."""
+    words = re.findall(r"\w+", source.lower())
+    said = " ".join(re.findall(r"\w+", line.lower()))
+    for i in range(len(words) - run + 1):
+        if " ".join(words[i : i + run]) in said:
+            return "copies words of the example"
     return None
 
 

@@ -126,6 +126,16 @@ def test_a_line_that_is_not_an_instruction_is_refused(line, reason):
     assert proposal.llm_lines == () and dict(proposal.refused) == {line: reason}
 
 
+def test_a_line_that_copies_the_example_words_is_refused():
+    # What the 1.5B model wrote for a skill rule: the task's own rule, quoted; a line that fits one task.
+    rule = LostFact(
+        "t", 2, "rule", "R-9", "skill", "R-9: call verify_customer for the customer before send_gift_card.", "S"
+    )
+    line = 'Always keep the order: "call verify_customer for the customer before send_gift_card."'
+    proposal = ut_step(lambda p, t: line, SEED, [rule])
+    assert proposal.llm_lines == () and dict(proposal.refused) == {line: "copies words of the example"}
+
+
 def test_an_id_copied_from_the_source_line_is_refused():
     proposal = ut_step(lambda p, t: "Keep values like W-778 in bins.", SEED, [FACT])
     assert proposal.llm_lines == () and proposal.refused[0][1] == "names a value or id from the examples"
