@@ -130,7 +130,7 @@ def test_mining_leaves_the_confirmation_its_episodes(run_cli, tmp_path, scripted
         acon={"llm_proposers": False, "mine_tier1": 1},
         selection={"tier1_repeats": 2, "confirm_top": 1, "confirm_limit": 1},
     )
-    code, out, err = run_cli("optimize", str(tmp_path / "job.toml"))
+    code, _, err = run_cli("optimize", str(tmp_path / "job.toml"))
     assert code == 0, err
     assert "tier-1 mining budget spent (4 episodes kept for the confirmation)" in err
     runs = [p.name for p in (config.out_dir / "runs").iterdir() if "-llm-" in p.name]
