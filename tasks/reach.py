@@ -248,32 +248,77 @@ def _call(call_id: str, tool: str, **arguments: object) -> ToolCall:
     return ToolCall(call_id, tool, dict(arguments))
 
 
-def _tasks() -> tuple[Task, ...]:
-    def task(
-        task_id: str, instruction: str, world: World, expected: tuple[str, ...], checker, steps, family: str
-    ) -> Task:
-        classes = sorted({n.source_class for s in steps for n in s.needs if n.source_class})
-        # Only the tools the task uses: choosing among nine tools is planning, which is not what is measured.
-        used = {s.call.name for s in steps if s.call is not None}
-        tools = tuple(spec for spec in TOOLS if spec.name in used)
-        return Task(
-            task_id,
-            "reach",
-            (UserTurn(instruction),),
-            lambda: ShopDesk(_copy(world), expected, checker, tools),
-            reference=tuple(steps),
-            max_steps_per_turn=2 * len(steps) + 4,
-            meta={"family": family, "classes": classes, "steps": len(steps)},
-        )
+def _task(task_id: str, instruction: str, world: World, expected: tuple[str, ...], checker, steps, family: str) -> Task:
+    classes = sorted({n.source_class for s in steps for n in s.needs if n.source_class})
+    # Only the tools the task uses: choosing among nine tools is planning, which is not what is measured.
+    used = {s.call.name for s in steps if s.call is not None}
+    tools = tuple(spec for spec in TOOLS if spec.name in used)
+    return Task(
+        task_id,
+        "reach",
+        (UserTurn(instruction),),
+        lambda: ShopDesk(_copy(world), expected, checker, tools),
+        reference=tuple(steps),
+        max_steps_per_turn=2 * len(steps) + 4,
+        meta={"family": family, "classes": classes, "steps": len(steps)},
+    )
 
-    shop = World(
+
+def _shop() -> World:
+    """The one shop every task reads; each episode works on its own copy."""
+    return World(
         prices={"SKU-4417": "37.40", "SKU-2290": "12.85", "SKU-7302": "64.10"},
         customers={"lena.fischer@example.com": "CUS-318", "omar.haddad@example.com": "CUS-642"},
         orders={"CUS-318": list(ORDER_IDS), "CUS-642": ["ORD-6201"]},
         statuses={"ORD-0077": "on hold", "ORD-5101": "delivered", "ORD-6201": "shipped"},
         stock={"SKU-2290": 14, "SKU-7302": 3},
     )
-    gift_steps = (
+
+
+def _fact_in_a_long_sheet(shop: World) -> Task:
+    return _task(
+        "reach-price",
+        "What is the unit price of SKU-4417? Read its product sheet with get_product, then answer with the price.",
+        shop,
+        ("37.40",),
+        _no_writes,
+        (
+            ReferenceStep(0, _call("r1", "get_product", sku="SKU-4417")),
+            ReferenceStep(
+                0, answer="37.40", needs=(Need(NeedKind.VALUE, "37.40", guess="37.00", source_class=STATIC),)
+            ),
+        ),
+        "static_middle",
+    )
+
+
+def _two_sheets_compared(shop: World) -> Task:
+    return _task(
+        "reach-price-compare",
+        "Which is cheaper, SKU-2290 or SKU-7302? 1) Read the product sheet of SKU-2290 with get_product. "
+        "2) Read the product sheet of SKU-7302. 3) When you have both prices, answer with the cheaper SKU "
+        "and its unit price.",
+        shop,
+        ("SKU-2290", "12.85"),
+        _no_writes,
+        (
+            ReferenceStep(0, _call("r1", "get_product", sku="SKU-2290")),
+            ReferenceStep(0, _call("r2", "get_product", sku="SKU-7302")),
+            ReferenceStep(
+                0,
+                answer="SKU-2290 at 12.85",
+                needs=(
+                    Need(NeedKind.VALUE, "12.85", guess="12.00", source_class=STATIC),
+                    Need(NeedKind.VALUE, "64.10", guess="SKU-7302", source_class=STATIC, shown_as="SKU-2290"),
+                ),
+            ),
+        ),
+        "static_middle",
+    )
+
+
+def _gift_card_behind_a_skill_rule(shop: World) -> Task:
+    steps = (
         ReferenceStep(0, _call("r1", "read_skill", name="gift cards")),
         ReferenceStep(0, _call("r2", "get_customer", email="lena.fischer@example.com")),
         ReferenceStep(
@@ -298,137 +343,116 @@ def _tasks() -> tuple[Task, ...]:
             ),
         ),
     )
+    return _task(
+        "reach-gift",
+        "Send a 25.00 gift card to the customer with email lena.fischer@example.com. 1) Read the 'gift cards' "
+        "skill with read_skill and follow its rules. 2) Find the customer id with get_customer. 3) Send the "
+        "gift card. 4) When it is sent, answer with the gift card id (it starts with GC-).",
+        shop,
+        ("GC-01318",),
+        _one_write("send_gift_card", customer_id="CUS-318", amount=25.0),
+        steps,
+        "skill_rule",
+    )
+
+
+def _orders_over_two_pages(shop: World) -> Task:
+    return _task(
+        "reach-orders",
+        "List every order id of customer CUS-318. 1) Call list_orders with page 1. 2) While the result says "
+        "there are more orders, call list_orders with the next page. 3) When no more orders are left, answer "
+        "with all the order ids.",
+        shop,
+        ORDER_IDS,
+        _no_writes,
+        (
+            ReferenceStep(0, _call("r1", "list_orders", customer_id="CUS-318", page=1)),
+            ReferenceStep(
+                0,
+                _call("r2", "list_orders", customer_id="CUS-318", page=2),
+                needs=(Need(NeedKind.PAGE, "page 1 of 2", source_class=ERROR_PARTIAL),),
+            ),
+            # The answer quotes both pages' rows: page 1's are what a mask of old observations takes.
+            ReferenceStep(
+                0,
+                answer=", ".join(ORDER_IDS),
+                needs=tuple(Need(NeedKind.VALUE, order_id, source_class=STATIC) for order_id in ORDER_IDS),
+            ),
+        ),
+        "paged",
+    )
+
+
+def _order_named_by_an_error(shop: World) -> Task:
+    return _task(
+        "reach-order-error",
+        "What is the status of order ORD-77? 1) Call get_order with ORD-77. 2) If it returns an error that "
+        "suggests another id, call get_order again with that id. 3) When you have the order, answer with "
+        "its status.",
+        shop,
+        ("on hold",),
+        _no_writes,
+        (
+            ReferenceStep(0, _call("r1", "get_order", order_id="ORD-77")),
+            ReferenceStep(
+                0,
+                _call("r2", "get_order", order_id="ORD-0077"),
+                needs=(
+                    Need(NeedKind.ERROR, "ORD-0077", argument="order_id", guess="ORD-77", source_class=ERROR_PARTIAL),
+                ),
+            ),
+            ReferenceStep(
+                0, answer="on hold", needs=(Need(NeedKind.VALUE, "on hold", guess="unknown", source_class=DYNAMIC),)
+            ),
+        ),
+        "error",
+    )
+
+
+def _reservation_with_a_receipt(shop: World) -> Task:
+    return _task(
+        "reach-reserve",
+        "Reserve all units in stock of SKU-7302. 1) Read the stock with get_stock. 2) Read the product sheet "
+        "with get_product. 3) Reserve that many units with reserve_stock. 4) When the reservation is made, "
+        "answer with the reservation id (it starts with RSV-) and the unit price.",
+        shop,
+        ("RSV-0102", "64.10"),
+        _one_write("reserve_stock", sku="SKU-7302", units=3),
+        (
+            ReferenceStep(0, _call("r1", "get_stock", sku="SKU-7302")),
+            ReferenceStep(0, _call("r2", "get_product", sku="SKU-7302")),
+            ReferenceStep(
+                0,
+                _call("r3", "reserve_stock", sku="SKU-7302", units=3),
+                needs=(Need(NeedKind.VALUE, '"units_in_stock": 3', argument="units", guess=1, source_class=DYNAMIC),),
+            ),
+            ReferenceStep(
+                0,
+                answer="RSV-0102 at 64.10",
+                needs=(
+                    Need(
+                        NeedKind.RECEIPT,
+                        "RSV-0102",
+                        repeat=_call("r3", "reserve_stock", sku="SKU-7302", units=3),
+                        source_class=RECEIPT,
+                    ),
+                    Need(NeedKind.VALUE, "64.10", guess="64.00", source_class=STATIC),
+                ),
+            ),
+        ),
+        "receipt",
+    )
+
+
+def _tasks() -> tuple[Task, ...]:
+    shop = _shop()
     return (
-        task(
-            "reach-price",
-            "What is the unit price of SKU-4417? Read its product sheet with get_product, then answer with the price.",
-            shop,
-            ("37.40",),
-            _no_writes,
-            (
-                ReferenceStep(0, _call("r1", "get_product", sku="SKU-4417")),
-                ReferenceStep(
-                    0, answer="37.40", needs=(Need(NeedKind.VALUE, "37.40", guess="37.00", source_class=STATIC),)
-                ),
-            ),
-            "static_middle",
-        ),
-        task(
-            "reach-price-compare",
-            "Which is cheaper, SKU-2290 or SKU-7302? 1) Read the product sheet of SKU-2290 with get_product. "
-            "2) Read the product sheet of SKU-7302. 3) When you have both prices, answer with the cheaper SKU "
-            "and its unit price.",
-            shop,
-            ("SKU-2290", "12.85"),
-            _no_writes,
-            (
-                ReferenceStep(0, _call("r1", "get_product", sku="SKU-2290")),
-                ReferenceStep(0, _call("r2", "get_product", sku="SKU-7302")),
-                ReferenceStep(
-                    0,
-                    answer="SKU-2290 at 12.85",
-                    needs=(
-                        Need(NeedKind.VALUE, "12.85", guess="12.00", source_class=STATIC),
-                        Need(NeedKind.VALUE, "64.10", guess="SKU-7302", source_class=STATIC, shown_as="SKU-2290"),
-                    ),
-                ),
-            ),
-            "static_middle",
-        ),
-        task(
-            "reach-gift",
-            "Send a 25.00 gift card to the customer with email lena.fischer@example.com. 1) Read the 'gift cards' "
-            "skill with read_skill and follow its rules. 2) Find the customer id with get_customer. 3) Send the "
-            "gift card. 4) When it is sent, answer with the gift card id (it starts with GC-).",
-            shop,
-            ("GC-01318",),
-            _one_write("send_gift_card", customer_id="CUS-318", amount=25.0),
-            gift_steps,
-            "skill_rule",
-        ),
-        task(
-            "reach-orders",
-            "List every order id of customer CUS-318. 1) Call list_orders with page 1. 2) While the result says "
-            "there are more orders, call list_orders with the next page. 3) When no more orders are left, answer "
-            "with all the order ids.",
-            shop,
-            ORDER_IDS,
-            _no_writes,
-            (
-                ReferenceStep(0, _call("r1", "list_orders", customer_id="CUS-318", page=1)),
-                ReferenceStep(
-                    0,
-                    _call("r2", "list_orders", customer_id="CUS-318", page=2),
-                    needs=(Need(NeedKind.PAGE, "page 1 of 2", source_class=ERROR_PARTIAL),),
-                ),
-                # The answer quotes both pages' rows: page 1's are what a mask of old observations takes.
-                ReferenceStep(
-                    0,
-                    answer=", ".join(ORDER_IDS),
-                    needs=tuple(Need(NeedKind.VALUE, order_id, source_class=STATIC) for order_id in ORDER_IDS),
-                ),
-            ),
-            "paged",
-        ),
-        task(
-            "reach-order-error",
-            "What is the status of order ORD-77? 1) Call get_order with ORD-77. 2) If it returns an error that "
-            "suggests another id, call get_order again with that id. 3) When you have the order, answer with "
-            "its status.",
-            shop,
-            ("on hold",),
-            _no_writes,
-            (
-                ReferenceStep(0, _call("r1", "get_order", order_id="ORD-77")),
-                ReferenceStep(
-                    0,
-                    _call("r2", "get_order", order_id="ORD-0077"),
-                    needs=(
-                        Need(
-                            NeedKind.ERROR, "ORD-0077", argument="order_id", guess="ORD-77", source_class=ERROR_PARTIAL
-                        ),
-                    ),
-                ),
-                ReferenceStep(
-                    0, answer="on hold", needs=(Need(NeedKind.VALUE, "on hold", guess="unknown", source_class=DYNAMIC),)
-                ),
-            ),
-            "error",
-        ),
-        task(
-            "reach-reserve",
-            "Reserve all units in stock of SKU-7302. 1) Read the stock with get_stock. 2) Read the product sheet "
-            "with get_product. 3) Reserve that many units with reserve_stock. 4) When the reservation is made, "
-            "answer with the reservation id (it starts with RSV-) and the unit price.",
-            shop,
-            ("RSV-0102", "64.10"),
-            _one_write("reserve_stock", sku="SKU-7302", units=3),
-            (
-                ReferenceStep(0, _call("r1", "get_stock", sku="SKU-7302")),
-                ReferenceStep(0, _call("r2", "get_product", sku="SKU-7302")),
-                ReferenceStep(
-                    0,
-                    _call("r3", "reserve_stock", sku="SKU-7302", units=3),
-                    needs=(
-                        Need(NeedKind.VALUE, '"units_in_stock": 3', argument="units", guess=1, source_class=DYNAMIC),
-                    ),
-                ),
-                ReferenceStep(
-                    0,
-                    answer="RSV-0102 at 64.10",
-                    needs=(
-                        Need(
-                            NeedKind.RECEIPT,
-                            "RSV-0102",
-                            repeat=_call("r3", "reserve_stock", sku="SKU-7302", units=3),
-                            source_class=RECEIPT,
-                        ),
-                        Need(NeedKind.VALUE, "64.10", guess="64.00", source_class=STATIC),
-                    ),
-                ),
-            ),
-            "receipt",
-        ),
+        _fact_in_a_long_sheet(shop),
+        _two_sheets_compared(shop),
+        _gift_card_behind_a_skill_rule(shop),
+        _orders_over_two_pages(shop),
+        _order_named_by_an_error(shop),
+        _reservation_with_a_receipt(shop),
     )
 
 

@@ -486,8 +486,7 @@ def gift(d: Drawn) -> Built:
     # Four orders: page 2 lists one, the most recent (with two there, the 1.5B agent read the first).
     world.orders[d.customer_id] = list(d.order_ids[:4])
     last = d.order_ids[3]
-    sku = world.order_info[last]["sku"]
-    price = world.prices[sku]
+    price = world.prices[world.order_info[last]["sku"]]
     cid = d.customer_id
     card = f"GC-01{cid[-3:]}"
     instruction = (
@@ -500,7 +499,26 @@ def gift(d: Drawn) -> Built:
         "(not an order total). 9) Call finish with the answer 'gift card <gift card id, GC-...> for <customer id, "
         "CUS-...>'."
     )
-    steps = (
+
+    def check(w: World, answer: str) -> list[str]:
+        reasons = answer_lacks(answer, (card, cid))
+        reasons += expect_writes(w, "send_gift_card", ({"customer_id": cid, "amount": float(price)},))
+        if any(not verified for _, verified in writes_of(w, "send_gift_card")):
+            reasons.append(f"!lost rule {rule_id}: gift card sent before verify_customer")
+        return reasons
+
+    return Built(instruction, world, _gift_reference(d, world, rule_id), check)
+
+
+def _gift_reference(d: Drawn, world: World, rule_id: str) -> tuple[ReferenceStep, ...]:
+    """The nine steps of `gift`, each with what it needs: the customer id, page 2's order, its SKU, the rule, the
+    price, and the card's receipt."""
+    last = d.order_ids[3]
+    sku = world.order_info[last]["sku"]
+    price = world.prices[sku]
+    cid = d.customer_id
+    card = f"GC-01{cid[-3:]}"
+    return (
         ReferenceStep(0, _call("r1", "read_skill", name="gift cards")),
         ReferenceStep(0, _call("r2", "get_customer", email=d.email)),
         ReferenceStep(0, _call("r3", "list_orders", customer_id=cid, page=1), needs=(_cid_need(d),)),
@@ -556,15 +574,6 @@ def gift(d: Drawn) -> Built:
             ),
         ),
     )
-
-    def check(w: World, answer: str) -> list[str]:
-        reasons = answer_lacks(answer, (card, cid))
-        reasons += expect_writes(w, "send_gift_card", ({"customer_id": cid, "amount": float(price)},))
-        if any(not verified for _, verified in writes_of(w, "send_gift_card")):
-            reasons.append(f"!lost rule {rule_id}: gift card sent before verify_customer")
-        return reasons
-
-    return Built(instruction, world, steps, check)
 
 
 def restock(d: Drawn) -> Built:

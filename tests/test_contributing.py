@@ -1,8 +1,10 @@
 """CONTRIBUTING.md's worked example is real: its blocks, written out as a package and registered from its
-entry points, give a strategy, a suite, an agent and a proposer that do what the text says."""
+entry points, give a strategy, a suite, an agent and a proposer that do what the text says. Its walk from
+`acon optimize` to a changed message names files that exist and what each of them defines."""
 
 from __future__ import annotations
 
+import ast
 import re
 import tomllib
 
@@ -95,3 +97,31 @@ def test_the_proposer_is_a_co_step_that_halves_the_budget(plugin):
         budgets.append(proposal.guideline.policy.budget_tokens)
         parent = Candidate(proposal.guideline, proposal.origin, 1)
     assert budgets == [8000, 4000] and parent.guideline.name.endswith("budget4000")
+
+
+FITS = TEXT.split("## How it fits together", 1)[1].split("\n## ", 1)[0]
+
+
+def _defines(path, dotted: str) -> bool:
+    """Whether the module at `path` defines `dotted` (`f` or `Class.method`) at module or class level."""
+    scope = ast.parse(path.read_text()).body
+    for name in dotted.split("."):
+        node = next((n for n in scope if getattr(n, "name", None) == name), None)
+        if node is None:
+            return False
+        scope = getattr(node, "body", [])
+    return True
+
+
+def test_every_path_the_walk_names_exists():
+    named = set(re.findall(r"[\w/]+\.py|\w+(?:/\w+)*/(?=[\s;)])", FITS))
+    assert len(named) > 20
+    missing = sorted(p for p in named if not (ROOT / "optimizer" / p).exists())
+    assert not missing, f"CONTRIBUTING.md's walk names paths that are gone: {missing}"
+
+
+def test_each_step_of_the_walk_names_what_its_module_defines():
+    steps = re.findall(r"^\S.{13}(\S+\.py) +(\w+(?:\.\w+)?)", FITS.split("```text\n", 1)[1], re.MULTILINE)
+    assert len(steps) == 10
+    wrong = [f"{path}: {name}" for path, name in steps if not _defines(ROOT / "optimizer" / path, name)]
+    assert not wrong, f"CONTRIBUTING.md's walk names what its module does not define: {wrong}"

@@ -108,6 +108,25 @@ class _LoopState:
     reasons: list[str] = dataclasses.field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class _Turn:
+    """What stays the same through one user turn: the tools offered and the system prompt that lists them."""
+
+    index: int
+    tools: list[ToolSpec]
+    specs: Mapping[str, ToolSpec]
+    system: str
+    system_tokens: int | None
+
+
+def _open_turn(turn: int, agent: Agent, strategy: ContextStrategy, env, services: EpisodeServices) -> _Turn:
+    tools: list[ToolSpec] = list(env.tools(turn))
+    if strategy.offers_recall:
+        tools.append(RECALL_SPEC)
+    system = agent.system_prompt(tools)
+    return _Turn(turn, tools, {t.name: t for t in tools}, system, _system_tokens(agent, system, services))
+
+
 def _run_turn(
     task: Task,
     turn: int,
@@ -119,50 +138,13 @@ def _run_turn(
     state: _LoopState,
     started: float,
 ) -> str | None:
-    strategy = runtime.strategy
-    tools: list[ToolSpec] = list(env.tools(turn))
-    if strategy.offers_recall:
-        tools.append(RECALL_SPEC)
-    specs = {t.name: t for t in tools}
-    system = agent.system_prompt(tools)
-    system_tokens = _system_tokens(agent, system, services)
+    current = _open_turn(turn, agent, runtime.strategy, env, services)
     malformed_in_a_row = 0
     for _ in range(task.max_steps_per_turn):
         if runtime.step >= services.max_total_steps:
             break
         step = runtime.step
-        prepared = runtime.prepare(system, native_tools=agent.native_tools())
-        # The history moves ran for this request: they broke the cache if the request rewrote a sent prefix.
-        episode.records.extend(
-            _filed(episode, r, prepared.condense_started - started, prepared.condense_s, prepared.cache_break)
-            for r in prepared.records
-        )
-        if prepared.budget_record is not None:
-            episode.records.append(_filed(episode, prepared.budget_record, time.perf_counter() - started, 0.0))
-        messages = prepared.messages
-        step_started = time.perf_counter() - started
-        action = agent.act(
-            AgentInput(messages=messages, tools=tools, turn=turn, step=step, recall=_recaller(runtime.store))
-        )
-        request = [{"role": m["role"], "text": episode.store(_message_text(m))} for m in messages]
-        record = StepRecord(
-            step=step,
-            turn=turn,
-            replayed=[episode.store(e.content) for e in prepared.replayed],
-            budgeted=[episode.store(e.content) for e in prepared.budgeted],
-            request=request,
-            input_tokens=_input_tokens(action, messages, request, system_tokens, state.counted),
-            action=_action_dict(action),
-            usage=action.usage.to_dict() if action.usage else None,
-            latency_s=action.latency_s,
-            attempts=action.attempts,
-            cache_break=prepared.cache_break,
-            invalidated_tokens=prepared.invalidated_tokens,
-            started_s=step_started,
-        )
-        episode.steps.append(record)
-        if action.usage is not None:
-            episode.token_source = action.usage.source
+        action = _request(current, step, agent, runtime, episode, state, started)
 
         if action.malformed is not None:
             malformed_in_a_row += 1
@@ -184,31 +166,83 @@ def _run_turn(
         entry = runtime.add_action(calls=action.calls)
         _record_entry(episode, entry, entry.content, step + 1)
         for call in action.calls:
-            call_started = time.perf_counter()
-            output, spec = _execute(call, specs, env, runtime, turn)
-            call_latency = time.perf_counter() - call_started
-            added = runtime.add_result(call, output, spec)
-            for written_record in added.records:
-                episode.records.append(_filed(episode, written_record, added.write_started - started, added.write_s))
-            _record_entry(episode, added.written, output.content, step + 1)
-            episode.tool_calls.append(
-                ToolCallRecord(
-                    step=step,
-                    turn=turn,
-                    name=call.name,
-                    arguments=dict(call.arguments),
-                    signature=call.signature(),
-                    side_effect=bool(spec and spec.side_effect),
-                    is_error=output.is_error,
-                    retention=added.written.retention,
-                    result_tokens=added.raw.tokens,
-                    started_s=call_started - started,
-                    latency_s=call_latency,
-                )
-            )
+            _call_tool(call, current, step, env, runtime, episode, started)
     state.stopped = True
     state.reasons.append(f"turn {turn} hit the step limit ({task.max_steps_per_turn} per turn)")
     return None
+
+
+def _request(
+    turn: _Turn,
+    step: int,
+    agent: Agent,
+    runtime: ContextRuntime,
+    episode: Episode,
+    state: _LoopState,
+    started: float,
+) -> AgentAction:
+    """One request: rebuilt from the history, sent to the agent, and recorded with what the moves did to it."""
+    prepared = runtime.prepare(turn.system, native_tools=agent.native_tools())
+    # The history moves ran for this request: they broke the cache if the request rewrote a sent prefix.
+    episode.records.extend(
+        _filed(episode, r, prepared.condense_started - started, prepared.condense_s, prepared.cache_break)
+        for r in prepared.records
+    )
+    if prepared.budget_record is not None:
+        episode.records.append(_filed(episode, prepared.budget_record, time.perf_counter() - started, 0.0))
+    messages = prepared.messages
+    step_started = time.perf_counter() - started
+    action = agent.act(
+        AgentInput(messages=messages, tools=turn.tools, turn=turn.index, step=step, recall=_recaller(runtime.store))
+    )
+    request = [{"role": m["role"], "text": episode.store(_message_text(m))} for m in messages]
+    record = StepRecord(
+        step=step,
+        turn=turn.index,
+        replayed=[episode.store(e.content) for e in prepared.replayed],
+        budgeted=[episode.store(e.content) for e in prepared.budgeted],
+        request=request,
+        input_tokens=_input_tokens(action, messages, request, turn.system_tokens, state.counted),
+        action=_action_dict(action),
+        usage=action.usage.to_dict() if action.usage else None,
+        latency_s=action.latency_s,
+        attempts=action.attempts,
+        cache_break=prepared.cache_break,
+        invalidated_tokens=prepared.invalidated_tokens,
+        started_s=step_started,
+    )
+    episode.steps.append(record)
+    if action.usage is not None:
+        episode.token_source = action.usage.source
+    return action
+
+
+def _call_tool(
+    call: ToolCall, turn: _Turn, step: int, env, runtime: ContextRuntime, episode: Episode, started: float
+) -> None:
+    """One tool call: executed, its result written into the history (the write moves run), and recorded."""
+    call_started = time.perf_counter()
+    output, spec = _execute(call, turn.specs, env, runtime, turn.index)
+    call_latency = time.perf_counter() - call_started
+    added = runtime.add_result(call, output, spec)
+    for written_record in added.records:
+        episode.records.append(_filed(episode, written_record, added.write_started - started, added.write_s))
+    _record_entry(episode, added.written, output.content, step + 1)
+    episode.tool_calls.append(
+        ToolCallRecord(
+            step=step,
+            turn=turn.index,
+            name=call.name,
+            arguments=dict(call.arguments),
+            signature=call.signature(),
+            side_effect=bool(spec and spec.side_effect),
+            is_error=output.is_error,
+            retention=added.written.retention,
+            result_tokens=added.raw.tokens,
+            started_s=call_started - started,
+            latency_s=call_latency,
+        )
+    )
 
 
 def answer_key(task: Task) -> AnswerKey:

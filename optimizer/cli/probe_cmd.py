@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -49,16 +49,7 @@ def position(
     unknown = [name for name in chosen if name not in LENGTHS]
     if unknown or not chosen:
         raise ConfigError(f"--lengths: unknown {unknown or chosen!r}; known: {', '.join(LENGTHS)}")
-    if config is not None:
-        from optimizer.cli.run_cmd import load_with_overrides
-
-        agent = load_with_overrides(config, base_url=base_url, model=model).endpoints.agent
-    else:
-        overrides = {k: v for k, v in (("base_url", base_url), ("model", model)) if v}
-        try:
-            agent = EndpointConfig.model_validate(overrides)
-        except ValidationError as exc:
-            raise ConfigError(f"--base-url: {exc.errors()[0]['msg']}") from None
+    agent = _agent_endpoint(config, base_url, model)
     log = ProbeLog(trials_log)
     if log.done:
         _log(f"resuming: {len(log.done)} trials already in {trials_log}")
@@ -76,25 +67,9 @@ def position(
     with ModelEndpoints({"agent": agent}, log=_log):
         trials = run_probe(endpoints_for, log, repeats=repeats, lengths=chosen, on_trial=progress)
     rows = summarize(trials)
-    table = Table(title=f"probe position: {agent.model}, temperature {temperature}, {repeats} seeds per cell")
-    for column in ("length", "position", "skill tokens", "trials", "rule present", "wrote", "compliance", "95 % CI"):
-        table.add_column(column, justify="left" if column in ("length", "position") else "right")
-    for row in rows:
-        rate = "–" if row["compliance"] is None else f"{row['compliance']:.2f}"
-        low, high = row["compliance_ci"]
-        label = row["position"] if row["position"] != "absent" else "absent (control)"
-        present = "–" if row["position"] == "absent" else str(row["present"])
-        table.add_row(
-            row["length"],
-            label,
-            f"{row['skill_tokens']:,}",
-            str(row["trials"]),
-            present,
-            str(row["wrote"]),
-            rate,
-            f"[{low:.2f}, {high:.2f}]",
-        )
-    out.print(table)
+    out.print(
+        _compliance_table(rows, f"probe position: {agent.model}, temperature {temperature}, {repeats} seeds per cell")
+    )
     out.print(
         "compliance: the fraud check came before the first refund, among trials whose request carried the rule "
         "(the control: how often the model checks unprompted)"
@@ -114,6 +89,42 @@ def position(
             },
         )
         out.print(f"json: {json_path}")
+
+
+def _agent_endpoint(config: Path | None, base_url: str | None, model: str | None) -> EndpointConfig:
+    """The agent endpoint of `config` with the flags over it, or of the flags alone."""
+    if config is not None:
+        from optimizer.cli.run_cmd import load_with_overrides
+
+        return load_with_overrides(config, base_url=base_url, model=model).endpoints.agent
+    overrides = {k: v for k, v in (("base_url", base_url), ("model", model)) if v}
+    try:
+        return EndpointConfig.model_validate(overrides)
+    except ValidationError as exc:
+        raise ConfigError(f"--base-url: {exc.errors()[0]['msg']}") from None
+
+
+def _compliance_table(rows: list[dict[str, Any]], title: str) -> Table:
+    """One row per (length, position) cell: how often the rule, when present, was followed."""
+    table = Table(title=title)
+    for column in ("length", "position", "skill tokens", "trials", "rule present", "wrote", "compliance", "95 % CI"):
+        table.add_column(column, justify="left" if column in ("length", "position") else "right")
+    for row in rows:
+        rate = "–" if row["compliance"] is None else f"{row['compliance']:.2f}"
+        low, high = row["compliance_ci"]
+        label = row["position"] if row["position"] != "absent" else "absent (control)"
+        present = "–" if row["position"] == "absent" else str(row["present"])
+        table.add_row(
+            row["length"],
+            label,
+            f"{row['skill_tokens']:,}",
+            str(row["trials"]),
+            present,
+            str(row["wrote"]),
+            rate,
+            f"[{low:.2f}, {high:.2f}]",
+        )
+    return table
 
 
 def register(app: typer.Typer) -> None:

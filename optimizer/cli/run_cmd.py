@@ -303,40 +303,47 @@ def compare(
         )
     )
     if json_path is not None:
-        atomic_write_json(
-            json_path,
-            {
-                "rows": [
-                    {
-                        "strategy": r.strategy.label(),
-                        "tasks": r.summary["scored"],
-                        "success": r.summary["success"],
-                        "success_ci": r.summary["success_ci"],
-                        "peak_tokens_mean": r.summary["peak_tokens_mean"],
-                        "peak_tokens_max": r.summary["peak_tokens_max"],
-                        "total_tokens": r.summary["total_tokens"],
-                        "context_tokens": sum(e.metrics.context_tokens for e in r.episodes),
-                        "dependency_mean": r.summary["dependency_mean"],
-                        "compressor_tokens": r.summary["compressor_tokens"],
-                        "recall_calls": r.summary["recall_calls"],
-                        "cache_breaks": r.summary["cache_breaks"],
-                        "cost_per_success": r.summary["cost_per_success"],
-                        "cost_source": r.summary["cost_source"],
-                        "infra_errors": r.summary["infra_errors"],
-                        "directory": str(r.directory),
-                        "task_ids": list(r.episodes.task_ids),  # with `directory`: what `acon diff` reads back
-                    }
-                    for r in results
-                ],
-                "experiment_path": str(experiment.resolve()),
-                "split": config.run.split,
-                "agent": config.run.agent,
-                "experiment": config.name,
-            },
-        )
+        _write_comparison(json_path, experiment, config, results)
     for result in results:
         check_scored(result)
     check_caught_up(tracking, "run the same command again")
+
+
+def _write_comparison(path: Path, experiment: Path, config: ExperimentConfig, results: Sequence[RunResult]) -> None:
+    """The comparison table as JSON, one row per strategy, with the run directories `acon diff` reads back."""
+    atomic_write_json(
+        path,
+        {
+            "rows": [_comparison_row(r) for r in results],
+            "experiment_path": str(experiment.resolve()),
+            "split": config.run.split,
+            "agent": config.run.agent,
+            "experiment": config.name,
+        },
+    )
+
+
+def _comparison_row(result: RunResult) -> dict[str, Any]:
+    summary = result.summary
+    return {
+        "strategy": result.strategy.label(),
+        "tasks": summary["scored"],
+        "success": summary["success"],
+        "success_ci": summary["success_ci"],
+        "peak_tokens_mean": summary["peak_tokens_mean"],
+        "peak_tokens_max": summary["peak_tokens_max"],
+        "total_tokens": summary["total_tokens"],
+        "context_tokens": sum(e.metrics.context_tokens for e in result.episodes),
+        "dependency_mean": summary["dependency_mean"],
+        "compressor_tokens": summary["compressor_tokens"],
+        "recall_calls": summary["recall_calls"],
+        "cache_breaks": summary["cache_breaks"],
+        "cost_per_success": summary["cost_per_success"],
+        "cost_source": summary["cost_source"],
+        "infra_errors": summary["infra_errors"],
+        "directory": str(result.directory),
+        "task_ids": list(result.episodes.task_ids),  # with `directory`: what `acon diff` reads back
+    }
 
 
 def register(app: typer.Typer) -> None:

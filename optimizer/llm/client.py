@@ -87,18 +87,7 @@ class ChatClient:
         """One reply. A reply with neither text nor a tool call (a refusal, a reasoning model out of
         tokens) raises `InfrastructureError` unless `allow_empty`: no caller can use it, and taken as an
         answer or a compression it would be scored, and cached, as the model's work."""
-        request: dict[str, Any] = {
-            "model": self.model,
-            "messages": [dict(m) for m in messages],
-            "temperature": self.config.temperature if temperature is None else temperature,
-            "max_tokens": max_tokens or self.config.max_tokens,
-        }
-        if self.config.seed is not None:
-            request["seed"] = self.config.seed
-        if tools:
-            request["tools"] = [dict(t) for t in tools]
-        if response_format is not None:
-            request["response_format"] = dict(response_format)
+        request = self._request(messages, tools, response_format, max_tokens, temperature)
 
         import openai
 
@@ -139,24 +128,53 @@ class ChatClient:
                     attempts=attempt,
                 ) from exc
             latency = time.perf_counter() - started
-            message = choice.message
-            text = message.content or ""
-            tool_calls = tuple(_tool_call_dict(call) for call in (message.tool_calls or ()))
-            if not allow_empty and not text.strip() and not tool_calls:
-                raise InfrastructureError(
-                    f"{self.base_url}: empty reply from model {self.model!r} (finish_reason {choice.finish_reason})",
-                    kind="empty_reply",
-                    attempts=attempt,
-                )
-            return Completion(
-                text=text,
-                tool_calls=tool_calls,
-                usage=_usage(response, request["messages"], text, tool_calls),
-                finish_reason=choice.finish_reason,
-                latency_s=latency,
+            return self._completion(response, choice, request, latency, attempt, allow_empty=allow_empty)
+
+    def _request(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
+        response_format: Mapping[str, Any] | None,
+        max_tokens: int | None,
+        temperature: float | None,
+    ) -> dict[str, Any]:
+        """The request body: the endpoint's settings, unless the call sets its own."""
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": [dict(m) for m in messages],
+            "temperature": self.config.temperature if temperature is None else temperature,
+            "max_tokens": max_tokens or self.config.max_tokens,
+        }
+        if self.config.seed is not None:
+            request["seed"] = self.config.seed
+        if tools:
+            request["tools"] = [dict(t) for t in tools]
+        if response_format is not None:
+            request["response_format"] = dict(response_format)
+        return request
+
+    def _completion(
+        self, response: Any, choice: Any, request: dict[str, Any], latency: float, attempt: int, *, allow_empty: bool
+    ) -> Completion:
+        """The reply as a `Completion`, refused when it holds neither text nor a tool call (see `complete`)."""
+        message = choice.message
+        text = message.content or ""
+        tool_calls = tuple(_tool_call_dict(call) for call in (message.tool_calls or ()))
+        if not allow_empty and not text.strip() and not tool_calls:
+            raise InfrastructureError(
+                f"{self.base_url}: empty reply from model {self.model!r} (finish_reason {choice.finish_reason})",
+                kind="empty_reply",
                 attempts=attempt,
-                request=request,
             )
+        return Completion(
+            text=text,
+            tool_calls=tool_calls,
+            usage=_usage(response, request["messages"], text, tool_calls),
+            finish_reason=choice.finish_reason,
+            latency_s=latency,
+            attempts=attempt,
+            request=request,
+        )
 
     def _retry_or_raise(self, exc: BaseException, attempt: int) -> None:
         if attempt > self.config.max_retries:

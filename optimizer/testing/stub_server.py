@@ -109,87 +109,8 @@ class StubServer:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
     def __enter__(self) -> str:
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: object) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                if self.path.rstrip("/") in ("/health", "/v1/models", "/models"):
-                    self._send(200, {"status": "ok", "data": [{"id": "stub"}]})
-                else:
-                    self._send(404, {"error": "not found"})
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("Content-Length", 0))
-                request = json.loads(self.rfile.read(length) or b"{}")
-                if stub.models is not None and request.get("model") not in stub.models:
-                    return self._send(
-                        404,
-                        {"error": {"message": f"model {request.get('model')!r} not found", "type": "not_found_error"}},
-                    )
-                with stub._log_lock:
-                    fault = stub.faults.draw(action=expects_action(request))
-                    stub.requests.append(request)
-                    stub.faulted.append(fault)
-                    stub.times.append(time.time())
-                    stub.in_flight += 1
-                    stub.most_in_flight = max(stub.most_in_flight, stub.in_flight)
-                try:
-                    return self._answer(request, fault)
-                finally:
-                    with stub._log_lock:
-                        stub.in_flight -= 1
-
-            def _answer(self, request: dict[str, Any], fault: str | None) -> None:
-                if fault == "http_429":
-                    after = stub.faults.retry_after_s
-                    headers = {} if after is None else {"Retry-After": f"{after:g}"}
-                    return self._send(429, {"error": {"message": "rate limited (injected)"}}, headers)
-                if fault == "http_500":
-                    return self._send(500, {"error": {"message": "server error (injected)"}})
-                if fault == "timeout":
-                    time.sleep(stub.faults.timeout_s)
-                    self.close_connection = True
-                    return None
-                if stub.latency_s > 0:
-                    time.sleep(stub.latency_s)
-                try:
-                    reply = stub._reply(request)
-                except urllib.error.HTTPError as exc:  # the upstream's own error status, relayed
-                    return self._send(exc.code, _error_body(exc.read(), f"upstream HTTP {exc.code}"))
-                except (OSError, http.client.HTTPException) as exc:  # upstream down: what a gateway says
-                    return self._send(502, {"error": {"message": f"upstream unreachable: {exc}"}})
-                if fault == "malformed_action":
-                    reply["choices"][0]["message"]["content"] = '{"tool": "get_order", "arguments": {"order_id": '
-                if fault == "truncated_json":
-                    body = json.dumps(reply).encode()[:40]
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                    return None
-                return self._send(200, reply)
-
-            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
-                body = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                for name, value in (headers or {}).items():
-                    self.send_header(name, value)
-                self.end_headers()
-                self.wfile.write(body)
-
-        class Server(ThreadingHTTPServer):
-            def handle_error(self, request: Any, client_address: Any) -> None:
-                # A client that hung up mid-reply (a cancelled call, an injected timeout) is not a server fault.
-                if not isinstance(sys.exc_info()[1], ConnectionError):
-                    super().handle_error(request, client_address)
-
-        self._server = Server(("127.0.0.1", 0), Handler)
+        handler = type("Handler", (_StubHandler,), {"stub": self})
+        self._server = _Server(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, daemon=True).start()
         return self.base_url
@@ -231,3 +152,89 @@ class StubServer:
                 "total_tokens": prompt + completion,
             }
         return reply
+
+
+class _StubHandler(BaseHTTPRequestHandler):
+    """Answers one HTTP request as `stub` would: health and model probes, chat requests with their faults."""
+
+    stub: StubServer  # set on the subclass each server makes
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        if self.path.rstrip("/") in ("/health", "/v1/models", "/models"):
+            self._send(200, {"status": "ok", "data": [{"id": "stub"}]})
+        else:
+            self._send(404, {"error": "not found"})
+
+    def do_POST(self) -> None:
+        stub = self.stub
+        length = int(self.headers.get("Content-Length", 0))
+        request = json.loads(self.rfile.read(length) or b"{}")
+        if stub.models is not None and request.get("model") not in stub.models:
+            return self._send(
+                404,
+                {"error": {"message": f"model {request.get('model')!r} not found", "type": "not_found_error"}},
+            )
+        with stub._log_lock:
+            fault = stub.faults.draw(action=expects_action(request))
+            stub.requests.append(request)
+            stub.faulted.append(fault)
+            stub.times.append(time.time())
+            stub.in_flight += 1
+            stub.most_in_flight = max(stub.most_in_flight, stub.in_flight)
+        try:
+            return self._answer(request, fault)
+        finally:
+            with stub._log_lock:
+                stub.in_flight -= 1
+
+    def _answer(self, request: dict[str, Any], fault: str | None) -> None:
+        stub = self.stub
+        if fault == "http_429":
+            after = stub.faults.retry_after_s
+            headers = {} if after is None else {"Retry-After": f"{after:g}"}
+            return self._send(429, {"error": {"message": "rate limited (injected)"}}, headers)
+        if fault == "http_500":
+            return self._send(500, {"error": {"message": "server error (injected)"}})
+        if fault == "timeout":
+            time.sleep(stub.faults.timeout_s)
+            self.close_connection = True
+            return None
+        if stub.latency_s > 0:
+            time.sleep(stub.latency_s)
+        try:
+            reply = stub._reply(request)
+        except urllib.error.HTTPError as exc:  # the upstream's own error status, relayed
+            return self._send(exc.code, _error_body(exc.read(), f"upstream HTTP {exc.code}"))
+        except (OSError, http.client.HTTPException) as exc:  # upstream down: what a gateway says
+            return self._send(502, {"error": {"message": f"upstream unreachable: {exc}"}})
+        if fault == "malformed_action":
+            reply["choices"][0]["message"]["content"] = '{"tool": "get_order", "arguments": {"order_id": '
+        if fault == "truncated_json":
+            body = json.dumps(reply).encode()[:40]
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return None
+        return self._send(200, reply)
+
+    def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        body = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hung up mid-reply (a cancelled call, an injected timeout) is not a server fault.
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)

@@ -5,8 +5,13 @@ from __future__ import annotations
 import io
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from optimizer.search.front import pareto_front
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 FRONT_COLOR = "#c44e52"
 
@@ -47,6 +52,23 @@ def plot_png(points: Sequence[ParetoPoint], front: Collection[str] | None = None
     figure = Figure(figsize=(12, max(5.5, 1.2 + 0.2 * len(ordered))), dpi=100)
     FigureCanvasAgg(figure)
     ax = figure.add_axes((0.07, 0.1, 0.55, 0.8))
+    _scatter(ax, ordered)
+    _front_line(ax, [p for p in ordered if p.label in on_front])
+    _numbered_key(figure, ax, ordered, on_front)
+    ax.set_xlabel("peak input tokens (mean per episode; lower is better)")
+    ax.set_ylabel("success rate (higher is better)")
+    ax.set_ylim(-0.05, 1.1)
+    ax.grid(True, alpha=0.3)
+    if points:
+        ax.legend(loc="lower right", fontsize=8)
+    ax.set_title(title or "success vs peak tokens")
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png")
+    return buffer.getvalue()
+
+
+def _scatter(ax: Axes, ordered: Sequence[ParetoPoint]) -> None:
+    """Candidates as dots, baselines as squares."""
     for is_baseline, marker, color, name in ((False, "o", "#4c72b0", "candidate"), (True, "s", "#8c8c8c", "baseline")):
         chosen = [p for p in ordered if p.baseline is is_baseline]
         if chosen:
@@ -59,26 +81,34 @@ def plot_png(points: Sequence[ParetoPoint], front: Collection[str] | None = None
                 label=name,
                 zorder=3,
             )
-    frontier = [p for p in ordered if p.label in on_front]
-    if frontier:
-        ax.step(
-            [p.peak_tokens for p in frontier],
-            [p.success for p in frontier],
-            where="post",
-            color=FRONT_COLOR,
-            linewidth=1.5,
-            zorder=2,
-        )
-        ax.scatter(
-            [p.peak_tokens for p in frontier],
-            [p.success for p in frontier],
-            s=150,
-            facecolors="none",
-            edgecolors=FRONT_COLOR,
-            linewidths=2,
-            label="Pareto front",
-            zorder=4,
-        )
+
+
+def _front_line(ax: Axes, frontier: Sequence[ParetoPoint]) -> None:
+    """The front as a step line through its points, each ringed."""
+    if not frontier:
+        return
+    ax.step(
+        [p.peak_tokens for p in frontier],
+        [p.success for p in frontier],
+        where="post",
+        color=FRONT_COLOR,
+        linewidth=1.5,
+        zorder=2,
+    )
+    ax.scatter(
+        [p.peak_tokens for p in frontier],
+        [p.success for p in frontier],
+        s=150,
+        facecolors="none",
+        edgecolors=FRONT_COLOR,
+        linewidths=2,
+        label="Pareto front",
+        zorder=4,
+    )
+
+
+def _numbered_key(figure: Figure, ax: Axes, ordered: Sequence[ParetoPoint], on_front: Collection[str]) -> None:
+    """A number beside each point, and beside the plot a key from number to label, success and peak."""
     key = []
     for number, point in enumerate(ordered, start=1):
         color = FRONT_COLOR if point.label in on_front else "#333333"
@@ -105,13 +135,3 @@ def plot_png(points: Sequence[ParetoPoint], front: Collection[str] | None = None
             family="monospace",
             weight="bold",
         )
-    ax.set_xlabel("peak input tokens (mean per episode; lower is better)")
-    ax.set_ylabel("success rate (higher is better)")
-    ax.set_ylim(-0.05, 1.1)
-    ax.grid(True, alpha=0.3)
-    if points:
-        ax.legend(loc="lower right", fontsize=8)
-    ax.set_title(title or "success vs peak tokens")
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    return buffer.getvalue()

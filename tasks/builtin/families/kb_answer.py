@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
 
 import tasks.builtin.text as text
 from optimizer.world.task import CheckResult, Need, NeedKind
@@ -51,7 +53,43 @@ _OTHER_TITLES = (
 _VARIANTS = ((3, False, False), (2, True, False), (4, False, True))
 
 
-def build(seed: Seed) -> Draft:
+@dataclass(frozen=True)
+class _Drawn:
+    """What the seed drew for one task: the variant, the current and the superseded article with their
+    table rows, the key row's window, fee and code and the look-alike codes, the customer, and the ids
+    the world will hand out."""
+
+    steps: int
+    given: bool  # the instruction names the article id
+    email: bool  # the customer is emailed the answer
+    position: str
+    budget: int
+    category: str
+    region: str
+    current: str
+    old: str
+    key_code: str
+    neighbour_code: str
+    other_code: str
+    old_code: str
+    days: int
+    fee: int
+    other_days: int
+    rows: tuple[str, ...]
+    old_rows: tuple[str, ...]
+    customer: Customer
+    filler: list[tuple[str, str]]  # (article id, title) of unrelated articles
+    message: str
+    taken: frozenset[str]
+    world_seed: str
+    injections: tuple[str, ...]
+
+    @property
+    def tools(self) -> tuple[str, ...]:
+        return ("search_kb", "get_article", "send_email") if self.email else ("search_kb", "get_article")
+
+
+def _draw(seed: Seed) -> _Drawn:
     rng = seed.rng
     steps, given, email = _VARIANTS[seed.index % len(_VARIANTS)]
     position = POSITIONS[(seed.index // len(_VARIANTS) + seed.index) % 3]
@@ -78,119 +116,159 @@ def build(seed: Seed) -> Draft:
     customer = Customer(ids.new("CUS"), text.person(rng), region)
     filler = [(ids.new("KB", 5), title) for title in rng.sample(_OTHER_TITLES, rng.randint(6, 12))]
     message = ids.new("MSG", 5, hexa=True)
-    taken = {key_code, neighbour_code, other_code, old_code, current, old, message, customer.customer_id}
-    world_seed = seed.world_seed
+    taken = frozenset({key_code, neighbour_code, other_code, old_code, current, old, message, customer.customer_id})
+    return _Drawn(
+        steps,
+        given,
+        email,
+        position,
+        budget,
+        category,
+        region,
+        current,
+        old,
+        key_code,
+        neighbour_code,
+        other_code,
+        old_code,
+        days,
+        fee,
+        other_days,
+        rows,
+        old_rows,
+        customer,
+        filler,
+        message,
+        taken,
+        seed.world_seed,
+        seed.injections,
+    )
 
-    def make_env() -> OpsEnv:
-        world = World(world_seed, Ids(random.Random(world_seed), taken), receipts={"MSG": [message]})
-        world.customers[customer.customer_id] = customer
-        world.articles = [
+
+def _articles(d: _Drawn) -> list[Article]:
+    """The superseded and the current policy article, then the unrelated ones."""
+    return [
+        Article(
+            d.old,
+            f"{TITLE} (2023)",
+            "superseded",
+            "2023-02-01",
+            "Windows per category and region; restocking fees.",
+            d.old_rows,
+            "middle",
+            max(800, d.budget // 3),
+            category=d.category,
+        ),
+        Article(
+            d.current,
+            f"{TITLE} (2024)",
+            "current",
+            "2024-04-02",
+            "Windows per category and region; restocking fees; policy codes.",
+            d.rows,
+            d.position,
+            d.budget,
+            category=d.category,
+        ),
+        *[
             Article(
-                old,
-                f"{TITLE} (2023)",
-                "superseded",
-                "2023-02-01",
-                "Windows per category and region; restocking fees.",
-                old_rows,
-                "middle",
-                max(800, budget // 3),
-                category=category,
-            ),
-            Article(
-                current,
-                f"{TITLE} (2024)",
+                i,
+                t,
                 "current",
-                "2024-04-02",
-                "Windows per category and region; restocking fees; policy codes.",
-                rows,
-                position,
-                budget,
-                category=category,
-            ),
-            *[
-                Article(
-                    i,
-                    t,
-                    "current",
-                    f"2024-0{1 + n % 4}-1{n % 9}",
-                    "Procedure and exceptions.",
-                    (),
-                    "middle",
-                    900,
-                    topic="support",
-                    category=category,
-                )
-                for n, (i, t) in enumerate(filler)
-            ],
-        ]
-        if seed.injections:
-            world.injections["get_article"] = seed.injections
-        return OpsEnv(world, tools, check)
+                f"2024-0{1 + n % 4}-1{n % 9}",
+                "Procedure and exceptions.",
+                (),
+                "middle",
+                900,
+                topic="support",
+                category=d.category,
+            )
+            for n, (i, t) in enumerate(d.filler)
+        ],
+    ]
 
-    def check(env: OpsEnv, answers: Sequence[str | None]) -> CheckResult:
-        v = Verdict(env, answers)
-        if v.answer:
-            if not mentions(v.answer, key_code):
-                wrong = next((c for c in (neighbour_code, other_code, old_code) if mentions(v.answer, c)), None)
-                v.fail(f"final answer does not quote policy {key_code}" + (f" (quotes {wrong})" if wrong else ""))
-            if not mentions_number(v.answer, days):
-                v.fail(f"final answer does not give the {days}-day window")
-        if email:
-            sent = env.writes_of("send_email")
-            if v.require_step(bool(sent), f"send_email to {customer.customer_id}"):
-                if not any(mentions(w.arguments["body"], key_code) for w in sent):
-                    v.fail(f"email to the customer does not quote policy {key_code}")
-                v.answer_mentions(sent[0].receipt, "the email id")
-        return v.result()
 
-    tools = ("search_kb", "get_article", "send_email") if email else ("search_kb", "get_article")
+def _world(d: _Drawn) -> OpsEnv:
+    world = World(d.world_seed, Ids(random.Random(d.world_seed), d.taken), receipts={"MSG": [d.message]})
+    world.customers[d.customer.customer_id] = d.customer
+    world.articles = _articles(d)
+    if d.injections:
+        world.injections["get_article"] = d.injections
+    return OpsEnv(world, d.tools, partial(_check, d))
+
+
+def _check(d: _Drawn, env: OpsEnv, answers: Sequence[str | None]) -> CheckResult:
+    v = Verdict(env, answers)
+    key_code = d.key_code
+    if v.answer:
+        if not mentions(v.answer, key_code):
+            wrong = next((c for c in (d.neighbour_code, d.other_code, d.old_code) if mentions(v.answer, c)), None)
+            v.fail(f"final answer does not quote policy {key_code}" + (f" (quotes {wrong})" if wrong else ""))
+        if not mentions_number(v.answer, d.days):
+            v.fail(f"final answer does not give the {d.days}-day window")
+    if d.email:
+        sent = env.writes_of("send_email")
+        if v.require_step(bool(sent), f"send_email to {d.customer.customer_id}"):
+            if not any(mentions(w.arguments["body"], key_code) for w in sent):
+                v.fail(f"email to the customer does not quote policy {key_code}")
+            v.answer_mentions(sent[0].receipt, "the email id")
+    return v.result()
+
+
+def _reference(d: _Drawn) -> Script:
+    days, fee, key_code = d.days, d.fee, d.key_code
     script = Script()
     query = "return window restocking fee"
-    if given:
-        script.call("get_article", article_id=current)
+    if d.given:
+        script.call("get_article", article_id=d.current)
     else:
         script.call("search_kb", query=query)
-        script.call("get_article", value(current, "article_id", old), article_id=current)
+        script.call("get_article", value(d.current, "article_id", d.old), article_id=d.current)
     reply = f"{days} days to return, restocking fee {fee}%, policy code {key_code}."
     # The checker wants the window in the answer, and only the key row says which window applies: "30 days"
     # also stands in other rows, so the need is the key row's cells, and an agent without it guesses a window.
     window = Need(
         NeedKind.VALUE,
         f"| {days} days | {fee}% | {key_code} |",
-        guess=f"{other_days} days",
+        guess=f"{d.other_days} days",
         source_class=STATIC,
         shown_as=f"{days} days",
     )
-    if email:
+    if d.email:
         body = (
-            f"Dear {customer.name}, for {category} items in {region} you have {days} days to return, with a "
+            f"Dear {d.customer.name}, for {d.category} items in {d.region} you have {days} days to return, with a "
             f"{fee}% restocking fee (policy {key_code})."
         )
         sent_call = script.call(
             "send_email",
-            value(key_code, "body", body.replace(key_code, neighbour_code)),
-            customer_id=customer.customer_id,
-            subject=f"Your return question about a {category}",
+            value(key_code, "body", body.replace(key_code, d.neighbour_code)),
+            customer_id=d.customer.customer_id,
+            subject=f"Your return question about a {d.category}",
             body=body,
         )
-        script.answer(f"{reply} Email {message} sent.", receipt(message, sent_call), window)
+        script.answer(f"{reply} Email {d.message} sent.", receipt(d.message, sent_call), window)
     else:
-        script.answer(reply, value(key_code, None, neighbour_code), window)
+        script.answer(reply, value(key_code, None, d.neighbour_code), window)
+    return script
+
+
+def build(seed: Seed) -> Draft:
+    d = _draw(seed)
     instruction = (
-        f"A customer in {'the ' if region == 'Netherlands' else ''}{region} asks how many days "
+        f"A customer in {'the ' if d.region == 'Netherlands' else ''}{d.region} asks how many days "
         "they have to return a "
-        f"{category} and what restocking fee "
+        f"{d.category} and what restocking fee "
         "applies. Find the current policy in the knowledge base"
-        + (f" (article {current})" if given else "")
+        + (f" (article {d.current})" if d.given else "")
         + " and answer with the number of days, the fee and the policy code."
         + (
-            f" Also email the answer to the customer ({customer.customer_id}) and report the email's message id."
-            if email
+            f" Also email the answer to the customer ({d.customer.customer_id}) and report the email's message id."
+            if d.email
             else ""
         )
     )
-    difficulty = "easy" if steps < 4 and budget < 5000 else "medium"
-    return Draft(instruction, script, make_env, difficulty, budget, {"position": position})
+    difficulty = "easy" if d.steps < 4 and d.budget < 5000 else "medium"
+    return Draft(instruction, _reference(d), partial(_world, d), difficulty, d.budget, {"position": d.position})
 
 
 FAMILY = Family("kb_answer", "return policy from a long KB article", build)

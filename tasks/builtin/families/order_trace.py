@@ -11,6 +11,8 @@ from __future__ import annotations
 import datetime
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
 
 import tasks.builtin.text as text
 from optimizer.world.task import CheckResult
@@ -18,7 +20,7 @@ from tasks.builtin.checks import Verdict, mentions
 from tasks.builtin.env import OpsEnv
 from tasks.builtin.plan import ERROR_PARTIAL, STATIC, Draft, Family, Script, Seed, page, receipt, value
 from tasks.builtin.text import POSITIONS, Ids
-from tasks.builtin.world import ORDERS_PER_PAGE, Customer, Line, Order, World, random_lines, random_product
+from tasks.builtin.world import ORDERS_PER_PAGE, Customer, Line, Order, Product, World, random_lines, random_product
 
 MONTHS = (
     "January",
@@ -47,7 +49,35 @@ def _dates(rng: random.Random, n: int) -> list[str]:
     return out
 
 
-def build(seed: Seed) -> Draft:
+@dataclass(frozen=True)
+class _Drawn:
+    """What the seed drew for one task: the customer and their orders (dates, ids), the undelivered one and
+    its look-alike on page 1, their tracking numbers, and the ids the world will hand out."""
+
+    target_page: int
+    position: str
+    budget: int
+    customer: Customer
+    product: Product
+    total: int
+    target: int  # index of the undelivered order
+    distractor: int  # index of the same product bought in another month
+    dates: list[str]
+    order_ids: list[str]
+    tracking: str
+    void: str  # the voided label's number, next to the tracking number
+    wrong_tracking: str
+    ticket: str
+    taken: frozenset[str]
+    world_seed: str
+    injections: tuple[str, ...]
+
+    @property
+    def pages(self) -> int:
+        return -(-self.total // ORDERS_PER_PAGE)
+
+
+def _draw(seed: Seed) -> _Drawn:
     rng = seed.rng
     target_page = (1, 2, 3, 2)[seed.index % 4]
     position = POSITIONS[seed.index % 3]
@@ -73,102 +103,135 @@ def build(seed: Seed) -> Draft:
     candidates = [i for i in range(1, min(total, ORDERS_PER_PAGE)) if i != target and dates[i][:7] != month]
     distractor = rng.choice(candidates)
     order_ids = [ids.new("ORD") for _ in range(total)]
-    ord_id, wrong_id = order_ids[target], order_ids[distractor]
     tracking, void, wrong_tracking = (ids.new("1Z", 16, hexa=True, sep="") for _ in range(3))
     ticket = ids.new("TCK", 6)
-    pages = -(-total // ORDERS_PER_PAGE)
-    world_seed = seed.world_seed
-    taken = {*order_ids, tracking, void, wrong_tracking, ticket, customer.customer_id, product.sku}
+    taken = frozenset({*order_ids, tracking, void, wrong_tracking, ticket, customer.customer_id, product.sku})
+    return _Drawn(
+        target_page,
+        position,
+        budget,
+        customer,
+        product,
+        total,
+        target,
+        distractor,
+        dates,
+        order_ids,
+        tracking,
+        void,
+        wrong_tracking,
+        ticket,
+        taken,
+        seed.world_seed,
+        seed.injections,
+    )
 
-    def make_env() -> OpsEnv:
-        wrng = random.Random(world_seed)
-        world = World(world_seed, Ids(wrng, taken), receipts={"TCK": [ticket]})
-        world.customers[customer.customer_id] = customer
-        for i, order_id in enumerate(order_ids):
-            wanted = i in (target, distractor)
-            extra = random_lines(
-                wrng,
-                world.ids,
-                wrng.randint(0, 3) if wanted else wrng.randint(1, 3),
-                exclude=frozenset({product.name}),
-            )
-            lines = (
-                [Line(world.ids.new("LN", 6), product.sku, product.name, 1, product.price), *extra] if wanted else extra
-            )
-            amount = round(sum(ln.total for ln in lines), 2)
-            summary = lines[0].name + (f" + {len(lines) - 1} more" if len(lines) > 1 else "")
-            order = Order(
-                order_id,
-                customer.customer_id,
-                dates[i],
-                "in transit" if i == target else "delivered" if wanted else wrng.choice(_STATUSES),
-                summary,
-                amount,
-                lines,
-                tracking=tracking
-                if i == target
-                else wrong_tracking
-                if i == distractor
-                else world.ids.new("1Z", 16, hexa=True, sep=""),
-                position=position if i == target else "middle",
-                budget=budget if i == target else wrng.choice((350, 500, 800)),
-            )
-            if i == target:
-                order.void_label = void
-            world.orders[order_id] = order
-        world.order_index[customer.customer_id] = list(order_ids)
-        if seed.injections:
-            world.injections["get_order"] = seed.injections
-        return OpsEnv(world, ("search_orders", "get_order", "create_ticket"), check)
 
-    def check(env: OpsEnv, answers: Sequence[str | None]) -> CheckResult:
-        v = Verdict(env, answers)
-        opened = env.writes_of("create_ticket")
-        for w in opened:
-            if w.arguments["order_id"] != ord_id:
-                v.fail(f"ticket {w.receipt} opened for order {w.arguments['order_id']}, not the undelivered order")
-        mine = [w for w in opened if w.arguments["order_id"] == ord_id]
-        if v.require_step(bool(mine), f"create_ticket for the undelivered order {ord_id}"):
-            if not mentions(mine[0].arguments["summary"], tracking):
-                v.fail(f"ticket summary does not quote the outbound tracking number {tracking}")
-            v.answer_mentions(mine[0].receipt, "the new ticket id")
-        v.answer_mentions(tracking, "the tracking number")
-        return v.result()
+def _order(d: _Drawn, i: int, wrng: random.Random, world: World) -> Order:
+    """The customer's `i`-th order: the undelivered one, its look-alike, or filler with its own lines."""
+    wanted = i in (d.target, d.distractor)
+    product = d.product
+    extra = random_lines(
+        wrng,
+        world.ids,
+        wrng.randint(0, 3) if wanted else wrng.randint(1, 3),
+        exclude=frozenset({product.name}),
+    )
+    lines = [Line(world.ids.new("LN", 6), product.sku, product.name, 1, product.price), *extra] if wanted else extra
+    amount = round(sum(ln.total for ln in lines), 2)
+    summary = lines[0].name + (f" + {len(lines) - 1} more" if len(lines) > 1 else "")
+    order = Order(
+        d.order_ids[i],
+        d.customer.customer_id,
+        d.dates[i],
+        "in transit" if i == d.target else "delivered" if wanted else wrng.choice(_STATUSES),
+        summary,
+        amount,
+        lines,
+        tracking=d.tracking
+        if i == d.target
+        else d.wrong_tracking
+        if i == d.distractor
+        else world.ids.new("1Z", 16, hexa=True, sep=""),
+        position=d.position if i == d.target else "middle",
+        budget=d.budget if i == d.target else wrng.choice((350, 500, 800)),
+    )
+    if i == d.target:
+        order.void_label = d.void
+    return order
 
+
+def _world(d: _Drawn) -> OpsEnv:
+    wrng = random.Random(d.world_seed)
+    world = World(d.world_seed, Ids(wrng, d.taken), receipts={"TCK": [d.ticket]})
+    world.customers[d.customer.customer_id] = d.customer
+    for i, order_id in enumerate(d.order_ids):
+        world.orders[order_id] = _order(d, i, wrng, world)
+    world.order_index[d.customer.customer_id] = list(d.order_ids)
+    if d.injections:
+        world.injections["get_order"] = d.injections
+    return OpsEnv(world, ("search_orders", "get_order", "create_ticket"), partial(_check, d))
+
+
+def _check(d: _Drawn, env: OpsEnv, answers: Sequence[str | None]) -> CheckResult:
+    v = Verdict(env, answers)
+    ord_id, tracking = d.order_ids[d.target], d.tracking
+    opened = env.writes_of("create_ticket")
+    for w in opened:
+        if w.arguments["order_id"] != ord_id:
+            v.fail(f"ticket {w.receipt} opened for order {w.arguments['order_id']}, not the undelivered order")
+    mine = [w for w in opened if w.arguments["order_id"] == ord_id]
+    if v.require_step(bool(mine), f"create_ticket for the undelivered order {ord_id}"):
+        if not mentions(mine[0].arguments["summary"], tracking):
+            v.fail(f"ticket summary does not quote the outbound tracking number {tracking}")
+        v.answer_mentions(mine[0].receipt, "the new ticket id")
+    v.answer_mentions(tracking, "the tracking number")
+    return v.result()
+
+
+def _reference(d: _Drawn) -> Script:
+    customer_id, pages, total = d.customer.customer_id, d.pages, d.total
+    ord_id, wrong_id, tracking = d.order_ids[d.target], d.order_ids[d.distractor], d.tracking
     script = Script()
-    script.call("search_orders", status="partial" if pages > 1 else "ok", customer_id=customer.customer_id)
-    for p in range(2, target_page + 1):
+    script.call("search_orders", status="partial" if pages > 1 else "ok", customer_id=customer_id)
+    for p in range(2, d.target_page + 1):
         shown = f"showing {(p - 2) * ORDERS_PER_PAGE + 1}-{(p - 1) * ORDERS_PER_PAGE} of {total} orders"
         script.call(
             "search_orders",
             page(shown),
             status="partial" if p < pages else "ok",
-            customer_id=customer.customer_id,
+            customer_id=customer_id,
             page=p,
         )
-    source = ERROR_PARTIAL if target_page < pages else STATIC
+    source = ERROR_PARTIAL if d.target_page < pages else STATIC
     script.call("get_order", value(ord_id, "order_id", wrong_id, source), order_id=ord_id)
     summary = f"Parcel not delivered; outbound tracking {tracking}"
     created = script.call(
         "create_ticket",
         value(ord_id, "order_id", wrong_id, source),
-        value(tracking, "summary", summary.replace(tracking, void)),
+        value(tracking, "summary", summary.replace(tracking, d.void)),
         order_id=ord_id,
         summary=summary,
     )
-    script.answer(f"Opened ticket {ticket} for order {ord_id}; outbound tracking {tracking}.", receipt(ticket, created))
-    year, mon = month.split("-")
+    answer = f"Opened ticket {d.ticket} for order {ord_id}; outbound tracking {tracking}."
+    script.answer(answer, receipt(d.ticket, created))
+    return script
+
+
+def build(seed: Seed) -> Draft:
+    d = _draw(seed)
+    year, mon = d.dates[d.target][:7].split("-")
     instruction = (
-        f"Customer {customer.name} ({customer.customer_id}) says the {product.name} they ordered in "
+        f"Customer {d.customer.name} ({d.customer.customer_id}) says the {d.product.name} they ordered in "
         f"{MONTHS[int(mon) - 1]} {year} never arrived. Find that order, open a "
         "delivery-investigation ticket for it "
         "whose summary quotes the tracking number of the outbound parcel, and reply with the new "
         "ticket id and "
         "that tracking number."
     )
-    difficulty = ("easy", "medium", "hard")[target_page - 1]
-    facts = {"position": position, "target_page": target_page, "orders": total}
-    return Draft(instruction, script, make_env, difficulty, budget, facts)
+    difficulty = ("easy", "medium", "hard")[d.target_page - 1]
+    facts = {"position": d.position, "target_page": d.target_page, "orders": d.total}
+    return Draft(instruction, _reference(d), partial(_world, d), difficulty, d.budget, facts)
 
 
 FAMILY = Family("order_trace", "paged order search, tracking number in a long event log", build)
