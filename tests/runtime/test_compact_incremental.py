@@ -13,6 +13,7 @@ import dataclasses
 import json
 from collections import Counter
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -91,7 +92,7 @@ def work_per_call(monkeypatch, case: str, compressor: Compressor, at: tuple[int,
     import optimizer.tokens as tokens_module
     from optimizer.world.tool import ToolCall
 
-    counts: Counter = Counter()
+    counts: ClassVar[Counter] = Counter()  # set per test
     encoding = tokens_module._encoding()
     monkeypatch.setattr(tokens_module, "_encoding", lambda: _CountingEncoding(encoding, counts))
 
@@ -158,7 +159,7 @@ def test_the_work_of_a_call_does_not_grow_with_the_conversation(monkeypatch, cas
 class _ComparedMessage(dict):
     """A message that counts how often it is compared: reading every earlier message shows here."""
 
-    counts: Counter = Counter()
+    counts: ClassVar[Counter] = Counter()  # set per test
 
     def __eq__(self, other: object) -> bool:
         self.counts["messages compared"] += 1
@@ -170,7 +171,7 @@ class _ComparedMessage(dict):
 class _ReadTexts(dict):
     """The assistants' texts a runtime keeps, counting each one read."""
 
-    counts: Counter = Counter()
+    counts: ClassVar[Counter] = Counter()  # set per test
 
     def get(self, key, default=None):
         self.counts["texts read"] += 1
@@ -190,7 +191,7 @@ def reads_per_call(monkeypatch, case: str, compressor: Compressor, at: tuple[int
     """What each native compact() call at the steps `at` read of what earlier calls had already handled."""
     import optimizer.context.history as history_module
 
-    counts: Counter = Counter()
+    counts: ClassVar[Counter] = Counter()  # set per test
     monkeypatch.setattr(_ComparedMessage, "counts", counts)
     monkeypatch.setattr(_ReadTexts, "counts", counts)
     fork = history_module._ReplayedView.fork
