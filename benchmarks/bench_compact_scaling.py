@@ -5,13 +5,16 @@ grows with the history makes a long conversation quadratic. One synthetic conver
 steps (each step one `read_page` call and its ~1.2 kB static result, native tool calls) is fed to one
 runtime, the conversation so far before every request. Reported, for the calls around 10, 100, 500, 1,000
 and 2,000 steps (the 11 calls ending there; the first 10 calls at 10): the median wall time and the median
-CPU time of the process per call, each also against the 10-step figure, all measured in one run. The
-machine is shared, so wall times move with other jobs' load; CPU time is less sensitive to it.
+CPU time of the process per call, each also against the 10-step figure. The whole conversation is run
+`--repeats` times (each a fresh runtime) and each figure is the median over the runs, each run's own
+figures kept in the JSON. The machine is shared, so wall times move with other jobs' load; CPU time is
+less sensitive to it, though not immune (another job's memory traffic slows this one's cache misses).
 
 The default guideline is the learned BFCL one (write-time `offload`, then `clear` and `mask` every step):
 it edits the history at every request and calls no model.
 
-    .venv/bin/python benchmarks/bench_compact_scaling.py [--steps 2000] [--json benchmarks/results/compact_scaling.json]
+    .venv/bin/python benchmarks/bench_compact_scaling.py [--steps 2000] [--repeats 3] \
+        [--json benchmarks/results/compact_scaling.json]
 """
 
 from __future__ import annotations
@@ -79,16 +82,43 @@ def measure(guideline: str, steps: int) -> dict[str, Any]:
                 "cpu_ms_per_call": round(statistics.median(cpu[window]) * 1000, 3),
             }
         )
+    return {
+        "total_s": round(total, 2),
+        "points": with_ratios(points),
+        "cache_breaks": runtime.stats.cache_breaks,
+        "compressions": runtime.stats.compressions,
+    }
+
+
+def with_ratios(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for point in points:
         point["vs_first"] = round(point["ms_per_call"] / points[0]["ms_per_call"], 2)
         point["cpu_vs_first"] = round(point["cpu_ms_per_call"] / points[0]["cpu_ms_per_call"], 2)
+    return points
+
+
+def repeated(guideline: str, steps: int, repeats: int) -> dict[str, Any]:
+    """`measure` run `repeats` times; each figure the median over the runs."""
+    runs = [measure(guideline, steps) for _ in range(repeats)]
+    if len({(r["cache_breaks"], r["compressions"]) for r in runs}) != 1:
+        raise SystemExit("the runs compressed differently: the runtime is not deterministic here")
+    points = [
+        {
+            "steps": at["steps"],
+            "ms_per_call": round(statistics.median(r["points"][i]["ms_per_call"] for r in runs), 3),
+            "cpu_ms_per_call": round(statistics.median(r["points"][i]["cpu_ms_per_call"] for r in runs), 3),
+        }
+        for i, at in enumerate(runs[0]["points"])
+    ]
     return {
         "guideline": guideline,
         "steps": steps,
-        "total_s": round(total, 2),
-        "points": points,
-        "cache_breaks": runtime.stats.cache_breaks,
-        "compressions": runtime.stats.compressions,
+        "repeats": repeats,
+        "total_s": round(sum(r["total_s"] for r in runs), 2),
+        "points": with_ratios(points),
+        "cache_breaks": runs[0]["cache_breaks"],
+        "compressions": runs[0]["compressions"],
+        "runs": [r["points"] for r in runs],
     }
 
 
@@ -105,13 +135,17 @@ def table(result: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=3, help="runs of the whole conversation (median of them)")
     parser.add_argument("--guideline", default="guidelines/learned/bfcl_long_context.md")
     parser.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "compact_scaling.json")
     args = parser.parse_args()
-    result = measure(args.guideline, args.steps)
+    result = repeated(args.guideline, args.steps, args.repeats)
     result["measured"] = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     result["machine"] = f"{platform.machine()}, Python {platform.python_version()}"
-    print(f"{args.guideline}: {args.steps} steps in {result['total_s']} s, {result['compressions']} compressions")
+    print(
+        f"{args.guideline}: {args.repeats} x {args.steps} steps in {result['total_s']} s, "
+        f"{result['compressions']} compressions each"
+    )
     print(table(result))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(result, indent=2) + "\n")

@@ -8,7 +8,8 @@ written (checkpoint 2) and as replayed (checkpoint 3) both stay available for th
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Sequence
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -100,7 +101,7 @@ class History:
     edits: list[Edit] = field(default_factory=list)
     # Both lists only grow, so the replayed view of their prefix is extended rather than rebuilt: a request
     # costs what is new in the conversation, not its length.
-    _view: _ReplayedView | None = field(default=None, init=False, repr=False, compare=False)
+    _view: _ReplayedView | _EditedView | None = field(default=None, init=False, repr=False, compare=False)
     _latest: _LatestReads | None = field(default=None, init=False, repr=False, compare=False)
     _groups: _StepGroups | None = field(default=None, init=False, repr=False, compare=False)
     # A move weighs the same placeholder for the same entry at every request until it is worth making.
@@ -134,9 +135,13 @@ class History:
         self.edits.extend(edits)
 
     def with_edits(self, edits: Sequence[Edit]) -> History:
-        """These entries with `edits` recorded after this history's own (this history is left as it is)."""
+        """These entries with `edits` recorded after this history's own (this history is left as it is).
+
+        Such a history is read within one request and dropped (by a move's next move, by a move's record):
+        `Replace` edits are laid over this history's view rather than copying it whole.
+        """
         extended = History(self.entries, [*self.edits, *edits])
-        extended._view = self._replayed().fork()
+        extended._view = self._replayed().extended(self.entries, extended.edits, edits)
         extended._latest = self._latest  # read from the entries alone, which are shared
         extended._groups = self._groups
         extended._tokens = self._tokens
@@ -190,13 +195,13 @@ class History:
             self._latest = _LatestReads()
         return self._latest.catch_up(self.entries)
 
-    def step_groups(self) -> list[list[Entry]]:
-        """Actions, results and notices grouped by agent step, in step order (the groups are shared: read only)."""
+    def step_groups(self) -> Sequence[Sequence[Entry]]:
+        """Actions, results and notices grouped by agent step, in step order (kept by the history: read only)."""
         if self._groups is None or not self._groups.extends(self.entries):
             self._groups = _StepGroups()
         return self._groups.catch_up(self.entries)
 
-    def _replayed(self) -> _ReplayedView:
+    def _replayed(self) -> _ReplayedView | _EditedView:
         if self._view is None or not self._view.extends(self.entries, self.edits):
             self._view = _ReplayedView()
         self._view.catch_up(self.entries, self.edits)
@@ -275,6 +280,14 @@ class _ReplayedView:
     def extends(self, entries: Sequence[Entry], edits: Sequence[Edit]) -> bool:
         return self.entries.extended_by(entries) and self.edits.extended_by(edits)
 
+    def extended(
+        self, entries: Sequence[Entry], edits: Sequence[Edit], new: Sequence[Edit]
+    ) -> _ReplayedView | _EditedView:
+        """The view of `entries` and `edits`, which are those read plus `new`."""
+        if all(isinstance(edit, Replace) for edit in new):
+            return _EditedView(self, entries, edits, cast("Sequence[Replace]", new))
+        return self.fork()  # caught up with `new` when it is read
+
     def fork(self) -> _ReplayedView:
         copy = _ReplayedView()
         copy.entries.length, copy.entries.last = self.entries.length, self.entries.last
@@ -339,6 +352,91 @@ class _ReplayedView:
         self.tokens += entry.tokens
 
 
+class _EditedView:
+    """A replayed view with a few `Replace` edits laid over it, which copies nothing of it.
+
+    Valid while the view under it reads no more entries or edits (the request its history was made for);
+    a history kept longer replays from scratch when read again.
+    """
+
+    def __init__(
+        self, base: _ReplayedView, entries: Sequence[Entry], edits: Sequence[Edit], new: Sequence[Replace]
+    ) -> None:
+        self.base, self.new = base, tuple(new)
+        self.base_read = (base.entries.length, base.edits.length)
+        self.entries, self.edits = _Prefix(), _Prefix()
+        self.entries.read(entries)
+        self.edits.read(edits)
+        self.position, self.results, self.tokens = base.position, base.results, base.tokens
+        self.changed: dict[int, Entry] = {}  # index in the view -> the entry shown there now
+        self.now_unedited: set[int] = set()  # results whose last edit here shows them as written
+        self.now_edited: set[int] = set()  # results whose last edit here rewrites them
+        for edit in self.new:
+            index = base.position.get(edit.entry_id)
+            if index is None:  # not shown: only named
+                continue
+            old, written = self.changed.get(index, base.view[index]), entries[edit.entry_id]
+            self.changed[index] = dataclasses.replace(written, content=edit.content, tokens=edit.tokens)
+            self.tokens += edit.tokens - old.tokens
+            if written.kind is EntryKind.RESULT:
+                rewritten = edit.content != written.content
+                (self.now_edited if rewritten else self.now_unedited).add(written.id)
+                (self.now_unedited if rewritten else self.now_edited).discard(written.id)
+        self.edited = _Union(base.edited, {edit.entry_id for edit in self.new})
+
+    @property
+    def view(self) -> list[Entry]:
+        view = list(self.base.view)
+        for index, entry in self.changed.items():
+            view[index] = entry
+        return view
+
+    @property
+    def unedited(self) -> set[int]:
+        return (self.base.unedited | self.now_unedited) - self.now_edited
+
+    def extends(self, entries: Sequence[Entry], edits: Sequence[Edit]) -> bool:
+        return (
+            (self.base.entries.length, self.base.edits.length) == self.base_read
+            and len(entries) == self.entries.length
+            and self.entries.extended_by(entries)
+            and len(edits) == self.edits.length
+            and self.edits.extended_by(edits)
+        )
+
+    def catch_up(self, entries: Sequence[Entry], edits: Sequence[Edit]) -> None:
+        """Nothing to read: `extends` holds only while there is nothing new."""
+
+    def extended(
+        self, entries: Sequence[Entry], edits: Sequence[Edit], new: Sequence[Edit]
+    ) -> _ReplayedView | _EditedView:
+        if all(isinstance(edit, Replace) for edit in new):
+            return _EditedView(self.base, entries, edits, (*self.new, *cast("Sequence[Replace]", new)))
+        return _ReplayedView()  # replays everything when read
+
+    def shown(self, entry_id: int) -> Entry | None:
+        index = self.position.get(entry_id)
+        if index is None:
+            return None
+        return self.changed.get(index) or self.base.view[index]
+
+
+class _Union(AbstractSet[int]):
+    """Two sets read as their union, neither copied."""
+
+    def __init__(self, first: AbstractSet[int], second: set[int]) -> None:
+        self.first, self.second = first, {i for i in second if i not in first}
+
+    def __contains__(self, item: object) -> bool:
+        return item in self.first or item in self.second
+
+    def __iter__(self) -> Iterator[int]:
+        return itertools.chain(self.first, self.second)
+
+    def __len__(self) -> int:
+        return len(self.first) + len(self.second)
+
+
 class _LatestReads:
     """The latest result id per call signature, for the prefix of entries read so far."""
 
@@ -391,7 +489,7 @@ class _StepGroups:
                 last = entry.step
             group.append(entry)
         self.entries.read(entries)
-        return list(self.groups)
+        return self.groups
 
     def _regroup(self, entries: Sequence[Entry]) -> list[list[Entry]]:
         self.by_step = {}
@@ -400,4 +498,4 @@ class _StepGroups:
                 self.by_step.setdefault(entry.step, []).append(entry)
         self.groups = [self.by_step[step] for step in sorted(self.by_step)]
         self.entries.read(entries)
-        return list(self.groups)
+        return self.groups

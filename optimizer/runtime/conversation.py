@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import json
 import threading
 import time
@@ -33,7 +34,7 @@ from optimizer.context.recall import RECALL_SPEC, RECALL_TOOL, RecallStore
 from optimizer.context.record import CompressionRecord
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import ConfigError
-from optimizer.runtime.messages import AssistantMessage, SeenMessages, UserMessage, leading_system
+from optimizer.runtime.messages import AssistantMessage, SeenMessages, UserMessage, leading_system, plain_message
 from optimizer.runtime.render import RenderMemo, action_json, common_prefix, render_messages
 from optimizer.runtime.retention_map import CallClassifier, RetentionMap, as_retention_map
 from optimizer.runtime.state import RuntimeState, RuntimeStats, dump_state, read_state
@@ -168,22 +169,27 @@ class ContextRuntime:
         """The messages to send instead of `messages` (the whole conversation, as the API takes it).
 
         Only messages past those seen in earlier calls are ingested; the conversation must extend what
-        the runtime saw (a rewritten earlier message is an error, not silently re-based).
+        the runtime saw (a rewritten earlier message is an error, not silently re-based). An earlier
+        message handed in again as the same object is not read again, so an edit made in place on it (the
+        same dict, changed) is not detected unless it is the last message seen (see `SeenMessages`).
         """
-        messages = [m if type(m) is dict else _plain(m) for m in messages]  # dicts as they are: the common case
-        system, rest = leading_system(messages)  # the system prompt is read afresh: it is not history
-        offset = len(messages) - len(rest)
+        if not isinstance(messages, Sequence):  # an iterator, as the SDK's `messages` may be
+            messages = list(messages)
+        system, offset = leading_system(messages)  # the system prompt is read afresh: it is not history
         seen = self._seen
-        for index, fingerprint in seen.unseen(rest, offset):
-            self._ingest(rest[index], index + offset)
-            seen.remember(rest[index], fingerprint)
+        for index, message, plain, fingerprint in seen.unseen(messages, offset):
+            self._ingest(plain, index)
+            seen.remember(message, plain, fingerprint)
         if not self.history.entries:
             raise ConfigError("the conversation has no user message yet")
         seen.system = system
-        prepared = self.prepare(seen.system or "", native_tools=tool_format == "native")
-        if tool_format == "native":
-            return self._with_assistant_texts(prepared)
-        return prepared.messages
+        native = tool_format == "native"
+        prepared = self._prepare(seen.system or "", native_tools=native)
+        # Native output shows each assistant's own text again (the memo's `sent`); a conversation without a
+        # system prompt gets none back.
+        sent = self._rendered.sent if native else prepared.messages
+        start = 1 if native and seen.system is None else 0
+        return list(map(dict.copy, itertools.islice(sent, start, None)))  # the memo's stay the runtime's
 
     def _ingest(self, message: Any, index: int) -> None:
         """Add one message to the history through the step-wise methods (write-time moves run on tool results)."""
@@ -207,7 +213,7 @@ class ContextRuntime:
 
         `call` is an OpenAI `tool_calls` item, as a dict or the SDK's object.
         """
-        call = _plain(call)
+        call = plain_message(call)
         function = call.get("function") if isinstance(call, Mapping) else None
         if not isinstance(function, Mapping) or not isinstance(function.get("name"), str):
             raise ConfigError(
@@ -348,6 +354,12 @@ class ContextRuntime:
     @_serialized
     def prepare(self, system: str, *, native_tools: bool) -> Prepared:
         """The next request: history moves (recorded as edits), replay, pre-send budget, rendering."""
+        prepared = self._prepare(system, native_tools=native_tools)
+        # The memo's messages stay the runtime's: a caller may edit these.
+        return dataclasses.replace(prepared, messages=list(map(dict.copy, prepared.messages)))
+
+    def _prepare(self, system: str, *, native_tools: bool) -> Prepared:
+        """`prepare`, its messages the render memo's own (shared with the next request: never to be edited)."""
         step = self._step
         ctx = self._context(step)
         started = time.perf_counter()
@@ -361,15 +373,17 @@ class ContextRuntime:
         budgeted, budget_record = apply_budget(
             replayed, self.strategy.presend_budget(), self.store, step=step, strategy=self.strategy.type
         )
-        rendered = render_messages(system, budgeted, native_tools=native_tools, memo=self._rendered)
-        cache_break, invalidated = cache_break_of(self._previous_request, rendered)
+        rendered = render_messages(
+            system, budgeted, native_tools=native_tools, memo=self._rendered, texts=self._seen.texts
+        )
+        previous = self._previous_request
+        cache_break, invalidated = cache_break_of(previous, rendered, shared=self._rendered.shared_with(previous))
         self._previous_request = rendered
-        messages = [dict(m) for m in rendered]  # the memo's messages stay the runtime's: a caller may edit these
         self._count(records)
         self.stats.requests += 1
         self.stats.cache_breaks += int(cache_break)
         return Prepared(
-            step, messages, replayed, budgeted, records, budget_record, started, took, cache_break, invalidated
+            step, rendered, replayed, budgeted, records, budget_record, started, took, cache_break, invalidated
         )
 
     # -- state ------------------------------------------------------------------------------------------
@@ -449,36 +463,26 @@ class ContextRuntime:
             if record.compressor_usage is not None and not record.compressor_cached:
                 self.stats.compressor_calls += 1
 
-    def _with_assistant_texts(self, prepared: Prepared) -> list[dict[str, Any]]:
-        # Native rendering shows an action as its tool calls (or the loop's finish JSON); a user's assistant
-        # wrote text, which must come back as written. Native messages are one per view entry.
-        messages = prepared.messages  # copies already, made for this call
-        for entry_id, text in self._seen.texts.items():
-            index = self.history.position(entry_id)  # the budget cuts in place: budgeted has the view's positions
-            if index is not None and prepared.budgeted[index].id == entry_id:
-                messages[index + 1]["content"] = text
-        if self._seen.system is None:
-            messages = messages[1:]
-        return messages
-
 
 def _shown(value: Any) -> str:
     return repr(value)[:80] if isinstance(value, str | Mapping) else type(value).__name__
 
 
-def _plain(message: Any) -> Any:
-    # The openai SDK's message and tool-call objects, as the dicts the API sends.
-    dump = getattr(message, "model_dump", None)
-    return dump(exclude_none=True) if callable(dump) else message
-
-
 def cache_break_of(
-    previous: Sequence[Mapping[str, Any]] | None, current: Sequence[Mapping[str, Any]]
+    previous: Sequence[Mapping[str, Any]] | None, current: Sequence[Mapping[str, Any]], *, shared: int = 0
 ) -> tuple[bool, int]:
-    """Did this request rewrite part of the previous one (so a prompt cache cannot reuse it)?"""
+    """Did this request rewrite part of the previous one (so a prompt cache cannot reuse it)?
+
+    `shared`: how many messages after the first (the system prompt) both hold as the very same objects,
+    which then need no comparing.
+    """
     if previous is None:
         return False, 0
-    common = common_prefix(previous, current)
+    if shared and previous[0] == current[0]:
+        start = 1 + shared
+        common = start + common_prefix(previous[start:], current[start:])
+    else:
+        common = common_prefix(previous, current)
     if common >= len(previous):
         return False, 0
     return True, count_message_tokens(previous[common:])

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import itertools
 import json
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -35,14 +37,23 @@ def fingerprint(message: Mapping[str, Any], where: str) -> str:
         raise ConfigError(f"{where}: lone surrogate \\u{ord(exc.object[exc.start]):04x} (not valid Unicode)") from None
 
 
-def leading_system(messages: Sequence[Mapping[str, Any]]) -> tuple[str | None, list[Mapping[str, Any]]]:
-    """The system / developer messages before the first other message (joined), and the rest."""
+def plain_message(message: Any) -> Any:
+    """A message (or tool call) as the dict the API sends: the openai SDK's objects are dumped, the rest kept."""
+    if type(message) is dict:  # the common case, without a look-up
+        return message
+    dump = getattr(message, "model_dump", None)
+    return dump(exclude_none=True) if callable(dump) else message
+
+
+def leading_system(messages: Sequence[Any]) -> tuple[str | None, int]:
+    """The system / developer messages before the first other message (joined), and how many there are."""
     texts: list[str] = []
     for index, message in enumerate(messages):
+        message = plain_message(message)
         if not isinstance(message, Mapping) or message.get("role") not in ("system", "developer"):
-            return ("\n\n".join(texts) if texts else None), list(messages[index:])
+            return ("\n\n".join(texts) if texts else None), index
         texts.append(message_text(message, f"message {index} ({message['role']})"))
-    return ("\n\n".join(texts) if texts else None), []
+    return ("\n\n".join(texts) if texts else None), len(messages)
 
 
 @dataclass(frozen=True)
@@ -81,7 +92,18 @@ class ToolMessage:
 
 @dataclass
 class SeenMessages:
-    """The messages `compact` was given so far, and what they mapped to."""
+    """The messages `compact` was given so far, and what they mapped to.
+
+    How the earlier messages are checked at each call, so that a call costs what is new rather than the
+    whole conversation. When the list handed in begins with the list the last call was handed, each message
+    the same object or equal to it (a pointer per message to find out), they stand. Otherwise each earlier
+    message that is not the very object seen at its position is compared in full with the copy made when it
+    was first seen (and with its fingerprint when the copy differs). So a conversation whose earlier
+    messages were replaced by other ones, removed or reordered is refused. Not detected: an earlier message
+    edited in place (the same dict, its content changed after it was handed in), except the last message
+    seen, which is compared in full at every call since an edit in place is likeliest there. Reading every
+    earlier message at every call is what made a call cost the whole conversation.
+    """
 
     fingerprints: list[str] = field(default_factory=list)
     system: str | None = None
@@ -89,38 +111,81 @@ class SeenMessages:
     answered: set[str] = field(default_factory=set)
     # An assistant's own text beside its tool calls (or its answer), shown again in native output.
     texts: dict[int, str] = field(default_factory=dict)
-    # Copies of the messages seen, as far as this process has them (a restored state has fingerprints only):
-    # comparing a message with its copy costs far less than fingerprinting it again at every call.
+    # What this process holds of the messages seen, position by position (a restored state has fingerprints
+    # only, until a call hands the messages in again): the caller's objects, held so that their identity
+    # stays theirs, and copies of them as first seen.
+    objects: list[Any] = field(default_factory=list)
     copies: list[Any] = field(default_factory=list)
+    window: list[Any] = field(default_factory=list)  # the whole list the last call was handed, as it was
 
-    def unseen(self, rest: Sequence[Any], offset: int) -> list[tuple[int, str]]:
-        """The positions in `rest` past the messages seen, each with its fingerprint, all checked first.
+    def unseen(self, messages: Sequence[Any], offset: int) -> list[tuple[int, Any, Any, str]]:
+        """The messages of `messages[offset:]` past those seen, all checked first: (position in `messages`,
+        the message as handed in, as a dict, its fingerprint).
 
         A call whose earlier messages differ from those seen is refused: a conversation only grows.
         """
-        self._check_unchanged(rest, offset)
-        new = range(len(self.fingerprints), len(rest))
-        return [(index, fingerprint(rest[index], f"message {index + offset}")) for index in new]
+        self._check_unchanged(messages, offset)
+        new = []
+        for index in range(offset + len(self.fingerprints), len(messages)):
+            plain = plain_message(messages[index])
+            new.append((index, messages[index], plain, fingerprint(plain, f"message {index}")))
+        return new
 
-    def remember(self, message: Any, fingerprint_: str) -> None:
-        """`message` was ingested: later calls must repeat it."""
+    def remember(self, message: Any, plain: Any, fingerprint_: str) -> None:
+        """`message` (`plain` as a dict) was ingested: later calls must repeat it."""
         self.fingerprints.append(fingerprint_)
-        self.copies.append(copy.deepcopy(message))
+        self.objects.append(message)
+        self.copies.append(copy.deepcopy(plain))
 
-    def _check_unchanged(self, rest: Sequence[Any], offset: int) -> None:
-        kept = min(len(self.copies), len(rest))
+    def _check_unchanged(self, messages: Sequence[Any], offset: int) -> None:
+        if not self._as_last_call(messages):
+            self._check_each(messages, offset)
+            self.window = list(messages)
+        held = min(len(self.objects), len(messages) - offset)
+        if held:
+            self._compare(messages[offset + held - 1], held - 1, offset)
+
+    def _as_last_call(self, messages: Sequence[Any]) -> bool:
+        """Whether `messages` begins with the last call's messages, each the same object or equal to it."""
+        window = self.window
+        if not window or len(self.objects) < len(self.fingerprints) or len(messages) < len(window):
+            return False
+        # Two lists compare item by item, passing an item that is the same object in both without reading
+        # it: comparing the caller's list with the last call's costs a pointer per message, not its content.
+        window.extend(itertools.islice(messages, len(window), None))
         try:
-            same = rest[:kept] == self.copies[:kept]
+            return window == (messages if isinstance(messages, list) else list(messages))
+        except RecursionError:
+            return False
+
+    def _check_each(self, messages: Sequence[Any], offset: int) -> None:
+        """Each earlier message, by identity with the object seen at its position, else compared in full."""
+        count = len(messages) - offset
+        held = min(len(self.objects), count)
+        if not all(map(operator.is_, itertools.islice(messages, offset, offset + held), self.objects)):
+            for index in range(held):
+                if messages[offset + index] is not self.objects[index]:
+                    self._compare(messages[offset + index], index, offset)
+        for index in range(held, min(count, len(self.fingerprints))):  # known by fingerprint only (restored)
+            plain = plain_message(messages[offset + index])
+            if fingerprint(plain, f"message {index + offset}") != self.fingerprints[index]:
+                _refuse_rewrite(index + offset)
+            self.objects.append(messages[offset + index])
+            self.copies.append(copy.deepcopy(plain))
+        if count < len(self.fingerprints):
+            _refuse_rewrite(len(messages))
+
+    def _compare(self, message: Any, index: int, offset: int) -> None:
+        """Refuse `message` unless it is the one seen at `index`; from now on its identity stands for it."""
+        plain = plain_message(message)
+        try:
+            same = plain == self.copies[index]
         except RecursionError:  # nested too deep to compare: the fingerprint below says so in one line
             same = False
-        for index in range(kept if same else 0, min(len(rest), len(self.fingerprints))):
-            # A copy that compares unequal may still be the same JSON (a tuple for a list): the fingerprint decides.
-            if fingerprint(rest[index], f"message {index + offset}") != self.fingerprints[index]:
-                _refuse_rewrite(index + offset)
-            if index >= len(self.copies):
-                self.copies.append(copy.deepcopy(rest[index]))
-        if len(rest) < len(self.fingerprints):
-            _refuse_rewrite(len(rest) + offset)
+        # A copy that compares unequal may still be the same JSON (a tuple for a list): the fingerprint decides.
+        if not same and fingerprint(plain, f"message {index + offset}") != self.fingerprints[index]:
+            _refuse_rewrite(index + offset)
+        self.objects[index] = message
 
     def read(self, message: Any, index: int, *, started: bool) -> UserMessage | AssistantMessage | ToolMessage:
         """One message as the step the runtime adds; `started`: the conversation has its task already.

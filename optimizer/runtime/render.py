@@ -18,13 +18,20 @@ def action_json(entry: Entry) -> str:
 
 
 def render_messages(
-    system_prompt: str, view: Sequence[Entry], *, native_tools: bool, memo: RenderMemo | None = None
+    system_prompt: str,
+    view: Sequence[Entry],
+    *,
+    native_tools: bool,
+    memo: RenderMemo | None = None,
+    texts: Mapping[int, str] | None = None,
 ) -> list[dict[str, Any]]:
     """The request for `view`. With a `memo`, an entry rendered by an earlier call is not rendered again:
-    the messages are then shared with the memo, so callers that hand them out copy them first."""
+    the messages are then shared with the memo, so callers that hand them out copy them first. A native
+    request through a `memo` also leaves there, as `memo.sent`, the request with the assistants' own
+    `texts` (by action entry id) in place of what the rendering shows for them."""
     system = {"role": "system", "content": system_prompt}
     if memo is not None and native_tools:
-        return memo.native(system, view)
+        return memo.native(system, view, texts or {})
     messages: list[dict[str, Any]] = [system]
     for entry in view:
         messages.extend(memo.messages(entry, native_tools) if memo is not None else entry_messages(entry, native_tools))
@@ -86,15 +93,33 @@ class RenderMemo:
         self._rendered: dict[tuple[int, bool], tuple[Entry, list[dict[str, Any]]]] = {}
         self._view: list[Entry] = []  # the view of the last native request, one message per entry after the system
         self._native: list[dict[str, Any]] = []
+        # The last native request as a user's agent gets it back: each assistant's own text shown again.
+        self.sent: list[dict[str, Any]] = []
+        self._carried: tuple[list[dict[str, Any]], int] | None = None  # (a request, messages the last took from it)
 
-    def native(self, system: dict[str, Any], view: Sequence[Entry]) -> list[dict[str, Any]]:
-        """A native request: the last one's messages up to the first entry that changed, the rest rendered."""
+    def native(self, system: dict[str, Any], view: Sequence[Entry], texts: Mapping[int, str]) -> list[dict[str, Any]]:
+        """A native request: the last one's messages up to the first entry that changed, the rest rendered.
+
+        An entry's text is fixed when its action is added, before it is first rendered, so the kept
+        messages of `sent` still hold the right ones: `texts` is read for the entries rendered now only.
+        """
         kept = common_prefix(self._view, view)
+        self._carried = (self._native, kept)
         messages = [system, *self._native[1 : kept + 1]]
+        sent = [system, *self.sent[1 : kept + 1]]
         for entry in view[kept:]:
-            messages.extend(self.messages(entry, True))
-        self._view, self._native = list(view), messages
+            rendered = self.messages(entry, True)
+            messages.extend(rendered)
+            text = texts.get(entry.id)
+            sent.extend(rendered if text is None else [{**message, "content": text} for message in rendered])
+        self._view, self._native, self.sent = list(view), messages, sent
         return messages
+
+    def shared_with(self, request: Sequence[Mapping[str, Any]] | None) -> int:
+        """How many messages after the system message the last native request took from `request` as they were."""
+        if self._carried is None or self._carried[0] is not request:
+            return 0
+        return self._carried[1]
 
     def messages(self, entry: Entry, native_tools: bool) -> list[dict[str, Any]]:
         key = (entry.id, native_tools)

@@ -13,6 +13,7 @@ import dataclasses
 import json
 from collections import Counter
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -91,7 +92,7 @@ def work_per_call(monkeypatch, case: str, compressor: Compressor, at: tuple[int,
     import optimizer.tokens as tokens_module
     from optimizer.world.tool import ToolCall
 
-    counts: Counter = Counter()
+    counts: ClassVar[Counter] = Counter()  # set per test
     encoding = tokens_module._encoding()
     monkeypatch.setattr(tokens_module, "_encoding", lambda: _CountingEncoding(encoding, counts))
 
@@ -152,4 +153,74 @@ def test_the_work_of_a_call_does_not_grow_with_the_conversation(monkeypatch, cas
     if case not in WEIGHS_SMALL_RESULTS + WEIGHS_KEPT_RESULTS:
         kinds.append("weighed")
     for kind in kinds:
+        assert late[kind] <= early[kind] + 2, f"{case}: {kind} per call grew from {early[kind]} to {late[kind]}"
+
+
+class _ComparedMessage(dict):
+    """A message that counts how often it is compared: reading every earlier message shows here."""
+
+    counts: ClassVar[Counter] = Counter()  # set per test
+
+    def __eq__(self, other: object) -> bool:
+        self.counts["messages compared"] += 1
+        return dict.__eq__(self, other)
+
+    __hash__ = None  # type: ignore[assignment]  # as dict's
+
+
+class _ReadTexts(dict):
+    """The assistants' texts a runtime keeps, counting each one read."""
+
+    counts: ClassVar[Counter] = Counter()  # set per test
+
+    def get(self, key, default=None):
+        self.counts["texts read"] += 1
+        return dict.get(self, key, default)
+
+    def __getitem__(self, key):
+        self.counts["texts read"] += 1
+        return dict.__getitem__(self, key)
+
+    def items(self):
+        for pair in dict.items(self):
+            self.counts["texts read"] += 1
+            yield pair
+
+
+def reads_per_call(monkeypatch, case: str, compressor: Compressor, at: tuple[int, ...]) -> dict[int, Counter]:
+    """What each native compact() call at the steps `at` read of what earlier calls had already handled."""
+    import optimizer.context.history as history_module
+
+    counts: ClassVar[Counter] = Counter()  # set per test
+    monkeypatch.setattr(_ComparedMessage, "counts", counts)
+    monkeypatch.setattr(_ReadTexts, "counts", counts)
+    fork = history_module._ReplayedView.fork
+
+    def counted_fork(view):
+        counts["view entries copied"] += len(view.view)
+        return fork(view)
+
+    monkeypatch.setattr(history_module._ReplayedView, "fork", counted_fork)
+    runtime = runtime_for(case, compressor)
+    runtime._seen.texts = _ReadTexts()
+    messages = [_ComparedMessage(m) for m in opening()]
+    per_call: dict[int, Counter] = {}
+    for step, added in enumerate(steps(max(at) + 1)):
+        messages += [_ComparedMessage(m) for m in added]
+        counts.clear()
+        runtime.compact(messages)
+        if step in at:
+            per_call[step] = Counter(counts)
+    return per_call
+
+
+@pytest.mark.parametrize("case", ["guidelines/learned/bfcl_long_context.md", "mask_last_n", "clear_tool_uses"])
+def test_a_call_reads_what_is_new_not_the_messages_handled_before(monkeypatch, case, compressor):
+    # The conversation at step 430 is four times the one at 110; the same kind of step is added at both.
+    # Comparing every earlier message, placing every assistant text and copying the replayed view for each
+    # move that edits grew with it (about four times the reads at 430); now they must not.
+    per_call = reads_per_call(monkeypatch, case, compressor, at=(110, 430))
+    early, late = per_call[110], per_call[430]
+    assert early["messages compared"] > 0  # the last message seen is compared in full at every call
+    for kind in ("messages compared", "texts read", "view entries copied"):
         assert late[kind] <= early[kind] + 2, f"{case}: {kind} per call grew from {early[kind]} to {late[kind]}"

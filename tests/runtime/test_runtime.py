@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 import json
 
@@ -212,6 +213,33 @@ def test_a_rewritten_conversation_is_refused_but_a_new_system_prompt_is_not():
     rewritten = [*messages[:3], {**messages[3], "content": "edited"}]
     with pytest.raises(ConfigError, match="message 3 differs"):
         runtime.compact(rewritten)
+
+
+def test_an_earlier_message_replaced_in_the_callers_own_list_is_refused():
+    runtime = ContextRuntime(policy_guideline())
+    messages = conversation(2)
+    runtime.compact(messages[:4])
+    runtime.compact(messages)
+    messages[3] = {**messages[3], "content": "edited"}  # the same list, one item swapped for another
+    with pytest.raises(ConfigError, match="message 3 differs"):
+        runtime.compact(messages)
+
+
+def test_the_last_message_seen_edited_in_place_is_refused():
+    runtime = ContextRuntime(policy_guideline())
+    messages = conversation(2)
+    runtime.compact(messages[:4])
+    messages[3]["content"] = "edited"  # the very dict handed in before, changed
+    with pytest.raises(ConfigError, match="message 3 differs"):
+        runtime.compact(messages)
+
+
+def test_a_caller_that_rebuilds_its_messages_at_every_call_gets_the_same_requests():
+    clearing = {"history": [{"move": "clear", "trigger_tokens": 600, "keep_last": 1}]}
+    rebuilding, keeping = ContextRuntime(policy_guideline(**clearing)), ContextRuntime(policy_guideline(**clearing))
+    messages = conversation(4)
+    for end in range(4, len(messages) + 1, 2):
+        assert rebuilding.compact(copy.deepcopy(messages[:end])) == keeping.compact(messages[:end])
 
 
 def test_the_recall_name_is_reserved():

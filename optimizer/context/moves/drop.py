@@ -8,11 +8,12 @@ stand-in.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from optimizer.context.history import Drop, Edit, EntryKind, History, Replace
+from optimizer.context.history import Drop, Edit, Entry, EntryKind, History, Replace
 from optimizer.context.moves.base import (
     CompressorTexts,
     Condensation,
@@ -56,7 +57,7 @@ class DropOld(HistoryMove):
                 # a call is never shown without its result.
                 for entry in results:
                     edits.append(Replace(entry.id, "\n".join(entry.must_keep) or DROPPED))
-                rest = [e for e in group if e.kind is EntryKind.NOTICE]
+                rest: Sequence[Entry] = [e for e in group if e.kind is EntryKind.NOTICE]
             else:
                 rest = group
             if rest:
