@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import typer
 from pydantic import ValidationError
@@ -17,6 +17,7 @@ from optimizer.storage import atomic_write_json, atomic_write_text, writable_fil
 
 if TYPE_CHECKING:
     from optimizer.adapters.native_export import NativeExport, NativeFormat
+    from optimizer.search.report_model import Figures
     from optimizer.summary.target_base import SummaryTarget
 
 
@@ -45,14 +46,21 @@ def chosen_guideline(job_dir: Path) -> Guideline:
         "screens": {name: _scores(s.headline()) for name, s in candidate.screens.items()},
         "parts": [f"{p.origin}{' (LLM)' if p.llm else ''}: {p.change}" for p in parts(state.candidates, version)],
     }
+    if "confirm" in candidate.screens:
+        # The screens above are tier 0 (the reference agent) but this one: say which agent decided.
+        provenance["confirmed_by"] = "tier 1 (the job's agent model, on validation tasks)"
     test = report.chosen.row if report else None
     if test is not None:
-        figures = test.figures
-        provenance["test"] = {
-            "success": figures.success,
-            "success_ci": list(figures.success_ci),
-            "peak_tokens_mean": figures.peak_tokens_mean,
-            "tasks": figures.tasks,
+        provenance["test"] = _test_figures(test.figures)
+    tier1 = report.row(test.strategy, "llm") if report and test is not None else None
+    if report is not None and tier1 is not None:
+        # A deployer's question is the real agent's verdict: the tier-1 row, full context's beside it, paired.
+        none = report.row("none", "llm")
+        paired = report.paired_tier1.get("none")
+        provenance["test_tier1"] = {
+            **_test_figures(tier1.figures),
+            "none": _test_figures(none.figures) if none else None,
+            "vs_none": paired.to_dict() if paired else None,
         }
     # Candidates inherit the seed's description; an exported file should say what it is.
     description = (
@@ -60,6 +68,15 @@ def chosen_guideline(job_dir: Path) -> Guideline:
         f"{candidate.round}, derived from {candidate.guideline.name.split('+')[0]}."
     )
     return candidate.guideline.model_copy(update={"provenance": provenance, "description": description})
+
+
+def _test_figures(figures: Figures) -> dict[str, Any]:
+    return {
+        "success": figures.success,
+        "success_ci": list(figures.success_ci),
+        "peak_tokens_mean": figures.peak_tokens_mean,
+        "tasks": figures.tasks,
+    }
 
 
 def guideline_json(guideline: Guideline) -> dict:

@@ -116,6 +116,14 @@ def test_tier1_in_the_loop_mines_with_repeats_confirms_on_validation_and_reports
     confirmed = [p for p in report["points"] if p["confirm_success"] is not None]
     assert confirmed
     assert report["paired_tier1"]["none"]["tasks"] == 1
+    # The exported guideline carries the real agent's test verdict beside tier 0's, and full context's with it.
+    code, _, err = run_cli("export", str(config.out_dir), "--out", str(tmp_path / "chosen.md"))
+    assert code == 0, err
+    from optimizer.context.guideline import read_guideline
+
+    provenance = read_guideline(tmp_path / "chosen.md").provenance
+    assert provenance["test"]["tasks"] == 1 and provenance["test_tier1"]["tasks"] == 1
+    assert provenance["test_tier1"]["none"]["tasks"] == 1 and provenance["test_tier1"]["vs_none"]["tasks"] == 1
 
 
 def test_mining_leaves_the_confirmation_its_episodes(run_cli, tmp_path, scripted_url):
