@@ -41,8 +41,10 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 from optimizer.agent.episode import Episode  # noqa: E402
 from optimizer.context.strategies import parse_strategy  # noqa: E402
 from optimizer.context.strategies.base import ContextStrategy  # noqa: E402
+from optimizer.errors import AconError  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.evaluate.runner import AgentSpec, run_key, run_tasks  # noqa: E402
+from optimizer.interrupts import exit_cleanly_on_sigterm  # noqa: E402
 from optimizer.llm.endpoint import EndpointConfig  # noqa: E402
 from optimizer.testing.scripted import scripted_models  # noqa: E402
 from optimizer.testing.stub_server import StubServer  # noqa: E402
@@ -498,4 +500,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main()
+    # SIGTERM unwinds like an exception, so the model servers this run started are stopped on the way out.
+    exit_cleanly_on_sigterm()
+    try:
+        main()
+    except AconError as error:  # an endpoint outage ends the benchmark in one line
+        raise SystemExit(f"bench_harness: {error}") from None
