@@ -46,7 +46,10 @@ def chosen_guideline(job_dir: Path) -> Guideline:
         "screens": {name: _scores(s.headline()) for name, s in candidate.screens.items()},
         "parts": [f"{p.origin}{' (LLM)' if p.llm else ''}: {p.change}" for p in parts(state.candidates, version)],
     }
-    if "confirm" in candidate.screens:
+    if candidate.rejected:
+        # An earlier acon chose a candidate tier 1 had rejected when it rejected them all: never hide it.
+        provenance["rejected_by"] = f"tier 1 on validation tasks: {candidate.rejected}"
+    elif "confirm" in candidate.screens and candidate.origin != "baseline:none":
         # The screens above are tier 0 (the reference agent) but this one: say which agent decided.
         provenance["confirmed_by"] = "tier 1 (the job's agent model, on validation tasks)"
     test = report.chosen.row if report else None
@@ -67,6 +70,11 @@ def chosen_guideline(job_dir: Path) -> Guideline:
         f"Learned by acon optimize ({provenance['experiment']}): {candidate.origin} candidate of round "
         f"{candidate.round}, derived from {candidate.guideline.name.split('+')[0]}."
     )
+    if candidate.origin == "baseline:none":
+        description = (
+            f"Full context, chosen by acon optimize ({provenance['experiment']}) because no guideline it learned "
+            "kept full context's success with the real agent (tier 1): on these tasks, do not compress."
+        )
     return candidate.guideline.model_copy(update={"provenance": provenance, "description": description})
 
 

@@ -36,6 +36,24 @@ def distinct_moves(order: Sequence[Candidate], count: int) -> list[Candidate]:
     return sorted(picked, key=list(order).index)
 
 
+def other_move_sets(ranked: Sequence[Candidate], have: Sequence[Candidate], count: int) -> list[Candidate]:
+    """The best of each move set in `ranked` that `have` lacks, until `count` move sets are covered.
+
+    Selection's shortlist is the top of tier 0's ranking, often one guideline's tightenings: when the real agent
+    rejects one it rejects them all, so its other confirmations go to the best of other move sets, wherever
+    tier 0 ranked them. A guideline with no move is full context again, which tier 1 always runs."""
+    seen = {move_signature(c) for c in have}
+    extra: list[Candidate] = []
+    for candidate in ranked:
+        if len(seen) >= count:
+            break
+        signature = move_signature(candidate)
+        if signature and signature not in seen:
+            extra.append(candidate)
+            seen.add(signature)
+    return extra
+
+
 def move_signature(candidate: Candidate) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
     """Which moves act at which stage on which classes: knob values and rules left out."""
     policy = candidate.guideline.policy

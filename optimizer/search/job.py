@@ -26,7 +26,7 @@ from optimizer.context.strategies.base import ContextStrategy
 from optimizer.evaluate.endpoints import ModelEndpoints
 from optimizer.evaluate.strategy_runs import RunResult, select_tasks, strategy_named
 from optimizer.search import accounting
-from optimizer.search.candidate import Candidate, distinct_moves, screened
+from optimizer.search.candidate import Candidate, distinct_moves, move_signature, other_move_sets, screened
 from optimizer.search.evaluator import Evaluator, Progress
 from optimizer.search.events import (
     CandidateChosen,
@@ -49,6 +49,8 @@ from optimizer.search.report_file import write_report
 from optimizer.search.report_markdown import report_markdown
 from optimizer.search.report_model import (
     ChosenGuideline,
+    Confirmation,
+    ConfirmedCandidate,
     Deterministic,
     Figures,
     Report,
@@ -158,22 +160,23 @@ class OptimizationJob:
             names = ", ".join(c.value for c in unpinned)
             self.log(f"note: the seed leaves {names} unpinned; learned guidelines must pin it (contract)")
         for name in self.options.warm_start:
-            strategy = strategy_named(self.config, name)
-            guideline = strategy.as_guideline(seed)
-            if not strategy.uses_compressor:
-                # No model-free move can touch a skill or a receipt, so pinning them changes nothing here and
-                # lets every child pass the validator (which requires the pins).
-                pinned = tuple(dict.fromkeys((*guideline.policy.pinned, *guideline.policy.unpinned_required())))
-                guideline = guideline.model_copy(
-                    update={"policy": guideline.policy.model_copy(update={"pinned": pinned})}
-                )
-            ctx.screen(Candidate(guideline, f"baseline:{name}", 0, rationale=f"the {name} baseline"))
+            ctx.screen(self._baseline(name))
         if not self.state.subset:
             self.state.subset = llm_subset(ctx, self.options.budget.llm_screen_limit)
             ctx.subset = self.state.subset
         self.state.seed = seed.version
         ctx.screen(Candidate(seed, "seed", 0))
         self._save()
+
+    def _baseline(self, name: str) -> Candidate:
+        strategy = strategy_named(self.config, name)
+        guideline = strategy.as_guideline(self._seed)
+        if not strategy.uses_compressor:
+            # No model-free move can touch a skill or a receipt, so pinning them changes nothing here and
+            # lets every child pass the validator (which requires the pins).
+            pinned = tuple(dict.fromkeys((*guideline.policy.pinned, *guideline.policy.unpinned_required())))
+            guideline = guideline.model_copy(update={"policy": guideline.policy.model_copy(update={"pinned": pinned})})
+        return Candidate(guideline, f"baseline:{name}", 0, rationale=f"the {name} baseline")
 
     def _select(self, ctx: SearchContext, evaluator: Evaluator) -> None:
         """Choose on the validation tasks among the train front and the best few (or on train without them)."""
@@ -184,6 +187,8 @@ class OptimizationJob:
         ranked = ctx.ranked()
         shortlist = [c for c in ranked if c.version in front] + ranked[: self.options.selection.select_top]
         shortlist = list({c.version: c for c in shortlist}.values())
+        if self._tier1_enabled():
+            shortlist += other_move_sets(ranked, shortlist, self.options.selection.confirm_top)
         if self.val:
             none_val = evaluator.evaluate(parse_strategy("none"), self.val, "val", agent).scores
             self.none_val = none_val
@@ -228,20 +233,18 @@ class OptimizationJob:
         is chosen, so that tier 0 shortlists and the real agent decides."""
         if not self._tier1_enabled() or not order:
             return order[0] if order else None
-        held = self.val or self.train
-        split = "val" if self.val else "train"
-        tasks = spread(held)[: self.options.selection.confirm_limit]
-        none = ctx.repeats(parse_strategy("none"), tasks, split).scores()
-        ctx.none_confirm = none
-        runs = len(tasks) * self.options.selection.tier1_repeats
+        none = self._none_confirmed(ctx)
+        runs = len(self._confirm_tasks()[0]) * self.options.selection.tier1_repeats
         confirmed: list[Candidate] = []
-        for candidate in distinct_moves(order, self.options.selection.confirm_top):
+        # A guideline without moves is full context, which the real agent has just run.
+        compressing = [c for c in order if move_signature(c)]
+        for candidate in distinct_moves(compressing, self.options.selection.confirm_top):
             if "confirm" not in candidate.screens:
                 if not ctx.agent_budget_left(runs):
                     self.log("tier-1 episode budget spent; remaining candidates stay unconfirmed")
                     break
                 strategy = screened(candidate.guideline)
-                candidate.screens["confirm"] = ctx.repeats(strategy, tasks, split).scores()
+                candidate.screens["confirm"] = ctx.repeats(strategy, *self._confirm_tasks()).scores()
                 self._save()
             scores = candidate.screens["confirm"]
             self.log(
@@ -254,15 +257,53 @@ class OptimizationJob:
                 continue
             confirmed.append(candidate)
         if confirmed:
+            self.state.tier1_verdict = "confirmed"
             return max(confirmed, key=lambda c: ctx.key(c.screens["confirm"], none))
-        tried = [c for c in order if "confirm" in c.screens]
-        if tried:
-            # Every candidate the real agent ran lost to full context. A candidate it never ran is no safer, so
-            # the choice is the best of those it did run, marked as rejected in the report and the log.
-            best = max(tried, key=lambda c: ctx.key(c.screens["confirm"], none))
-            self.log(f"tier 1 rejected every confirmed candidate; chosen the best of them, {best.version}")
-            return best
+        if any("confirm" in c.screens for c in order):
+            # Every guideline the real agent ran lost tasks that full context solved, and one it never ran is no
+            # safer: the honest recommendation is not to compress.
+            full = self._full_context(ctx)
+            full.screens["confirm"] = none
+            self.state.tier1_verdict = "rejected"
+            self.log("tier 1 rejected every confirmed candidate (none kept full context's success); chosen: none")
+            return full
         return next((c for c in order if not c.rejected), None)
+
+    def _confirm_tasks(self) -> tuple[list[Task], str]:
+        """The tasks tier 1 confirms on, and their split: the first `confirm_limit` validation tasks (train without)."""
+        if self.val:
+            return spread(self.val)[: self.options.selection.confirm_limit], "val"
+        return spread(self.train)[: self.options.selection.confirm_limit], "train"
+
+    def _none_confirmed(self, ctx: SearchContext) -> Scores:
+        if ctx.none_confirm is None:
+            ctx.none_confirm = ctx.repeats(parse_strategy("none"), *self._confirm_tasks()).scores()
+        return ctx.none_confirm
+
+    def _confirmation(self, ctx: SearchContext) -> Confirmation | None:
+        """What tier 1 said on validation, for the report (None when it confirmed nothing)."""
+        tried = [c for c in self.state.candidates.values() if "confirm" in c.screens and move_signature(c)]
+        if not tried:
+            return None
+        none = self._none_confirmed(ctx)
+        tried.sort(key=lambda c: ctx.key(c.screens["confirm"], none), reverse=True)
+        # A state written before the verdict was kept: a rejected choice means tier 1 rejected them all.
+        verdict = self.state.tier1_verdict or ("rejected" if self.chosen().rejected else "confirmed")
+        return Confirmation(
+            verdict,
+            Figures.of(none),
+            tuple(
+                ConfirmedCandidate(
+                    ShortlistEntry(c.version, c.guideline.name, c.origin, Figures.of(c.screens["confirm"])),
+                    c.rejected if c.rejected and c.rejected.startswith("tier-1") else None,
+                )
+                for c in tried
+            ),
+        )
+
+    def _full_context(self, ctx: SearchContext) -> Candidate:
+        """The `none` baseline as a candidate (the warm start's, when it screened one: same text, same version)."""
+        return ctx.screen(self._baseline("none"))
 
     # -------------------------------------------------------------------------------------- report
 
@@ -359,6 +400,7 @@ class OptimizationJob:
             infrastructure=accounting.infrastructure(self.dir.path),
             wall_s=self._wall_now(),
             mlflow=self._subscriber.where if self._subscriber is not None else {},
+            confirmation=self._confirmation(ctx) if self._tier1_enabled() else None,
         )
         report = build_report(inputs)
         write_report(self.dir.path / "report.json", report)

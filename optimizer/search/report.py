@@ -25,6 +25,7 @@ from optimizer.search.report_model import (
     BothSolved,
     Budget,
     ChosenGuideline,
+    Confirmation,
     Cut,
     Deterministic,
     Figures,
@@ -82,6 +83,7 @@ class ReportInputs:
     infrastructure: Infrastructure | None = None
     wall_s: float | None = None  # the job's own running time, over every resume
     mlflow: Mapping[str, str] | None = None  # tracking_uri, experiment_id, run_id
+    confirmation: Confirmation | None = None
 
 
 def build_report(inputs: ReportInputs) -> Report:
@@ -127,6 +129,7 @@ def build_report(inputs: ReportInputs) -> Report:
         paired_tier1=_versus(chosen1, (("none", none1), ("best_baseline", best1))),
         acceptance=acceptance(inputs, rows, best),
         cut=cut(chosen, none, best),
+        confirmation=inputs.confirmation,
     )
 
 

@@ -55,6 +55,13 @@ def headline(report: Report) -> list[str]:
                 + f", success {c.best_success:.2f}"
             )
         lines.append(text + " (tier 0, test split).")
+    confirmation = report.confirmation
+    if confirmation is not None and confirmation.verdict == "rejected":
+        best = max((c.entry.figures.success for c in confirmation.candidates), default=0.0)
+        lines.append(
+            f"**Tier 1:** no guideline kept full context's success on validation (best {best:.2f} vs "
+            f"{confirmation.none.success:.2f}); the real agent does better without compression here."
+        )
     verdicts = report.acceptance.tiers
     if verdicts:
         lines.append(
@@ -181,6 +188,7 @@ def report_markdown(report: Report) -> str:
                 *_comparisons(report),
                 *_origin(report),
                 *_selection(report),
+                *_confirmation(report),
                 *_rounds(report),
                 *_front(report),
                 *_budget(report),
@@ -286,6 +294,36 @@ def _selection(report: Report) -> list[str]:
         *[
             f"| {s.name}@{s.version} | {s.origin} | {s.figures.success:.2f} | {s.figures.peak_tokens_mean:,.0f} |"
             for s in report.shortlist
+        ],
+    ]
+
+
+def _confirmation(report: Report) -> list[str]:
+    confirmation = report.confirmation
+    if confirmation is None:
+        return []
+    none = confirmation.none
+    if confirmation.verdict == "rejected":
+        verdict = "**Tier 1 rejected every confirmed candidate: no guideline kept full context's success.**"
+        if report.chosen.origin == "baseline:none":
+            verdict += " The job chose full context (`none`): compressing these tasks cost the real agent tasks."
+        else:
+            verdict += f" This job (written by an earlier acon) chose `{report.chosen.version}` anyway."
+    else:
+        verdict = "The chosen guideline kept full context's success at tier 1."
+    return [
+        "",
+        f"## Tier 1 on the validation split ({none.tasks} episodes)",
+        "",
+        verdict,
+        "",
+        "| candidate | origin | success | peak mean | verdict |",
+        "|---|---|---|---|---|",
+        f"| none | control | {none.success:.2f} | {none.peak_tokens_mean:,.0f} | |",
+        *[
+            f"| {c.entry.name}@{c.entry.version} | {c.entry.origin} | {c.entry.figures.success:.2f} | "
+            f"{c.entry.figures.peak_tokens_mean:,.0f} | {c.rejected or 'kept'} |"
+            for c in confirmation.candidates
         ],
     ]
 

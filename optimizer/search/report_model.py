@@ -253,6 +253,46 @@ class ShortlistEntry:
 
 
 @dataclass(frozen=True)
+class Confirmation:
+    """Tier 1 on validation tasks: full context and each confirmed candidate, and what the job concluded.
+
+    `verdict`: "confirmed" (a candidate kept full context's success; the best of those was chosen) or
+    "rejected" (none did; the job chose full context)."""
+
+    verdict: str
+    none: Figures
+    candidates: tuple[ConfirmedCandidate, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "verdict": self.verdict,
+            "none": self.none.to_dict(),
+            "candidates": [c.to_dict() for c in self.candidates],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Confirmation:
+        return cls(
+            data["verdict"],
+            Figures.from_dict(data["none"]),
+            tuple(ConfirmedCandidate.from_dict(c) for c in data["candidates"]),
+        )
+
+
+@dataclass(frozen=True)
+class ConfirmedCandidate:
+    entry: ShortlistEntry  # its figures are tier 1's
+    rejected: str | None  # why tier 1 rejected it
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.entry.to_dict(), "rejected": self.rejected}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ConfirmedCandidate:
+        return cls(ShortlistEntry.from_dict(data), data["rejected"])
+
+
+@dataclass(frozen=True)
 class Deterministic:
     """The candidate selection would have chosen among those with no LLM-written step, on the test split."""
 
@@ -313,6 +353,7 @@ class Report:
     paired_tier1: Mapping[str, Paired]
     acceptance: Acceptance
     cut: Cut | None
+    confirmation: Confirmation | None = None  # tier 1 on validation, when the job ran it
 
     @property
     def llm_parts(self) -> tuple[Part, ...]:
@@ -348,6 +389,7 @@ class Report:
             "paired_tier1": {k: p.to_dict() for k, p in self.paired_tier1.items()},
             "acceptance": self.acceptance.to_dict(),
             "cut": self.cut.to_dict() if self.cut else {},
+            "confirmation": self.confirmation.to_dict() if self.confirmation else None,
         }
 
     @classmethod
@@ -377,4 +419,6 @@ class Report:
             paired_tier1={k: Paired.from_dict(p) for k, p in data["paired_tier1"].items()},
             acceptance=Acceptance.from_dict(data["acceptance"]),
             cut=Cut.from_dict(data["cut"]),
+            # Absent from reports written before tier 1 confirmed in the report.
+            confirmation=Confirmation.from_dict(data["confirmation"]) if data.get("confirmation") else None,
         )

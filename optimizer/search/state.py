@@ -56,6 +56,9 @@ class SearchState:
     search_done: bool = False
     # Seconds the job has run, over every resume (the time between a kill and its resume is not counted).
     wall_s: float = 0.0
+    # What tier 1 said of the confirmed candidates: "confirmed" (one kept full context's success),
+    # "rejected" (none did; the choice is full context), None (tier 1 off or not reached).
+    tier1_verdict: str | None = None
 
     @property
     def round(self) -> int:
@@ -75,6 +78,7 @@ class SearchState:
             "stopped": self.stopped,
             "search_done": self.search_done,
             "wall_s": round(self.wall_s, 3),
+            "tier1_verdict": self.tier1_verdict,
         }
 
     @classmethod
@@ -97,6 +101,7 @@ class SearchState:
                 stopped=data["stopped"],
                 search_done=bool(data["search_done"]),
                 wall_s=float(data.get("wall_s", 0.0)),  # absent in states written before it was measured
+                tier1_verdict=data.get("tier1_verdict"),
             )
             if not all(isinstance(v, str | None) for v in (state.seed, state.chosen)):
                 raise TypeError("seed and chosen must be guideline versions")

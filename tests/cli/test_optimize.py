@@ -145,3 +145,55 @@ def test_mining_leaves_the_confirmation_its_episodes(run_cli, tmp_path, scripted
     assert sum("-llm-train-" in r for r in runs) == 0 and sum("-llm-val-" in r for r in runs) == 4
     report = json.loads((config.out_dir / "report.json").read_text())
     assert [p for p in report["points"] if p["kind"] == "candidate" and p["confirm_success"] is not None]
+
+
+def test_when_tier1_rejects_every_candidate_the_job_chooses_full_context(run_cli, tmp_path, scripted_url, monkeypatch):
+    # The real agent solves every task with full context and loses every compressed episode (the 1.5B agent
+    # on reach_long validation came close), to reach the verdict a user must see.
+    from dataclasses import replace
+
+    from optimizer.search.searches.base import SearchContext
+    from optimizer.search.tier1 import Repeats
+
+    real = SearchContext.repeats
+
+    def losing(self, strategy, tasks, split):
+        solved = strategy.type == "none"
+        outcomes = []
+        for evaluation in real(self, strategy, tasks, split).evaluations:
+            scores = evaluation.scores
+            scores = replace(scores, tasks=tuple(replace(t, success=solved) for t in scores.tasks))
+            outcomes.append(replace(evaluation, scores=scores))
+        return Repeats(tuple(outcomes))
+
+    monkeypatch.setattr(SearchContext, "repeats", losing)
+    config = job_config(
+        tmp_path,
+        scripted_url,
+        train_limit=4,
+        test_limit=1,
+        val_fraction=0.5,
+        budget={"rounds": 1, "max_agent_episodes": 6},
+        acon={"llm_proposers": False},
+        selection={"confirm_top": 2, "confirm_limit": 1},
+    )
+    code, _, err = run_cli("optimize", str(tmp_path / "job.toml"))
+    assert code == 0, err
+    assert "tier 1 rejected every confirmed candidate" in err and "chosen: none" in err
+    report = json.loads((config.out_dir / "report.json").read_text())
+    assert report["chosen"]["origin"] == "baseline:none"
+    confirmation = report["confirmation"]
+    assert confirmation["verdict"] == "rejected" and confirmation["none"]["success"] == 1.0
+    tried = confirmation["candidates"]
+    # Two confirmations, on two different move sets, each with tier 1's reason.
+    assert len(tried) == 2 and all(c["rejected"].startswith("tier-1 success 0.00") for c in tried)
+    assert len({c["name"] for c in tried}) == 2
+    markdown = (config.out_dir / "report.md").read_text()
+    assert "no guideline kept full context's success" in markdown and "The job chose full context" in markdown
+    code, _, err = run_cli("export", str(config.out_dir), "--out", str(tmp_path / "chosen.md"))
+    assert code == 0, err
+    from optimizer.context.guideline import read_guideline
+
+    exported = read_guideline(tmp_path / "chosen.md")
+    assert not exported.policy.write and not exported.policy.history
+    assert "do not compress" in exported.description and "confirmed_by" not in exported.provenance

@@ -9,6 +9,8 @@ from optimizer.search.report import ReportInputs, Row, build_report
 from optimizer.search.report_model import (
     Budget,
     ChosenGuideline,
+    Confirmation,
+    ConfirmedCandidate,
     Deterministic,
     Figures,
     Infrastructure,
@@ -61,5 +63,17 @@ def full_report() -> Report:
             infrastructure=Infrastructure(1, 2, 0, 1, {"timeout": 1}, 0, 0, 0),
             wall_s=75.0,
             mlflow={"tracking_uri": "sqlite:////job/mlflow.db", "experiment_id": "1", "run_id": "abc"},
+            confirmation=Confirmation(
+                "rejected",
+                Figures.of(scores(("a", True, 1000), ("a", True, 1010))),
+                (
+                    ConfirmedCandidate(
+                        ShortlistEntry(
+                            "v1", "g", "llm_rewrite", Figures.of(scores(("a", True, 300), ("a", False, 320)))
+                        ),
+                        "tier-1 success 0.50 vs none 1.00",
+                    ),
+                ),
+            ),
         )
     )

@@ -4,7 +4,7 @@ gets the other."""
 from __future__ import annotations
 
 from optimizer.context.guideline import read_guideline
-from optimizer.search.candidate import Candidate, distinct_moves, move_signature
+from optimizer.search.candidate import Candidate, distinct_moves, move_signature, other_move_sets
 from tests.conftest import ROOT
 
 SEED = read_guideline(ROOT / "guidelines" / "seed" / "seed.md")
@@ -36,3 +36,11 @@ def test_twins_fill_the_confirmations_when_no_other_move_set_is_left():
     assert distinct_moves([twin_a, twin_b], 2) == [twin_a, twin_b]
     assert distinct_moves([twin_a, twin_b, other], 3) == [twin_a, twin_b, other]
     assert distinct_moves([twin_a, twin_b, other], 1) == [twin_a]
+
+
+def test_the_other_move_sets_come_from_the_whole_ranking_when_the_shortlist_is_all_twins():
+    full_context = candidate("none", [], [])
+    ranked = [twin_a, twin_b, full_context, other]
+    assert other_move_sets(ranked, [twin_a, twin_b], 2) == [other]  # the moveless guideline is not one
+    assert other_move_sets(ranked, [twin_a, other], 2) == []
+    assert other_move_sets(ranked, [twin_a], 1) == []
