@@ -85,13 +85,28 @@ class Endpoints(_Strict):
     optimizer: EndpointConfig = Field(default_factory=lambda: EndpointConfig(max_tokens=1024))
 
 
+TraceMode: TypeAlias = Literal["reviewed", "all", "none"]
+
+
 class TrackingConfig(_Strict):
     """MLflow. Empty `uri`: a sqlite store in the job's output directory (or MLFLOW_TRACKING_URI)."""
 
     enabled: bool = True
     uri: str = ""
     experiment: str = ""
-    traces: bool = Field(True, description="Log one MLflow trace per episode.")
+    traces: TraceMode = Field(
+        "reviewed",
+        description="Which episodes get an MLflow trace: `reviewed` (tier-1 and test-split runs, and both episodes "
+        "of every mined pair), `all` (also every tier-0 screen: the larger part of a long job's time on sqlite), "
+        "`none`. `true` / `false` read as `all` / `none`.",
+    )
+
+    @field_validator("traces", mode="before")
+    @classmethod
+    def _trace_flag(cls, value: object) -> object:
+        if isinstance(value, bool):
+            return "all" if value else "none"
+        return value
 
 
 class AcceptanceConfig(_Strict):

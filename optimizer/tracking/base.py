@@ -23,6 +23,7 @@ class Tracker:
     """Runs, metrics, artifacts, traces and registered guidelines of one job; disabled here."""
 
     enabled = False
+    trace_screens = True  # whether an optimize job's tier-0 screens are traced (`[tracking] traces = "all"`)
 
     @contextlib.contextmanager
     def job_run(
@@ -98,9 +99,12 @@ class Tracker:
         HTML's artifact path."""
         return None
 
-    def mark_pair(self, diff: PairDiff, full: Episode, compressed: Episode, diff_path: str | None) -> None:
+    def mark_pair(
+        self, diff: PairDiff, full: Episode, compressed: Episode, diff_path: str | None, split: str | None = None
+    ) -> None:
         """Tag both traces of a pair (missing literals, checkpoint, the diff in the active run, the other
-        trace) and give the compressed one a `missing_facts` feedback."""
+        trace) and give the compressed one a `missing_facts` feedback. An episode not traced yet is traced
+        first (a screen's, under `traces = "reviewed"`), tagged with `split`."""
 
     def log_table(self, rows: Sequence[Mapping[str, Any]], artifact_file: str) -> None:
         """Rows as an MLflow table (`.json`), browsable and loadable with `mlflow.load_table`."""

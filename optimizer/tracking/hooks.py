@@ -120,6 +120,10 @@ class JobTracking:
         """Where the job run lives (`tracking_uri`, `experiment_id`, `run_id`), for the report to name it."""
         return self.tracker.run_ref()
 
+    def traces_episodes(self, agent: str, split: str) -> bool:
+        """Whether a run's episodes are traced when it is recorded: every run a user asked for is."""
+        return True
+
     def record_run(self, result: RunResult, *, agent: str, split: str) -> None:
         """A child run of the active run: strategy params, summary metrics, episode table, traces."""
         key = f"eval/{result.directory.name}"
@@ -140,9 +144,10 @@ class JobTracking:
         with self.tracker.child_run(key, name, params=flatten(params), tags=tags, times_ms=_times(result)):
             self.tracker.log_metrics(numeric(result.summary, measured))
             self.tracker.log_table([episode_row(e) for e in result.episodes], "tables/episodes.json")
-            trace_tags = {"acon.split": split, "acon.tier": tier_of(agent)}
-            for episode in result.episodes:
-                self.tracker.trace_episode(episode, trace_tags)
+            if self.traces_episodes(agent, split):
+                trace_tags = {"acon.split": split, "acon.tier": tier_of(agent)}
+                for episode in result.episodes:
+                    self.tracker.trace_episode(episode, trace_tags)
         self._recorded.add(key)
 
 
@@ -174,6 +179,12 @@ class OptimizeTracking(JobTracking):
             case ReportBuilt():
                 self.on_report(event)
 
+    def traces_episodes(self, agent: str, split: str) -> bool:
+        """A job's tier-0 screens on train and validation are traced only under `traces = "all"`: they are most of
+        its episodes, and exporting their traces to a sqlite store took most of a long job's time outside runs.
+        The real agent's runs and the test rows are always traced, a screen's episodes when a pair marks them."""
+        return self.tracker.trace_screens or tier_of(agent) != "0" or split == "test"
+
     def on_run(self, event: RunEvaluated) -> None:
         result, split = event.result, event.split
         self._tasks.update({t.id: t for t in event.tasks})
@@ -197,10 +208,13 @@ class OptimizeTracking(JobTracking):
         full = self._full.get((split, agent))
         if not full:
             return
+        # An untraced screen's failures keep their diffs; their traces wait for a round to mine them.
+        traced = self.traces_episodes(agent, split)
         for baseline, episode in find_pairs(list(full.values()), result.episodes):
             diff = diff_pair(baseline, episode, self._tasks.get(episode.task_id))
             path = self.tracker.log_pair_diff(episode.task_id, diff_html(diff), diff_markdown(diff))
-            self.tracker.mark_pair(diff, baseline, episode, path)
+            if traced:
+                self.tracker.mark_pair(diff, baseline, episode, path)
 
     def on_candidate(self, event: CandidateScreened) -> None:
         candidate, guideline = event.candidate, event.guideline
@@ -241,7 +255,7 @@ class OptimizeTracking(JobTracking):
                 name = f"{diff.task_id}-{diff.strategy.rsplit('@', 1)[-1]}"
                 path = self.tracker.log_pair_diff(name, diff_html(diff), diff_markdown(diff), round=index)
                 if episodes:
-                    self.tracker.mark_pair(diff, episodes[i][0], episodes[i][1], path)
+                    self.tracker.mark_pair(diff, episodes[i][0], episodes[i][1], path, split="train")
             self.tracker.log_table([_pair_row(d) for d in diffs], "tables/pairs.json")
             missing = sum(len(d.missing) for d in diffs)
             self.tracker.log_metrics({"pairs": len(diffs), "missing_facts": missing}, step=index)

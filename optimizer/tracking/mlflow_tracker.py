@@ -37,7 +37,7 @@ from optimizer.tracking.base import Tracker
 from optimizer.tracking.diffs import guideline_diff
 from optimizer.tracking.front_page import PairLink
 from optimizer.tracking.lost_traces import count_lost_traces, losses
-from optimizer.tracking.params import flatten
+from optimizer.tracking.params import flatten, tier_of
 from optimizer.tracking.parent_runs import ParentRuns, remember_run
 from optimizer.tracking.pareto import ParetoPoint, front_labels, plot_png
 from optimizer.tracking.store import Store, patient_sqlite
@@ -59,6 +59,7 @@ from optimizer.tracking.traces import (
 )
 
 if TYPE_CHECKING:
+    from optimizer.config import TraceMode
     from optimizer.mining.pair_diff import PairDiff
 
 log = logging.getLogger(__name__)
@@ -99,14 +100,23 @@ class MlflowTracker(Tracker):
     enabled = True
 
     def __init__(
-        self, store: Store, job_dir: Path, experiment: str, *, traces: bool = True, prompt_prefix: str | None = None
+        self,
+        store: Store,
+        job_dir: Path,
+        experiment: str,
+        *,
+        traces: TraceMode = "reviewed",
+        prompt_prefix: str | None = None,
     ) -> None:
         from optimizer.context.prompt_registry import prompt_prefix as default_prefix
 
         self.store = store
         self.job_dir = job_dir.resolve()
         self.experiment = experiment
-        self.traces = traces
+        self.traces = traces != "none"
+        # Tier-0 screens are most of a job's episodes, and their traces most of its time on a sqlite store (each
+        # waits on the store's lock); the reviewed mode traces a job's screens only where a pair marks them.
+        self.trace_screens = traces == "all"
         self.job_dir.mkdir(parents=True, exist_ok=True)
         # Spans reach sqlite in batches of this many (MLflow's default, 5, costs a third more per trace). Read
         # when MLflow's tracer provider starts, so it only applies if no span was made before in the process.
@@ -402,11 +412,13 @@ class MlflowTracker(Tracker):
         self.log_text(markdown, f"{folder}/{_safe_name(task_id)}.md")
         return f"{folder}/{_safe_name(task_id)}.html"
 
-    def mark_pair(self, diff: PairDiff, full: Episode, compressed: Episode, diff_path: str | None) -> None:
+    def mark_pair(
+        self, diff: PairDiff, full: Episode, compressed: Episode, diff_path: str | None, split: str | None = None
+    ) -> None:
         if not self.traces:
             return
+        full_id, compressed_id = (self.trace_id(e) or self._trace_for_pair(e, split) for e in (full, compressed))
         self.flush()  # tags and assessments are written to the store, where the traces must already be
-        full_id, compressed_id = self.trace_id(full), self.trace_id(compressed)
         key = (full_id, compressed_id)
         with self._lock:
             if key in self._marked:
@@ -423,6 +435,10 @@ class MlflowTracker(Tracker):
             diff_ref=ref,
             near_miss=compressed.outcome == "success",
         )
+
+    def _trace_for_pair(self, episode: Episode, split: str | None) -> str | None:
+        tags = {"acon.tier": tier_of(episode.agent), **({"acon.split": split} if split else {})}
+        return self.trace_episode(episode, tags)
 
     def trace_id(self, episode: Episode) -> str | None:
         """The trace of an episode: traced by this process, or found in the store by its key."""

@@ -21,8 +21,9 @@ from optimizer.tracking import load_from_registry, resolve_uri, tracker_for
 from optimizer.tracking.parent_runs import ParentRuns
 
 
-def job_config(tmp: Path, url: str) -> ExperimentConfig:
-    """Two rounds on four built-in train tasks, tier 0 only, every model role on the scripted server."""
+def job_config(tmp: Path, url: str, traces: str = "all") -> ExperimentConfig:
+    """Two rounds on four built-in train tasks, tier 0 only, every model role on the scripted server; every
+    episode traced unless `traces` says otherwise."""
     endpoint = f'base_url = "{url}"\nmodel = "scripted"\nbackoff_s = 0.0\n'
     text = "\n".join(
         [
@@ -34,6 +35,7 @@ def job_config(tmp: Path, url: str) -> ExperimentConfig:
             'agent = "reference"',
             "[tracking]",
             'experiment = "scripted"',
+            f'traces = "{traces}"',
             "[optimize]",
             "train_limit = 6",
             "test_limit = 4",
@@ -74,6 +76,15 @@ def finished(tmp_path_factory, migrated_db):
         _, report, client = run_tracked(config, migrated_db)
         state = ParentRuns.read(config.out_dir)
         yield SimpleNamespace(config=config, report=report, client=client, state=state)
+
+
+@pytest.fixture(scope="module")
+def reviewed(tmp_path_factory, migrated_db):
+    tmp = tmp_path_factory.mktemp("reviewed")
+    with StubServer(scripted_models) as url:
+        config = job_config(tmp, url, traces="reviewed")
+        _, report, client = run_tracked(config, migrated_db)
+        yield SimpleNamespace(config=config, report=report, client=client, state=ParentRuns.read(config.out_dir))
 
 
 def runs_by_key(client: MlflowClient, state: ParentRuns) -> dict[str, object]:
@@ -315,3 +326,28 @@ def test_a_seed_rejected_after_its_subset_screen_does_not_break_the_report(tmp_p
     assert seed.rejected.startswith("compressor budget spent") and list(seed.screens) == ["subset"]
     chosen = client.get_prompt_version_by_alias("acon-scripted-history", "best")
     assert chosen.tags["acon.version"] == report.chosen.version
+
+
+def test_reviewed_traces_are_the_test_rows_and_the_mined_pairs(reviewed):
+    """The default: a job's tier-0 screens are not traced (most of a long job's time went to exporting them),
+    the test rows are, and so is each side of every pair a round mined, tagged with the pair."""
+    config, client, state = reviewed.config, reviewed.client, reviewed.state
+    runs = runs_by_key(client, state)
+    episodes = traced = 0
+    for key, run in runs.items():
+        if not key.startswith("eval/"):
+            continue
+        ran = episodes_in(config.out_dir / "runs" / key.removeprefix("eval/"))
+        found = client.search_traces(locations=[state.experiment_id], run_id=run.info.run_id)
+        expected = sorted(e.task_id for e in ran) if run.data.tags["split"] == "test" else []
+        assert sorted(t.info.tags["acon.task"] for t in found) == expected, key
+        episodes, traced = episodes + len(ran), traced + len(found)
+    pairs = [t for t in _traces(client, state.experiment_id) if t.info.tags.get("acon.pair.role") == "compressed"]
+    mined = sum(r.summary.pairs for r in reviewed.report.rounds)
+    # The rounds' pairs, traced when mined, beside the test rows' failures, traced with their runs.
+    assert mined > 0 and sum(t.info.tags["acon.split"] == "train" for t in pairs) >= mined
+    for trace in pairs:
+        assert trace.info.tags["acon.split"] in ("train", "test") and trace.info.tags["acon.tier"] == "0"
+        other = client.get_trace(trace.info.tags["acon.pair.other_trace"]).info
+        assert other.tags["acon.pair.role"] == "full" and other.tags["acon.task"] == trace.info.tags["acon.task"]
+    assert traced + 2 * len(pairs) < episodes  # what the mode is for
