@@ -37,7 +37,7 @@ from optimizer.evaluate.calibration import Cell, agreement, fit_recall_probabili
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.evaluate.store import EpisodeStore  # noqa: E402
 from optimizer.evaluate.strategy_runs import run_strategy, select_tasks  # noqa: E402
-from optimizer.interrupts import exit_cleanly_on_sigterm  # noqa: E402
+from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.world.task import Task  # noqa: E402
 
 SEALED = "test"
@@ -124,7 +124,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if SEALED in (args.fit_on, args.judge_on):
         print(f"bench_calibration: the {SEALED} split is sealed; fit and judge on train and val", file=sys.stderr)
         return 2
-    exit_cleanly_on_sigterm()
     try:
         report = run(args.job, args.fit_on, args.judge_on)
     except (AconError, OSError, KeyError, json.JSONDecodeError) as exc:
@@ -229,4 +228,4 @@ def _log(message: str) -> None:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_main(main, "bench_calibration")

@@ -38,6 +38,7 @@ from optimizer.context.strategies import parse_strategy  # noqa: E402
 from optimizer.evaluate.executors import Executor, LocalExecutor, RayExecutor  # noqa: E402
 from optimizer.evaluate.executors.ray import connect  # noqa: E402
 from optimizer.evaluate.runner import AgentSpec, run_tasks  # noqa: E402
+from optimizer.interrupts import run_main  # noqa: E402
 from tasks.builtin import BuiltinSuite  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
@@ -171,4 +172,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main, "bench_cluster")

@@ -33,6 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script: this checkout's code, not an installed one
     sys.path.insert(0, str(ROOT))
 
+from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.runtime import ContextRuntime  # noqa: E402
 
 CHECKPOINTS = (10, 100, 500, 1000, 2000)
@@ -152,4 +153,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main, "bench_compact_scaling")

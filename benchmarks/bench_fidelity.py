@@ -39,12 +39,11 @@ from optimizer.config import ExperimentConfig, load_experiment  # noqa: E402
 from optimizer.context.guideline import Guideline, read_guideline  # noqa: E402
 from optimizer.context.recall import RECALL_TOOL  # noqa: E402
 from optimizer.context.strategies import ContextStrategy, GuidelineStrategy, parse_strategy  # noqa: E402
-from optimizer.errors import AconError  # noqa: E402
 from optimizer.evaluate.calibration import Cell, fit_recall_probability  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.evaluate.stats import wilson_interval  # noqa: E402
 from optimizer.evaluate.strategy_runs import RunResult, run_strategy, select_tasks  # noqa: E402
-from optimizer.interrupts import exit_cleanly_on_sigterm  # noqa: E402
+from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.world.task import Task  # noqa: E402
 
 CONFIG = ROOT / "experiments" / "reach.toml"
@@ -428,8 +427,4 @@ def print_report(r: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    exit_cleanly_on_sigterm()
-    try:
-        raise SystemExit(main())
-    except AconError as error:  # an endpoint outage ends the benchmark in one line; stored episodes stay
-        raise SystemExit(f"bench_fidelity: {error}") from None
+    run_main(main, "bench_fidelity")

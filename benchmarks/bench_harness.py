@@ -41,10 +41,9 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 from optimizer.agent.episode import Episode  # noqa: E402
 from optimizer.context.strategies import parse_strategy  # noqa: E402
 from optimizer.context.strategies.base import ContextStrategy  # noqa: E402
-from optimizer.errors import AconError  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.evaluate.runner import AgentSpec, run_key, run_tasks  # noqa: E402
-from optimizer.interrupts import exit_cleanly_on_sigterm  # noqa: E402
+from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.llm.endpoint import EndpointConfig  # noqa: E402
 from optimizer.testing.scripted import scripted_models  # noqa: E402
 from optimizer.testing.stub_server import StubServer  # noqa: E402
@@ -428,7 +427,8 @@ def real_table(real: dict[str, Any]) -> str:
     return table(["task", "outcome", "steps", "retries", "wall s", "model s", "outside s", "outside share"], rows)
 
 
-def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+def run_benchmark(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Run the parts `argv` asks for, print their tables, write their JSON, and return what it wrote."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=32, help="builtin tasks for the stub parts (seed 0)")
     parser.add_argument("--repeats", type=int, default=3, help="runs per stub figure; the median is reported")
@@ -499,10 +499,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     return result
 
 
+def main(argv: Sequence[str] | None = None) -> None:
+    run_benchmark(argv)
+
+
 if __name__ == "__main__":
-    # SIGTERM unwinds like an exception, so the model servers this run started are stopped on the way out.
-    exit_cleanly_on_sigterm()
-    try:
-        main()
-    except AconError as error:  # an endpoint outage ends the benchmark in one line
-        raise SystemExit(f"bench_harness: {error}") from None
+    run_main(main, "bench_harness")

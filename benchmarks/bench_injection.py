@@ -45,7 +45,7 @@ from optimizer.context.guideline import read_guideline  # noqa: E402
 from optimizer.context.quarantine import FENCE_LABEL, Quarantined  # noqa: E402
 from optimizer.context.strategies import GuidelineStrategy, parse_strategy  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
-from optimizer.interrupts import exit_cleanly_on_sigterm  # noqa: E402
+from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.untrusted import unfenced  # noqa: E402
 from tasks.builtin import BuiltinSuite  # noqa: E402
 from tasks.builtin.plan import INJECTION_MARKERS  # noqa: E402
@@ -133,7 +133,6 @@ def measure(task, strategy, compressor: Compressor) -> dict[str, int]:
 
 
 def main() -> None:
-    exit_cleanly_on_sigterm()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=4)
     parser.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "injection.json"))
@@ -187,4 +186,4 @@ def write(out: str, tasks, config, rows: list[dict], started: float, *, complete
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main, "bench_injection")

@@ -24,6 +24,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script from anywhere
+    sys.path.insert(0, str(ROOT))
+
+from optimizer.interrupts import run_main  # noqa: E402
 
 PHASES = {
     ("tier 0", "train"): "tier 0: screen (train)",
@@ -103,4 +107,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_main(main, "bench_job_phases")

@@ -42,6 +42,7 @@ from optimizer.context.strategies import parse_strategy  # noqa: E402
 from optimizer.evaluate.codec import encode_episode  # noqa: E402
 from optimizer.evaluate.runner import AgentSpec, run_tasks  # noqa: E402
 from optimizer.evaluate.strategy_runs import summarize  # noqa: E402
+from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.world import (  # noqa: E402
     CheckResult,
     Environment,
@@ -323,4 +324,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main, "bench_limits")

@@ -39,7 +39,7 @@ from optimizer.context.guideline import Guideline, read_guideline  # noqa: E402
 from optimizer.context.strategies import DETERMINISTIC, GuidelineStrategy, parse_strategy  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.evaluate.strategy_runs import select_tasks  # noqa: E402
-from optimizer.interrupts import exit_cleanly_on_sigterm  # noqa: E402
+from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.search.evaluator import Evaluator  # noqa: E402
 from optimizer.search.report import Row, best_baseline, paired  # noqa: E402
 from optimizer.search.scores import Scores  # noqa: E402
@@ -300,7 +300,6 @@ def plot(rows: list[dict], path: Path) -> None:
 
 
 def main() -> None:
-    exit_cleanly_on_sigterm()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--suites", default="bfcl_long_context,builtin,bfcl_base")
     parser.add_argument("--learned", default="", help="suite=path[,suite=path]: learned guidelines per suite")
@@ -349,4 +348,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main, "bench_quality")

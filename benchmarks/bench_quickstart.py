@@ -27,6 +27,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script from anywhere
+    sys.path.insert(0, str(ROOT))
+
+from optimizer.interrupts import run_main  # noqa: E402
+
 # Most specific first: every step after the first runs a program out of `.venv`.
 PHASE_NAMES = {"acon optimize": "main job", "acon setup": "setup", "pip install": "install", "-m venv": "venv"}
 
@@ -96,4 +101,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    run_main(main, "bench_quickstart")

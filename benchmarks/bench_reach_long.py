@@ -36,11 +36,10 @@ from optimizer.agent.episode import Episode  # noqa: E402
 from optimizer.config import ExperimentConfig, load_experiment  # noqa: E402
 from optimizer.context.guideline import read_guideline  # noqa: E402
 from optimizer.context.strategies import ContextStrategy, GuidelineStrategy, parse_strategy  # noqa: E402
-from optimizer.errors import AconError  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.evaluate.stats import wilson_interval  # noqa: E402
 from optimizer.evaluate.strategy_runs import run_strategy, select_tasks  # noqa: E402
-from optimizer.interrupts import exit_cleanly_on_sigterm  # noqa: E402
+from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.world.task import Task  # noqa: E402
 
 CONFIG = ROOT / "experiments" / "reach_long.toml"
@@ -157,7 +156,6 @@ def tier1_row(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    exit_cleanly_on_sigterm()
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--split", choices=("train", "test"), default="test")
     parser.add_argument("--limit", type=int, default=None, help="First N tasks of the split (all by default).")
@@ -261,7 +259,4 @@ def _log(message: str) -> None:
 
 
 if __name__ == "__main__":
-    try:
-        raise SystemExit(main())
-    except AconError as error:  # an endpoint outage ends the benchmark in one line; stored episodes stay
-        raise SystemExit(f"bench_reach_long: {error}") from None
+    run_main(main, "bench_reach_long")

@@ -30,6 +30,7 @@ from optimizer.agent.loop import EpisodeServices, _message_text, run_episode  # 
 from optimizer.agent.reference import ReferenceAgent  # noqa: E402
 from optimizer.context.compressor import Compressor  # noqa: E402
 from optimizer.context.strategies import GuidelineStrategy, parse_strategy  # noqa: E402
+from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.llm.client import ChatClient  # noqa: E402
 from optimizer.llm.endpoint import EndpointConfig  # noqa: E402
 from optimizer.runtime import ContextRuntime, RetentionMap  # noqa: E402
@@ -135,4 +136,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main, "bench_runtime")

@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from optimizer import _offline  # noqa: E402,F401
 from optimizer.config import ExperimentConfig, load_experiment  # noqa: E402
-from optimizer.interrupts import exit_cleanly_on_sigterm  # noqa: E402
+from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.search.job import OptimizationJob  # noqa: E402
 from optimizer.search.report_file import read_report  # noqa: E402
 from optimizer.search.report_model import ReportRow  # noqa: E402
@@ -122,7 +122,6 @@ def table(results: list[dict]) -> str:
 
 
 def main() -> None:
-    exit_cleanly_on_sigterm()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--configs", default="experiments/builtin.toml,experiments/bfcl_long_context.toml")
     parser.add_argument("--variants", default="deterministic,llm,gepa")
@@ -154,4 +153,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main, "bench_search")

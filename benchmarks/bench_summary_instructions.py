@@ -38,12 +38,11 @@ from optimizer.config import load_experiment  # noqa: E402
 from optimizer.context.compressor import Compressor  # noqa: E402
 from optimizer.context.guideline import SEED_GUIDELINE, guideline_at  # noqa: E402
 from optimizer.context.strategies import ContextStrategy, parse_strategy  # noqa: E402
-from optimizer.errors import AconError  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.evaluate.runner import AgentSpec  # noqa: E402
 from optimizer.evaluate.stats import paired_bootstrap_diff, wilson_interval  # noqa: E402
 from optimizer.evaluate.strategy_runs import select_tasks  # noqa: E402
-from optimizer.interrupts import exit_cleanly_on_sigterm  # noqa: E402
+from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.llm.cache import ResponseCache  # noqa: E402
 from optimizer.llm.client import ChatClient  # noqa: E402
 from optimizer.summary.anthropic_target import AnthropicCompaction  # noqa: E402
@@ -279,9 +278,4 @@ def table(report: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    # SIGTERM unwinds like an exception, so the model servers this run started are stopped on the way out.
-    exit_cleanly_on_sigterm()
-    try:
-        raise SystemExit(main())
-    except AconError as error:  # an endpoint outage ends the benchmark in one line
-        raise SystemExit(f"bench_summary_instructions: {error}") from None
+    run_main(main, "bench_summary_instructions")

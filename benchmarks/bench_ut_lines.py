@@ -35,10 +35,9 @@ from optimizer import _offline  # noqa: E402,F401
 from optimizer.config import load_experiment  # noqa: E402
 from optimizer.context.compressor import Compressor  # noqa: E402
 from optimizer.context.guideline import SEED_GUIDELINE, guideline_at  # noqa: E402
-from optimizer.errors import AconError  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.evaluate.strategy_runs import select_tasks  # noqa: E402
-from optimizer.interrupts import exit_cleanly_on_sigterm  # noqa: E402
+from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.llm.cache import ResponseCache  # noqa: E402
 from optimizer.llm.client import ChatClient  # noqa: E402
 from optimizer.llm.endpoint import EndpointConfig  # noqa: E402
@@ -162,9 +161,4 @@ def table(report: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    # SIGTERM unwinds like an exception, so the model servers this run started are stopped on the way out.
-    exit_cleanly_on_sigterm()
-    try:
-        raise SystemExit(main())
-    except AconError as error:  # an endpoint outage ends the benchmark in one line
-        raise SystemExit(f"bench_ut_lines: {error}") from None
+    run_main(main, "bench_ut_lines")

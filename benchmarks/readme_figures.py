@@ -14,6 +14,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # run as a script from anywhere
+    sys.path.insert(0, str(ROOT))
+
+from optimizer.interrupts import run_main  # noqa: E402
+
 RESULTS = ROOT / "benchmarks" / "results" / "quality.json"
 README = ROOT / "README.md"
 START, END = "<!-- quality-rows:start (benchmarks/readme_figures.py --write) -->", "<!-- quality-rows:end -->"
@@ -108,4 +113,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main, "readme_figures")

@@ -1,4 +1,4 @@
-"""SIGTERM and Ctrl-C as a clean exit within seconds, for the CLI and for the benchmark scripts.
+"""SIGTERM and Ctrl-C as a clean exit within seconds, for the CLI and for the benchmark scripts (`run_main`).
 
 The signal unwinds the main thread like an exception, so `with` blocks stop the servers this process started
 and save its state. Threads waiting on a model call would otherwise hold the exit until their call ends
@@ -26,6 +26,8 @@ import threading
 import time
 from collections.abc import Callable
 from typing import Any, NoReturn, TypeVar
+
+from optimizer.errors import AconError
 
 T = TypeVar("T")
 
@@ -77,6 +79,20 @@ def exit_cleanly_on_sigterm() -> None:
         signal.signal(signal.SIGINT, _on_signal)
     _installed = True
     _watch_signals()
+
+
+def run_main(main: Callable[[], int | None], name: str) -> NoReturn:
+    """Run a script's `main` the one way every benchmark does: SIGTERM stops it cleanly (the model servers it
+    started are stopped on the way out), what `main` returns is the exit code, and an `AconError` (an endpoint
+    outage, a config it cannot use) ends it in one line naming the script, with the error's exit code, not a
+    traceback: what it stored stays, and a rerun resumes."""
+    exit_cleanly_on_sigterm()
+    try:
+        code = main()
+    except AconError as error:
+        print(f"{name}: {error}", file=sys.stderr)
+        raise SystemExit(error.exit_code) from None
+    raise SystemExit(code)
 
 
 def _begin_stopping(signum: int) -> None:

@@ -16,12 +16,6 @@ from tests.conftest import ROOT
 TREE = ["optimizer", "tasks", "tests", "benchmarks", "experiments"]
 MAX_FUNCTION_LINES = 80
 PACKAGES = ("optimizer", "tasks")
-# Functions allowed past the limit, each with its reason; the test below fails once one is split, so the list
-# only shrinks.
-LONG_ALLOWED = {
-    # Being reworked on its own branch (issue 29: the job's report as typed events); split there, not here.
-    "optimizer/search/job.py:OptimizationJob._report",
-}
 
 
 @pytest.mark.parametrize("command", [["check"], ["format", "--check"]], ids=["check", "format"])
@@ -55,13 +49,8 @@ def long_functions(root: Path, packages: tuple[str, ...] = PACKAGES) -> dict[str
 
 
 def test_no_function_is_longer_than_the_limit():
-    over = {where: lines for where, lines in long_functions(ROOT).items() if where not in LONG_ALLOWED}
+    over = long_functions(ROOT)
     assert not over, f"functions over {MAX_FUNCTION_LINES} lines (split what each builds into named parts): {over}"
-
-
-def test_each_allowed_long_function_is_still_long():
-    split = LONG_ALLOWED - set(long_functions(ROOT))
-    assert not split, f"split already, remove from LONG_ALLOWED: {sorted(split)}"
 
 
 def test_a_long_method_or_nested_function_is_found_by_its_qualified_name(tmp_path):

@@ -309,69 +309,105 @@ class OptimizationJob:
 
     def _report(self, ctx: SearchContext, evaluator: Evaluator) -> Report:
         chosen, seed = self.chosen(), self.seed()
-        tier0 = self.options.screen_agent
         self.log(f"final: test split ({len(self.test)} tasks), chosen {chosen.guideline.name}@{chosen.version}")
+        rows, deterministic = self._test_rows(ctx, evaluator, chosen, seed)
+        report = build_report(self._report_inputs(ctx, evaluator, chosen, rows, deterministic))
+        write_report(self.dir.path / "report.json", report)
+        self.dir.write_text("report.md", report_markdown(report))
+        if self._subscriber is not None:
+            self._publish_progress()
+            rejected = rejections(self.candidates(), chosen.version)
+            self._publish(CandidateChosen(CandidateRef.of(chosen), chosen.guideline, seed.guideline, rejected))
+            self._publish(ReportBuilt(report, self.state.round, chosen.guideline))
+        return report
 
-        def row(
-            name: str,
-            kind: str,
-            strategy: ContextStrategy,
-            tasks: Sequence[Task],
-            agent: str,
-            version: str | None = None,
-        ) -> Row:
-            return Row(name, kind, agent, evaluator.evaluate(strategy, tasks, "test", agent).scores, version)
-
-        none_row = row("none", "control", parse_strategy("none"), self.test, tier0)
-        seed_tasks = self.test
-        if self.options.report.seed_test_limit is not None:
-            affordable = affordable_tasks(
-                none_row.scores, self.options.budget.llm_subset_max_tokens, self.options.report.seed_test_limit
+    def _test_rows(
+        self, ctx: SearchContext, evaluator: Evaluator, chosen: Candidate, seed: Candidate
+    ) -> tuple[list[Row], Deterministic | None]:
+        """The report's test rows, in the order they run (tier 0, the deterministic-only choice, the real
+        agent), and what the deterministic-only choice scored."""
+        rows, none_row = self._tier0_rows(evaluator, chosen, seed)
+        deterministic = self._deterministic_choice(ctx, evaluator)
+        det_row = None
+        if deterministic is not None and deterministic.version != chosen.version:
+            det_row = report_row(
+                evaluator,
+                "deterministic only",
+                "deterministic",
+                screened(deterministic.guideline),
+                self.test,
+                self.options.screen_agent,
+                deterministic.version,
             )
-            seed_tasks = [t for t in spread(self.test) if t.id in affordable][: self.options.report.seed_test_limit]
+            rows.append(det_row)
+        rows += self._tier1_rows(ctx, evaluator, chosen, rows, none_row)
+        if deterministic is None:
+            return rows, None
+        # The same guideline as the chosen one has no row of its own: it scored what the chosen one did.
+        scores = det_row.scores if det_row is not None else rows[0].scores
+        return rows, Deterministic(
+            version=deterministic.version,
+            name=deterministic.guideline.name,
+            same_as_chosen=deterministic.version == chosen.version,
+            figures=Figures.of(scores),
+        )
+
+    def _tier0_rows(self, evaluator: Evaluator, chosen: Candidate, seed: Candidate) -> tuple[list[Row], Row]:
+        """The chosen guideline, the seed, full context and the configured baselines at tier 0 (full context's
+        row also on its own: the seed's tasks and the tier-1 baselines are measured against it)."""
+        tier0 = self.options.screen_agent
+        none_row = report_row(evaluator, "none", "control", parse_strategy("none"), self.test, tier0)
+        seed_tasks = self._seed_tasks(none_row)
         rows = [
-            row("chosen", "learned", screened(chosen.guideline), self.test, tier0, chosen.version),
-            row("seed", "seed", screened(seed.guideline), seed_tasks, tier0, seed.version),
+            report_row(evaluator, "chosen", "learned", screened(chosen.guideline), self.test, tier0, chosen.version),
+            report_row(evaluator, "seed", "seed", screened(seed.guideline), seed_tasks, tier0, seed.version),
             none_row,
         ]
         for name in dict.fromkeys(self.options.report.final_strategies):
             if name not in ("none", "seed", "guideline"):
                 strategy = strategy_named(self.config, name)
-                rows.append(
-                    row(name, "oracle" if strategy.kind == "oracle" else "baseline", strategy, self.test, tier0)
-                )
-        deterministic = self._deterministic_choice(ctx, evaluator)
-        det_row = None
-        if deterministic is not None and deterministic.version != chosen.version:
-            det_row = row(
-                "deterministic only",
-                "deterministic",
-                screened(deterministic.guideline),
-                self.test,
-                tier0,
-                deterministic.version,
-            )
-            rows.append(det_row)
-        if self.options.report.final_llm_limit > 0:
-            subset = spread(self.test)[: self.options.report.final_llm_limit]
-            rows += [
-                row("chosen", "learned", screened(chosen.guideline), subset, "llm", chosen.version),
-                row("none", "control", parse_strategy("none"), subset, "llm"),
-            ]
-            # The real agent also runs the baselines a user would pick from tier 0 alone: the two with the lowest
-            # tier-0 peak that keep full context's success.
-            for baseline in tier1_baselines(rows, none_row, ctx.tolerance):
-                rows.append(row(baseline.name, "baseline", strategy_named(self.config, baseline.name), subset, "llm"))
-        det_info = None
-        if deterministic is not None:
-            scores = det_row.scores if det_row else rows[0].scores
-            det_info = Deterministic(
-                version=deterministic.version,
-                name=deterministic.guideline.name,
-                same_as_chosen=deterministic.version == chosen.version,
-                figures=Figures.of(scores),
-            )
-        inputs = ReportInputs(
+                kind = "oracle" if strategy.kind == "oracle" else "baseline"
+                rows.append(report_row(evaluator, name, kind, strategy, self.test, tier0))
+        return rows, none_row
+
+    def _seed_tasks(self, none_row: Row) -> Sequence[Task]:
+        """The test tasks the seed runs on: all of them, or as many as `seed_test_limit` among those whose full
+        context stays within the LLM subset's token budget."""
+        limit = self.options.report.seed_test_limit
+        if limit is None:
+            return self.test
+        affordable = affordable_tasks(none_row.scores, self.options.budget.llm_subset_max_tokens, limit)
+        return [t for t in spread(self.test) if t.id in affordable][:limit]
+
+    def _tier1_rows(
+        self, ctx: SearchContext, evaluator: Evaluator, chosen: Candidate, tier0_rows: Sequence[Row], none_row: Row
+    ) -> list[Row]:
+        """The real agent on a spread subset of the test tasks: the chosen guideline, full context, and the
+        baselines a user would pick from tier 0 alone."""
+        if self.options.report.final_llm_limit <= 0:
+            return []
+        subset = spread(self.test)[: self.options.report.final_llm_limit]
+        rows = [
+            report_row(evaluator, "chosen", "learned", screened(chosen.guideline), subset, "llm", chosen.version),
+            report_row(evaluator, "none", "control", parse_strategy("none"), subset, "llm"),
+        ]
+        # Those baselines are the two with the lowest tier-0 peak that keep full context's success.
+        for baseline in tier1_baselines(tier0_rows, none_row, ctx.tolerance):
+            strategy = strategy_named(self.config, baseline.name)
+            rows.append(report_row(evaluator, baseline.name, "baseline", strategy, subset, "llm"))
+        return rows
+
+    def _report_inputs(
+        self,
+        ctx: SearchContext,
+        evaluator: Evaluator,
+        chosen: Candidate,
+        rows: list[Row],
+        deterministic: Deterministic | None,
+    ) -> ReportInputs:
+        """Everything the report is built from besides the test rows: the job's rounds, front, shortlist,
+        spending and tier-1 confirmation."""
+        return ReportInputs(
             experiment=self.config.name,
             suite=self.config.suite.type,
             tasks={"train": len(self.train), "val": len(self.val), "test": len(self.test)},
@@ -391,7 +427,7 @@ class OptimizationJob:
             front=self.front(),
             shortlist=self._none_val_row(evaluator) + [self._shortlisted(v) for v in self.state.shortlist],
             parts=parts(self.state.candidates, chosen.version),
-            deterministic=det_info,
+            deterministic=deterministic,
             budget=accounting.spent(
                 self.dir.path,
                 optimizer_tokens=self.state.optimizer_tokens,
@@ -402,15 +438,6 @@ class OptimizationJob:
             mlflow=self._subscriber.where if self._subscriber is not None else {},
             confirmation=self._confirmation(ctx) if self._tier1_enabled() else None,
         )
-        report = build_report(inputs)
-        write_report(self.dir.path / "report.json", report)
-        self.dir.write_text("report.md", report_markdown(report))
-        if self._subscriber is not None:
-            self._publish_progress()
-            rejected = rejections(self.candidates(), chosen.version)
-            self._publish(CandidateChosen(CandidateRef.of(chosen), chosen.guideline, seed.guideline, rejected))
-            self._publish(ReportBuilt(report, self.state.round, chosen.guideline))
-        return report
 
     def _origins(self, versions: Sequence[str]) -> dict[str, int]:
         """How many of `versions` each proposer wrote, so a report never says "4 tightening" for 3 + 1 LLM."""
@@ -510,6 +537,19 @@ class OptimizationJob:
 
     def front(self) -> list[Point]:
         return self.ctx.front() if self.ctx is not None else []
+
+
+def report_row(
+    evaluator: Evaluator,
+    name: str,
+    kind: str,
+    strategy: ContextStrategy,
+    tasks: Sequence[Task],
+    agent: str,
+    version: str | None = None,
+) -> Row:
+    """`strategy`'s row of the report: its scores on `tasks` of the test split, run by `agent`."""
+    return Row(name, kind, agent, evaluator.evaluate(strategy, tasks, "test", agent).scores, version)
 
 
 def tier1_baselines(rows: Sequence[Row], none: Row, tolerance: float, count: int = 2) -> list[Row]:

@@ -37,7 +37,7 @@ def test_replay_responder_answers_with_the_reference_then_finish(bench):
 
 def test_benchmark_runs_end_to_end_and_writes_json(bench, tmp_path, capsys):
     out = tmp_path / "harness.json"
-    result = bench.main(
+    result = bench.run_benchmark(
         ["--tasks", "3", "--repeats", "1", "--concurrency", "1,2", "--latency-ms", "5", "--out", str(out)]
     )
     printed = capsys.readouterr().out
