@@ -259,15 +259,17 @@ class OptimizationJob:
         if confirmed:
             self.state.tier1_verdict = "confirmed"
             return max(confirmed, key=lambda c: ctx.key(c.screens["confirm"], none))
-        if any("confirm" in c.screens for c in order):
-            # Every guideline the real agent ran lost tasks that full context solved, and one it never ran is no
-            # safer: the honest recommendation is not to compress.
-            full = self._full_context(ctx)
-            full.screens["confirm"] = none
-            self.state.tier1_verdict = "rejected"
+        # Every guideline the real agent ran lost tasks that full context solved (or its budget ran out first), and
+        # one it never ran is no safer: the honest recommendation is not to compress.
+        rejected = any(c.rejected and c.rejected.startswith("tier-1") for c in self.state.candidates.values())
+        self.state.tier1_verdict = "rejected" if rejected else "unconfirmed"
+        full = self._full_context(ctx)
+        full.screens["confirm"] = none
+        if rejected:
             self.log("tier 1 rejected every confirmed candidate (none kept full context's success); chosen: none")
-            return full
-        return next((c for c in order if not c.rejected), None)
+        else:
+            self.log("the tier-1 budget ran out before any candidate was confirmed; chosen: none")
+        return full
 
     def _confirm_tasks(self) -> tuple[list[Task], str]:
         """The tasks tier 1 confirms on, and their split: the first `confirm_limit` validation tasks (train without)."""
@@ -283,7 +285,7 @@ class OptimizationJob:
     def _confirmation(self, ctx: SearchContext) -> Confirmation | None:
         """What tier 1 said on validation, for the report (None when it confirmed nothing)."""
         tried = [c for c in self.state.candidates.values() if "confirm" in c.screens and move_signature(c)]
-        if not tried:
+        if not tried and self.state.tier1_verdict is None:
             return None
         none = self._none_confirmed(ctx)
         tried.sort(key=lambda c: ctx.key(c.screens["confirm"], none), reverse=True)

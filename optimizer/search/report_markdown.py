@@ -309,6 +309,8 @@ def _confirmation(report: Report) -> list[str]:
             verdict += " The job chose full context (`none`): compressing these tasks cost the real agent tasks."
         else:
             verdict += f" This job (written by an earlier acon) chose `{report.chosen.version}` anyway."
+    elif confirmation.verdict == "unconfirmed":
+        verdict = "**The tier-1 budget ran out before any candidate was confirmed: the job chose full context.**"
     else:
         verdict = "The chosen guideline kept full context's success at tier 1."
     return [

@@ -256,8 +256,8 @@ class ShortlistEntry:
 class Confirmation:
     """Tier 1 on validation tasks: full context and each confirmed candidate, and what the job concluded.
 
-    `verdict`: "confirmed" (a candidate kept full context's success; the best of those was chosen) or
-    "rejected" (none did; the job chose full context)."""
+    `verdict`: "confirmed" (a candidate kept full context's success; the best of those was chosen), "rejected"
+    (none did; the job chose full context) or "unconfirmed" (the tier-1 budget ran out first; full context too)."""
 
     verdict: str
     none: Figures

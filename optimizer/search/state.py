@@ -57,7 +57,8 @@ class SearchState:
     # Seconds the job has run, over every resume (the time between a kill and its resume is not counted).
     wall_s: float = 0.0
     # What tier 1 said of the confirmed candidates: "confirmed" (one kept full context's success),
-    # "rejected" (none did; the choice is full context), None (tier 1 off or not reached).
+    # "rejected" (none did; the choice is full context), "unconfirmed" (the budget ran out first; full context),
+    # None (tier 1 off or not reached).
     tier1_verdict: str | None = None
 
     @property

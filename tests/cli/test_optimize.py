@@ -197,3 +197,29 @@ def test_when_tier1_rejects_every_candidate_the_job_chooses_full_context(run_cli
     exported = read_guideline(tmp_path / "chosen.md")
     assert not exported.policy.write and not exported.policy.history
     assert "do not compress" in exported.description and "confirmed_by" not in exported.provenance
+
+
+def test_a_tier1_budget_spent_before_any_confirmation_chooses_full_context(
+    run_cli, tmp_path, scripted_url, monkeypatch
+):
+    # A budget the confirmation cannot fit (stored tier-1 episodes of an earlier run count against it): no
+    # candidate is confirmed, and one the real agent never ran is no safer than one it rejected.
+    from optimizer.search.searches.base import SearchContext
+
+    monkeypatch.setattr(SearchContext, "agent_budget_left", lambda self, episodes: False)
+    config = job_config(
+        tmp_path,
+        scripted_url,
+        train_limit=4,
+        test_limit=1,
+        val_fraction=0.5,
+        budget={"rounds": 1, "max_agent_episodes": 4},
+        acon={"llm_proposers": False},
+        selection={"confirm_top": 1, "confirm_limit": 1},
+    )
+    code, _, err = run_cli("optimize", str(tmp_path / "job.toml"))
+    assert code == 0, err
+    assert "the tier-1 budget ran out before any candidate was confirmed; chosen: none" in err
+    report = json.loads((config.out_dir / "report.json").read_text())
+    assert report["chosen"]["origin"] == "baseline:none" and report["confirmation"]["verdict"] == "unconfirmed"
+    assert "budget ran out before any candidate was confirmed" in (config.out_dir / "report.md").read_text()
