@@ -42,7 +42,7 @@ def other_move_sets(ranked: Sequence[Candidate], have: Sequence[Candidate], coun
     Selection's shortlist is the top of tier 0's ranking, often one guideline's tightenings: when the real agent
     rejects one it rejects them all, so its other confirmations go to the best of other move sets, wherever
     tier 0 ranked them. A guideline with no move is full context again, which tier 1 always runs."""
-    seen = {move_signature(c) for c in have}
+    seen = {move_signature(c) for c in have} - {()}
     extra: list[Candidate] = []
     for candidate in ranked:
         if len(seen) >= count:

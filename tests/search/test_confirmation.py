@@ -44,3 +44,5 @@ def test_the_other_move_sets_come_from_the_whole_ranking_when_the_shortlist_is_a
     assert other_move_sets(ranked, [twin_a, twin_b], 2) == [other]  # the moveless guideline is not one
     assert other_move_sets(ranked, [twin_a, other], 2) == []
     assert other_move_sets(ranked, [twin_a], 1) == []
+    # Full context on the front is no move set of its own: the twins still get a different one beside them.
+    assert other_move_sets(ranked, [twin_a, twin_b, full_context], 2) == [other]
