@@ -147,6 +147,23 @@ def test_mining_leaves_the_confirmation_its_episodes(run_cli, tmp_path, scripted
     assert [p for p in report["points"] if p["kind"] == "candidate" and p["confirm_success"] is not None]
 
 
+def confirming_job(run_cli, tmp_path, url: str, *, confirm_top: int, episodes: int):
+    """A one-round job that confirms `confirm_top` candidates on one validation task; its config and stderr."""
+    config = job_config(
+        tmp_path,
+        url,
+        train_limit=4,
+        test_limit=1,
+        val_fraction=0.5,
+        budget={"rounds": 1, "max_agent_episodes": episodes},
+        acon={"llm_proposers": False},
+        selection={"confirm_top": confirm_top, "confirm_limit": 1},
+    )
+    code, _, err = run_cli("optimize", str(tmp_path / "job.toml"))
+    assert code == 0, err
+    return config, err
+
+
 def test_when_tier1_rejects_every_candidate_the_job_chooses_full_context(run_cli, tmp_path, scripted_url, monkeypatch):
     # The real agent solves every task with full context and loses every compressed episode (the 1.5B agent
     # on reach_long validation came close), to reach the verdict a user must see.
@@ -167,18 +184,7 @@ def test_when_tier1_rejects_every_candidate_the_job_chooses_full_context(run_cli
         return Repeats(tuple(outcomes))
 
     monkeypatch.setattr(SearchContext, "repeats", losing)
-    config = job_config(
-        tmp_path,
-        scripted_url,
-        train_limit=4,
-        test_limit=1,
-        val_fraction=0.5,
-        budget={"rounds": 1, "max_agent_episodes": 6},
-        acon={"llm_proposers": False},
-        selection={"confirm_top": 2, "confirm_limit": 1},
-    )
-    code, _, err = run_cli("optimize", str(tmp_path / "job.toml"))
-    assert code == 0, err
+    config, err = confirming_job(run_cli, tmp_path, scripted_url, confirm_top=2, episodes=6)
     assert "tier 1 rejected every confirmed candidate" in err and "chosen: none" in err
     report = json.loads((config.out_dir / "report.json").read_text())
     assert report["chosen"]["origin"] == "baseline:none"
@@ -207,18 +213,7 @@ def test_a_tier1_budget_spent_before_any_confirmation_chooses_full_context(
     from optimizer.search.searches.base import SearchContext
 
     monkeypatch.setattr(SearchContext, "agent_budget_left", lambda self, episodes: False)
-    config = job_config(
-        tmp_path,
-        scripted_url,
-        train_limit=4,
-        test_limit=1,
-        val_fraction=0.5,
-        budget={"rounds": 1, "max_agent_episodes": 4},
-        acon={"llm_proposers": False},
-        selection={"confirm_top": 1, "confirm_limit": 1},
-    )
-    code, _, err = run_cli("optimize", str(tmp_path / "job.toml"))
-    assert code == 0, err
+    config, err = confirming_job(run_cli, tmp_path, scripted_url, confirm_top=1, episodes=4)
     assert "the tier-1 budget ran out before any candidate was confirmed; chosen: none" in err
     report = json.loads((config.out_dir / "report.json").read_text())
     assert report["chosen"]["origin"] == "baseline:none" and report["confirmation"]["verdict"] == "unconfirmed"
