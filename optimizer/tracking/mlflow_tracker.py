@@ -590,6 +590,10 @@ class MlflowTracker(Tracker):
 
     def tag_guideline(self, guideline: Guideline, tags: Mapping[str, str]) -> None:
         with self._lock:
+            # A job resumed on another store (moved, or started afresh) never registered what it screened
+            # before: the status lands on a version registered now, not on a KeyError after the report.
+            if self.registry.find(guideline.version) is None:
+                self.registry.register(guideline)
             self.registry.tag_version(guideline, {k: str(v) for k, v in tags.items()})
 
     def set_best(self, guideline: Guideline, *, prompt_tags: Mapping[str, str] | None = None) -> RegisteredGuideline:

@@ -248,7 +248,7 @@ def test_one_trace_per_episode_with_token_usage_linked_to_its_run(store, client,
 
 
 def test_traces_can_be_switched_off(store, client, tmp_path):
-    tracker = open_tracker(store, tmp_path, "no-traces", traces=False)
+    tracker = open_tracker(store, tmp_path, "no-traces", traces="none")
     with tracker.job_run("run") as parent:
         assert tracker.trace_episode(make_episode()) is None
     assert len(client.search_traces(locations=[tracker.experiment_id], run_id=parent)) == 0
@@ -303,3 +303,13 @@ def test_registered_guidelines_round_trip_and_best_alias(store, client, tmp_path
         load_from_registry("acon-registry-history@nope", store.uri)
     with pytest.raises(ConfigError):
         load_from_registry("missing-prompt/1", store.uri)
+
+
+def test_tagging_a_guideline_the_store_never_registered_registers_it(store, client, tmp_path):
+    # A resumed job on a fresh store tags the candidates it rejected before that store existed.
+    tracker = open_tracker(store, tmp_path, "late-tags")
+    rejected = make_guideline(history="Keep every receipt id.", name="rejected")
+    with tracker.job_run("optimize"):
+        tracker.tag_guideline(rejected, {"acon.status": "rejected"})
+    versions = client.search_prompt_versions("acon-late-tags-history")
+    assert [v.tags.get("acon.status") for v in versions] == ["rejected"]
