@@ -315,7 +315,7 @@ def _confirmation(report: Report) -> list[str]:
         verdict = "The chosen guideline kept full context's success at tier 1."
     return [
         "",
-        f"## Tier 1 on the validation split ({none.tasks} episodes)",
+        f"## Tier 1 on the validation split ({none.tasks} tasks)",
         "",
         verdict,
         "",
