@@ -80,6 +80,16 @@ def split_validation(tasks: Sequence[Task], fraction: float, seed: int) -> tuple
     return [t for t in tasks if t.id not in held], [t for t in tasks if t.id in held]
 
 
+# How a candidate the real agent rejected on the confirmation tasks is marked (`Candidate.rejected`).
+TIER1_REJECTION = "tier-1 success"
+
+
+def tier1_rejection(candidate: Candidate) -> str | None:
+    """Why tier 1 rejected `candidate`, or None (kept, never confirmed, or rejected for another reason)."""
+    reason = candidate.rejected
+    return reason if reason is not None and reason.startswith(TIER1_REJECTION) else None
+
+
 class OptimizationJob:
     def __init__(
         self, config: ExperimentConfig, *, resume: bool = False, log: Log = print, progress: Progress | None = None
@@ -234,7 +244,8 @@ class OptimizationJob:
         if not self._tier1_enabled() or not order:
             return order[0] if order else None
         none = self._none_confirmed(ctx)
-        runs = len(self._confirm_tasks()[0]) * self.options.selection.tier1_repeats
+        tasks, split = self._confirm_tasks()
+        runs = len(tasks) * self.options.selection.tier1_repeats
         confirmed: list[Candidate] = []
         # A guideline without moves is full context, which the real agent has just run.
         compressing = [c for c in order if move_signature(c)]
@@ -244,7 +255,7 @@ class OptimizationJob:
                     self.log("tier-1 episode budget spent; remaining candidates stay unconfirmed")
                     break
                 strategy = screened(candidate.guideline)
-                candidate.screens["confirm"] = ctx.repeats(strategy, *self._confirm_tasks()).scores()
+                candidate.screens["confirm"] = ctx.repeats(strategy, tasks, split).scores()
                 self._save()
             scores = candidate.screens["confirm"]
             self.log(
@@ -252,7 +263,7 @@ class OptimizationJob:
                 f"{scores.peak_mean:,.0f} (full context {none.success:.2f} at {none.peak_mean:,.0f})"
             )
             if not ctx.feasible(scores, none):
-                candidate.rejected = f"tier-1 success {scores.success:.2f} vs none {none.success:.2f}"
+                candidate.rejected = f"{TIER1_REJECTION} {scores.success:.2f} vs none {none.success:.2f}"
                 self._save()
                 continue
             confirmed.append(candidate)
@@ -261,7 +272,7 @@ class OptimizationJob:
             return max(confirmed, key=lambda c: ctx.key(c.screens["confirm"], none))
         # Every guideline the real agent ran lost tasks that full context solved (or its budget ran out first), and
         # one it never ran is no safer: the honest recommendation is not to compress.
-        rejected = any(c.rejected and c.rejected.startswith("tier-1") for c in self.state.candidates.values())
+        rejected = any(tier1_rejection(c) for c in self.state.candidates.values())
         self.state.tier1_verdict = "rejected" if rejected else "unconfirmed"
         full = self._full_context(ctx)
         full.screens["confirm"] = none
@@ -297,7 +308,7 @@ class OptimizationJob:
             tuple(
                 ConfirmedCandidate(
                     ShortlistEntry(c.version, c.guideline.name, c.origin, Figures.of(c.screens["confirm"])),
-                    c.rejected if c.rejected and c.rejected.startswith("tier-1") else None,
+                    tier1_rejection(c),
                 )
                 for c in tried
             ),
