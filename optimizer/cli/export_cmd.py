@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 
 def chosen_guideline(job_dir: Path) -> Guideline:
+    from optimizer.search.job import tier1_rejection
     from optimizer.search.lineage import parts
     from optimizer.search.report_file import read_report
     from optimizer.search.state import JobDir
@@ -46,7 +47,7 @@ def chosen_guideline(job_dir: Path) -> Guideline:
         "screens": {name: _scores(s.headline()) for name, s in candidate.screens.items()},
         "parts": [f"{p.origin}{' (LLM)' if p.llm else ''}: {p.change}" for p in parts(state.candidates, version)],
     }
-    if candidate.rejected:
+    if tier1_rejection(candidate):
         # An earlier acon chose a candidate tier 1 had rejected when it rejected them all: never hide it.
         provenance["rejected_by"] = f"tier 1 on validation tasks: {candidate.rejected}"
     elif "confirm" in candidate.screens and candidate.origin != "baseline:none":
