@@ -201,8 +201,11 @@ def alive(pid: int) -> bool:
 
 
 STUCK_USER = """\
-import sqlite3, sys
+import signal, sqlite3, sys
 from optimizer import interrupts
+# Started as a shell's background job is (CI's, a user's `acon optimize ... &`): SIGINT ignored, and so in the
+# server it launches. Its last word once sent SIGINT, which such a server never heard.
+signal.signal(signal.SIGINT, signal.SIG_IGN)
 from optimizer.llm.local import server
 server.model_ready = lambda profile: True
 interrupts.EXIT_DEADLINE_S = 2

@@ -215,9 +215,10 @@ def stop_server(profile_name: str) -> bool:
 
 
 def _terminate(pid: int) -> None:
-    # llama-server shuts down cleanly on SIGINT; SIGKILL only if it hangs.
+    # llama-server shuts down cleanly on SIGTERM as on SIGINT; SIGKILL only if it hangs. Not SIGINT: a server
+    # launched from a shell's background job inherits SIGINT ignored, and a stand-in binary keeps it so.
     with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, signal.SIGINT)
+        os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and _alive(pid):
         with contextlib.suppress(ChildProcessError):
@@ -278,7 +279,7 @@ class LocalServers:
 
     def _stop_launched_at_once(self) -> None:
         """`close()` for a process exiting without its cleanup: the servers it launched and no other process
-        uses get SIGINT (llama-server shuts itself down) and lose their state file; nothing waits, and no lock is
+        uses get SIGTERM (llama-server shuts itself down) and lose their state file; nothing waits, and no lock is
         taken (the stuck main thread may hold it). A user that joined in that moment starts a new server."""
         for name, pid in list(self._using.items()):  # the main thread may be changing it
             state = _read_state(name)
@@ -288,7 +289,7 @@ class LocalServers:
                 continue
             _state_path(name).unlink(missing_ok=True)
             with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGINT)
+                os.kill(pid, signal.SIGTERM)
 
     def __enter__(self) -> LocalServers:
         return self
