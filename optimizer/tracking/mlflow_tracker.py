@@ -124,9 +124,7 @@ class MlflowTracker(Tracker):
         patient_sqlite(store)  # before the URI is set: the export pool is built when it changes
         count_lost_traces()
         self._lost_reported = losses().count  # the count is per process; this tracker reports its own
-        # Spans are exported through the global tracking URI, so it has to point at this store.
-        mlflow.set_tracking_uri(store.uri)
-        mlflow.set_registry_uri(store.uri)
+        _point_mlflow_at(store.uri)
         self.client = MlflowClient(tracking_uri=store.uri, registry_uri=store.uri)
         self.tracing = TracingClient(tracking_uri=store.uri)  # trace tags and assessments
         self.experiment_id = ensure_experiment(self.client, experiment, store.artifact_location)
@@ -609,3 +607,19 @@ class MlflowTracker(Tracker):
                 run_id=self._job_run_id,
             )
         return registered
+
+
+def _point_mlflow_at(uri: str) -> None:
+    """Spans are exported through MLflow's global tracking URI, so it has to point at this store; but
+    `mlflow.set_tracking_uri` also writes `MLFLOW_TRACKING_URI` into the environment, which acon reads as the
+    user's choice of store: the next job in this process, and every process it starts, would then log into
+    this job's store without a word. The environment is left as the user set it."""
+    names = ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")
+    before = {name: os.environ.get(name) for name in names}
+    mlflow.set_tracking_uri(uri)
+    mlflow.set_registry_uri(uri)
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -130,6 +131,24 @@ def test_logging_outside_a_job_run_is_an_error(store, tmp_path):
         tracker.log_metrics({"success": 1.0}, step=1)
     with tracker.job_run("optimize"), pytest.raises(RuntimeError, match="already open"), tracker.job_run("compare"):
         pass
+
+
+def test_a_tracker_leaves_the_users_tracking_uri_as_it_was(store, tmp_path, monkeypatch):
+    # mlflow.set_tracking_uri writes MLFLOW_TRACKING_URI into the environment, and acon reads that variable as
+    # the user's choice of store: the next job in this process (or a process it starts) logged into this one's.
+    from optimizer.config import TrackingConfig
+    from optimizer.tracking import resolve_store
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.delenv("MLFLOW_REGISTRY_URI", raising=False)
+    open_tracker(store, tmp_path / "first", "first")
+    assert "MLFLOW_TRACKING_URI" not in os.environ and "MLFLOW_REGISTRY_URI" not in os.environ
+    assert mlflow.get_tracking_uri() == store.uri  # where its spans are exported
+    second = tmp_path / "second"
+    assert resolve_store(TrackingConfig(), second).uri == f"sqlite:///{second / 'mlflow.db'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://tracking.example:5000")
+    open_tracker(store, tmp_path / "third", "third")
+    assert os.environ["MLFLOW_TRACKING_URI"] == "http://tracking.example:5000"
 
 
 def test_child_runs_from_worker_threads_nest_under_the_job(store, client, tmp_path):
