@@ -332,6 +332,9 @@ class OptimizationJob:
             rejected = rejections(self.candidates(), chosen.version)
             self._publish(CandidateChosen(CandidateRef.of(chosen), chosen.guideline, seed.guideline, rejected))
             self._publish(ReportBuilt(report, self.state.round, chosen.guideline))
+        # The test rows are the job's time too (a tier-1 job's longest phase): without this save the state's
+        # clock, which a resumed job and `bench_job_phases` read, stopped at the checkpoint before them.
+        self._save()
         return report
 
     def _test_rows(

@@ -93,6 +93,13 @@ def test_the_validation_split_is_held_out_of_mining():
     assert split_validation(tasks, 0.34, seed=0)[1] == held and split_validation(tasks, 0.0, 0) == (tasks, [])
 
 
+def test_the_state_clock_counts_the_report(finished):
+    # The report's wall time is read when it is built, after the test rows; the state's clock once stopped at
+    # the checkpoint before them, so a job's phases did not add up to its wall time.
+    _, report, state = finished
+    assert state.wall_s >= report.wall_s > 0
+
+
 def test_rerunning_a_finished_job_needs_resume(finished):
     config, _, _ = finished
     with pytest.raises(ConfigError, match="--resume"):
