@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from optimizer.context.history import Entry, EntryKind
 
@@ -15,6 +16,35 @@ def action_json(entry: Entry) -> str:
         return json.dumps({"tool": "finish", "arguments": {"answer": entry.answer}}, ensure_ascii=False)
     payload = [{"tool": c.name, "arguments": dict(c.arguments)} for c in entry.calls]
     return json.dumps(payload[0] if len(payload) == 1 else payload, ensure_ascii=False)
+
+
+class SentMessage(dict[str, Any]):
+    """A message of a request the runtime built: an ordinary dict to read, send or serialize, but read-only.
+
+    The runtime hands the very same message objects out again in later requests (so a call costs what is new,
+    not a copy of every message of the conversation), so an edit made on one would change later requests too:
+    it is refused. `dict(message)`, `message.copy()` and `copy.deepcopy(message)` are ordinary dicts to edit.
+    What a message holds (a `tool_calls` list) is shared the same way and is not to be edited either.
+    """
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError(
+            "a message of a request the runtime built is read-only (later requests share it): "
+            "edit a copy, dict(message)"
+        )
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _refuse
+
+    def __copy__(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        return copy.deepcopy(dict(self), memo)
+
+    def __reduce__(self) -> tuple[type[dict[str, Any]], tuple[dict[str, Any]]]:
+        return dict, (dict(self),)
 
 
 def render_messages(
@@ -29,7 +59,7 @@ def render_messages(
     the messages are then shared with the memo, so callers that hand them out copy them first. A native
     request through a `memo` also leaves there, as `memo.sent`, the request with the assistants' own
     `texts` (by action entry id) in place of what the rendering shows for them."""
-    system = {"role": "system", "content": system_prompt}
+    system = SentMessage(role="system", content=system_prompt)
     if memo is not None and native_tools:
         return memo.native(system, view, texts or {})
     messages: list[dict[str, Any]] = [system]
@@ -111,7 +141,7 @@ class RenderMemo:
             rendered = self.messages(entry, True)
             messages.extend(rendered)
             text = texts.get(entry.id)
-            sent.extend(rendered if text is None else [{**message, "content": text} for message in rendered])
+            sent.extend(rendered if text is None else [SentMessage(message, content=text) for message in rendered])
         self._view, self._native, self.sent = list(view), messages, sent
         return messages
 
@@ -126,7 +156,7 @@ class RenderMemo:
         cached = self._rendered.get(key)
         if cached is not None and cached[0] is entry:
             return cached[1]
-        rendered = entry_messages(entry, native_tools)
+        rendered: list[dict[str, Any]] = [SentMessage(message) for message in entry_messages(entry, native_tools)]
         self._rendered[key] = (entry, rendered)
         return rendered
 
@@ -137,7 +167,7 @@ def _merge_consecutive_users(messages: list[dict[str, Any]]) -> list[dict[str, A
     merged: list[dict[str, Any]] = []
     for message in messages:
         if merged and message["role"] == "user" and merged[-1]["role"] == "user" and len(merged) > 1:
-            merged[-1] = {"role": "user", "content": f"{merged[-1]['content']}\n\n{message['content']}"}
+            merged[-1] = SentMessage(role="user", content=f"{merged[-1]['content']}\n\n{message['content']}")
         else:
             merged.append(message)
     return merged
