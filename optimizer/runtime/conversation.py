@@ -358,11 +358,16 @@ class ContextRuntime:
     def prepare(self, system: str, *, native_tools: bool) -> Prepared:
         """The next request: history moves (recorded as edits), replay, pre-send budget, rendering."""
         prepared = self._prepare(system, native_tools=native_tools)
-        # The memo's messages stay the runtime's: a caller may edit these.
-        return dataclasses.replace(prepared, messages=list(map(dict.copy, prepared.messages)))
+        # The memo's messages and views stay the runtime's: a caller may edit these.
+        return dataclasses.replace(
+            prepared,
+            messages=list(map(dict.copy, prepared.messages)),
+            replayed=list(prepared.replayed),
+            budgeted=list(prepared.budgeted),
+        )
 
     def _prepare(self, system: str, *, native_tools: bool) -> Prepared:
-        """`prepare`, its messages the render memo's own (shared with the next request: never to be edited)."""
+        """`prepare`, its messages and views the runtime's own (shared with the next request: never to be edited)."""
         step = self._step
         ctx = self._context(step)
         started = time.perf_counter()
@@ -372,7 +377,7 @@ class ContextRuntime:
         if condensation is not None:
             self.history.extend_edits(condensation.edits)
             records = condensation.records
-        replayed = self.history.replay()
+        replayed = self.history.view()
         budgeted, budget_record = apply_budget(
             replayed, self.strategy.presend_budget(), self.store, step=step, strategy=self.strategy.type
         )

@@ -72,10 +72,13 @@ def common_prefix(previous: Sequence[Any], current: Sequence[Any]) -> int:
     """How many leading items two sequences share (compared with `==`)."""
     # Consecutive requests share most of their objects, and comparing slices passes a shared object without
     # looking inside: a binary search over slices costs far less than comparing item by item in Python.
-    low, high = 0, min(len(previous), len(current))
+    # Lists are sliced as they are (a tuple would never equal a list: other sequences are made lists once).
+    before = previous if isinstance(previous, list) else list(previous)
+    after = current if isinstance(current, list) else list(current)
+    low, high = 0, min(len(before), len(after))
     while low < high:
         middle = (low + high + 1) // 2
-        if list(previous[low:middle]) == list(current[low:middle]):
+        if before[low:middle] == after[low:middle]:
             low = middle
         else:
             high = middle - 1
@@ -135,14 +138,14 @@ class RenderMemo:
         """
         kept = common_prefix(self._view, view)
         self._carried = (self._native, kept)
-        messages = [system, *self._native[1 : kept + 1]]
-        sent = [system, *self.sent[1 : kept + 1]]
+        messages, sent = self._native[: kept + 1] or [system], self.sent[: kept + 1] or [system]
+        messages[0] = sent[0] = system
         for entry in view[kept:]:
             rendered = self.messages(entry, True)
             messages.extend(rendered)
             text = texts.get(entry.id)
             sent.extend(rendered if text is None else [SentMessage(message, content=text) for message in rendered])
-        self._view, self._native, self.sent = list(view), messages, sent
+        self._view, self._native, self.sent = view if isinstance(view, list) else list(view), messages, sent
         return messages
 
     def shared_with(self, request: Sequence[Mapping[str, Any]] | None) -> int:
