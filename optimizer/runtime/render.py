@@ -60,11 +60,11 @@ def render_messages(
     request through a `memo` also leaves there, as `memo.sent`, the request with the assistants' own
     `texts` (by action entry id) in place of what the rendering shows for them."""
     system = SentMessage(role="system", content=system_prompt)
-    if memo is not None and native_tools:
-        return memo.native(system, view, texts or {})
+    if memo is not None:
+        return memo.native(system, view, texts or {}) if native_tools else memo.json(system, view)
     messages: list[dict[str, Any]] = [system]
     for entry in view:
-        messages.extend(memo.messages(entry, native_tools) if memo is not None else entry_messages(entry, native_tools))
+        messages.extend(entry_messages(entry, native_tools))
     return _merge_consecutive_users(messages) if not native_tools else messages
 
 
@@ -129,6 +129,11 @@ class RenderMemo:
         # The last native request as a user's agent gets it back: each assistant's own text shown again.
         self.sent: list[dict[str, Any]] = []
         self._carried: tuple[list[dict[str, Any]], int] | None = None  # (a request, messages the last took from it)
+        # The last JSON-mode request, its view, and for each entry of the view the message it went into (the
+        # consecutive user messages of a JSON-mode request are merged into one).
+        self._json: list[dict[str, Any]] = []
+        self._json_view: list[Entry] = []
+        self._slots: list[int] = []
 
     def native(self, system: dict[str, Any], view: Sequence[Entry], texts: Mapping[int, str]) -> list[dict[str, Any]]:
         """A native request: the last one's messages up to the first entry that changed, the rest rendered.
@@ -146,6 +151,30 @@ class RenderMemo:
             text = texts.get(entry.id)
             sent.extend(rendered if text is None else [SentMessage(message, content=text) for message in rendered])
         self._view, self._native, self.sent = view if isinstance(view, list) else list(view), messages, sent
+        return messages
+
+    def json(self, system: dict[str, Any], view: Sequence[Entry]) -> list[dict[str, Any]]:
+        """A JSON-mode request: the last one's messages before the first entry that changed, the rest rendered.
+
+        A changed entry (or a new one) may merge into the message of the entry before it, so that message is
+        merged again from the first entry in it.
+        """
+        kept = common_prefix(self._json_view, view)
+        first = kept - 1 if kept else 0
+        while first > 0 and self._slots[first - 1] == self._slots[kept - 1]:
+            first -= 1
+        messages = self._json[: self._slots[first]] if self._slots else []
+        self._carried = (self._json, max(0, len(messages) - 1))
+        messages[:1] = [system]
+        slots = self._slots[:first]
+        for entry in view[first:]:
+            (message,) = self.messages(entry, False)  # one message per entry, as in a native request
+            if message["role"] == "user" and messages[-1]["role"] == "user" and len(messages) > 1:
+                messages[-1] = SentMessage(role="user", content=f"{messages[-1]['content']}\n\n{message['content']}")
+            else:
+                messages.append(message)
+            slots.append(len(messages) - 1)
+        self._json, self._json_view, self._slots = messages, view if isinstance(view, list) else list(view), slots
         return messages
 
     def shared_with(self, request: Sequence[Mapping[str, Any]] | None) -> int:

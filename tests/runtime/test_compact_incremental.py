@@ -242,9 +242,11 @@ def messages_built_per_call(case: str, compressor: Compressor, at: tuple[int, ..
     return built
 
 
+@pytest.mark.parametrize("tool_format", ["native", "json"])
 @pytest.mark.parametrize("case", ["guidelines/learned/bfcl_long_context.md", "mask_last_n", "clear_tool_uses"])
-def test_a_call_builds_the_messages_that_changed_not_a_copy_of_every_message(case, compressor):
-    # A fresh copy of every message handed back was what a native call still paid for the whole conversation
-    # (about 1 microsecond per message, and the garbage collection those copies set off).
-    built = messages_built_per_call(case, compressor, at=(110, 430), tool_format="native")
-    assert built[110] > 0 and built[430] <= built[110] + 2, f"{case}: messages built per call {built}"
+def test_a_call_builds_the_messages_that_changed_not_a_copy_of_every_message(case, tool_format, compressor):
+    # A fresh copy of every message handed back was what a call still paid for the whole conversation (about
+    # 1 microsecond per message, and the garbage collection those copies set off); a JSON-mode request also
+    # merged every message again.
+    built = messages_built_per_call(case, compressor, at=(110, 430), tool_format=tool_format)
+    assert built[110] > 0 and built[430] <= built[110] + 2, f"{case} ({tool_format}): messages built per call {built}"
