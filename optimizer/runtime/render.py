@@ -56,7 +56,7 @@ def render_messages(
     texts: Mapping[int, str] | None = None,
 ) -> list[dict[str, Any]]:
     """The request for `view`. With a `memo`, an entry rendered by an earlier call is not rendered again:
-    the messages are then shared with the memo, so callers that hand them out copy them first. A native
+    the messages are then shared with the memo and later requests (read-only `SentMessage`s). A native
     request through a `memo` also leaves there, as `memo.sent`, the request with the assistants' own
     `texts` (by action entry id) in place of what the rendering shows for them."""
     system = SentMessage(role="system", content=system_prompt)
@@ -126,7 +126,8 @@ class RenderMemo:
         self._rendered: dict[tuple[int, bool], tuple[Entry, list[dict[str, Any]]]] = {}
         self._view: list[Entry] = []  # the view of the last native request, one message per entry after the system
         self._native: list[dict[str, Any]] = []
-        # The last native request as a user's agent gets it back: each assistant's own text shown again.
+        # The last native request as a user's agent gets it back: each assistant's own text shown again (a caller
+        # gets a copy of this list, never the list).
         self.sent: list[dict[str, Any]] = []
         self._carried: tuple[list[dict[str, Any]], int] | None = None  # (a request, messages the last took from it)
         # The last JSON-mode request, its view, and for each entry of the view the message it went into (the
@@ -143,8 +144,11 @@ class RenderMemo:
         """
         kept = common_prefix(self._view, view)
         self._carried = (self._native, kept)
-        messages, sent = self._native[: kept + 1] or [system], self.sent[: kept + 1] or [system]
-        messages[0] = sent[0] = system
+        messages = self._native[: kept + 1] or [system]
+        messages[0] = system
+        sent = self.sent  # edited in place: only copies of it leave the runtime (the request is `messages`)
+        del sent[kept + 1 :]
+        sent[:1] = [system]
         for entry in view[kept:]:
             rendered = self.messages(entry, True)
             messages.extend(rendered)
