@@ -164,6 +164,10 @@ class History:
         """Checkpoint 3: the entries as the agent will see them, every edit applied in order."""
         return list(self._replayed().view)
 
+    def view(self) -> list[Entry]:
+        """`replay()` without the copy: the history's own list, read only, changed by the next edit or entry."""
+        return self._replayed().view
+
     def shown(self, entry_id: int) -> Entry | None:
         """Entry `entry_id` as replayed (-1: the history summary), or None when no longer shown."""
         return self._replayed().shown(entry_id)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import itertools
 import json
 import threading
 import time
@@ -168,6 +167,9 @@ class ContextRuntime:
     ) -> list[dict[str, Any]]:
         """The messages to send instead of `messages` (the whole conversation, as the API takes it).
 
+        A new list, whose messages are read-only dicts (`SentMessage`): later requests hand the same ones out
+        again, so an edit is refused; `dict(message)` is a copy to edit.
+
         Only messages past those seen in earlier calls are ingested; the conversation must extend what
         the runtime saw (a rewritten earlier message is an error, not silently re-based). An earlier
         message handed in again as the same object is not read again, so an edit made in place on it (the
@@ -188,8 +190,9 @@ class ContextRuntime:
         # Native output shows each assistant's own text again (the memo's `sent`); a conversation without a
         # system prompt gets none back.
         sent = self._rendered.sent if native else prepared.messages
-        start = 1 if native and seen.system is None else 0
-        return list(map(dict.copy, itertools.islice(sent, start, None)))  # the memo's stay the runtime's
+        # The messages themselves are the memo's, read-only (`SentMessage`): a copy of each, at every call, was
+        # the one part of a call that still cost the whole conversation. The list is the caller's.
+        return sent[1:] if native and seen.system is None else sent[:]
 
     def _ingest(self, message: Any, index: int) -> None:
         """Add one message to the history through the step-wise methods (write-time moves run on tool results)."""
@@ -355,11 +358,16 @@ class ContextRuntime:
     def prepare(self, system: str, *, native_tools: bool) -> Prepared:
         """The next request: history moves (recorded as edits), replay, pre-send budget, rendering."""
         prepared = self._prepare(system, native_tools=native_tools)
-        # The memo's messages stay the runtime's: a caller may edit these.
-        return dataclasses.replace(prepared, messages=list(map(dict.copy, prepared.messages)))
+        # The memo's messages and views stay the runtime's: a caller may edit these.
+        return dataclasses.replace(
+            prepared,
+            messages=list(map(dict.copy, prepared.messages)),
+            replayed=list(prepared.replayed),
+            budgeted=list(prepared.budgeted),
+        )
 
     def _prepare(self, system: str, *, native_tools: bool) -> Prepared:
-        """`prepare`, its messages the render memo's own (shared with the next request: never to be edited)."""
+        """`prepare`, its messages and views the runtime's own (shared with the next request: never to be edited)."""
         step = self._step
         ctx = self._context(step)
         started = time.perf_counter()
@@ -369,7 +377,7 @@ class ContextRuntime:
         if condensation is not None:
             self.history.extend_edits(condensation.edits)
             records = condensation.records
-        replayed = self.history.replay()
+        replayed = self.history.view()
         budgeted, budget_record = apply_budget(
             replayed, self.strategy.presend_budget(), self.store, step=step, strategy=self.strategy.type
         )

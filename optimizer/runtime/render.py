@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from optimizer.context.history import Entry, EntryKind
 
@@ -17,6 +18,35 @@ def action_json(entry: Entry) -> str:
     return json.dumps(payload[0] if len(payload) == 1 else payload, ensure_ascii=False)
 
 
+class SentMessage(dict[str, Any]):
+    """A message of a request the runtime built: an ordinary dict to read, send or serialize, but read-only.
+
+    The runtime hands the very same message objects out again in later requests (so a call costs what is new,
+    not a copy of every message of the conversation), so an edit made on one would change later requests too:
+    it is refused. `dict(message)`, `message.copy()` and `copy.deepcopy(message)` are ordinary dicts to edit.
+    What a message holds (a `tool_calls` list) is shared the same way and is not to be edited either.
+    """
+
+    __slots__ = ()
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError(
+            "a message of a request the runtime built is read-only (later requests share it): "
+            "edit a copy, dict(message)"
+        )
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = __ior__ = _refuse
+
+    def __copy__(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        return copy.deepcopy(dict(self), memo)
+
+    def __reduce__(self) -> tuple[type[dict[str, Any]], tuple[dict[str, Any]]]:
+        return dict, (dict(self),)
+
+
 def render_messages(
     system_prompt: str,
     view: Sequence[Entry],
@@ -26,15 +56,15 @@ def render_messages(
     texts: Mapping[int, str] | None = None,
 ) -> list[dict[str, Any]]:
     """The request for `view`. With a `memo`, an entry rendered by an earlier call is not rendered again:
-    the messages are then shared with the memo, so callers that hand them out copy them first. A native
+    the messages are then shared with the memo and later requests (read-only `SentMessage`s). A native
     request through a `memo` also leaves there, as `memo.sent`, the request with the assistants' own
     `texts` (by action entry id) in place of what the rendering shows for them."""
-    system = {"role": "system", "content": system_prompt}
-    if memo is not None and native_tools:
-        return memo.native(system, view, texts or {})
+    system = SentMessage(role="system", content=system_prompt)
+    if memo is not None:
+        return memo.native(system, view, texts or {}) if native_tools else memo.json(system, view)
     messages: list[dict[str, Any]] = [system]
     for entry in view:
-        messages.extend(memo.messages(entry, native_tools) if memo is not None else entry_messages(entry, native_tools))
+        messages.extend(entry_messages(entry, native_tools))
     return _merge_consecutive_users(messages) if not native_tools else messages
 
 
@@ -42,10 +72,13 @@ def common_prefix(previous: Sequence[Any], current: Sequence[Any]) -> int:
     """How many leading items two sequences share (compared with `==`)."""
     # Consecutive requests share most of their objects, and comparing slices passes a shared object without
     # looking inside: a binary search over slices costs far less than comparing item by item in Python.
-    low, high = 0, min(len(previous), len(current))
+    # Lists are sliced as they are (a tuple would never equal a list: other sequences are made lists once).
+    before = previous if isinstance(previous, list) else list(previous)
+    after = current if isinstance(current, list) else list(current)
+    low, high = 0, min(len(before), len(after))
     while low < high:
         middle = (low + high + 1) // 2
-        if list(previous[low:middle]) == list(current[low:middle]):
+        if before[low:middle] == after[low:middle]:
             low = middle
         else:
             high = middle - 1
@@ -93,9 +126,15 @@ class RenderMemo:
         self._rendered: dict[tuple[int, bool], tuple[Entry, list[dict[str, Any]]]] = {}
         self._view: list[Entry] = []  # the view of the last native request, one message per entry after the system
         self._native: list[dict[str, Any]] = []
-        # The last native request as a user's agent gets it back: each assistant's own text shown again.
+        # The last native request as a user's agent gets it back: each assistant's own text shown again (a caller
+        # gets a copy of this list, never the list).
         self.sent: list[dict[str, Any]] = []
         self._carried: tuple[list[dict[str, Any]], int] | None = None  # (a request, messages the last took from it)
+        # The last JSON-mode request, its view, and for each entry of the view the message it went into (the
+        # consecutive user messages of a JSON-mode request are merged into one).
+        self._json: list[dict[str, Any]] = []
+        self._json_view: list[Entry] = []
+        self._slots: list[int] = []
 
     def native(self, system: dict[str, Any], view: Sequence[Entry], texts: Mapping[int, str]) -> list[dict[str, Any]]:
         """A native request: the last one's messages up to the first entry that changed, the rest rendered.
@@ -105,14 +144,41 @@ class RenderMemo:
         """
         kept = common_prefix(self._view, view)
         self._carried = (self._native, kept)
-        messages = [system, *self._native[1 : kept + 1]]
-        sent = [system, *self.sent[1 : kept + 1]]
+        messages = self._native[: kept + 1] or [system]
+        messages[0] = system
+        sent = self.sent  # edited in place: only copies of it leave the runtime (the request is `messages`)
+        del sent[kept + 1 :]
+        sent[:1] = [system]
         for entry in view[kept:]:
             rendered = self.messages(entry, True)
             messages.extend(rendered)
             text = texts.get(entry.id)
-            sent.extend(rendered if text is None else [{**message, "content": text} for message in rendered])
-        self._view, self._native, self.sent = list(view), messages, sent
+            sent.extend(rendered if text is None else [SentMessage(message, content=text) for message in rendered])
+        self._view, self._native, self.sent = view if isinstance(view, list) else list(view), messages, sent
+        return messages
+
+    def json(self, system: dict[str, Any], view: Sequence[Entry]) -> list[dict[str, Any]]:
+        """A JSON-mode request: the last one's messages before the first entry that changed, the rest rendered.
+
+        A changed entry (or a new one) may merge into the message of the entry before it, so that message is
+        merged again from the first entry in it.
+        """
+        kept = common_prefix(self._json_view, view)
+        first = kept - 1 if kept else 0
+        while first > 0 and self._slots[first - 1] == self._slots[kept - 1]:
+            first -= 1
+        messages = self._json[: self._slots[first]] if self._slots else []
+        self._carried = (self._json, max(0, len(messages) - 1))
+        messages[:1] = [system]
+        slots = self._slots[:first]
+        for entry in view[first:]:
+            (message,) = self.messages(entry, False)  # one message per entry, as in a native request
+            if message["role"] == "user" and messages[-1]["role"] == "user" and len(messages) > 1:
+                messages[-1] = SentMessage(role="user", content=f"{messages[-1]['content']}\n\n{message['content']}")
+            else:
+                messages.append(message)
+            slots.append(len(messages) - 1)
+        self._json, self._json_view, self._slots = messages, view if isinstance(view, list) else list(view), slots
         return messages
 
     def shared_with(self, request: Sequence[Mapping[str, Any]] | None) -> int:
@@ -126,7 +192,7 @@ class RenderMemo:
         cached = self._rendered.get(key)
         if cached is not None and cached[0] is entry:
             return cached[1]
-        rendered = entry_messages(entry, native_tools)
+        rendered: list[dict[str, Any]] = [SentMessage(message) for message in entry_messages(entry, native_tools)]
         self._rendered[key] = (entry, rendered)
         return rendered
 
@@ -137,7 +203,7 @@ def _merge_consecutive_users(messages: list[dict[str, Any]]) -> list[dict[str, A
     merged: list[dict[str, Any]] = []
     for message in messages:
         if merged and message["role"] == "user" and merged[-1]["role"] == "user" and len(merged) > 1:
-            merged[-1] = {"role": "user", "content": f"{merged[-1]['content']}\n\n{message['content']}"}
+            merged[-1] = SentMessage(role="user", content=f"{merged[-1]['content']}\n\n{message['content']}")
         else:
             merged.append(message)
     return merged

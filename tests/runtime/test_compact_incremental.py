@@ -224,3 +224,29 @@ def test_a_call_reads_what_is_new_not_the_messages_handled_before(monkeypatch, c
     assert early["messages compared"] > 0  # the last message seen is compared in full at every call
     for kind in ("messages compared", "texts read", "view entries copied"):
         assert late[kind] <= early[kind] + 2, f"{case}: {kind} per call grew from {early[kind]} to {late[kind]}"
+
+
+def messages_built_per_call(case: str, compressor: Compressor, at: tuple[int, ...], tool_format: str) -> dict[int, int]:
+    """How many messages of the request at each step in `at` are not objects the request before it held."""
+    runtime = runtime_for(case, compressor)
+    messages = opening()
+    built: dict[int, int] = {}
+    before: list[dict] = []
+    for step, added in enumerate(steps(max(at) + 1)):
+        messages += added
+        sent = runtime.compact(messages, tool_format=tool_format)
+        if step in at:
+            held = {id(message) for message in before}
+            built[step] = sum(id(message) not in held for message in sent)
+        before = sent
+    return built
+
+
+@pytest.mark.parametrize("tool_format", ["native", "json"])
+@pytest.mark.parametrize("case", ["guidelines/learned/bfcl_long_context.md", "mask_last_n", "clear_tool_uses"])
+def test_a_call_builds_the_messages_that_changed_not_a_copy_of_every_message(case, tool_format, compressor):
+    # A fresh copy of every message handed back was what a call still paid for the whole conversation (about
+    # 1 microsecond per message, and the garbage collection those copies set off); a JSON-mode request also
+    # merged every message again.
+    built = messages_built_per_call(case, compressor, at=(110, 430), tool_format=tool_format)
+    assert built[110] > 0 and built[430] <= built[110] + 2, f"{case} ({tool_format}): messages built per call {built}"

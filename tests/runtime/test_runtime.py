@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import pickle
 
 import pytest
 
@@ -240,6 +241,39 @@ def test_a_caller_that_rebuilds_its_messages_at_every_call_gets_the_same_request
     messages = conversation(4)
     for end in range(4, len(messages) + 1, 2):
         assert rebuilding.compact(copy.deepcopy(messages[:end])) == keeping.compact(messages[:end])
+
+
+READ_ONLY = r"read-only \(later requests share it\): edit a copy, dict\(message\)"
+
+
+def test_the_messages_compact_returns_refuse_edits_and_their_copies_are_the_callers():
+    runtime = ContextRuntime(policy_guideline(), retention=RETENTION)
+    messages = conversation(2)
+    sent = runtime.compact(messages)
+    shown = copy.deepcopy(sent)
+    edits = [
+        lambda m: m.__setitem__("content", "edited"),
+        lambda m: m.__delitem__("content"),
+        lambda m: m.update(content="edited"),
+        lambda m: m.pop("content"),
+        lambda m: m.popitem(),
+        lambda m: m.setdefault("name", "edited"),
+        lambda m: m.clear(),
+        lambda m: m.__ior__({"content": "edited"}),
+    ]
+    for edit in edits:
+        with pytest.raises(TypeError, match=READ_ONLY):
+            edit(sent[3])
+    message = sent[3]
+    copies = [dict(message), message.copy(), copy.copy(message), copy.deepcopy(message)]
+    copies.append(pickle.loads(pickle.dumps(message)))
+    for mine in copies:
+        assert type(mine) is dict and mine == message
+        mine["content"] = "edited"  # a copy is the caller's to edit
+    assert json.loads(json.dumps(sent)) == shown
+    sent.append({"role": "user", "content": "the caller's own"})  # so is the list
+    again = runtime.compact(messages)
+    assert again == shown and all(type(m) is dict for m in shown)
 
 
 def test_the_recall_name_is_reserved():
