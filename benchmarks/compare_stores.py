@@ -34,6 +34,7 @@ import argparse
 import difflib
 import hashlib
 import json
+import os
 import re
 import sys
 from collections.abc import Iterable, Mapping
@@ -46,6 +47,8 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
 from optimizer import _offline  # noqa: E402,F401
+
+os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # a bar per artifact read otherwise
 from optimizer.errors import AconError  # noqa: E402
 from optimizer.interrupts import run_main  # noqa: E402
 
@@ -57,6 +60,7 @@ IGNORED_METRICS = ("wall_s",)
 TEXT_SUFFIXES = (".md", ".txt", ".json", ".jsonl", ".html", ".csv", ".diff", ".toml", ".yaml", ".yml")
 HEX_ID = re.compile(r"\b[0-9a-f]{32}\b")
 TRACE_ID = re.compile(r"\btr-[0-9a-f]{32}\b")
+LOCAL_PORT = re.compile(r"\b(127\.0\.0\.1|localhost):\d+")
 ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?")
 DURATION = re.compile(r"\b\d+(\.\d+)?\s?(s|min|h)\b")
 FIELDS = ("name", "status", "parent", "params", "tags", "metrics", "artifacts", "traces")
@@ -74,6 +78,7 @@ class Normalizer:
         value = TRACE_ID.sub("<trace>", value)
         value = HEX_ID.sub(self._run_or_id, value)
         value = ISO_TIME.sub("<time>", value)
+        value = LOCAL_PORT.sub(r"\1:<port>", value)
         return DURATION.sub("<duration>", value) if durations else value
 
     def _run_or_id(self, match: re.Match[str]) -> str:
@@ -95,11 +100,23 @@ class Normalizer:
 
 
 def _without_durations(data: Any) -> Any:
+    if isinstance(data, dict) and isinstance(data.get("columns"), list) and isinstance(data.get("data"), list):
+        return _table_without_durations(data)
     if isinstance(data, dict):
         return {k: "<duration>" if _is_duration(k) else _without_durations(v) for k, v in data.items()}
     if isinstance(data, list):
         return [_without_durations(v) for v in data]
     return data
+
+
+def _table_without_durations(table: dict[str, Any]) -> dict[str, Any]:
+    """A logged table (`log_table`: columns, rows) with its duration columns blanked."""
+    timed = {i for i, column in enumerate(table["columns"]) if isinstance(column, str) and _is_duration(column)}
+    rows = [
+        [("<duration>" if i in timed else value) for i, value in enumerate(row)] if isinstance(row, list) else row
+        for row in table["data"]
+    ]
+    return {**table, "data": rows}
 
 
 def _is_duration(key: str) -> bool:
@@ -272,7 +289,7 @@ def compare(a: Mapping[str, Mapping[str, Any]], b: Mapping[str, Mapping[str, Any
     for key in sorted(a.keys() & b.keys()):
         found = [d for name in FIELDS for d in _field_differences(name, a[key].get(name), b[key].get(name))]
         if found:
-            differing[key] = found
+            differing[key] = renamed(found)
     kinds = sorted({kind_of(k) for k in (*a, *b)})
     table = {
         kind: {
@@ -301,6 +318,27 @@ def _field_differences(name: str, a: Any, b: Any) -> list[dict[str, Any]]:
     if name == "traces":
         return _trace_differences(a or {"count": 0, "traces": []}, b or {"count": 0, "traces": []})
     return [{"field": name, "a": a, "b": b}]
+
+
+def renamed(differences: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A param or metric only in A and one only in B with the same value, one name ending with the other's last
+    part (`optimize.rounds` -> `optimize.budget.rounds`, `success` -> `train_success`), as one difference: a
+    rename. Still a difference; shown as one so that a changed value is not lost among the moves."""
+    out = list(differences)
+    for gone in differences:
+        if gone.get("b", "") is not None or gone.get("a") is None:
+            continue
+        kind, name = gone["field"].split(".", 1)
+        for new in out:
+            if new.get("a", "") is not None or new.get("b") != gone["a"] or not new["field"].startswith(f"{kind}."):
+                continue
+            other = new["field"].split(".", 1)[1]
+            if other.endswith(name.rsplit(".", 1)[-1]) or name.endswith(other.rsplit(".", 1)[-1]):
+                out.remove(gone)
+                field = f"{gone['field']} -> {new['field']}"
+                out[out.index(new)] = {"field": field, "renamed": True, "value": gone["a"]}
+                break
+    return out
 
 
 def _difference(field: str, a: Any, b: Any) -> dict[str, Any]:
@@ -339,6 +377,9 @@ def print_result(result: Mapping[str, Any], limit: int) -> None:
     for key, differences in result["differing"].items():
         for difference in differences:
             print(f"{key}  {difference['field']}:")
+            if difference.get("renamed"):
+                print(f"    renamed, same value: {_short(difference['value'], limit)}")
+                continue
             if "diff" in difference:
                 for line in difference["diff"][2:]:
                     print(f"    {_short(line, limit)}")

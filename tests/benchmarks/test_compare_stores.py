@@ -43,7 +43,7 @@ def write_job(job: Path, template: Path, *, success: float, wall_s: float, extra
         ):
             tracker.set_tags({"acon.run_dir": str(job / "runs" / "none-reference-train-abc")})
             tracker.log_metrics({"success": success, "peak_tokens_mean": 160.0, "wall_s": wall_s})
-            tracker.log_table([{"task": "t-1", "success": success}], "tables/episodes.json")
+            tracker.log_table([{"task": "t-1", "success": success, "wall_s": wall_s}], "tables/episodes.json")
             tracker.trace_episode(make_episode(outcome="success" if success else "failure"))
         if extra:
             with tracker.child_run("candidate/abc123", "mined: keep ids"):
@@ -98,3 +98,12 @@ def test_the_report_is_normalized_for_ids_paths_and_durations(bench, jobs):
     assert snapshot["round/00"]["parent"] == "job:optimize"
     assert "wall_s" not in snapshot["eval/none-reference-train-abc"]["metrics"]
     assert not any(k.startswith("mlflow.source.") for k in snapshot["job:optimize"]["tags"])
+
+
+def test_a_param_moved_with_its_value_is_one_rename_and_a_changed_one_stays_two(bench):
+    moved = [{"field": "params.optimize.rounds", "a": "2", "b": None}]
+    moved.append({"field": "params.optimize.budget.rounds", "a": None, "b": "2"})
+    changed = [{"field": "params.optimize.lam", "a": "0.3", "b": None}]
+    changed.append({"field": "params.optimize.selection.lam", "a": None, "b": "0.5"})
+    rename = {"field": "params.optimize.rounds -> params.optimize.budget.rounds", "renamed": True, "value": "2"}
+    assert bench.renamed(moved + changed) == [rename, *changed]
