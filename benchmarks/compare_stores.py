@@ -11,21 +11,32 @@ traces: how many, and each one's tags, state and token usage. Prints a table per
 first part: `job`, `round`, `candidate`, `eval`, ...) and every difference; writes them as JSON; exits 1
 when the stores differ beyond what is ignored.
 
-What differs by construction between two runs of the same job, and is therefore not compared:
+Evaluations are keyed by what they ran with, the endpoints' base_url included: two jobs compared must use
+the same model server address, or every evaluation that calls the compressor is "only in A" and "only in B".
 
-- run and trace ids, timestamps and durations of runs, metric points and traces (MLflow's own clocks);
+What differs by construction between two runs of the same job, and is therefore not compared (two runs of
+one commit against one stub server compare equal under these rules):
+
+- run and trace ids, start and end times of runs, metric points and traces (MLflow's own clocks);
 - tags `mlflow.user`, `mlflow.source.*` (who ran it, from which worktree and commit: the point of a
   comparison across commits), `mlflow.runName` (the run name, compared on its own) and `mlflow.parentRunId`
   (an id: the parent is compared by its key instead), and the same `mlflow.user`/`mlflow.source.*` tags and
   the `mlflow.artifactLocation` path on traces;
-- the metric `wall_s`: an evaluation's wall time;
-- in every param, tag and text artifact: the job directory's path (`<job>`), run ids (`<run:KEY>`, the run's
-  key in its own store, so a link to another run is still compared by what it links to), trace ids
-  (`<trace>`), other 32-hex MLflow ids (`<id>`), ISO dates and times (`<time>`), and durations written as
-  `N s`, `N min` or `N.N h` in text artifacts and the run description (`<duration>`), with the job's
-  `wall_s`-like JSON fields (`wall_s`, `seconds`, `job_seconds`, any key ending `_s`) in JSON artifacts.
+- the metric `wall_s`, an evaluation's wall time;
+- in every param, tag and text artifact: the job directory's path (`<job>`: report.md names the chosen
+  guideline's file and the store), run ids (`<run:KEY>`, the run's key in its own store, so a link to
+  another run is still compared by what it links to), trace ids (`<trace>`), other 32-hex MLflow ids
+  (`<id>`), ISO dates and times (`<time>`), and the port of a server on 127.0.0.1 (`<port>`: a stub model
+  server listens on a free port; the endpoints' base_url is a param);
+- in text artifacts and the run description, durations written as `N s`, `N min` or `N.N h` (report.md's
+  wall time); in JSON artifacts, fields and logged-table columns named `wall_s`, `seconds`, `job_seconds`
+  or ending `_s` (report.json's `wall_s`, the episode table's `wall_s` column);
+- the order of the rows of the run description's table of pair links: they follow the compressed episodes'
+  trace timestamps, and a run's episodes run concurrently (the rows are compared as a sorted list).
 
-Nothing else is ignored: a difference in figures, runs, metrics, guidelines or traces is reported.
+A param or metric that only changed its name (same value under a name ending with the old one's last part)
+is still a difference, shown as one rename. Nothing else is ignored: a difference in figures, runs,
+metrics, guidelines or traces is reported.
 """
 
 from __future__ import annotations
@@ -57,6 +68,7 @@ JOB_TAG = "acon.job"
 IGNORED_TAGS = ("mlflow.user", "mlflow.runName", "mlflow.parentRunId", "mlflow.artifactLocation")
 IGNORED_TAG_PREFIXES = ("mlflow.source.",)
 IGNORED_METRICS = ("wall_s",)
+DESCRIPTION_TAG = "mlflow.note.content"
 TEXT_SUFFIXES = (".md", ".txt", ".json", ".jsonl", ".html", ".csv", ".diff", ".toml", ".yaml", ".yml")
 HEX_ID = re.compile(r"\b[0-9a-f]{32}\b")
 TRACE_ID = re.compile(r"\btr-[0-9a-f]{32}\b")
@@ -224,11 +236,7 @@ def _run_view(client: Any, run: Any, normalizer: Normalizer, traces: list[Any]) 
         "status": run.info.status,
         "parent": normalizer.run_keys.get(parent, "<unknown>") if parent else None,
         "params": {k: normalizer.text(v) for k, v in sorted(run.data.params.items())},
-        "tags": {
-            k: normalizer.text(v, durations=k == "mlflow.note.content")
-            for k, v in sorted(tags.items())
-            if not ignored_tag(k)
-        },
+        "tags": {k: _tag_value(k, v, normalizer) for k, v in sorted(tags.items()) if not ignored_tag(k)},
         "metrics": {
             key: [[m.step, m.value] for m in sorted(client.get_metric_history(run.info.run_id, key), key=_point)]
             for key in sorted(run.data.metrics)
@@ -237,6 +245,26 @@ def _run_view(client: Any, run: Any, normalizer: Normalizer, traces: list[Any]) 
         "artifacts": _artifacts(client, run.info.run_id, normalizer),
         "traces": _trace_view(traces, normalizer),
     }
+
+
+def _tag_value(name: str, value: str, normalizer: Normalizer) -> str:
+    if name != DESCRIPTION_TAG:
+        return normalizer.text(value)
+    return _trace_rows_sorted(normalizer.text(value, durations=True))
+
+
+def _trace_rows_sorted(markdown: str) -> str:
+    """The description's table of pair links with its rows sorted: they come in the order of the compressed
+    episodes' trace timestamps, and a run's episodes run concurrently."""
+    lines, block = [], []
+    for line in [*markdown.splitlines(), ""]:
+        if line.startswith("|") and "/traces/" in line:
+            block.append(line)
+            continue
+        lines.extend(sorted(block))
+        block = []
+        lines.append(line)
+    return "\n".join(lines[:-1])
 
 
 def _point(metric: Any) -> tuple[int, float]:
@@ -399,9 +427,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("job_a", type=Path)
     parser.add_argument("job_b", type=Path)
     parser.add_argument("--out", type=Path, help="write the comparison as JSON")
+    parser.add_argument("--labels", nargs=2, metavar=("A", "B"), help="what each job is (its commit), kept in the JSON")
     parser.add_argument("--width", type=int, default=300, help="characters of a value printed per difference")
     args = parser.parse_args(argv)
-    result = {"a": str(args.job_a), "b": str(args.job_b), **compare(snapshot(args.job_a), snapshot(args.job_b))}
+    result: dict[str, Any] = {"a": str(args.job_a), "b": str(args.job_b)}
+    if args.labels:
+        result["labels"] = {"a": args.labels[0], "b": args.labels[1]}
+    result.update(compare(snapshot(args.job_a), snapshot(args.job_b)))
     print_result(result, args.width)
     if args.out is not None:
         args.out.parent.mkdir(parents=True, exist_ok=True)

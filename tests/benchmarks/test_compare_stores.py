@@ -107,3 +107,17 @@ def test_a_param_moved_with_its_value_is_one_rename_and_a_changed_one_stays_two(
     changed.append({"field": "params.optimize.selection.lam", "a": None, "b": "0.5"})
     rename = {"field": "params.optimize.rounds -> params.optimize.budget.rounds", "renamed": True, "value": "2"}
     assert bench.renamed(moved + changed) == [rename, *changed]
+
+
+def test_pair_link_rows_of_the_description_compare_in_any_order_and_other_lines_in_theirs(bench):
+    rows = [
+        "| a · seed | failed | [full](#/experiments/1/traces/<trace>) |",
+        "| b · seed | near miss | [full](#/experiments/1/traces/<trace>) |",
+    ]
+    text = "# Job\n| pair | kind | traces |\n|---|---|---|\n{}\n{}\nchosen: seed\nsecond line"
+    assert bench._trace_rows_sorted(text.format(*rows)) == bench._trace_rows_sorted(text.format(*reversed(rows)))
+    assert bench._trace_rows_sorted(text.format(*rows)).endswith("chosen: seed\nsecond line")
+    swapped = "# Job\nchosen: seed\n| pair | kind | traces |"
+    assert bench._trace_rows_sorted(swapped) != bench._trace_rows_sorted(
+        "chosen: seed\n# Job\n| pair | kind | traces |"
+    )
