@@ -92,9 +92,13 @@ def reviewed(tmp_path_factory, migrated_db):
         config.out_dir.mkdir(parents=True)
         shutil.copy(migrated_db, config.out_dir / "mlflow.db")
         command = "import sys\nfrom optimizer import cli\nsys.argv = ['acon', 'optimize', sys.argv[1]]\ncli.main()"
+        # MLflow's variables as a user would have them: none. Earlier tests of the session set MLflow's URI in
+        # this process (mlflow.set_tracking_uri writes MLFLOW_TRACKING_URI), which the job would log into.
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
         done = subprocess.run(
             [sys.executable, "-c", command, str(tmp / "job.toml")],
             cwd=ROOT,
+            env=env,
             capture_output=True,
             text=True,
             timeout=1200,
