@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -15,6 +16,13 @@ from optimizer.testing.scripted import scripted_models
 from optimizer.testing.stub_server import StubServer
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def env_without_mlflow() -> dict[str, str]:
+    """This process's environment without MLflow's variables, as a user's shell would have it: MLflow writes
+    MLFLOW_TRACKING_URI into the environment when a test sets its URI in process, and a job started in a
+    subprocess would log into that test's store."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
 
 
 def benchmark_module(name: str) -> Iterator[ModuleType]:

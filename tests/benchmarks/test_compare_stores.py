@@ -8,10 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from mlflow import MlflowClient
 
 from optimizer.tracking.mlflow_tracker import MlflowTracker
-from optimizer.tracking.store import job_store, sqlite_uri
+from optimizer.tracking.store import job_store
 from tests.conftest import benchmark_module
 from tests.tracking.conftest import make_episode, make_guideline
 
@@ -19,15 +18,6 @@ from tests.tracking.conftest import make_episode, make_guideline
 @pytest.fixture(scope="module")
 def bench():
     yield from benchmark_module("compare_stores")
-
-
-@pytest.fixture(scope="module")
-def template(tmp_path_factory) -> Path:
-    path = tmp_path_factory.mktemp("template") / "mlflow.db"
-    client = MlflowClient(tracking_uri=sqlite_uri(path), registry_uri=sqlite_uri(path))
-    client.search_experiments()
-    client.search_prompts()
-    return path
 
 
 def write_job(job: Path, template: Path, *, success: float, wall_s: float, extra: bool = False) -> Path:
@@ -54,12 +44,12 @@ def write_job(job: Path, template: Path, *, success: float, wall_s: float, extra
 
 
 @pytest.fixture(scope="module")
-def jobs(template, tmp_path_factory):
+def jobs(migrated_db, tmp_path_factory):
     root = tmp_path_factory.mktemp("jobs")
     return {
-        "a": write_job(root / "a", template, success=1.0, wall_s=12.0),
-        "a_again": write_job(root / "a_again", template, success=1.0, wall_s=31.0),
-        "b": write_job(root / "b", template, success=0.0, wall_s=12.0, extra=True),
+        "a": write_job(root / "a", migrated_db, success=1.0, wall_s=12.0),
+        "a_again": write_job(root / "a_again", migrated_db, success=1.0, wall_s=31.0),
+        "b": write_job(root / "b", migrated_db, success=0.0, wall_s=12.0, extra=True),
     }
 
 

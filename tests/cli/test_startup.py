@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, env_without_mlflow
 
 # Each takes from a tenth of a second (numpy) to most of one (openai, dspy) to import on 2 cores.
 HEAVY = ("openai", "dspy", "mlflow", "numpy", "datasets", "litellm", "langchain_core", "ray")
@@ -49,7 +48,7 @@ def _acon(tmp_path, *args: str) -> subprocess.CompletedProcess[str]:
     # MLflow's variables as a user would have them: none. In-process CLI tests before this one leave theirs
     # in this process (mlflow.set_tracking_uri sets MLFLOW_TRACKING_URI), which would send the run's tracking
     # to another test's store.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env = env_without_mlflow()
     env["PYTHONPATH"] = str(ROOT)
     command = [sys.executable, "-m", "optimizer", *args]
     return subprocess.run(command, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)

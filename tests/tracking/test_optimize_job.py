@@ -22,7 +22,7 @@ from optimizer.testing.scripted import scripted_models
 from optimizer.testing.stub_server import StubServer
 from optimizer.tracking import load_from_registry, resolve_uri, tracker_for
 from optimizer.tracking.parent_runs import ParentRuns
-from tests.conftest import ROOT
+from tests.conftest import ROOT, env_without_mlflow
 
 
 def job_config(tmp: Path, url: str, traces: str = "all") -> ExperimentConfig:
@@ -92,13 +92,10 @@ def reviewed(tmp_path_factory, migrated_db):
         config.out_dir.mkdir(parents=True)
         shutil.copy(migrated_db, config.out_dir / "mlflow.db")
         command = "import sys\nfrom optimizer import cli\nsys.argv = ['acon', 'optimize', sys.argv[1]]\ncli.main()"
-        # MLflow's variables as a user would have them: none. Earlier tests of the session set MLflow's URI in
-        # this process (mlflow.set_tracking_uri writes MLFLOW_TRACKING_URI), which the job would log into.
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
         done = subprocess.run(
             [sys.executable, "-c", command, str(tmp / "job.toml")],
             cwd=ROOT,
-            env=env,
+            env=env_without_mlflow(),
             capture_output=True,
             text=True,
             timeout=1200,
