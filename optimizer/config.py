@@ -175,6 +175,15 @@ class SelectionConfig(_Strict):
         "a confirmation is then the agent's behaviour on most seeds, not one draw.",
     )
     tier1_temperature: float = Field(0.3, ge=0, le=2, description="Sampling temperature of tier-1 repeats.")
+    confirm_peak_goal: float | None = Field(
+        None,
+        gt=0,
+        le=1,
+        description="With `confirm_top` of 2 or more, the last confirmation hedges: it goes to the candidate that "
+        "keeps the most (the highest tier-0 peak) while staying at most this share of full context's peak, with "
+        "success within the tolerance, of a move set the others lack. Tier 0 is most optimistic where guidelines "
+        "cut most, so the real agent is also asked about the mildest cut that still meets the goal. None: off.",
+    )
 
 
 class ReportConfig(_Strict):

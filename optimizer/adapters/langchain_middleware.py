@@ -14,7 +14,8 @@ that state, the agent's messages (LangChain objects, system prompt apart) go thr
 the compacted ones are sent, and the runtime's new state is written back beside the model's reply. The
 agent's messages keep the full conversation, exactly as the runtime expects. A tool message LangChain
 marked `status="error"` (the tool raised) is an error result. When the guideline clears recoverably the
-middleware registers the `recall` tool, answered from the thread's store.
+middleware registers the `recall` tool, answered from the thread's store and shown to the model once the
+conversation has cleared something behind a handle.
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ class AconMiddleware(AgentMiddleware):
             settings.strategy,
             retention=settings.retention,
             compressor=settings.compressor,
+            recall_tool=settings.recall_tool,
         )
         saved = state.get(STATE_KEY)
         if saved is not None:
@@ -82,13 +84,29 @@ class AconMiddleware(AgentMiddleware):
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
         runtime = self.runtime(request.state)
-        response = handler(request.override(messages=_compact(runtime, request.messages)))
+        response = handler(_compacted(runtime, request))
         return _with_state(response, runtime)
 
     async def awrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Any]) -> Any:
         runtime = self.runtime(request.state)
-        response = await handler(request.override(messages=_compact(runtime, request.messages)))
+        response = await handler(_compacted(runtime, request))
         return _with_state(response, runtime)
+
+
+def _compacted(runtime: ContextRuntime, request: ModelRequest) -> ModelRequest:
+    """The request with its messages compacted, and the `recall` tool this middleware registers left out until
+    the conversation has cleared something behind a handle (the runtime's `recall_tool`)."""
+    messages = _compact(runtime, request.messages)
+    if runtime.recall_offered:
+        return request.override(messages=messages)
+    tools = [t for t in request.tools if _tool_name(t) != RECALL_TOOL]
+    return request.override(messages=messages, tools=tools)
+
+
+def _tool_name(tool: Any) -> str | None:
+    if isinstance(tool, Mapping):  # a provider-format dict
+        return (tool.get("function") or {}).get("name") or tool.get("name")
+    return getattr(tool, "name", None)
 
 
 def _compact(runtime: ContextRuntime, messages: list[Any]) -> list[Any]:

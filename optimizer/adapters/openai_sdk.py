@@ -32,12 +32,13 @@ class _Completions:
         self._runtime = runtime
 
     def create(self, *, messages: Sequence[Any], tools: Sequence[Any] | None = None, **kwargs: Any) -> Any:
-        """`chat.completions.create` with `messages` compacted and `recall` added to `tools`."""
+        """`chat.completions.create` with `messages` compacted and `recall` added to `tools` once it is offered."""
+        # The compacted messages are plain dicts in the SDK's message shape, not its TypedDicts.
+        compacted = cast("list[ChatCompletionMessageParam]", self._runtime.compact(messages))
+        # After `compact`: its moves may have cleared the first result behind a handle, which offers `recall`.
         sent_tools = self._runtime.tools(tools)
         if sent_tools:
             kwargs["tools"] = sent_tools
-        # The compacted messages are plain dicts in the SDK's message shape, not its TypedDicts.
-        compacted = cast("list[ChatCompletionMessageParam]", self._runtime.compact(messages))
         return self._completions.create(messages=compacted, **kwargs)
 
     def __getattr__(self, name: str) -> Any:

@@ -109,22 +109,40 @@ class _LoopState:
 
 
 @dataclass(frozen=True)
-class _Turn:
-    """What stays the same through one user turn: the tools offered and the system prompt that lists them."""
+class _Listing:
+    """The tools offered at a request and the system prompt that lists them."""
 
-    index: int
     tools: list[ToolSpec]
     specs: Mapping[str, ToolSpec]
     system: str
     system_tokens: int | None
 
 
-def _open_turn(turn: int, agent: Agent, strategy: ContextStrategy, env, services: EpisodeServices) -> _Turn:
-    tools: list[ToolSpec] = list(env.tools(turn))
-    if strategy.offers_recall:
-        tools.append(RECALL_SPEC)
-    system = agent.system_prompt(tools)
-    return _Turn(turn, tools, {t.name: t for t in tools}, system, _system_tokens(agent, system, services))
+@dataclass
+class _Turn:
+    """One user turn: its tools, listed with `recall` once the runtime offers it (`ContextRuntime.recall_offered`)."""
+
+    index: int
+    agent: Agent
+    services: EpisodeServices
+    env_tools: list[ToolSpec]
+    _listings: dict[bool, _Listing] = dataclasses.field(default_factory=dict)
+
+    def listing(self, recall: bool) -> _Listing:
+        if recall not in self._listings:
+            tools = [*self.env_tools, RECALL_SPEC] if recall else list(self.env_tools)
+            system = self.agent.system_prompt(tools)
+            self._listings[recall] = _Listing(
+                tools, {t.name: t for t in tools}, system, _system_tokens(self.agent, system, self.services)
+            )
+        return self._listings[recall]
+
+    def system(self, recall: bool) -> str:
+        return self.listing(recall).system
+
+
+def _open_turn(turn: int, agent: Agent, env, services: EpisodeServices) -> _Turn:
+    return _Turn(turn, agent, services, list(env.tools(turn)))
 
 
 def _run_turn(
@@ -138,13 +156,13 @@ def _run_turn(
     state: _LoopState,
     started: float,
 ) -> str | None:
-    current = _open_turn(turn, agent, runtime.strategy, env, services)
+    current = _open_turn(turn, agent, env, services)
     malformed_in_a_row = 0
     for _ in range(task.max_steps_per_turn):
         if runtime.step >= services.max_total_steps:
             break
         step = runtime.step
-        action = _request(current, step, agent, runtime, episode, state, started)
+        action, listing = _request(current, step, agent, runtime, episode, state, started)
 
         if action.malformed is not None:
             malformed_in_a_row += 1
@@ -166,7 +184,7 @@ def _run_turn(
         entry = runtime.add_action(calls=action.calls)
         _record_entry(episode, entry, entry.content, step + 1)
         for call in action.calls:
-            _call_tool(call, current, step, env, runtime, episode, started)
+            _call_tool(call, current.index, listing.specs, step, env, runtime, episode, started)
     state.stopped = True
     state.reasons.append(f"turn {turn} hit the step limit ({task.max_steps_per_turn} per turn)")
     return None
@@ -180,9 +198,10 @@ def _request(
     episode: Episode,
     state: _LoopState,
     started: float,
-) -> AgentAction:
+) -> tuple[AgentAction, _Listing]:
     """One request: rebuilt from the history, sent to the agent, and recorded with what the moves did to it."""
     prepared = runtime.prepare(turn.system, native_tools=agent.native_tools())
+    listing = turn.listing(prepared.recall_offered)
     # The history moves ran for this request: they broke the cache if the request rewrote a sent prefix.
     episode.records.extend(
         _filed(episode, r, prepared.condense_started - started, prepared.condense_s, prepared.cache_break)
@@ -193,7 +212,7 @@ def _request(
     messages = prepared.messages
     step_started = time.perf_counter() - started
     action = agent.act(
-        AgentInput(messages=messages, tools=turn.tools, turn=turn.index, step=step, recall=_recaller(runtime.store))
+        AgentInput(messages=messages, tools=listing.tools, turn=turn.index, step=step, recall=_recaller(runtime.store))
     )
     request = [{"role": m["role"], "text": episode.store(_message_text(m))} for m in messages]
     record = StepRecord(
@@ -202,7 +221,7 @@ def _request(
         replayed=[episode.store(e.content) for e in prepared.replayed],
         budgeted=[episode.store(e.content) for e in prepared.budgeted],
         request=request,
-        input_tokens=_input_tokens(action, messages, request, turn.system_tokens, state.counted),
+        input_tokens=_input_tokens(action, messages, request, listing.system_tokens, state.counted),
         action=_action_dict(action),
         usage=action.usage.to_dict() if action.usage else None,
         latency_s=action.latency_s,
@@ -214,15 +233,23 @@ def _request(
     episode.steps.append(record)
     if action.usage is not None:
         episode.token_source = action.usage.source
-    return action
+    return action, listing
 
 
 def _call_tool(
-    call: ToolCall, turn: _Turn, step: int, env, runtime: ContextRuntime, episode: Episode, started: float
+    call: ToolCall,
+    turn: int,
+    specs: Mapping[str, ToolSpec],
+    step: int,
+    env,
+    runtime: ContextRuntime,
+    episode: Episode,
+    started: float,
 ) -> None:
-    """One tool call: executed, its result written into the history (the write moves run), and recorded."""
+    """One tool call (among the tools of the request that made it): executed, its result written into the history
+    (the write moves run), and recorded."""
     call_started = time.perf_counter()
-    output, spec = _execute(call, turn.specs, env, runtime, turn.index)
+    output, spec = _execute(call, specs, env, runtime, turn)
     call_latency = time.perf_counter() - call_started
     added = runtime.add_result(call, output, spec)
     for written_record in added.records:
@@ -231,7 +258,7 @@ def _call_tool(
     episode.tool_calls.append(
         ToolCallRecord(
             step=step,
-            turn=turn.index,
+            turn=turn,
             name=call.name,
             arguments=dict(call.arguments),
             signature=call.signature(),

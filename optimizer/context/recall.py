@@ -5,11 +5,18 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 from optimizer.context.history import Entry
 from optimizer.world.tool import ToolSpec
 
 RECALL_TOOL = "recall"
+
+# When a guideline that can clear recoverably lists `recall` among the agent's tools. `once_cleared`: from the
+# first request that shows a handle (before that the tool is of no use, and listing it is not free: with it
+# listed, the 1.5B local agent answered some tasks at step 0, before any compression, with invented values;
+# benchmarks/results/recall_listing.json). `always`: from the first request, as acon listed it before.
+RecallListing = Literal["once_cleared", "always"]
 
 RECALL_SPEC = ToolSpec(
     name=RECALL_TOOL,
@@ -62,6 +69,9 @@ class RecallStore:
 
     def __contains__(self, handle: str) -> bool:
         return handle in self._items
+
+    def __len__(self) -> int:
+        return len(self._items)
 
     def snapshot(self) -> StoreSnapshot:
         return StoreSnapshot(dict(self._items), dict(self._by_entry), self.recalls, self.recalled_tokens)

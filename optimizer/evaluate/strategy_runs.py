@@ -122,6 +122,7 @@ def plan_run(
         roles.get("compressor"),
         code,
         *_run_settings(config),
+        *_recall_listing(strategy),
     )
     directory = (base or config.out_dir / "runs") / f"{strategy.type}-{agent}-{split}-{key}"
     meta = {
@@ -148,6 +149,13 @@ def _run_settings(config: ExperimentConfig) -> list[dict[str, Any]]:
         if getattr(config.run, name) != type(config.run).model_fields[name].default
     }
     return [settings] if settings else []
+
+
+def _recall_listing(strategy: ContextStrategy) -> list[dict[str, Any]]:
+    """How the episodes list `recall`, for a strategy that offers it: the loop lists it once a result is cleared
+    behind a handle; runs recorded before, which listed it from the first request, keep their keys and are
+    never read back as these. Strategies that never offer it record the same episodes either way."""
+    return [{"recall_tool": "once_cleared"}] if strategy.offers_recall else []
 
 
 def code_version() -> dict[str, Any]:

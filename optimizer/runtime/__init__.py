@@ -4,7 +4,7 @@
 from optimizer.runtime import ContextRuntime
 runtime = ContextRuntime("guidelines/learned/quickstart.md", retention={"search_docs": "static"})
 request = runtime.compact(messages)            # the whole conversation, as the Chat API takes it
-tools = runtime.tools(my_tools)                # plus `recall` when the guideline clears recoverably
+tools = runtime.tools(my_tools)                # plus `recall` once a result was cleared behind a handle
 ```
 """
 

@@ -29,7 +29,7 @@ from optimizer.context.compressor import Compressor
 from optimizer.context.guideline import Guideline, read_guideline
 from optimizer.context.history import Entry, EntryKind, History
 from optimizer.context.moves.base import AnswerKey, StrategyContext
-from optimizer.context.recall import RECALL_SPEC, RECALL_TOOL, RecallStore
+from optimizer.context.recall import RECALL_SPEC, RECALL_TOOL, RecallListing, RecallStore
 from optimizer.context.record import CompressionRecord
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import ConfigError
@@ -58,6 +58,7 @@ class Prepared:
     condense_s: float
     cache_break: bool  # this request rewrote part of the previous one
     invalidated_tokens: int  # tokens of the previous request past the common prefix
+    recall_offered: bool = False  # the system prompt was built with `recall` among the tools
 
 
 @dataclass(frozen=True)
@@ -96,7 +97,8 @@ class ContextRuntime:
     leaves skills or write receipts unpinned is refused unless `allow_unpinned` (to study that failure; a
     `UserWarning` and `contract_override` then say so). Calls from several threads are run one at a time.
     `answer_key`: the task's reference solution, which only the tier-0 `oracle` reads (the agent loop passes
-    it to it alone).
+    it to it alone). `recall_tool`: when `recall` is offered to a guideline that clears recoverably,
+    `once_cleared` (from the first request that shows a handle: call `tools()` after `compact()`) or `always`.
     """
 
     def __init__(
@@ -109,8 +111,12 @@ class ContextRuntime:
         tracking_uri: str | None = None,
         answer_key: AnswerKey | None = None,
         allow_unpinned: bool = False,
+        recall_tool: RecallListing = "once_cleared",
     ) -> None:
         self.strategy = _strategy(guideline, tracking_uri, allow_unpinned)
+        if recall_tool not in ("once_cleared", "always"):
+            raise ConfigError(f"recall_tool must be 'once_cleared' or 'always', not {recall_tool!r}")
+        self.recall_tool: RecallListing = recall_tool
         # A strategy object was checked when it was built; its runner reports an override.
         self.contract_override: str | None = None
         if not isinstance(guideline, ContextStrategy):
@@ -132,6 +138,9 @@ class ContextRuntime:
         self._turn = 0
         self._action_step = 0  # the step of the latest action: its results are written under it
         self._previous_request: list[dict[str, Any]] | None = None
+        # Whether the previous request listed `recall` (not saved: a restored runtime takes the listing its store
+        # implies, so a state saved between the first clear and the next request counts no break for it).
+        self._recall_listed = False
         self._seen = SeenMessages()
         self._rendered = RenderMemo()
         # One conversation is one sequence of calls: two threads compacting it at once (an SDK client shared
@@ -151,13 +160,22 @@ class ContextRuntime:
 
     # -- the user's way in: OpenAI chat messages -------------------------------------------------------
 
+    @property
+    def recall_offered(self) -> bool:
+        """Whether the next request lists `recall`: the guideline clears recoverably and (unless `recall_tool` is
+        `always`) something has been cleared behind a handle. Once offered, it stays offered."""
+        if not self.strategy.offers_recall:
+            return False
+        return self.recall_tool == "always" or len(self.store) > 0
+
     def tools(self, tools: Sequence[Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
-        """OpenAI tool schemas to send: `tools` plus `recall` when the guideline can clear recoverably."""
+        """OpenAI tool schemas to send with the messages `compact` just returned: `tools`, plus `recall` once
+        the guideline has cleared something recoverably (see `recall_tool`)."""
         out = [dict(t) for t in tools or ()]
         names = {(t.get("function") or {}).get("name") for t in out}
         if RECALL_TOOL in names:
             raise ConfigError(f"a tool is already named {RECALL_TOOL!r}: the runtime's recall tool needs the name")
-        if self.strategy.offers_recall:
+        if self.recall_offered:
             out.append(RECALL_SPEC.openai_schema())
         return out
 
@@ -355,8 +373,11 @@ class ContextRuntime:
         return AddedResult(raw, entry, records, started, took)
 
     @_serialized
-    def prepare(self, system: str, *, native_tools: bool) -> Prepared:
-        """The next request: history moves (recorded as edits), replay, pre-send budget, rendering."""
+    def prepare(self, system: str | Callable[[bool], str], *, native_tools: bool) -> Prepared:
+        """The next request: history moves (recorded as edits), replay, pre-send budget, rendering.
+
+        `system` may be a function of whether `recall` is offered: the moves of this very request may clear the
+        first result behind a handle, and the system prompt that lists the tools is rendered after them."""
         prepared = self._prepare(system, native_tools=native_tools)
         # The memo's messages and views stay the runtime's: a caller may edit these.
         return dataclasses.replace(
@@ -366,7 +387,7 @@ class ContextRuntime:
             budgeted=list(prepared.budgeted),
         )
 
-    def _prepare(self, system: str, *, native_tools: bool) -> Prepared:
+    def _prepare(self, system: str | Callable[[bool], str], *, native_tools: bool) -> Prepared:
         """`prepare`, its messages and views the runtime's own (shared with the next request: never to be edited)."""
         step = self._step
         ctx = self._context(step)
@@ -381,17 +402,27 @@ class ContextRuntime:
         budgeted, budget_record = apply_budget(
             replayed, self.strategy.presend_budget(), self.store, step=step, strategy=self.strategy.type
         )
+        offered = self.recall_offered
+        listing_changed = self._previous_request is not None and offered != self._recall_listed
+        self._recall_listed = offered
         rendered = render_messages(
-            system, budgeted, native_tools=native_tools, memo=self._rendered, texts=self._seen.texts
+            system(offered) if callable(system) else system,
+            budgeted,
+            native_tools=native_tools,
+            memo=self._rendered,
+            texts=self._seen.texts,
         )
         previous = self._previous_request
         cache_break, invalidated = cache_break_of(previous, rendered, shared=self._rendered.shared_with(previous))
+        if listing_changed and previous is not None:
+            # The tools come before the messages in a provider's prompt: listing one more rebuilds all of it.
+            cache_break, invalidated = True, count_message_tokens(previous)
         self._previous_request = rendered
         self._count(records)
         self.stats.requests += 1
         self.stats.cache_breaks += int(cache_break)
         return Prepared(
-            step, rendered, replayed, budgeted, records, budget_record, started, took, cache_break, invalidated
+            step, rendered, replayed, budgeted, records, budget_record, started, took, cache_break, invalidated, offered
         )
 
     # -- state ------------------------------------------------------------------------------------------
@@ -434,6 +465,7 @@ class ContextRuntime:
         self.history, self.store, self.stats, self._seen = state.history, state.store, state.stats, state.seen
         self._step, self._turn, self._action_step = state.step, state.turn, state.action_step
         self._previous_request = state.previous_request
+        self._recall_listed = self.recall_offered
         self._rendered = RenderMemo()
         return self
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,6 +52,28 @@ def other_move_sets(ranked: Sequence[Candidate], have: Sequence[Candidate], coun
             extra.append(candidate)
             seen.add(signature)
     return extra
+
+
+def mildest_within(
+    order: Sequence[Candidate],
+    have: Sequence[Candidate],
+    screen: str,
+    peak_ceiling: float,
+    feasible: Callable[[Scores], bool],
+) -> Candidate | None:
+    """The candidate of `order` that keeps the most on `screen` (highest mean peak) while its peak stays at most
+    `peak_ceiling` and its success is `feasible`, of a move set none of `have` uses (None if there is none)."""
+    taken = {move_signature(c) for c in have}
+    pool = [
+        c
+        for c in order
+        if screen in c.screens
+        and move_signature(c)
+        and move_signature(c) not in taken
+        and c.screens[screen].peak_mean <= peak_ceiling
+        and feasible(c.screens[screen])
+    ]
+    return max(pool, key=lambda c: c.screens[screen].peak_mean, default=None)
 
 
 def move_signature(candidate: Candidate) -> tuple[tuple[str, str, tuple[str, ...]], ...]:

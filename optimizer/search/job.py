@@ -26,7 +26,14 @@ from optimizer.context.strategies.base import ContextStrategy
 from optimizer.evaluate.endpoints import ModelEndpoints
 from optimizer.evaluate.strategy_runs import RunResult, select_tasks, strategy_named
 from optimizer.search import accounting
-from optimizer.search.candidate import Candidate, distinct_moves, move_signature, other_move_sets, screened
+from optimizer.search.candidate import (
+    Candidate,
+    distinct_moves,
+    mildest_within,
+    move_signature,
+    other_move_sets,
+    screened,
+)
 from optimizer.search.evaluator import Evaluator, Progress
 from optimizer.search.events import (
     CandidateChosen,
@@ -199,6 +206,9 @@ class OptimizationJob:
         shortlist = list({c.version: c for c in shortlist}.values())
         if self._tier1_enabled():
             shortlist += other_move_sets(ranked, shortlist, self.options.selection.confirm_top)
+            mildest = self._mildest(ctx, ranked, shortlist, "train", ctx.none_train.scores)
+            if mildest is not None and mildest not in shortlist:
+                shortlist.append(mildest)
         if self.val:
             none_val = evaluator.evaluate(parse_strategy("none"), self.val, "val", agent).scores
             self.none_val = none_val
@@ -249,7 +259,7 @@ class OptimizationJob:
         confirmed: list[Candidate] = []
         # A guideline without moves is full context, which the real agent has just run.
         compressing = [c for c in order if move_signature(c)]
-        for candidate in distinct_moves(compressing, self.options.selection.confirm_top):
+        for candidate in self._to_confirm(ctx, compressing):
             if "confirm" not in candidate.screens:
                 if not ctx.agent_budget_left(runs):
                     self.log("tier-1 episode budget spent; remaining candidates stay unconfirmed")
@@ -281,6 +291,32 @@ class OptimizationJob:
         else:
             self.log("the tier-1 budget ran out before any candidate was confirmed; chosen: none")
         return full
+
+    def _to_confirm(self, ctx: SearchContext, order: Sequence[Candidate]) -> list[Candidate]:
+        """The candidates tier 1 confirms, in turn: the best of distinct move sets, the last of them replaced by
+        the mildest cut within the peak goal when one is set (see `confirm_peak_goal`)."""
+        picks = distinct_moves(order, self.options.selection.confirm_top)
+        if len(picks) < 2:
+            return picks
+        if self.val and self.none_val is not None:
+            mildest = self._mildest(ctx, order, picks[:-1], "val", self.none_val)
+        else:
+            mildest = self._mildest(ctx, order, picks[:-1], "train", ctx.none_train.scores)
+        if mildest is None or mildest in picks[:-1]:
+            return picks
+        self.log(  # often the candidate `distinct_moves` gave: said either way, so a reader knows why it was asked
+            f"tier 1 also asks about the mildest cut within the peak goal: {mildest.guideline.name}@{mildest.version}"
+            f" (peak {mildest.screens['val' if 'val' in mildest.screens else 'train'].peak_mean:,.0f})"
+        )
+        return [*picks[:-1], mildest]
+
+    def _mildest(
+        self, ctx: SearchContext, order: Sequence[Candidate], have: Sequence[Candidate], screen: str, none: Scores
+    ) -> Candidate | None:
+        goal = self.options.selection.confirm_peak_goal
+        if goal is None or self.options.selection.confirm_top < 2:
+            return None
+        return mildest_within(order, have, screen, goal * none.peak_mean, lambda s: ctx.feasible(s, none))
 
     def _confirm_tasks(self) -> tuple[list[Task], str]:
         """The tasks tier 1 confirms on, and their split: the first `confirm_limit` validation tasks (train without)."""

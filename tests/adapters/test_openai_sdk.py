@@ -63,13 +63,16 @@ def test_wrapped_client_sends_compacted_messages_and_the_recall_tool(stub):
             messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
     assert reply.content == f"Saw {len(DOC)} characters after recall."
     first, second, third = server.requests
-    assert [t["function"]["name"] for t in first["tools"]] == ["read_doc", "recall"]
+    # `recall` is listed from the first request that shows a handle (the doc offloaded at write time), not before.
+    assert [t["function"]["name"] for t in first["tools"]] == ["read_doc"]
+    assert [t["function"]["name"] for t in second["tools"]] == ["read_doc", "recall"]
     offloaded = second["messages"][-1]["content"]
     assert "recall(handle=" in offloaded and len(offloaded) < len(DOC) / 4  # the doc went behind a handle
     assert third["messages"][-1]["content"] == DOC  # the recall was answered from the runtime's store
     assert third["messages"][: len(second["messages"])] == second["messages"]  # the prefix stayed stable
     assert client.models is client._client.models  # everything else is the SDK client's own
-    assert runtime.stats.recalls == 1 and runtime.stats.cache_breaks == 0
+    # One break: the second request lists `recall`, and a provider's cached prefix starts with the tools.
+    assert runtime.stats.recalls == 1 and runtime.stats.cache_breaks == 1
 
 
 def test_responses_create_is_refused_in_one_line_not_passed_through_uncompacted():

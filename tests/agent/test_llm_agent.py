@@ -94,3 +94,28 @@ def test_an_empty_reply_is_an_infrastructure_error_not_an_answer(stub, native):
     task = load_suite("smoke").task("smoke-status")
     episode = run_episode(task, agent, parse_strategy("none"), EpisodeServices())
     assert episode.outcome == "infra_error" and episode.error.startswith("empty_reply:")
+
+
+def test_recall_is_offered_to_the_agent_once_a_result_is_cleared_behind_a_handle(stub):
+    from optimizer.context.guideline import Guideline
+    from optimizer.context.policy import RetentionPolicy
+    from optimizer.context.strategies import GuidelineStrategy
+
+    mask = {"move": "mask", "keep_last": 1, "keep_first": False, "recoverable": True}
+    policy = RetentionPolicy.model_validate({"history": [mask]})
+    strategy = GuidelineStrategy(guideline=Guideline(name="mask", policy=policy, history="-", observation="-"))
+    sheet, stock = action("get_product", sku="SKU-1708"), action("get_stock", sku="SKU-1708")
+    server = stub(scripted([sheet, stock, stock, action("finish", answer="Read.")]))
+    task = load_suite("reach_long").task("reach_long-restock-00")  # a product sheet is long enough to mask
+    episode = run_episode(task, agent_for(server.base_url), strategy, EpisodeServices())
+    assert episode.metrics.steps == 4 and not episode.error
+
+    def listed(request: dict) -> bool:
+        enum = request["response_format"]["json_schema"]["schema"]["properties"]["tool"]["enum"]
+        in_prompt = "- recall(" in request["messages"][0]["content"]
+        assert ("recall" in enum) == in_prompt  # the prompt and the grammar list the same tools
+        return in_prompt
+
+    # Requests 0 and 1 show every result as written; request 2 masks the product sheet behind a handle.
+    assert [listed(r) for r in server.requests] == [False, False, True, True]
+    assert 'recall(handle="h1")' in "".join(m["content"] for m in server.requests[2]["messages"])

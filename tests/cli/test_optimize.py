@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from tests.conftest import job_config
 
@@ -147,7 +148,7 @@ def test_mining_leaves_the_confirmation_its_episodes(run_cli, tmp_path, scripted
     assert [p for p in report["points"] if p["kind"] == "candidate" and p["confirm_success"] is not None]
 
 
-def confirming_job(run_cli, tmp_path, url: str, *, confirm_top: int, episodes: int):
+def confirming_job(run_cli, tmp_path, url: str, *, confirm_top: int, episodes: int, **selection):
     """A one-round job that confirms `confirm_top` candidates on one validation task; its config and stderr."""
     config = job_config(
         tmp_path,
@@ -157,7 +158,7 @@ def confirming_job(run_cli, tmp_path, url: str, *, confirm_top: int, episodes: i
         val_fraction=0.5,
         budget={"rounds": 1, "max_agent_episodes": episodes},
         acon={"llm_proposers": False},
-        selection={"confirm_top": confirm_top, "confirm_limit": 1},
+        selection={"confirm_top": confirm_top, "confirm_limit": 1, **selection},
     )
     code, _, err = run_cli("optimize", str(tmp_path / "job.toml"))
     assert code == 0, err
@@ -218,3 +219,29 @@ def test_a_tier1_budget_spent_before_any_confirmation_chooses_full_context(
     report = json.loads((config.out_dir / "report.json").read_text())
     assert report["chosen"]["origin"] == "baseline:none" and report["confirmation"]["verdict"] == "unconfirmed"
     assert "budget ran out before any candidate was confirmed" in (config.out_dir / "report.md").read_text()
+
+
+def test_the_last_confirmation_goes_to_the_mildest_cut_within_the_peak_goal(
+    run_cli, tmp_path, scripted_url, monkeypatch
+):
+    # Which candidate is the mildest is `mildest_within`'s (tests/search/test_confirmation.py); here, that the job
+    # asks it on the validation screens within the goal, and confirms what it names last.
+    import optimizer.search.job as job_module
+    from optimizer.search.candidate import mildest_within
+
+    asked = []
+
+    def spy(order, have, screen, peak_ceiling, feasible):
+        asked.append((screen, peak_ceiling))
+        return mildest_within(order, have, screen, float("inf"), lambda s: True)  # any other move set will do
+
+    monkeypatch.setattr(job_module, "mildest_within", spy)
+    config, err = confirming_job(run_cli, tmp_path, scripted_url, confirm_top=2, episodes=6, confirm_peak_goal=0.5)
+    hedge = re.search(r"mildest cut within the peak goal: (\S+)@(\w+) \(peak ([\d,]+)\)", err)
+    assert hedge, err
+    report = json.loads((config.out_dir / "report.json").read_text())
+    none_val = next(r for r in report["shortlist"] if r["name"] == "none")
+    # Asked first while shortlisting (on train), last when the confirmations are picked (on validation).
+    assert asked[0][0] == "train" and asked[-1] == ("val", 0.5 * none_val["peak_tokens_mean"])
+    confirmed = [c["version"] for c in report["confirmation"]["candidates"]]
+    assert len(confirmed) == 2 and hedge.group(2) in confirmed

@@ -116,3 +116,19 @@ def test_a_fixed_strategy_keeps_the_guideline_it_read(tmp_path, kind):
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**12))
     assert strategy.version() != before[0]  # unfixed, it follows the file
     assert (fixed.version(), fixed.texts().version, fixed.label()) == before
+
+
+def test_a_strategy_that_offers_recall_is_keyed_by_how_the_tool_is_listed(tmp_path, monkeypatch):
+    import optimizer.evaluate.strategy_runs as strategy_runs
+
+    config = smoke_config(tmp_path, {"agent": "llm"})
+    tasks = select_tasks(config, "all", None)
+    offering, none = parse_strategy("offload_preview"), parse_strategy("none")
+    assert offering.offers_recall and not none.offers_recall
+    listed_lazily = [plan_run(config, tasks, s, agent="llm", split="all").key for s in (offering, none)]
+    monkeypatch.setattr(strategy_runs, "_recall_listing", lambda strategy: [])
+    keyed_before = [plan_run(config, tasks, s, agent="llm", split="all").key for s in (offering, none)]
+    # Episodes recorded when `recall` was listed from the first request are not read back as today's ...
+    assert listed_lazily[0] != keyed_before[0]
+    # ... while a strategy that never offers it records the same episodes, and finds its stored ones again.
+    assert listed_lazily[1] == keyed_before[1]

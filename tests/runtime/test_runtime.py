@@ -328,3 +328,46 @@ def test_a_guideline_that_unpins_skills_is_refused_unless_allowed(stub):
     assert "skill" in runtime.contract_override
     # A valid guideline is as before: nothing to override, nothing reported.
     assert ContextRuntime(policy_guideline(), allow_unpinned=True).contract_override is None
+
+
+MASK_RECOVERABLY = {"history": [{"move": "mask", "keep_last": 1, "keep_first": False, "recoverable": True}]}
+
+
+def tool_names(schemas: list[dict]) -> list[str]:
+    return [t["function"]["name"] for t in schemas]
+
+
+def test_recall_is_listed_from_the_first_request_that_shows_a_handle():
+    runtime = ContextRuntime(policy_guideline(**MASK_RECOVERABLY), retention=RETENTION)
+    mine = [{"type": "function", "function": {"name": "read_doc", "parameters": {"type": "object"}}}]
+    messages = conversation(2)
+    runtime.compact(messages[:4])  # one doc read: nothing masked yet
+    assert runtime.recall_offered is False and tool_names(runtime.tools(mine)) == ["read_doc"]
+    sent = runtime.compact(messages[:6])  # the second read masks the first behind a handle
+    assert 'recall(handle="h1")' in texts(sent)
+    assert runtime.recall_offered is True and tool_names(runtime.tools(mine)) == ["read_doc", "recall"]
+
+
+def test_listing_recall_breaks_the_cache_even_when_no_message_changed():
+    # A write-time offload hides only the newest result: the messages sent before stay as they were, but the
+    # tools, which come first in a provider's prompt, gained `recall`.
+    runtime = ContextRuntime(policy_guideline(write=[{"move": "offload", "over": 200}]), retention=RETENTION)
+    small = [*conversation(0)[:2], *conversation(1)[2:4]]
+    small[-1] = {**small[-1], "content": "doc 0: one line"}
+    runtime.compact(small)
+    assert runtime.recall_offered is False and runtime.stats.cache_breaks == 0
+    grown = [*small, {"role": "assistant", "content": None, "tool_calls": [call("c1", "read_doc", n=1)]}]
+    grown.append({"role": "tool", "tool_call_id": "c1", "content": doc(1)})
+    sent = runtime.compact(grown)
+    assert 'recall(handle="h1")' in texts(sent) and runtime.recall_offered is True
+    assert runtime.stats.cache_breaks == 1
+
+
+def test_recall_tool_always_lists_it_from_the_start_and_a_bad_value_is_one_line():
+    always = ContextRuntime(policy_guideline(**MASK_RECOVERABLY), retention=RETENTION, recall_tool="always")
+    always.compact(conversation(2)[:4])
+    assert always.recall_offered is True and tool_names(always.tools()) == ["recall"]
+    full = ContextRuntime(policy_guideline(), retention=RETENTION, recall_tool="always")
+    assert full.recall_offered is False  # a guideline that never clears recoverably has nothing to recall
+    with pytest.raises(ConfigError, match="recall_tool must be 'once_cleared' or 'always'"):
+        ContextRuntime(policy_guideline(), recall_tool="sometimes")  # type: ignore[arg-type]

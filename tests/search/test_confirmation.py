@@ -4,7 +4,8 @@ gets the other."""
 from __future__ import annotations
 
 from optimizer.context.guideline import read_guideline
-from optimizer.search.candidate import Candidate, distinct_moves, move_signature, other_move_sets
+from optimizer.search.candidate import Candidate, distinct_moves, mildest_within, move_signature, other_move_sets
+from optimizer.search.scores import Scores, TaskScore
 from tests.conftest import ROOT
 
 SEED = read_guideline(ROOT / "guidelines" / "seed" / "seed.md")
@@ -46,3 +47,30 @@ def test_the_other_move_sets_come_from_the_whole_ranking_when_the_shortlist_is_a
     assert other_move_sets(ranked, [twin_a], 1) == []
     # Full context on the front is no move set of its own: the twins still get a different one beside them.
     assert other_move_sets(ranked, [twin_a, twin_b, full_context], 2) == [other]
+
+
+def scored(c: Candidate, screen: str, successes: list[bool], peak: int) -> Candidate:
+    c.screens[screen] = Scores(tuple(TaskScore(f"t{i}", ok, peak, 0, 0) for i, ok in enumerate(successes)))
+    return c
+
+
+def test_the_hedge_is_the_mildest_cut_within_the_peak_goal_of_another_move_set():
+    # Tier 0's best cuts deepest (twin_a); the hedge keeps the most while staying within the goal.
+    best = scored(candidate("best", [EXTRACT], [MASK]), "val", [True, True], 900)
+    mild = scored(candidate("mild", [], [{"move": "clear", "classes": ["static"]}]), "val", [True, True], 1_800)
+    milder = scored(
+        candidate("milder", [], [{"move": "clear", "classes": ["dynamic_state"]}]), "val", [True] * 2, 2_600
+    )
+    broken = scored(candidate("broken", [], [{"move": "clear", "classes": None}]), "val", [True, False], 1_900)
+    twin = scored(candidate("twin", [{**EXTRACT, "over": 900}], [MASK]), "val", [True, True], 1_950)
+    order = [best, mild, milder, broken, twin]
+
+    def feasible(s: Scores) -> bool:
+        return s.success >= 1.0
+
+    # Goal 0.5 of full context's 4,000: at most 2,000. `milder` is over it, `broken` loses a task, `twin` is the
+    # best's own move set: the mildest left is `mild`.
+    assert mildest_within(order, [best], "val", 0.5 * 4_000, feasible) is mild
+    assert mildest_within(order, [best], "val", 0.7 * 4_000, feasible) is milder
+    assert mildest_within(order, [best, mild], "val", 0.5 * 4_000, feasible) is None
+    assert mildest_within(order, [best], "train", 0.5 * 4_000, feasible) is None  # not screened there
