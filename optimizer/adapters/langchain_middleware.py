@@ -75,7 +75,6 @@ class AconMiddleware(AgentMiddleware):
             settings.strategy,
             retention=settings.retention,
             compressor=settings.compressor,
-            recall_tool=settings.recall_tool,
         )
         saved = state.get(STATE_KEY)
         if saved is not None:
@@ -95,7 +94,7 @@ class AconMiddleware(AgentMiddleware):
 
 def _compacted(runtime: ContextRuntime, request: ModelRequest) -> ModelRequest:
     """The request with its messages compacted, and the `recall` tool this middleware registers left out until
-    the conversation has cleared something behind a handle (the runtime's `recall_tool`)."""
+    the runtime offers it (`ContextRuntime.recall_offered`)."""
     messages = _compact(runtime, request.messages)
     if runtime.recall_offered:
         return request.override(messages=messages)

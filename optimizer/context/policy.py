@@ -24,6 +24,7 @@ from optimizer.context.moves import (
     WriteMoveConfig,
     Written,
 )
+from optimizer.context.recall import RecallListing
 from optimizer.context.record import CompressionRecord
 from optimizer.tokens import count_tokens
 from optimizer.world.retention import RetentionClass
@@ -52,12 +53,22 @@ class RetentionPolicy(BaseModel):
         "their edits, since the call is paid for. 0: every edit applies.",
     )
 
+    recall_tool: RecallListing = Field(
+        "once_cleared",
+        description="When the agent is offered `recall` (if a move clears recoverably): `once_cleared`, from the "
+        "first request that shows a handle; `always`, from the first request.",
+    )
+
     @model_serializer(mode="wrap")
-    def _omit_unset_batching(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Off, the knob is left out, so every guideline written before it keeps its file and content hash.
+    def _omit_defaults_added_later(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # At their defaults, knobs added after the format was fixed are left out, so every guideline written before
+        # them keeps its file and content hash. (A run of a guideline that lists `recall` only once cleared is keyed
+        # apart from runs recorded before, which listed it from the start: `strategy_runs._recall_listing`.)
         data: dict[str, Any] = handler(self)
         if self.batch_tokens == 0:
             data.pop("batch_tokens", None)
+        if self.recall_tool == "once_cleared":
+            data.pop("recall_tool", None)
         return data
 
     @model_validator(mode="before")

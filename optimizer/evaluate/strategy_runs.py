@@ -152,10 +152,13 @@ def _run_settings(config: ExperimentConfig) -> list[dict[str, Any]]:
 
 
 def _recall_listing(strategy: ContextStrategy) -> list[dict[str, Any]]:
-    """How the episodes list `recall`, for a strategy that offers it: the loop lists it once a result is cleared
-    behind a handle; runs recorded before, which listed it from the first request, keep their keys and are
-    never read back as these. Strategies that never offer it record the same episodes either way."""
-    return [{"recall_tool": "once_cleared"}] if strategy.offers_recall else []
+    """How the episodes list `recall`, for a strategy that offers it only once a result is cleared behind a
+    handle: runs recorded before that listing existed listed it from the first request, and are never read back
+    as these (their guideline's version is the same). Strategies that never offer it record the same episodes
+    either way, and `always` changes the guideline's version itself."""
+    if strategy.offers_recall and strategy.recall_tool == "once_cleared":
+        return [{"recall_tool": "once_cleared"}]
+    return []
 
 
 def code_version() -> dict[str, Any]:

@@ -29,7 +29,7 @@ from optimizer.context.compressor import Compressor
 from optimizer.context.guideline import Guideline, read_guideline
 from optimizer.context.history import Entry, EntryKind, History
 from optimizer.context.moves.base import AnswerKey, StrategyContext
-from optimizer.context.recall import RECALL_SPEC, RECALL_TOOL, RecallListing, RecallStore
+from optimizer.context.recall import RECALL_SPEC, RECALL_TOOL, RecallStore
 from optimizer.context.record import CompressionRecord
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import ConfigError
@@ -97,8 +97,8 @@ class ContextRuntime:
     leaves skills or write receipts unpinned is refused unless `allow_unpinned` (to study that failure; a
     `UserWarning` and `contract_override` then say so). Calls from several threads are run one at a time.
     `answer_key`: the task's reference solution, which only the tier-0 `oracle` reads (the agent loop passes
-    it to it alone). `recall_tool`: when `recall` is offered to a guideline that clears recoverably,
-    `once_cleared` (from the first request that shows a handle: call `tools()` after `compact()`) or `always`.
+    it to it alone). A guideline that clears recoverably offers `recall` from the first request that shows a
+    handle (call `tools()` after `compact()`), or from the first request if its policy says `recall_tool: always`.
     """
 
     def __init__(
@@ -111,12 +111,8 @@ class ContextRuntime:
         tracking_uri: str | None = None,
         answer_key: AnswerKey | None = None,
         allow_unpinned: bool = False,
-        recall_tool: RecallListing = "once_cleared",
     ) -> None:
         self.strategy = _strategy(guideline, tracking_uri, allow_unpinned)
-        if recall_tool not in ("once_cleared", "always"):
-            raise ConfigError(f"recall_tool must be 'once_cleared' or 'always', not {recall_tool!r}")
-        self.recall_tool: RecallListing = recall_tool
         # A strategy object was checked when it was built; its runner reports an override.
         self.contract_override: str | None = None
         if not isinstance(guideline, ContextStrategy):
@@ -162,15 +158,15 @@ class ContextRuntime:
 
     @property
     def recall_offered(self) -> bool:
-        """Whether the next request lists `recall`: the guideline clears recoverably and (unless `recall_tool` is
-        `always`) something has been cleared behind a handle. Once offered, it stays offered."""
+        """Whether the next request lists `recall`: the guideline clears recoverably and (unless its `recall_tool`
+        is `always`) something has been cleared behind a handle. Once offered, it stays offered."""
         if not self.strategy.offers_recall:
             return False
-        return self.recall_tool == "always" or len(self.store) > 0
+        return self.strategy.recall_tool == "always" or len(self.store) > 0
 
     def tools(self, tools: Sequence[Mapping[str, Any]] | None = None) -> list[dict[str, Any]]:
         """OpenAI tool schemas to send with the messages `compact` just returned: `tools`, plus `recall` once
-        the guideline has cleared something recoverably (see `recall_tool`)."""
+        the guideline has cleared something recoverably (see `recall_offered`)."""
         out = [dict(t) for t in tools or ()]
         names = {(t.get("function") or {}).get("name") for t in out}
         if RECALL_TOOL in names:

@@ -50,7 +50,8 @@ def test_a_recalled_result_is_not_cleared_again():
     assert result.visible_at_end("FACT-STATIC-77")
 
 
-def test_an_unknown_handle_is_an_error_result_not_a_crash():
+def _recall_h99(strategy) -> tuple[bool, str]:
+    """Three standard steps (nothing cleared yet), then a recall of a handle that does not exist."""
     script = (*STANDARD[:3],)
     task = make_task(script)
     replies = [json.dumps({"tool": item.tool, "arguments": dict(item.arguments)}) for item in script] + [
@@ -61,10 +62,25 @@ def test_an_unknown_handle_is_an_error_result_not_a_crash():
 
     with StubServer(scripted(replies)) as url:
         agent = LlmAgent(stub_client(url), native=False)
-        episode = run_episode(task, agent, ClearToolUses(), EpisodeServices())
+        episode = run_episode(task, agent, strategy, EpisodeServices())
     result = next(e for e in episode.entries if e.call and e.call.name == "recall")
-    assert result.is_error and "no stored content for handle 'h99'" in episode.text(result.text)
     assert episode.metrics.recalled_tokens == 0
+    return result.is_error, episode.text(result.text)
+
+
+def test_an_unknown_handle_is_an_error_result_not_a_crash():
+    from optimizer.context.guideline import Guideline
+    from optimizer.context.policy import RetentionPolicy
+    from optimizer.context.strategies import GuidelineStrategy
+
+    policy = ClearToolUses().policy().model_dump(mode="json")
+    listed = RetentionPolicy.model_validate({**policy, "recall_tool": "always", "pinned": ["skill", "write_receipt"]})
+    offered = GuidelineStrategy(guideline=Guideline(name="clear", policy=listed, history="-", observation="-"))
+    is_error, text = _recall_h99(offered)
+    assert is_error and "no stored content for handle 'h99'" in text
+    # Before anything is cleared the tool is not offered, and a call of it is an unknown tool's.
+    is_error, text = _recall_h99(ClearToolUses())
+    assert is_error and "unknown tool 'recall'" in text
 
 
 def _llm_episode(stub, *, recall: bool):

@@ -363,11 +363,17 @@ def test_listing_recall_breaks_the_cache_even_when_no_message_changed():
     assert runtime.stats.cache_breaks == 1
 
 
-def test_recall_tool_always_lists_it_from_the_start_and_a_bad_value_is_one_line():
-    always = ContextRuntime(policy_guideline(**MASK_RECOVERABLY), retention=RETENTION, recall_tool="always")
+def test_a_guideline_can_list_recall_from_the_start_and_keeps_its_old_version_when_it_does_not():
+    always = ContextRuntime(policy_guideline(**MASK_RECOVERABLY, recall_tool="always"), retention=RETENTION)
     always.compact(conversation(2)[:4])
     assert always.recall_offered is True and tool_names(always.tools()) == ["recall"]
-    full = ContextRuntime(policy_guideline(), retention=RETENTION, recall_tool="always")
+    full = ContextRuntime(policy_guideline(recall_tool="always"), retention=RETENTION)
     assert full.recall_offered is False  # a guideline that never clears recoverably has nothing to recall
-    with pytest.raises(ConfigError, match="recall_tool must be 'once_cleared' or 'always'"):
-        ContextRuntime(policy_guideline(), recall_tool="sometimes")  # type: ignore[arg-type]
+    # The default is left out of the policy, so guidelines written before the setting keep their content hash.
+    assert "recall_tool" not in RetentionPolicy(**MASK_RECOVERABLY).model_dump()
+    assert (
+        policy_guideline(**MASK_RECOVERABLY).version
+        != policy_guideline(**MASK_RECOVERABLY, recall_tool="always").version
+    )
+    with pytest.raises(ValueError, match="recall_tool"):
+        RetentionPolicy(recall_tool="sometimes")

@@ -31,6 +31,7 @@ from optimizer.context.moves.base import (
     step_groups,
 )
 from optimizer.context.policy import RetentionPolicy
+from optimizer.context.recall import RecallListing
 
 if TYPE_CHECKING:
     from optimizer.context.guideline import Guideline
@@ -76,6 +77,11 @@ class ContextStrategy(BaseModel, ABC):
     def offers_recall(self) -> bool:
         """Whether the agent gets the `recall` tool."""
         return self._policy.offers_recall
+
+    @property
+    def recall_tool(self) -> RecallListing:
+        """When the agent is offered `recall`, if it is (see `RetentionPolicy.recall_tool`)."""
+        return self._policy.recall_tool
 
     @property
     def uses_compressor(self) -> bool:
