@@ -4,9 +4,10 @@
         [--trigger 1500] [--keep 4] [--learn 6] [--split val|test] [--limit N] [--candidates 2]
         [--scripted] [--out benchmarks/results/summary_instructions_<suite>_<target>_<split>.json]
 
-Learning sees only the train split: its first `--learn` tasks, three in four to mine lost facts and one in
-four to choose on. The figure is on `--split`: `val` (train tasks the search did not use, for method
-work) or `test`, which is written once and never overwritten (`--split test` refuses an existing file).
+Learning sees only the train split (taken in turns from each task family): its first `--learn` tasks, three
+in four to mine lost facts and one in four to choose on. The figure is on `--split`: `val` (train tasks the
+search did not use, for method work) or `test`, which is written once and never overwritten (`--split test`
+refuses an existing file).
 Rows, all on the same tasks with the same summarizer model: `none`, the target's `default` (read from the
 installed package; Anthropic's is server-side, so its row is the stand-in with no instructions), the
 `seed` text, `seed+contract` (the code-appended rules alone: what the LLM lines must beat) and `learned`.
@@ -45,6 +46,7 @@ from optimizer.evaluate.strategy_runs import select_tasks  # noqa: E402
 from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.llm.cache import ResponseCache  # noqa: E402
 from optimizer.llm.client import ChatClient  # noqa: E402
+from optimizer.search.task_order import spread  # noqa: E402
 from optimizer.summary.anthropic_target import AnthropicCompaction  # noqa: E402
 from optimizer.summary.contract_text import with_contract  # noqa: E402
 from optimizer.summary.defaults import target_default  # noqa: E402
@@ -152,7 +154,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     config = load_experiment(args.config).with_overrides(tracking={"enabled": False})
-    train_all = select_tasks(config, "train", None)
+    # In turns from each task family: a suite listed family by family would otherwise learn on one family and
+    # report on another.
+    train_all = spread(select_tasks(config, "train", None))
     learn_tasks = train_all[: args.learn]
     mine = [t for i, t in enumerate(learn_tasks) if i % 4 != 3]
     choose = [t for i, t in enumerate(learn_tasks) if i % 4 == 3] or mine[-1:]
