@@ -66,15 +66,15 @@ def run_as_written(code: str, url: str, report: str) -> tuple[str, dict]:
     return printed.strip(), json.loads(result)
 
 
-# Not strict and not removed: on 2026-12-02 it failed 3 local runs and passed the next CI run (1 of 4), so
-# either marking would turn a coin flip of the 1.5B model into a red build.
-@pytest.mark.xfail(
-    reason="flaky on the 1.5B model, passed 1 of 4 runs on 2026-12-02: in the others it read the doc, then "
-    "answered without its fact or with a sentence about recall; the LangChain example on the same model passes",
-    strict=False,
-)
 def test_the_runtime_example_on_the_local_model(endpoint):
-    printed, result = run_as_written(readme_block("runtime-example"), endpoint, RUNTIME_REPORT)
+    # With `recall` listed from the first request it passed 1 of 4 runs (2026-12-02); listed once the doc is
+    # offloaded, 5 of 5 (2026-12-04: benchmarks/results/runtime_example_probe.json, this test, a fresh clone). The
+    # model still varies at temperature 0 with the server's cache state, so it gets a second run, as the LangChain
+    # example does; garbage fails both.
+    for _ in range(2):
+        printed, result = run_as_written(readme_block("runtime-example"), endpoint, RUNTIME_REPORT)
+        if FACT in printed:
+            break
     messages = result["messages"]
     calls = [c["function"]["name"] for m in messages for c in m.get("tool_calls") or ()]
     assert "read_doc" in calls, messages  # a real tool call, read from the model's own reply
