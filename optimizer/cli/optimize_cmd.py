@@ -17,8 +17,8 @@ from optimizer.locking import exclusive
 
 if TYPE_CHECKING:
     from optimizer.config import ExperimentConfig
-    from optimizer.search.report_model import Report
-    from optimizer.search.summary_report import SummaryReport
+    from optimizer.report.model import Report
+    from optimizer.report.summary import SummaryReport
     from optimizer.tracking.outage import Guarded
 
 
@@ -67,7 +67,7 @@ def optimize(
 
 def verdict_lines(report: Report) -> list[str]:
     """One line per tier: its acceptance verdict and every check, as report.md words them."""
-    from optimizer.search.report_markdown import acceptance_lines
+    from optimizer.report.markdown import acceptance_lines
 
     return [f"acceptance {tier.tier}: {tier.verdict} — {'; '.join(tier.checks)}" for tier in acceptance_lines(report)]
 
@@ -175,7 +175,7 @@ TABLE_COLUMNS = tuple(SHORT_NAMES.get(column, column) for column in SHOWN_COLUMN
 
 
 def report_table(report: Report) -> Table:
-    from optimizer.search.report_markdown import ROW_COLUMNS, row_cells
+    from optimizer.report.markdown import ROW_COLUMNS, row_cells
 
     table = Table(
         title=f"Test split ({report.tasks['test']} tasks): chosen guideline vs every baseline and the oracle "

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from optimizer.evaluate.store import EpisodeStore
-from optimizer.search.report_model import Budget, Infrastructure
+from optimizer.report.model import Budget, Infrastructure
 
 
 def run_dirs(job_dir: Path) -> list[Path]:

@@ -8,7 +8,7 @@ from typing import Any
 
 from optimizer.context.guideline import Guideline
 from optimizer.context.strategies import GuidelineStrategy
-from optimizer.search.scores import Scores
+from optimizer.evaluate.scores import Scores
 
 # Where a candidate was screened. `train`: the tasks pairs are mined from; `subset`: the part of them an
 # LLM-compressing candidate is screened on first; `val`: selection; `confirm`: tier 1 on validation tasks.

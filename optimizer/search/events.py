@@ -23,13 +23,13 @@ from typing import Any, ClassVar, Protocol
 
 from optimizer.agent.episode import Episode
 from optimizer.context.guideline import Guideline
+from optimizer.evaluate.scores import Scores
 from optimizer.evaluate.strategy_runs import RunResult
 from optimizer.mining.pair_diff import PairDiff
+from optimizer.report.front import Point
+from optimizer.report.model import Report, RoundSummary
 from optimizer.search.candidate import Candidate
-from optimizer.search.front import Point
-from optimizer.search.report_model import Report
-from optimizer.search.scores import Scores
-from optimizer.search.state import RoundSummary, SearchState
+from optimizer.search.state import SearchState
 from optimizer.world.task import Task
 
 

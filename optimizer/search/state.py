@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from optimizer.errors import AconError, ConfigError
 from optimizer.evaluate.runner import run_key
+from optimizer.report.model import RoundSummary
 from optimizer.search.candidate import Candidate
 from optimizer.storage import atomic_write_json, atomic_write_text
 
@@ -22,19 +23,6 @@ if TYPE_CHECKING:
 STATE_FORMAT = 2
 # Each search's checkpoint: a directory holding either belongs to a job that started.
 CHECKPOINTS = ("state.json", "summary_search.json")
-
-
-@dataclass
-class RoundSummary:
-    round: int
-    pairs: int
-    parents: list[str]
-    screened: list[str]  # versions screened this round
-    rejected: list[dict[str, str]]
-    best: str
-    improved: bool
-    provoked: str | None = None  # a candidate with lowered triggers screened to find failures
-    front: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass

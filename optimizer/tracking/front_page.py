@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from optimizer.search.report_markdown import acceptance_lines, headline
-from optimizer.search.report_model import Report
+from optimizer.report.markdown import acceptance_lines, headline
+from optimizer.report.model import Report
 
 MAX_CHARS = 8000  # MLflow's limit on a tag value; the description is the `mlflow.note.content` tag
 RESERVED = 200

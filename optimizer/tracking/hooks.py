@@ -26,6 +26,9 @@ from optimizer.agent.episode import Episode
 from optimizer.agent.kinds import AGENTS
 from optimizer.config import ExperimentConfig
 from optimizer.evaluate.strategy_runs import RunResult, episode_row
+from optimizer.report.file import report_json
+from optimizer.report.front import Point
+from optimizer.report.markdown import report_markdown
 from optimizer.search.events import (
     CandidateChosen,
     CandidateRef,
@@ -37,9 +40,6 @@ from optimizer.search.events import (
     RunEvaluated,
     SeedScreened,
 )
-from optimizer.search.front import Point
-from optimizer.search.report_file import report_json
-from optimizer.search.report_markdown import report_markdown
 from optimizer.tracking.base import Tracker
 from optimizer.tracking.front_page import VIEW_KEY, description, review_view
 from optimizer.tracking.opening import tracker_from_config

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from optimizer.config import ExperimentConfig
-    from optimizer.search.summary_report import SummaryReport, TextRow
+    from optimizer.report.summary import SummaryReport, TextRow
     from optimizer.tracking.base import Tracker
 
 ROW_METRICS = (

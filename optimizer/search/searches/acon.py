@@ -21,13 +21,13 @@ from typing import Literal
 from pydantic import Field
 
 from optimizer.context.moves.knobs import provoked
+from optimizer.report.front import improves_front
+from optimizer.report.model import RoundSummary
 from optimizer.search.candidate import Candidate, Proposal
 from optimizer.search.events import RoundMined
-from optimizer.search.front import improves_front
 from optimizer.search.proposers import DEFAULT_PROPOSERS, Proposer, ProposerConfig
 from optimizer.search.proposers.base import Pair, ProposalInput
 from optimizer.search.searches.base import Search, SearchContext, SearchResult
-from optimizer.search.state import RoundSummary
 from optimizer.search.validate import validate
 
 

@@ -21,9 +21,9 @@ from optimizer.agent.episode import Episode
 from optimizer.context.guideline import Guideline
 from optimizer.mining.diff_render import diff_markdown
 from optimizer.mining.pair_diff import diff_pair
+from optimizer.report.model import RoundSummary
 from optimizer.search.candidate import Candidate, screened
 from optimizer.search.searches.base import Search, SearchContext, SearchResult
-from optimizer.search.state import RoundSummary
 from optimizer.untrusted import UNTRUSTED_NOTICE, fence
 from optimizer.world.task import Task
 

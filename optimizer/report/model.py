@@ -8,14 +8,23 @@ row does not have are left out rather than written as null, as before.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
-from optimizer.search.front import Point
-from optimizer.search.lineage import Part
-from optimizer.search.report_checks import Acceptance, Interval, Paired, interval
-from optimizer.search.scores import Scores
-from optimizer.search.state import RoundSummary
+from optimizer.evaluate.scores import Scores
+from optimizer.report.checks import Acceptance, Interval, Paired, interval
+from optimizer.report.front import Point
+
+# What the reference agent (tier 0) does not model; every report repeats it next to tier-0 figures.
+TIER0_LIMITS = (
+    "whether a model notices a fact that is present but buried (position and length effects)",
+    "whether a model reads a summary correctly, or acts on a paraphrase of a rule",
+    "whether a model would recall a cleared result: the reference agent recalls whenever a placeholder "
+    "names the call the missing fact came from (the `never recalls` column is the other extreme)",
+    "values the task's reference does not mark as needed (literals the agent can take from the user's "
+    "words or from a tool's schema are never needs)",
+    "tool calls outside the reference solution (exploration, retries a model would make)",
+)
 
 
 @dataclass(frozen=True)
@@ -310,6 +319,21 @@ class Deterministic:
         return cls(data["version"], data["name"], data["same_as_chosen"], Figures.from_dict(data))
 
 
+@dataclass
+class RoundSummary:
+    """One search round as the search's state records it (`state.json`) and the report shows it."""
+
+    round: int
+    pairs: int
+    parents: list[str]
+    screened: list[str]  # versions screened this round
+    rejected: list[dict[str, str]]
+    best: str
+    improved: bool
+    provoked: str | None = None  # a candidate with lowered triggers screened to find failures
+    front: list[dict[str, Any]] = field(default_factory=list)
+
+
 @dataclass(frozen=True)
 class ReportRound:
     """One search round as the state recorded it, with how many screened candidates each proposer wrote."""
@@ -324,6 +348,20 @@ class ReportRound:
     def from_dict(cls, data: Mapping[str, Any]) -> ReportRound:
         summary = RoundSummary(**{k: v for k, v in data.items() if k != "origins"})
         return cls(summary, dict(data.get("origins") or {}))
+
+
+@dataclass(frozen=True)
+class Part:
+    """One change on the way from the chosen guideline's root to it, and who made it (`search.lineage.parts`)."""
+
+    change: str
+    origin: str
+    llm: bool
+    round: int
+    version: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 @dataclass(frozen=True)
@@ -363,7 +401,7 @@ class Report:
         return next((r for r in self.rows if r.strategy == strategy and r.tier == tier), None)
 
     def to_dict(self) -> dict[str, Any]:
-        """The body of `report.json` (without its schema version, which `report_file` adds)."""
+        """The body of `report.json` (without its schema version, which `report.file` adds)."""
         return {
             "experiment": self.experiment,
             "suite": self.suite,

@@ -14,10 +14,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from optimizer.evaluate.scores import Scores
 from optimizer.evaluate.stats import paired_bootstrap_diff, wilson_interval
-from optimizer.search.report import TIER0_LIMITS
-from optimizer.search.report_file import SUMMARY_KIND
-from optimizer.search.scores import Scores
+from optimizer.report.file import SUMMARY_KIND
+from optimizer.report.model import TIER0_LIMITS
 from optimizer.summary.screen import ScreenResult
 from optimizer.summary.search import SearchRecord
 

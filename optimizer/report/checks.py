@@ -1,6 +1,6 @@
 """The report's comparisons and verdicts: paired differences over common tasks, and each declared bar.
 
-Part of the typed report (`report_model`); each node carries its own codec, writing the keys `report.json`
+Part of the typed report (`report.model`); each node carries its own codec, writing the keys `report.json`
 has always had.
 """
 
