@@ -7,7 +7,7 @@ order `tests/test_import_layers.py` checks the source against (it reads it from 
     _offline
     optimizer
     errors
-    tokens, storage, locking, untrusted, registry, interrupts
+    tokens, storage, locking, untrusted, registry, interrupts, jsontypes
     llm, world
     tasks
     context
@@ -25,7 +25,7 @@ order `tests/test_import_layers.py` checks the source against (it reads it from 
 
 Why this order. At the bottom sit what every layer may need and that knows nothing of the domain: this
 file's version, errors, token counts, atomic files, locks, the untrusted-text fence, SIGTERM as a clean
-exit. `llm` (clients and endpoints) and `world` (tasks, tools, retention classes) are the two
+exit, JSON as a type. `llm` (clients and endpoints) and `world` (tasks, tools, retention classes) are the two
 vocabularies the rest speaks; `tasks` builds suites out of `world`'s types. `context` is the retention
 contract and its strategies, over a history of world entries. `runtime` applies one guideline to one
 live conversation (every stage of the contract, rendering included); the agent loop and the adapters

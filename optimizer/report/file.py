@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from optimizer.errors import ConfigError
+from optimizer.jsontypes import JSONObject
 from optimizer.report.model import Report
 from optimizer.storage import atomic_write_json
 
@@ -20,7 +20,7 @@ SCHEMA_VERSION = 1
 SUMMARY_KIND = "summary_instructions"
 
 
-def report_json(report: Report) -> dict[str, Any]:
+def report_json(report: Report) -> JSONObject:
     return {"schema_version": SCHEMA_VERSION, **report.to_dict()}
 
 

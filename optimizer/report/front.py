@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
+
+from optimizer.jsontypes import JSONObject, JSONRecord, integer, number, optional_number, text
 
 
 class Scored(Protocol):
@@ -43,8 +45,21 @@ class Point:
         # A baseline that ties a candidate stands for both (the candidate bought nothing), else the earliest.
         return (self.kind != "baseline", self.round)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: JSONRecord) -> Point:
+        return cls(
+            label=text(data["label"]),
+            version=text(data["version"]),
+            kind=text(data["kind"]),
+            success=number(data["success"]),
+            peak_tokens=number(data["peak_tokens"]),
+            round=integer(data.get("round", 0)),
+            confirm_success=optional_number(data.get("confirm_success")),
+            confirm_peak_tokens=optional_number(data.get("confirm_peak_tokens")),
+        )
 
 
 def dominates(a: Scored, b: Scored) -> bool:

@@ -9,9 +9,26 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any
 
 from optimizer.evaluate.scores import Scores
+from optimizer.jsontypes import (
+    JSON,
+    JSONObject,
+    JSONRecord,
+    dict_of,
+    dict_of_records,
+    flag,
+    integer,
+    list_of,
+    list_of_records,
+    number,
+    obj,
+    optional_integer,
+    optional_number,
+    optional_text,
+    record,
+    text,
+)
 from optimizer.report.checks import Acceptance, Interval, Paired, interval
 from optimizer.report.front import Point
 
@@ -49,19 +66,28 @@ class Figures:
     def of(cls, scores: Scores) -> Figures:
         return cls.from_dict(scores.headline())
 
-    def to_dict(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
+    def to_dict(self) -> JSONObject:
+        out: JSONObject = {f.name: getattr(self, f.name) for f in fields(self)}
         out["success_ci"], out["peak_tokens_ci"] = list(self.success_ci), list(self.peak_tokens_ci)
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Figures:
-        values = {f.name: data[f.name] for f in fields(cls)}
-        values["success_ci"], values["peak_tokens_ci"] = (
-            interval(data["success_ci"]),
-            interval(data["peak_tokens_ci"]),
+    def from_dict(cls, data: JSONRecord) -> Figures:
+        return cls(
+            tasks=integer(data["tasks"]),
+            success=number(data["success"]),
+            success_ci=interval(data["success_ci"]),
+            peak_tokens_mean=number(data["peak_tokens_mean"]),
+            peak_tokens_ci=interval(data["peak_tokens_ci"]),
+            peak_tokens_max=number(data["peak_tokens_max"]),
+            recall_calls=integer(data["recall_calls"]),
+            success_without_recall=number(data["success_without_recall"]),
+            compressor_tokens=integer(data["compressor_tokens"]),
+            compressor_calls=integer(data["compressor_calls"]),
+            blocking=integer(data["blocking"]),
+            cost_per_success=optional_number(data["cost_per_success"]),
+            facts_visible=optional_number(data["facts_visible"]),
         )
-        return cls(**values)
 
 
 # The run-summary figures a report row carries besides the headline (cost, cache, infrastructure).
@@ -85,8 +111,13 @@ class BothSolved:
     chosen_peak_mean: float | None
     peak_mean: float | None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"tasks": self.tasks, "chosen_peak_mean": self.chosen_peak_mean, "peak_mean": self.peak_mean}
+
+    @classmethod
+    def from_dict(cls, data: JSONRecord) -> BothSolved:
+        peaks = optional_number(data["chosen_peak_mean"]), optional_number(data["peak_mean"])
+        return cls(integer(data["tasks"]), *peaks)
 
 
 @dataclass(frozen=True)
@@ -96,8 +127,12 @@ class Behaviour:
     tasks: int
     success: float | None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"tasks": self.tasks, "success": self.success}
+
+    @classmethod
+    def from_dict(cls, data: JSONRecord) -> Behaviour:
+        return cls(integer(data["tasks"]), optional_number(data["success"]))
 
 
 @dataclass(frozen=True)
@@ -109,13 +144,13 @@ class ReportRow:
     tier: str  # reference | llm
     version: str | None
     figures: Figures
-    summary: Mapping[str, Any]  # SUMMARY_KEYS, as the evaluation's run summary had them
+    summary: Mapping[str, JSON]  # SUMMARY_KEYS, as the evaluation's run summary had them
     peak_vs_none: float | None = None
     both_solved: BothSolved | None = None
     behaviour: Behaviour | None = None  # tier-1 rows with a tier-0 row of the same strategy
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_dict(self) -> JSONObject:
+        out: JSONObject = {
             "strategy": self.strategy,
             "kind": self.kind,
             "tier": self.tier,
@@ -132,18 +167,18 @@ class ReportRow:
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ReportRow:
-        both, acted = data.get("both_solved"), data.get("behaviour")
+    def from_dict(cls, data: JSONRecord) -> ReportRow:
+        both, acted, summary = data.get("both_solved"), data.get("behaviour"), record(data["summary"])
         return cls(
-            strategy=data["strategy"],
-            kind=data["kind"],
-            tier=data["tier"],
-            version=data["version"],
+            strategy=text(data["strategy"]),
+            kind=text(data["kind"]),
+            tier=text(data["tier"]),
+            version=optional_text(data["version"]),
             figures=Figures.from_dict(data),
-            summary={k: data["summary"].get(k) for k in SUMMARY_KEYS},
-            peak_vs_none=data.get("peak_vs_none"),
-            both_solved=BothSolved(**both) if both is not None else None,
-            behaviour=Behaviour(**acted) if acted is not None else None,
+            summary={k: summary.get(k) for k in SUMMARY_KEYS},
+            peak_vs_none=optional_number(data.get("peak_vs_none")),
+            both_solved=BothSolved.from_dict(record(both)) if both is not None else None,
+            behaviour=Behaviour.from_dict(record(acted)) if acted is not None else None,
         )
 
     def seen_at_tier0(self, facts_visible: float | None, behaviour: Behaviour) -> ReportRow:
@@ -162,19 +197,19 @@ class ChosenGuideline:
     path: str | None = None
     row: ReportRow | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"version": self.version, "name": self.name, "origin": self.origin}
+    def to_dict(self) -> JSONObject:
+        out: JSONObject = {"version": self.version, "name": self.name, "origin": self.origin}
         out.update({k: v for k, v in (("round", self.round), ("path", self.path)) if v is not None})
         return {**out, **(self.row.to_dict() if self.row else {})}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ChosenGuideline:
+    def from_dict(cls, data: JSONRecord) -> ChosenGuideline:
         return cls(
-            version=data["version"],
-            name=data["name"],
-            origin=data["origin"],
-            round=data.get("round"),
-            path=data.get("path"),
+            version=text(data["version"]),
+            name=text(data["name"]),
+            origin=text(data["origin"]),
+            round=optional_integer(data.get("round")),
+            path=optional_text(data.get("path")),
             row=ReportRow.from_dict(data) if "strategy" in data else None,
         )
 
@@ -193,18 +228,29 @@ class Cut:
     best_success: float | None = None
     vs_best: float | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
+    def to_dict(self) -> JSONObject:
+        out: JSONObject = {f.name: getattr(self, f.name) for f in fields(self)}
         if self.best_baseline is None:
             for key in ("best_baseline", "best_peak", "best_success", "vs_best"):
                 del out[key]
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Cut | None:
+    def from_dict(cls, data: JSONRecord) -> Cut | None:
         # An empty cut: the report had no tier-0 row for the chosen guideline or `none`.
-        values: dict[str, Any] = {f.name: data.get(f.name) for f in fields(cls)}
-        return cls(**values) if data else None
+        if not data:
+            return None
+        return cls(
+            peak=number(data.get("peak")),
+            success=number(data.get("success")),
+            none_peak=number(data.get("none_peak")),
+            none_success=number(data.get("none_success")),
+            vs_none=optional_number(data.get("vs_none")),
+            best_baseline=optional_text(data.get("best_baseline")),
+            best_peak=optional_number(data.get("best_peak")),
+            best_success=optional_number(data.get("best_success")),
+            vs_best=optional_number(data.get("vs_best")),
+        )
 
 
 @dataclass(frozen=True)
@@ -216,8 +262,17 @@ class Budget:
     compressor_calls: int
     optimizer_tokens: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: JSONRecord) -> Budget:
+        return cls(
+            candidates=integer(data["candidates"]),
+            agent_episodes=integer(data["agent_episodes"]),
+            compressor_calls=integer(data["compressor_calls"]),
+            optimizer_tokens=integer(data["optimizer_tokens"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -233,15 +288,24 @@ class Infrastructure:
     failed_optimizer_calls: int
     refused_proposals: int
 
-    def to_dict(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
+    def to_dict(self) -> JSONObject:
+        out: JSONObject = {f.name: getattr(self, f.name) for f in fields(self)}
         out["errors_by_kind"] = dict(self.errors_by_kind)
         return out
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Infrastructure:
-        # Reports written before refused proposals were counted lack the key.
-        return cls(**{"refused_proposals": 0, **{f.name: data[f.name] for f in fields(cls) if f.name in data}})
+    def from_dict(cls, data: JSONRecord) -> Infrastructure:
+        return cls(
+            retried_calls=integer(data["retried_calls"]),
+            retries=integer(data["retries"]),
+            excluded_episodes=integer(data["excluded_episodes"]),
+            redone_episodes=integer(data["redone_episodes"]),
+            errors_by_kind=dict_of(data["errors_by_kind"], integer),
+            malformed_agent_replies=integer(data["malformed_agent_replies"]),
+            failed_optimizer_calls=integer(data["failed_optimizer_calls"]),
+            # Reports written before refused proposals were counted lack the key.
+            refused_proposals=integer(data.get("refused_proposals", 0)),
+        )
 
 
 @dataclass(frozen=True)
@@ -253,12 +317,12 @@ class ShortlistEntry:
     origin: str
     figures: Figures
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"version": self.version, "name": self.name, "origin": self.origin, **self.figures.to_dict()}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ShortlistEntry:
-        return cls(data["version"], data["name"], data["origin"], Figures.from_dict(data))
+    def from_dict(cls, data: JSONRecord) -> ShortlistEntry:
+        return cls(text(data["version"]), text(data["name"]), text(data["origin"]), Figures.from_dict(data))
 
 
 @dataclass(frozen=True)
@@ -272,7 +336,7 @@ class Confirmation:
     none: Figures
     candidates: tuple[ConfirmedCandidate, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "verdict": self.verdict,
             "none": self.none.to_dict(),
@@ -280,11 +344,11 @@ class Confirmation:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Confirmation:
+    def from_dict(cls, data: JSONRecord) -> Confirmation:
         return cls(
-            data["verdict"],
-            Figures.from_dict(data["none"]),
-            tuple(ConfirmedCandidate.from_dict(c) for c in data["candidates"]),
+            text(data["verdict"]),
+            Figures.from_dict(record(data["none"])),
+            tuple(list_of_records(data["candidates"], ConfirmedCandidate.from_dict)),
         )
 
 
@@ -293,12 +357,12 @@ class ConfirmedCandidate:
     entry: ShortlistEntry  # its figures are tier 1's
     rejected: str | None  # why tier 1 rejected it
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {**self.entry.to_dict(), "rejected": self.rejected}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ConfirmedCandidate:
-        return cls(ShortlistEntry.from_dict(data), data["rejected"])
+    def from_dict(cls, data: JSONRecord) -> ConfirmedCandidate:
+        return cls(ShortlistEntry.from_dict(data), optional_text(data["rejected"]))
 
 
 @dataclass(frozen=True)
@@ -310,13 +374,14 @@ class Deterministic:
     same_as_chosen: bool
     figures: Figures
 
-    def to_dict(self) -> dict[str, Any]:
-        head = {"version": self.version, "name": self.name, "same_as_chosen": self.same_as_chosen}
+    def to_dict(self) -> JSONObject:
+        head: JSONObject = {"version": self.version, "name": self.name, "same_as_chosen": self.same_as_chosen}
         return {**head, **self.figures.to_dict()}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Deterministic:
-        return cls(data["version"], data["name"], data["same_as_chosen"], Figures.from_dict(data))
+    def from_dict(cls, data: JSONRecord) -> Deterministic:
+        name, same = text(data["name"]), flag(data["same_as_chosen"])
+        return cls(text(data["version"]), name, same, Figures.from_dict(data))
 
 
 @dataclass
@@ -331,7 +396,21 @@ class RoundSummary:
     best: str
     improved: bool
     provoked: str | None = None  # a candidate with lowered triggers screened to find failures
-    front: list[dict[str, Any]] = field(default_factory=list)
+    front: list[JSONObject] = field(default_factory=list)  # the front after the round (`Point.to_dict`)
+
+    @classmethod
+    def from_dict(cls, data: JSONRecord) -> RoundSummary:
+        return cls(
+            round=integer(data["round"]),
+            pairs=integer(data["pairs"]),
+            parents=list_of(data["parents"], text),
+            screened=list_of(data["screened"], text),
+            rejected=list_of(data["rejected"], lambda r: dict_of(r, text)),
+            best=text(data["best"]),
+            improved=flag(data["improved"]),
+            provoked=optional_text(data.get("provoked")),
+            front=list_of(data.get("front", []), obj),
+        )
 
 
 @dataclass(frozen=True)
@@ -341,13 +420,12 @@ class ReportRound:
     summary: RoundSummary
     origins: Mapping[str, int]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {**self.summary.__dict__, "origins": dict(self.origins)}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ReportRound:
-        summary = RoundSummary(**{k: v for k, v in data.items() if k != "origins"})
-        return cls(summary, dict(data.get("origins") or {}))
+    def from_dict(cls, data: JSONRecord) -> ReportRound:
+        return cls(RoundSummary.from_dict(data), dict_of(data.get("origins") or {}, integer))
 
 
 @dataclass(frozen=True)
@@ -360,8 +438,13 @@ class Part:
     round: int
     version: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: JSONRecord) -> Part:
+        change, origin, llm = text(data["change"]), text(data["origin"]), flag(data["llm"])
+        return cls(change, origin, llm, integer(data["round"]), text(data["version"]))
 
 
 @dataclass(frozen=True)
@@ -400,7 +483,7 @@ class Report:
     def row(self, strategy: str, tier: str = "reference") -> ReportRow | None:
         return next((r for r in self.rows if r.strategy == strategy and r.tier == tier), None)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         """The body of `report.json` (without its schema version, which `report.file` adds)."""
         return {
             "experiment": self.experiment,
@@ -431,32 +514,32 @@ class Report:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Report:
+    def from_dict(cls, data: JSONRecord) -> Report:
         det, budget, infra = data["deterministic"], data["budget"], data["infrastructure"]
+        confirmation = data.get("confirmation")  # absent from reports written before tier 1 confirmed in them
         return cls(
-            experiment=data["experiment"],
-            suite=data["suite"],
-            tasks=dict(data["tasks"]),
-            chosen=ChosenGuideline.from_dict(data["chosen"]),
-            rows=tuple(ReportRow.from_dict(r) for r in data["rows"]),
-            best_baseline=data["best_baseline"],
-            paired={k: Paired.from_dict(p) for k, p in data["paired"].items()},
-            parts=tuple(Part(**p) for p in data["parts"]),
-            deterministic=Deterministic.from_dict(det) if det else None,
-            shortlist=tuple(ShortlistEntry.from_dict(s) for s in data["shortlist"]),
-            rounds=tuple(ReportRound.from_dict(r) for r in data["rounds"]),
-            stopped=data["stopped"],
-            pareto=tuple(Point(**p) for p in data["pareto"]),
-            points=tuple(Point(**p) for p in data["points"]),
-            budget=Budget(**budget) if budget else None,
-            infrastructure=Infrastructure.from_dict(infra) if infra else None,
-            tier0_limits=tuple(data["tier0_limits"]),
-            wall_s=data["wall_s"],
-            mlflow=dict(data["mlflow"]),
-            best_baseline_tier1=data["best_baseline_tier1"],
-            paired_tier1={k: Paired.from_dict(p) for k, p in data["paired_tier1"].items()},
-            acceptance=Acceptance.from_dict(data["acceptance"]),
-            cut=Cut.from_dict(data["cut"]),
-            # Absent from reports written before tier 1 confirmed in the report.
-            confirmation=Confirmation.from_dict(data["confirmation"]) if data.get("confirmation") else None,
+            experiment=text(data["experiment"]),
+            suite=text(data["suite"]),
+            tasks=dict_of(data["tasks"], integer),
+            chosen=ChosenGuideline.from_dict(record(data["chosen"])),
+            rows=tuple(list_of_records(data["rows"], ReportRow.from_dict)),
+            best_baseline=optional_text(data["best_baseline"]),
+            paired=dict_of_records(data["paired"], Paired.from_dict),
+            parts=tuple(list_of_records(data["parts"], Part.from_dict)),
+            deterministic=Deterministic.from_dict(record(det)) if det else None,
+            shortlist=tuple(list_of_records(data["shortlist"], ShortlistEntry.from_dict)),
+            rounds=tuple(list_of_records(data["rounds"], ReportRound.from_dict)),
+            stopped=text(data["stopped"]),
+            pareto=tuple(list_of_records(data["pareto"], Point.from_dict)),
+            points=tuple(list_of_records(data["points"], Point.from_dict)),
+            budget=Budget.from_dict(record(budget)) if budget else None,
+            infrastructure=Infrastructure.from_dict(record(infra)) if infra else None,
+            tier0_limits=tuple(list_of(data["tier0_limits"], text)),
+            wall_s=optional_number(data["wall_s"]),
+            mlflow=dict_of(data["mlflow"], text),
+            best_baseline_tier1=optional_text(data["best_baseline_tier1"]),
+            paired_tier1=dict_of_records(data["paired_tier1"], Paired.from_dict),
+            acceptance=Acceptance.from_dict(record(data["acceptance"])),
+            cut=Cut.from_dict(record(data["cut"])),
+            confirmation=Confirmation.from_dict(record(confirmation)) if confirmation else None,
         )

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
+from optimizer.jsontypes import JSONObject
 from optimizer.report.markdown import acceptance_lines, headline
 from optimizer.report.model import Report
 
@@ -52,7 +53,7 @@ VIEW_COLUMNS = (
 )
 
 
-def review_view(run_id: str) -> dict[str, object]:
+def review_view(run_id: str) -> JSONObject:
     """The shared view state: those columns, the job's run expanded."""
     return {"selectedColumns": [f"metrics.`{name}`" for name in VIEW_COLUMNS], "runsExpanded": {run_id: True}}
 
