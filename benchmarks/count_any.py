@@ -13,9 +13,9 @@ Counted per package, from the source as git stores it at each commit (the workin
 - *dict[str, Any]* and *Mapping[str, Any]*: occurrences in the source text, private code and variables included.
 
 The packages are those the search's code lived in before and after it was split: `optimizer/search`,
-`optimizer/tracking`, `optimizer/report` (the report and the front, out of `search`), and the modules moved out
-of `search` to another package (`optimizer/evaluate/scores.py`), so one commit's count covers the same code as
-another's.
+`optimizer/tracking`, `optimizer/report` (the report and the front, out of `search`), the module moved out of
+`search` to another package (`optimizer/evaluate/scores.py`), so one commit's count covers the same code as
+another's, and the JSON types the codecs use since (`optimizer/jsontypes.py`).
 """
 
 from __future__ import annotations
@@ -35,7 +35,13 @@ sys.path.insert(0, str(ROOT))
 
 from optimizer.interrupts import run_main  # noqa: E402
 
-PACKAGES = ("optimizer/search", "optimizer/tracking", "optimizer/report", "optimizer/evaluate/scores.py")
+PACKAGES = (
+    "optimizer/search",
+    "optimizer/tracking",
+    "optimizer/report",
+    "optimizer/evaluate/scores.py",
+    "optimizer/jsontypes.py",
+)
 BEFORE = "e98cbd9"  # the last commit before the work of issue 29
 CODECS = frozenset({"to_dict", "from_dict", "read_event", "read_json", "write_json"})
 DICT_ANY = re.compile(r"\bdict\[str,\s*Any\]")
