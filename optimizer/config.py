@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from optimizer.agent.kinds import AGENTS
 from optimizer.context.moves import HistoryMoveConfig, WriteMoveConfig
+from optimizer.context.recall import RecallListing
 from optimizer.context.strategies import DETERMINISTIC, NoCompression, StrategyConfig
 from optimizer.errors import ConfigError
 from optimizer.evaluate.executors import ExecutorConfig, LocalExecutor
@@ -273,6 +274,12 @@ class OptimizeSettings(_Strict):
     )
     test_limit: int | None = Field(None, gt=0, description="Test tasks in the final report.")
     screen_agent: str = Field("reference", description="Agent (tier) used to screen candidates.")
+    recall_tool: RecallListing | None = Field(
+        None,
+        description="How every guideline the job screens lists `recall` (set on the seed and the baselines; their "
+        "children inherit it): `never` for an agent that does not recall (`run.recall_probability = 0`), where "
+        "a tool it cannot use only distracts it. None: each keeps its own (the seed's; `once_cleared` by default).",
+    )
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     selection: SelectionConfig = Field(default_factory=SelectionConfig)
     report: ReportConfig = Field(default_factory=ReportConfig)

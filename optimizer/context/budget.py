@@ -41,7 +41,7 @@ def apply_budget(
             break
         entry = out[index]
         handle = store.put(entry)
-        text = placeholder(entry, handle, reason="cut for budget")
+        text = placeholder(entry, handle, reason="cut for budget", advertised=store.advertised)
         tokens = count_tokens(text)
         if tokens >= entry.tokens:
             continue

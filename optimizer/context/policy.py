@@ -56,7 +56,8 @@ class RetentionPolicy(BaseModel):
     recall_tool: RecallListing = Field(
         "once_cleared",
         description="When the agent is offered `recall` (if a move clears recoverably): `once_cleared`, from the "
-        "first request that shows a handle; `always`, from the first request.",
+        "first request that shows a handle; `always`, from the first request; `never`, not at all (placeholders "
+        "then carry no handle).",
     )
 
     @model_serializer(mode="wrap")
@@ -89,6 +90,10 @@ class RetentionPolicy(BaseModel):
 
     @property
     def offers_recall(self) -> bool:
+        """Whether the agent gets the `recall` tool at some point: a move keeps what it cuts retrievable, and the
+        guideline does not withhold the tool (`recall_tool: never`)."""
+        if self.recall_tool == "never":
+            return False
         return self.budget_tokens is not None or any(m.offers_recall for m in self.moves)
 
     @property

@@ -15,8 +15,11 @@ RECALL_TOOL = "recall"
 # When a guideline that can clear recoverably lists `recall` among the agent's tools. `once_cleared`: from the
 # first request that shows a handle (before that the tool is of no use, and listing it is not free: with it
 # listed, the 1.5B local agent answered some tasks at step 0, before any compression, with invented values;
-# benchmarks/results/recall_listing.json). `always`: from the first request, as acon listed it before.
-RecallListing = Literal["once_cleared", "always"]
+# benchmarks/results/recall_listing.json). `always`: from the first request, as acon listed it before. `never`:
+# not at all, and placeholders name what was cut without a handle to restore it (as SWE-agent's masking and
+# Anthropic's `clear_tool_uses` do): for an agent that does not recall, what is cut is gone either way, and a tool
+# it cannot use is a distraction.
+RecallListing = Literal["once_cleared", "always", "never"]
 
 RECALL_SPEC = ToolSpec(
     name=RECALL_TOOL,
@@ -42,12 +45,16 @@ class StoreSnapshot:
 
 @dataclass
 class RecallStore:
-    """Per-episode store. Handles are issued in order, so episodes replay deterministically."""
+    """Per-episode store. Handles are issued in order, so episodes replay deterministically.
+
+    `advertised`: whether placeholders tell the agent how to restore what they stand for (False when the
+    guideline never offers `recall`: the store still keeps the originals, for the records)."""
 
     _items: dict[str, Entry] = field(default_factory=dict)
     _by_entry: dict[int, str] = field(default_factory=dict)
     recalls: int = 0
     recalled_tokens: int = 0
+    advertised: bool = True
 
     def put(self, entry: Entry) -> str:
         if entry.id in self._by_entry:
@@ -82,21 +89,22 @@ class RecallStore:
         return cls(dict(snapshot.items), dict(snapshot.by_entry), snapshot.recalls, snapshot.recalled_tokens)
 
 
-def recall_note(entry: Entry, handle: str, reason: str, *, verb: str = "restore with") -> str:
-    """One line naming tool, arguments, call id, size and handle: what an agent needs to decide to recall."""
+def recall_note(entry: Entry, handle: str, reason: str, *, verb: str = "restore with", advertised: bool = True) -> str:
+    """One line naming tool, arguments, call id, size and handle: what an agent needs to decide to recall (without
+    the handle when recall is not offered)."""
     call = entry.call
     tool = call.name if call else "?"
     args = json.dumps(dict(call.arguments), ensure_ascii=False, sort_keys=True) if call else "{}"
     call_id = call.id if call else "?"
-    return (
-        f"[{reason}: result of {tool}({args}) call_id={call_id}, {entry.tokens} tokens; "
-        f'{verb} recall(handle="{handle}")]'
-    )
+    named = f"[{reason}: result of {tool}({args}) call_id={call_id}, {entry.tokens} tokens"
+    return f'{named}; {verb} recall(handle="{handle}")]' if advertised else f"{named}]"
 
 
-def placeholder(entry: Entry, handle: str, *, reason: str = "cleared", preview: str = "") -> str:
+def placeholder(
+    entry: Entry, handle: str, *, reason: str = "cleared", preview: str = "", advertised: bool = True
+) -> str:
     """Placeholder naming tool, arguments, call id and handle; must-keep lines survive verbatim."""
-    lines = [recall_note(entry, handle, reason)]
+    lines = [recall_note(entry, handle, reason, advertised=advertised)]
     if preview:
         lines.append(preview)
     for line in entry.must_keep:

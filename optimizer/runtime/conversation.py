@@ -98,7 +98,8 @@ class ContextRuntime:
     `UserWarning` and `contract_override` then say so). Calls from several threads are run one at a time.
     `answer_key`: the task's reference solution, which only the tier-0 `oracle` reads (the agent loop passes
     it to it alone). A guideline that clears recoverably offers `recall` from the first request that shows a
-    handle (call `tools()` after `compact()`), or from the first request if its policy says `recall_tool: always`.
+    handle (call `tools()` after `compact()`), from the first request if its policy says `recall_tool: always`, or
+    never with `recall_tool: never` (placeholders then name what was cut without a handle).
     """
 
     def __init__(
@@ -128,7 +129,7 @@ class ContextRuntime:
         self.retention = as_retention_map(retention)
         self.answer_key = answer_key or AnswerKey()
         self.history = History()
-        self.store = RecallStore()
+        self.store = RecallStore(advertised=self.strategy.recall_tool != "never")
         self.stats = RuntimeStats()
         self._step = 0
         self._turn = 0
@@ -459,6 +460,7 @@ class ContextRuntime:
         """Restore a state as `save` writes it, already parsed (a LangGraph thread's state holds one)."""
         state = read_state(data, source=source, strategy_version=self.strategy.version())
         self.history, self.store, self.stats, self._seen = state.history, state.store, state.stats, state.seen
+        self.store.advertised = self.strategy.recall_tool != "never"
         self._step, self._turn, self._action_step = state.step, state.turn, state.action_step
         self._previous_request = state.previous_request
         self._recall_listed = self.recall_offered

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
-from optimizer.context.guideline import read_guideline
+from optimizer.context.guideline import Guideline, read_guideline
 from optimizer.context.strategies import parse_strategy
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.evaluate.endpoints import ModelEndpoints
@@ -109,7 +109,7 @@ class OptimizationJob:
             select_tasks(config, "train", self.options.train_limit), self.options.val_fraction, config.seed
         )
         self.test = select_tasks(config, "test", self.options.test_limit)
-        self._seed = read_guideline(config.guideline)
+        self._seed = self._listed(read_guideline(config.guideline))
         for name in (*self.options.warm_start, *self.options.report.final_strategies):
             strategy_named(config, name)  # an unknown baseline name fails here, not after the search
         self.dir = JobDir(config.out_dir)
@@ -185,9 +185,16 @@ class OptimizationJob:
         ctx.screen(Candidate(seed, "seed", 0))
         self._save()
 
+    def _listed(self, guideline: Guideline) -> Guideline:
+        """`guideline` with the job's recall listing, if it sets one (children inherit their parent's)."""
+        listing = self.options.recall_tool
+        if listing is None or guideline.policy.recall_tool == listing:
+            return guideline
+        return guideline.model_copy(update={"policy": guideline.policy.model_copy(update={"recall_tool": listing})})
+
     def _baseline(self, name: str) -> Candidate:
         strategy = strategy_named(self.config, name)
-        guideline = strategy.as_guideline(self._seed)
+        guideline = self._listed(strategy.as_guideline(self._seed))
         if not strategy.uses_compressor:
             # No model-free move can touch a skill or a receipt, so pinning them changes nothing here and
             # lets every child pass the validator (which requires the pins).

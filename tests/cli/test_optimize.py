@@ -245,3 +245,22 @@ def test_the_last_confirmation_goes_to_the_mildest_cut_within_the_peak_goal(
     assert asked[0][0] == "train" and asked[-1] == ("val", 0.5 * none_val["peak_tokens_mean"])
     confirmed = [c["version"] for c in report["confirmation"]["candidates"]]
     assert len(confirmed) == 2 and hedge.group(2) in confirmed
+
+
+def test_a_job_that_withholds_recall_screens_only_guidelines_that_withhold_it(run_cli, tmp_path, scripted_url):
+    from optimizer.context.guideline import Guideline
+
+    config = job_config(
+        tmp_path,
+        scripted_url,
+        train_limit=3,
+        test_limit=1,
+        recall_tool="never",
+        budget={"rounds": 1},
+        acon={"llm_proposers": False},
+    )
+    code, _, err = run_cli("optimize", str(tmp_path / "job.toml"))
+    assert code == 0, err
+    state = json.loads((config.out_dir / "state.json").read_text())
+    listings = {Guideline.from_markdown(c["guideline"]).policy.recall_tool for c in state["candidates"].values()}
+    assert listings == {"never"} and len(state["candidates"]) > 3  # the seed, the baselines and their children

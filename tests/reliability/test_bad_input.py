@@ -436,3 +436,34 @@ def test_diff_json_to_a_directory(fails, job_copy, tmp_path):
     _, job = job_copy
     (tmp_path / "out").mkdir()
     fails("diff", str(job), "--json", str(tmp_path / "out"), says=("--json", "a directory"))
+
+
+# ---------------------------------------------------------------------------------------------- recall listing
+
+
+def _guideline_with(tmp_path, policy_line: str) -> Path:
+    seed = (ROOT / "guidelines" / "seed" / "seed.md").read_text()
+    path = tmp_path / "listed.md"
+    path.write_text(seed.replace("policy:\n", f"policy:\n  {policy_line}\n", 1))
+    return path
+
+
+@pytest.mark.parametrize("value", ["sometimes", "true", "[always]"])
+def test_export_of_a_guideline_with_an_unknown_recall_listing(fails, tmp_path, value):
+    path = _guideline_with(tmp_path, f"recall_tool: {value}")
+    fails("export", str(path), "--out", str(tmp_path / "out.md"), says=(str(path), "recall_tool"))
+    assert not (tmp_path / "out.md").exists()
+
+
+def test_run_of_a_guideline_with_an_unknown_recall_listing(fails, tmp_path):
+    guideline = _guideline_with(tmp_path, "recall_tool: sometimes")
+    path = config(tmp_path, BASE + f'[strategy]\ntype = "guideline"\nguideline = "{guideline}"\n')
+    fails("run", path, "--agent", "reference", says=(str(guideline), "recall_tool"))
+    assert not (tmp_path / "runs").exists()
+
+
+@pytest.mark.parametrize("goal", ["0", "1.5", '"half"'])
+def test_a_confirmation_peak_goal_outside_zero_to_one(fails, tmp_path, goal):
+    path = config(tmp_path, BASE + f"[optimize.selection]\nconfirm_top = 2\nconfirm_peak_goal = {goal}\n")
+    fails("optimize", path, says=("confirm_peak_goal",))
+    assert not (tmp_path / "runs").exists()

@@ -377,3 +377,21 @@ def test_a_guideline_can_list_recall_from_the_start_and_keeps_its_old_version_wh
     )
     with pytest.raises(ValueError, match="recall_tool"):
         RetentionPolicy(recall_tool="sometimes")
+
+
+def test_a_guideline_that_never_lists_recall_cuts_without_a_handle():
+    runtime = ContextRuntime(policy_guideline(**MASK_RECOVERABLY, recall_tool="never"), retention=RETENTION)
+    sent = runtime.compact(conversation(3)[:8])
+    masked = [m["content"] for m in sent if str(m.get("content", "")).startswith("[masked: result of read_doc")]
+    assert len(masked) == 2 and all("recall" not in text and "tokens]" in text for text in masked)
+    assert runtime.recall_offered is False and tool_names(runtime.tools()) == []
+    assert runtime.strategy.offers_recall is False
+
+
+def test_a_conversation_restored_under_never_still_cuts_without_a_handle(tmp_path):
+    guideline = policy_guideline(**MASK_RECOVERABLY, recall_tool="never")
+    first = ContextRuntime(guideline, retention=RETENTION)
+    first.compact(conversation(3)[:6])
+    later = ContextRuntime(guideline, retention=RETENTION).load(first.save(tmp_path / "state.json"))
+    sent = later.compact(conversation(3)[:8])
+    assert "recall" not in texts(sent) and "[masked: result of read_doc" in texts(sent)

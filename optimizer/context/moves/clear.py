@@ -60,7 +60,9 @@ class Clear(HistoryMove):
                 continue
             if not clearable(original, latest_ids=latest) or not self.applies_to(original.retention, pinned):
                 continue
-            candidate = history.replacement(entry_id, placeholder(original, ctx.store.peek(original)))
+            candidate = history.replacement(
+                entry_id, placeholder(original, ctx.store.peek(original), advertised=ctx.store.advertised)
+            )
             if candidate.tokens >= original.tokens:
                 continue  # a placeholder longer than the result saves nothing
             handle = ctx.store.put(original)

@@ -53,7 +53,8 @@ class Compress(WriteMove):
         handles: tuple[str, ...] = ()
         if self.recoverable:
             handle = ctx.store.peek(raw)
-            content = f"{recall_note(raw, handle, 'compressed')}\n{content}"
+            note = recall_note(raw, handle, "compressed", advertised=ctx.store.advertised)
+            content = f"{note}\n{content}"
         before = count_tokens(current)
         if count_tokens(content) >= before:
             content = current  # a "compression" that grew the result is not applied

@@ -57,7 +57,8 @@ def extracted(raw: Entry, content: str, history: History, ctx: StrategyContext, 
     if len(keep) == len(parsed.units):
         return None
     handle = ctx.store.peek(raw)
-    note = recall_note(raw, handle, f"extracted {len(keep)} of {len(parsed.units)} parts", verb="full result:")
+    reason = f"extracted {len(keep)} of {len(parsed.units)} parts"
+    note = recall_note(raw, handle, reason, verb="full result:", advertised=ctx.store.advertised)
     text = restore_must_keep(f"{note}\n{render(parsed, keep)}" if keep else note, [raw])
     return text if count_tokens(text) < count_tokens(content) else None
 

@@ -69,7 +69,10 @@ class Mask(HistoryMove):
             if self.keep_first and entry.id == first_result:
                 continue
             if self.recoverable:
-                edit = history.replacement(entry.id, placeholder(entry, ctx.store.peek(entry), reason="masked"))
+                edit = history.replacement(
+                    entry.id,
+                    placeholder(entry, ctx.store.peek(entry), reason="masked", advertised=ctx.store.advertised),
+                )
             else:
                 lines = entry.content.count("\n") + 1
                 edit = history.replacement(

@@ -52,7 +52,7 @@ class Offload(WriteMove):
         marker = preview.cut_marker(current, head, tail, self.name_cut)
         shown = f"{head}\n{marker}\n{tail}" if tail else head
         handle = ctx.store.put(raw)
-        content = placeholder(raw, handle, reason="offloaded", preview=shown)
+        content = placeholder(raw, handle, reason="offloaded", preview=shown, advertised=ctx.store.advertised)
         record = write_record(
             "offload",
             raw,

@@ -74,8 +74,10 @@ class Proposer(BaseModel, ABC):
 
 def derived(parent: Guideline, policy: RetentionPolicy, suffix: str, **updates: str) -> Guideline:
     """A child guideline named after its parent's root and the change; `updates`: its instruction texts
-    (`history`, `observation`) where they change too."""
+    (`history`, `observation`) where they change too. No proposer decides how recall is listed: a child lists it
+    as its parent does, also when the proposer built its policy afresh."""
     root = parent.name.split("+")[0]
+    policy = policy.model_copy(update={"recall_tool": parent.policy.recall_tool})
     return parent.model_copy(update={"policy": policy, "name": f"{root}+{suffix}", **updates})
 
 

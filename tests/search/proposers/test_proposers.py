@@ -283,3 +283,15 @@ def test_the_lineage_names_a_knob_the_dump_leaves_out_while_off():
         p for p in Tighten().propose(ProposalInput(Candidate(parent, "seed", 0), ())) if "distinct" in p.guideline.name
     ]
     assert "write extract: max_term_share 1.0 -> 0.5" in changes(parent, distinct.guideline)
+
+
+def test_a_child_lists_recall_as_its_parent_even_from_a_policy_built_afresh():
+    from optimizer.context.guideline import SEED_GUIDELINE, RetentionPolicy, read_guideline
+    from optimizer.search.proposers.base import derived
+
+    seed = read_guideline(SEED_GUIDELINE)
+    parent = seed.model_copy(update={"policy": seed.policy.model_copy(update={"recall_tool": "never"})})
+    fresh = RetentionPolicy(pinned=parent.policy.pinned, write=parent.policy.write, history=parent.policy.history)
+    assert fresh.recall_tool == "once_cleared"  # what extract_rules, patch and the LLM rewrite build
+    child = derived(parent, fresh, "rules")
+    assert child.policy.recall_tool == "never" and child.name == "seed+rules"
