@@ -38,11 +38,11 @@ from optimizer.config import ExperimentConfig, load_experiment  # noqa: E402
 from optimizer.context.guideline import Guideline, read_guideline  # noqa: E402
 from optimizer.context.strategies import DETERMINISTIC, GuidelineStrategy, parse_strategy  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
+from optimizer.evaluate.scores import Scores  # noqa: E402
 from optimizer.evaluate.strategy_runs import select_tasks  # noqa: E402
 from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.search.evaluator import Evaluator  # noqa: E402
 from optimizer.search.report import Row, best_baseline, paired  # noqa: E402
-from optimizer.search.scores import Scores  # noqa: E402
 
 CONFIGS = {
     "builtin": "experiments/builtin.toml",

@@ -27,9 +27,9 @@ sys.path.insert(0, str(ROOT))
 from optimizer import _offline  # noqa: E402,F401
 from optimizer.config import ExperimentConfig, load_experiment  # noqa: E402
 from optimizer.interrupts import run_main  # noqa: E402
+from optimizer.report.file import read_report  # noqa: E402
+from optimizer.report.model import ReportRow  # noqa: E402
 from optimizer.search.job import OptimizationJob  # noqa: E402
-from optimizer.search.report_file import read_report  # noqa: E402
-from optimizer.search.report_model import ReportRow  # noqa: E402
 from optimizer.search.searches import AconSearch  # noqa: E402
 
 VARIANTS: dict[str, dict[str, Any]] = {

@@ -7,7 +7,7 @@ order `tests/test_import_layers.py` checks the source against (it reads it from 
     _offline
     optimizer
     errors
-    tokens, storage, locking, untrusted, registry, interrupts
+    tokens, storage, locking, untrusted, registry, interrupts, jsontypes
     llm, world
     tasks
     context
@@ -16,6 +16,7 @@ order `tests/test_import_layers.py` checks the source against (it reads it from 
     summary
     evaluate
     mining
+    report
     search
     config
     tracking
@@ -24,7 +25,7 @@ order `tests/test_import_layers.py` checks the source against (it reads it from 
 
 Why this order. At the bottom sit what every layer may need and that knows nothing of the domain: this
 file's version, errors, token counts, atomic files, locks, the untrusted-text fence, SIGTERM as a clean
-exit. `llm` (clients and endpoints) and `world` (tasks, tools, retention classes) are the two
+exit, JSON as a type. `llm` (clients and endpoints) and `world` (tasks, tools, retention classes) are the two
 vocabularies the rest speaks; `tasks` builds suites out of `world`'s types. `context` is the retention
 contract and its strategies, over a history of world entries. `runtime` applies one guideline to one
 live conversation (every stage of the contract, rendering included); the agent loop and the adapters
@@ -32,13 +33,16 @@ live conversation (every stage of the contract, rendering included); the agent l
 instructions for the summarizers users already run (LangChain, Anthropic compaction): target strategies
 over `context`, screened through `runtime`, exported through `adapters`. `agent` owns the
 episode record, so what reads or replays episodes sits above it: `evaluate` runs episodes, scores them
-and holds the canary; `mining` pairs and diffs evaluated episodes; `search` proposes and selects
-guidelines from those diffs. `config` is the experiment file: its sections are the strategy, suite,
-executor and proposer unions from below, so it sits above all of them. `evaluate` and `search` receive
-an experiment config built by a caller above and name its type only under `if TYPE_CHECKING:` (the one
-kind of import the test exempts: it runs nothing). `tracking` records jobs (runs, candidates, fronts)
-into MLflow, `cli` wires everything to commands, and `testing` (stub servers, scripted agents) drives
-the CLI in tests.
+and holds the canary; `mining` pairs and diffs evaluated episodes. `report` is what a job found, as data:
+the Pareto front, the report tree with its checks, its Markdown and its `report.json`, the
+summary-instruction job's report; the search builds it and tracking logs it, so it sits below both.
+`search` proposes and selects guidelines from those diffs. `config` is the experiment file: its sections
+are the strategy, suite, executor and proposer unions from below, so it sits above all of them.
+`evaluate` and `search` receive an experiment config built by a caller above and name its type only under
+`if TYPE_CHECKING:` (the one kind of import the test exempts: it runs nothing). `tracking` records jobs
+(runs, candidates, fronts) into MLflow; of `search` it imports the job's events alone (`search/events.py`,
+and `search` nothing of it: the same test, `if TYPE_CHECKING:` included). `cli` wires everything to
+commands, and `testing` (stub servers, scripted agents) drives the CLI in tests.
 
 Within a layer, too, no modules import each other in a circle, lazily or not: a module imports a sibling
 by its own name, not through a package `__init__` that imports the module in turn (the same test; its

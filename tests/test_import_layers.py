@@ -3,6 +3,8 @@ import goes down the layer order declared at the top of `optimizer/__init__.py`,
 
 Every `import` statement counts, at module level and inside functions (a lazy import still runs
 against the order when it runs); only the body of `if TYPE_CHECKING:` is exempt, because it never runs.
+Between the search and tracking even that counts: of each other they may import only what `ACROSS` lists
+(tracking the search's events), because a type named across is a dependency all the same.
 
 Among modules, a function-level import that closes a circle only defers it to the first call, so it counts
 too. An import statement is an edge to each module whose names it reads: `import a.b` (with or without
@@ -26,6 +28,13 @@ import pytest
 from tests.conftest import ROOT
 
 PACKAGES = ("optimizer", "tasks")
+
+# Between the search and tracking, the modules one may import of the other, `if TYPE_CHECKING:` included: the
+# job publishes typed events and tracking subscribes; what both need besides (the report, the front) is `report`.
+ACROSS: dict[tuple[str, str], set[str]] = {
+    ("tracking", "search"): {"optimizer.search.events"},
+    ("search", "tracking"): set(),
+}
 
 # (importing file, imported layer) pairs allowed against the order (the test below fails while a listed
 # import is gone). None: suites register by entry point, so `world/suite.py` no longer imports `tasks`.
@@ -62,13 +71,14 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _import_nodes(tree: ast.AST) -> Iterable[ast.Import | ast.ImportFrom]:
+def _import_nodes(tree: ast.AST, *, type_checking: bool = False) -> Iterable[ast.Import | ast.ImportFrom]:
+    """Every import statement of `tree`; those under `if TYPE_CHECKING:` only when `type_checking` asks."""
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
         if isinstance(node, ast.Import | ast.ImportFrom):
             yield node
-        if isinstance(node, ast.If) and _is_type_checking(node.test):
+        if not type_checking and isinstance(node, ast.If) and _is_type_checking(node.test):
             stack.extend(node.orelse)
             continue
         stack.extend(ast.iter_child_nodes(node))
@@ -93,13 +103,15 @@ def _targets(node: ast.Import | ast.ImportFrom, here: list[str], is_package: boo
     return found
 
 
-def _statements(root: Path) -> Iterable[tuple[Path, list[str], ast.Import | ast.ImportFrom]]:
+def _statements(
+    root: Path, *, type_checking: bool = False
+) -> Iterable[tuple[Path, list[str], ast.Import | ast.ImportFrom]]:
     """Each import statement of the packages under `root`, with its file and that file's module name."""
     for package in PACKAGES:
         for path in sorted((root / package).rglob("*.py")):
             here = module_name(path, root)
             tree = ast.parse(path.read_text(), filename=str(path))
-            for node in sorted(_import_nodes(tree), key=lambda node: node.lineno):
+            for node in sorted(_import_nodes(tree, type_checking=type_checking), key=lambda node: node.lineno):
                 yield path, here, node
 
 
@@ -134,15 +146,26 @@ def _modules_read(node: ast.Import | ast.ImportFrom, here: list[str], is_package
     return [name for name in read if _is_module(name, root)]
 
 
-def module_imports(root: Path) -> list[Import]:
+def module_imports(root: Path, *, type_checking: bool = False) -> list[Import]:
     """Every import from one module of the packages under `root` to another, by module name."""
     found = []
-    for path, here, node in _statements(root):
+    for path, here, node in _statements(root, type_checking=type_checking):
         source = ".".join(here)
         for target in _modules_read(node, here, path.name == "__init__.py", root):
             if target != source:
                 found.append(Import(path.relative_to(root).as_posix(), node.lineno, source, target, target))
     return found
+
+
+def crossings(found: Iterable[Import], allowed: Mapping[tuple[str, str], set[str]]) -> list[str]:
+    """Imports from one unit of a pair in `allowed` into the other, of a module not listed for that pair."""
+    problems = []
+    for imp in found:
+        pair = (unit(imp.source.split(".")), unit(imp.target.split(".")))
+        if pair in allowed and imp.target not in allowed[pair]:
+            listed = ", ".join(sorted(allowed[pair])) or "nothing"
+            problems.append(f"{imp.where()}: {pair[0]} may import {listed} of {pair[1]}")
+    return problems
 
 
 def declared_layers(docstring: str) -> list[set[str]]:
@@ -236,6 +259,13 @@ def test_no_cycle_among_modules():
 
 def test_every_import_goes_down_the_declared_layers(graph, layers):
     problems = upward(checked(graph, ALLOWED), layers)
+    assert not problems, "\n".join(problems)
+
+
+def test_search_and_tracking_share_nothing_but_the_events():
+    found = module_imports(ROOT, type_checking=True)
+    assert any(imp.target == "optimizer.search.events" and imp.path.startswith("optimizer/tracking/") for imp in found)
+    problems = crossings(found, ACROSS)
     assert not problems, "\n".join(problems)
 
 
@@ -348,6 +378,31 @@ def test_type_checking_imports_are_exempt_and_nothing_else_is(tmp_path):
         "optimizer/low.py:8 imports optimizer.high",
         "optimizer/low.py:10 imports tasks",
     ]
+
+
+def test_an_import_across_search_and_tracking_is_reported_even_for_type_checking(tmp_path):
+    files = {
+        "optimizer/search/__init__.py": "",
+        "optimizer/search/events.py": "",
+        "optimizer/search/front.py": "",
+        "optimizer/tracking/__init__.py": "",
+        "optimizer/tracking/hooks.py": "from optimizer.search.events import RunEvaluated\n",
+        "optimizer/tracking/pareto.py": (
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from optimizer.search import front\n"
+        ),
+    }
+    found = module_imports(_tree(tmp_path, files), type_checking=True)
+    assert crossings(found, ACROSS) == [
+        "optimizer/tracking/pareto.py:3 imports optimizer.search: tracking may import optimizer.search.events of "
+        "search",
+        "optimizer/tracking/pareto.py:3 imports optimizer.search.front: tracking may import optimizer.search.events "
+        "of search",
+    ]
+    files["optimizer/search/job.py"] = "def publish():\n    import optimizer.tracking.hooks\n"
+    found = module_imports(_tree(tmp_path, files), type_checking=True)
+    assert crossings(found, ACROSS)[0] == (
+        "optimizer/search/job.py:2 imports optimizer.tracking.hooks: search may import nothing of tracking"
+    )
 
 
 def test_the_declared_layers_are_read_from_the_docstring():

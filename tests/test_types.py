@@ -1,5 +1,5 @@
 """Types are part of the build: mypy must pass on the package, as configured in pyproject.toml (a base level
-everywhere, `--strict`'s checks on `optimizer.context` and `optimizer.search`)."""
+everywhere, `--strict`'s checks on `optimizer.context`, `optimizer.report` and `optimizer.search`)."""
 
 from __future__ import annotations
 
@@ -23,14 +23,15 @@ def test_mypy_is_clean():
     assert result.returncode == 0, result.stdout[-5000:] + result.stderr[-2000:]
 
 
-def test_only_context_and_search_are_strict(tmp_path):
+def test_only_context_report_and_search_are_strict(tmp_path):
     """`strict = true` in a mypy override turns the strict flags on for every module; the config spells
     them out instead. An untyped function fails in the strict packages and passes elsewhere."""
-    for package in ("optimizer/context", "optimizer/search", "optimizer/llm"):
+    for package in ("optimizer/context", "optimizer/report", "optimizer/search", "optimizer/llm"):
         (tmp_path / package).mkdir(parents=True)
         (tmp_path / package / "__init__.py").write_text("")
         (tmp_path / package / "probe.py").write_text(UNTYPED)
     (tmp_path / "optimizer" / "__init__.py").write_text("")
     result = mypy("--cache-dir", str(tmp_path / "cache"), "optimizer", cwd=tmp_path)
     flagged = {line.split(":")[0] for line in result.stdout.splitlines() if "[no-untyped-def]" in line}
-    assert flagged == {"optimizer/context/probe.py", "optimizer/search/probe.py"}, result.stdout + result.stderr
+    strict = {"optimizer/context/probe.py", "optimizer/report/probe.py", "optimizer/search/probe.py"}
+    assert flagged == strict, result.stdout + result.stderr

@@ -17,14 +17,14 @@ from optimizer.storage import atomic_write_json, atomic_write_text, writable_fil
 
 if TYPE_CHECKING:
     from optimizer.adapters.native_export import NativeExport, NativeFormat
-    from optimizer.search.report_model import Figures
+    from optimizer.report.model import Figures
     from optimizer.summary.target_base import SummaryTarget
 
 
 def chosen_guideline(job_dir: Path) -> Guideline:
+    from optimizer.report.file import read_report
     from optimizer.search.job import tier1_rejection
     from optimizer.search.lineage import parts
-    from optimizer.search.report_file import read_report
     from optimizer.search.state import JobDir
 
     state = JobDir(job_dir).load_state()

@@ -17,8 +17,8 @@ from optimizer.locking import exclusive
 
 if TYPE_CHECKING:
     from optimizer.config import ExperimentConfig
-    from optimizer.search.report_model import Report
-    from optimizer.search.summary_report import SummaryReport
+    from optimizer.report.model import Report
+    from optimizer.report.summary import SummaryReport
     from optimizer.tracking.outage import Guarded
 
 
@@ -67,7 +67,7 @@ def optimize(
 
 def verdict_lines(report: Report) -> list[str]:
     """One line per tier: its acceptance verdict and every check, as report.md words them."""
-    from optimizer.search.report_markdown import acceptance_lines
+    from optimizer.report.markdown import acceptance_lines
 
     return [f"acceptance {tier.tier}: {tier.verdict} — {'; '.join(tier.checks)}" for tier in acceptance_lines(report)]
 
@@ -106,21 +106,20 @@ def target_table(report: SummaryReport) -> Table:
     for column in [*columns, "peak mean", *(["tier-1 success"] if tier1 else [])]:
         table.add_column(column, justify="left" if column in ("text", "version") else "right")
     for r in report.rows:
-        d = r.to_dict()
-        low, high = d["tier0_success_ci"]
-        per = d.get("facts_kept_per_summary")
+        low, high = r.tier0_ci
+        per = r.per_summary()
         cells = [
             r.name,
             r.version or "–",
-            f"{d['facts_kept']}/{d['facts_needed']}" if r.screen is not None else "–",
+            f"{r.screen.kept}/{r.screen.needed}" if r.screen is not None else "–",
             f"{per:.2f}" if per is not None else "–",
-            fmt(d["summary_tokens_mean"]) if r.screen is not None else "–",
-            f"{d['tier0_success']:.2f}",
+            fmt(r.screen.summary_tokens) if r.screen is not None else "–",
+            f"{r.tier0.success:.2f}",
             f"[{low:.2f}, {high:.2f}]",
-            fmt(d["peak_mean"]),
+            fmt(r.tier0.peak_mean),
         ]
         if tier1:
-            cells.append(f"{d['tier1_success']:.2f}" if r.tier1 is not None else "–")
+            cells.append(f"{r.tier1.success:.2f}" if r.tier1 is not None else "–")
         table.add_row(*cells)
     table.caption = (
         f"chosen {report.search.chosen} on {report.chosen_on} · default: {report.default_source} · "
@@ -175,7 +174,7 @@ TABLE_COLUMNS = tuple(SHORT_NAMES.get(column, column) for column in SHOWN_COLUMN
 
 
 def report_table(report: Report) -> Table:
-    from optimizer.search.report_markdown import ROW_COLUMNS, row_cells
+    from optimizer.report.markdown import ROW_COLUMNS, row_cells
 
     table = Table(
         title=f"Test split ({report.tasks['test']} tasks): chosen guideline vs every baseline and the oracle "

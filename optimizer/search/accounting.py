@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 from optimizer.evaluate.store import EpisodeStore
-from optimizer.search.report_model import Budget, Infrastructure
+from optimizer.jsontypes import JSON
+from optimizer.report.model import Budget, Infrastructure
 
 
 def run_dirs(job_dir: Path) -> list[Path]:
@@ -75,9 +75,9 @@ def infrastructure(job_dir: Path) -> Infrastructure:
     )
 
 
-def _json_list(path: Path) -> list[Any]:
+def _json_list(path: Path) -> list[JSON]:
     try:
-        data = json.loads(path.read_text())
+        data: JSON = json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):
         return []
     return data if isinstance(data, list) else []

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from optimizer.context.guideline import Guideline
 from optimizer.context.strategies import GuidelineStrategy
-from optimizer.search.scores import Scores
+from optimizer.evaluate.scores import Scores
+from optimizer.jsontypes import JSONObject, JSONRecord, dict_of_records, flag, integer, optional_text, text
 
 # Where a candidate was screened. `train`: the tasks pairs are mined from; `subset`: the part of them an
 # LLM-compressing candidate is screened on first; `val`: selection; `confirm`: tier 1 on validation tasks.
@@ -105,7 +105,7 @@ class Candidate:
     def uses_compressor(self) -> bool:
         return self.guideline.policy.uses_compressor
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "guideline": self.guideline.to_markdown(),
             "origin": self.origin,
@@ -118,16 +118,16 @@ class Candidate:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Candidate:
+    def from_dict(cls, data: JSONRecord) -> Candidate:
         return cls(
-            Guideline.from_markdown(data["guideline"], source="state"),
-            data["origin"],
-            int(data["round"]),
-            data.get("parent"),
-            data.get("rationale", ""),
-            bool(data.get("llm", False)),
-            data.get("rejected"),
-            {name: Scores.from_dict(s) for name, s in (data.get("screens") or {}).items()},
+            Guideline.from_markdown(text(data["guideline"]), source="state"),
+            text(data["origin"]),
+            integer(data["round"]),
+            optional_text(data.get("parent")),
+            text(data.get("rationale", "")),
+            flag(data.get("llm", False)),
+            optional_text(data.get("rejected")),
+            dict_of_records(data.get("screens") or {}, Scores.from_dict),
         )
 
 
@@ -145,7 +145,7 @@ class Proposal:
     # proposal was refused: only the first is a fault the infrastructure counts report.
     call_failed: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "origin": self.origin,
             "rationale": self.rationale,
@@ -157,14 +157,14 @@ class Proposal:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Proposal:
-        guideline = Guideline.from_markdown(data["guideline"], source="proposal") if data.get("guideline") else None
+    def from_dict(cls, data: JSONRecord) -> Proposal:
+        written = optional_text(data.get("guideline"))
         return cls(
-            data["origin"],
-            guideline,
-            data.get("rationale", ""),
-            data.get("error"),
-            int(data.get("optimizer_tokens", 0)),
-            bool(data.get("llm", False)),
-            bool(data.get("call_failed", False)),
+            text(data["origin"]),
+            Guideline.from_markdown(written, source="proposal") if written else None,
+            text(data.get("rationale", "")),
+            optional_text(data.get("error")),
+            integer(data.get("optimizer_tokens", 0)),
+            flag(data.get("llm", False)),
+            flag(data.get("call_failed", False)),
         )

@@ -17,8 +17,8 @@ from optimizer.agent.episode import Episode
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.evaluate.endpoints import ModelEndpoints
 from optimizer.evaluate.records import EpisodeRecords
+from optimizer.evaluate.scores import Scores
 from optimizer.evaluate.strategy_runs import RunResult, run_strategy
-from optimizer.search.scores import Scores
 from optimizer.world.task import Task
 
 if TYPE_CHECKING:

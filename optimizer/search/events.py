@@ -19,17 +19,32 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import ClassVar, Protocol
 
 from optimizer.agent.episode import Episode
 from optimizer.context.guideline import Guideline
+from optimizer.evaluate.scores import Scores
 from optimizer.evaluate.strategy_runs import RunResult
+from optimizer.jsontypes import (
+    JSON,
+    JSONObject,
+    JSONRecord,
+    dict_of,
+    flag,
+    integer,
+    list_of,
+    list_of_records,
+    number,
+    obj,
+    optional_text,
+    record,
+    text,
+)
 from optimizer.mining.pair_diff import PairDiff
+from optimizer.report.front import Point
+from optimizer.report.model import Report, RoundSummary
 from optimizer.search.candidate import Candidate
-from optimizer.search.front import Point
-from optimizer.search.report_model import Report
-from optimizer.search.scores import Scores
-from optimizer.search.state import RoundSummary, SearchState
+from optimizer.search.state import SearchState
 from optimizer.world.task import Task
 
 
@@ -51,6 +66,13 @@ class CandidateRef:
     def of(cls, candidate: Candidate) -> CandidateRef:
         return cls(candidate.version, candidate.guideline.name, candidate.origin, candidate.round)
 
+    def to_dict(self) -> JSONObject:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: JSONRecord) -> CandidateRef:
+        return cls(text(data["version"]), text(data["name"]), text(data["origin"]), integer(data["round"]))
+
 
 @dataclass(frozen=True)
 class RunEvaluated:
@@ -69,7 +91,7 @@ class RunEvaluated:
     def key(self) -> str:
         return f"{self.kind}:{self.result.directory.name}"
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> JSONObject:
         return {
             "type": self.kind,
             "directory": str(self.result.directory),
@@ -77,27 +99,33 @@ class RunEvaluated:
             "task_ids": list(self.result.episodes.task_ids),
             "agent": self.agent,
             "split": self.split,
-            "candidate": asdict(self.candidate) if self.candidate else None,
+            "candidate": self.candidate.to_dict() if self.candidate else None,
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], cost_model: str | None) -> RunEvaluated | None:
+    def from_dict(cls, data: JSONRecord, cost_model: str | None) -> RunEvaluated | None:
         """The evaluation read back from its run directory (summarized as the job does); None once it is gone."""
         from optimizer.context.strategies import parse_strategy
         from optimizer.evaluate.records import EpisodeRecords
         from optimizer.evaluate.store import EpisodeStore
         from optimizer.evaluate.strategy_runs import summarize
 
-        directory = Path(data["directory"])
+        directory = Path(text(data["directory"]))
         if not directory.is_dir():
             return None
         store = EpisodeStore(directory)
         offsets, summaries = store.index()
-        order = [t for t in data["task_ids"] if t in offsets]
+        order = [t for t in list_of(data["task_ids"], text) if t in offsets]
         records = EpisodeRecords(store.log, order, offsets, summaries)
-        result = RunResult(parse_strategy(data["strategy"]), directory, records, summarize(records, cost_model))
-        candidate = CandidateRef(**data["candidate"]) if data.get("candidate") else None
-        return cls(result, data["agent"], data["split"], candidate)
+        strategy = parse_strategy(obj(data["strategy"]))
+        result = RunResult(strategy, directory, records, summarize(records, cost_model))
+        candidate = data.get("candidate")
+        return cls(
+            result,
+            text(data["agent"]),
+            text(data["split"]),
+            CandidateRef.from_dict(record(candidate)) if candidate else None,
+        )
 
 
 @dataclass(frozen=True)
@@ -129,10 +157,10 @@ class CandidateScreened:
     def key(self) -> str:
         return f"{self.kind}:{self.candidate.version}"
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> JSONObject:
         return {
             "type": self.kind,
-            "candidate": asdict(self.candidate),
+            "candidate": self.candidate.to_dict(),
             "guideline": self.guideline.to_markdown(),
             "parent": self.parent,
             "parent_guideline": self.parent_guideline.to_markdown() if self.parent_guideline else None,
@@ -142,16 +170,16 @@ class CandidateScreened:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CandidateScreened:
-        parent = data["parent_guideline"]
+    def from_dict(cls, data: JSONRecord) -> CandidateScreened:
+        parent = optional_text(data["parent_guideline"])
         return cls(
-            CandidateRef(**data["candidate"]),
-            Guideline.from_markdown(data["guideline"], source="journal"),
-            data["parent"],
+            CandidateRef.from_dict(record(data["candidate"])),
+            Guideline.from_markdown(text(data["guideline"]), source="journal"),
+            optional_text(data["parent"]),
             Guideline.from_markdown(parent, source="journal") if parent else None,
-            data["rationale"],
-            data["rejected"],
-            dict(data["screen"]),
+            text(data["rationale"]),
+            optional_text(data["rejected"]),
+            dict_of(data["screen"], number),
         )
 
 
@@ -169,12 +197,12 @@ class RoundMined:
     def key(self) -> str:
         return f"{self.kind}:{self.round}"
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> JSONObject:
         return {"type": self.kind, "round": self.round, "diffs": [d.to_dict() for d in self.diffs]}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RoundMined:
-        return cls(int(data["round"]), tuple(PairDiff.from_dict(d) for d in data["diffs"]))
+    def from_dict(cls, data: JSONRecord) -> RoundMined:
+        return cls(integer(data["round"]), tuple(PairDiff.from_dict(d) for d in list_of(data["diffs"], obj)))
 
 
 @dataclass(frozen=True)
@@ -200,12 +228,13 @@ class SeedScreened:
     def key(self) -> str:
         return self.kind
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> JSONObject:
         return {**asdict(self), "type": self.kind}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> SeedScreened:
-        return cls(data["version"], data["split"], int(data["tasks"]), dict(data["screen"]))
+    def from_dict(cls, data: JSONRecord) -> SeedScreened:
+        screen = dict_of(data["screen"], number)
+        return cls(text(data["version"]), text(data["split"]), integer(data["tasks"]), screen)
 
 
 @dataclass(frozen=True)
@@ -238,21 +267,29 @@ class RoundClosed:
             rejected=len(summary.rejected),
             improved=bool(summary.improved),
             points=tuple(p for p in points if p.kind == "baseline" or p.round <= index),
-            front=tuple(Point(**p) for p in summary.front),
+            front=tuple(Point.from_dict(p) for p in summary.front),
         )
 
     @property
     def key(self) -> str:
         return f"{self.kind}:{self.round}"
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> JSONObject:
         return {**asdict(self), "type": self.kind}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> RoundClosed:
-        fields = {k: v for k, v in data.items() if k != "type"}
-        points = tuple(Point(**p) for p in data["points"])
-        return cls(**{**fields, "points": points, "front": tuple(Point(**p) for p in data["front"])})
+    def from_dict(cls, data: JSONRecord) -> RoundClosed:
+        return cls(
+            round=integer(data["round"]),
+            best=dict_of(data["best"], number),
+            pairs=integer(data["pairs"]),
+            pairs_total=integer(data["pairs_total"]),
+            candidates=integer(data["candidates"]),
+            rejected=integer(data["rejected"]),
+            improved=flag(data["improved"]),
+            points=tuple(list_of_records(data["points"], Point.from_dict)),
+            front=tuple(list_of_records(data["front"], Point.from_dict)),
+        )
 
 
 @dataclass(frozen=True)
@@ -277,25 +314,28 @@ class CandidateChosen:
     def key(self) -> str:
         return self.kind
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> JSONObject:
         return {
             "type": self.kind,
-            "chosen": asdict(self.chosen),
+            "chosen": self.chosen.to_dict(),
             "guideline": self.guideline.to_markdown(),
             "seed": self.seed.to_markdown(),
             "rejected": [{"guideline": r.guideline.to_markdown(), "reason": r.reason} for r in self.rejected],
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CandidateChosen:
-        def guideline(text: str) -> Guideline:
-            return Guideline.from_markdown(text, source="journal")
+    def from_dict(cls, data: JSONRecord) -> CandidateChosen:
+        def guideline(value: JSON) -> Guideline:
+            return Guideline.from_markdown(text(value), source="journal")
+
+        def rejection(entry: JSONRecord) -> Rejection:
+            return Rejection(guideline(entry["guideline"]), text(entry["reason"]))
 
         return cls(
-            CandidateRef(**data["chosen"]),
+            CandidateRef.from_dict(record(data["chosen"])),
             guideline(data["guideline"]),
             guideline(data["seed"]),
-            tuple(Rejection(guideline(r["guideline"]), r["reason"]) for r in data["rejected"]),
+            tuple(list_of_records(data["rejected"], rejection)),
         )
 
 
@@ -312,7 +352,7 @@ class ReportBuilt:
     def key(self) -> str:
         return self.kind
 
-    def to_dict(self) -> dict[str, object]:
+    def to_dict(self) -> JSONObject:
         return {
             "type": self.kind,
             "report": self.report.to_dict(),
@@ -321,14 +361,14 @@ class ReportBuilt:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> ReportBuilt:
-        guideline = Guideline.from_markdown(data["guideline"], source="journal")
-        return cls(Report.from_dict(data["report"]), int(data["round"]), guideline)
+    def from_dict(cls, data: JSONRecord) -> ReportBuilt:
+        guideline = Guideline.from_markdown(text(data["guideline"]), source="journal")
+        return cls(Report.from_dict(record(data["report"])), integer(data["round"]), guideline)
 
 
 JobEvent = RunEvaluated | CandidateScreened | RoundMined | SeedScreened | RoundClosed | CandidateChosen | ReportBuilt
 # Each record but a run rebuilt from its own fields (a run is read back from its directory).
-_READERS: Mapping[str, Callable[[Mapping[str, Any]], JobEvent]] = {
+_READERS: Mapping[str, Callable[[JSONRecord], JobEvent]] = {
     CandidateScreened.kind: CandidateScreened.from_dict,
     RoundMined.kind: RoundMined.from_dict,
     SeedScreened.kind: SeedScreened.from_dict,
@@ -338,11 +378,12 @@ _READERS: Mapping[str, Callable[[Mapping[str, Any]], JobEvent]] = {
 }
 
 
-def read_event(data: Mapping[str, Any], *, cost_model: str | None) -> JobEvent | None:
+def read_event(data: JSONRecord, *, cost_model: str | None) -> JobEvent | None:
     """A record from its `to_dict`; None when what it names is gone (a run directory deleted since)."""
-    if data["type"] == RunEvaluated.kind:
+    kind = text(data["type"])
+    if kind == RunEvaluated.kind:
         return RunEvaluated.from_dict(data, cost_model)
-    return _READERS[data["type"]](data)
+    return _READERS[kind](data)
 
 
 class Subscriber(Protocol):

@@ -24,7 +24,21 @@ from optimizer.context.guideline import Guideline, read_guideline
 from optimizer.context.strategies import parse_strategy
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.evaluate.endpoints import ModelEndpoints
+from optimizer.evaluate.scores import Scores
 from optimizer.evaluate.strategy_runs import RunResult, select_tasks, strategy_named
+from optimizer.report.file import write_report
+from optimizer.report.front import Point
+from optimizer.report.markdown import report_markdown
+from optimizer.report.model import (
+    ChosenGuideline,
+    Confirmation,
+    ConfirmedCandidate,
+    Deterministic,
+    Figures,
+    Report,
+    ReportRound,
+    ShortlistEntry,
+)
 from optimizer.search import accounting
 from optimizer.search.candidate import (
     Candidate,
@@ -48,23 +62,9 @@ from optimizer.search.events import (
     Subscriber,
     rejections,
 )
-from optimizer.search.front import Point
 from optimizer.search.lineage import llm_free, parts
 from optimizer.search.proposers.llm import OptimizerLM
 from optimizer.search.report import ReportInputs, Row, build_report
-from optimizer.search.report_file import write_report
-from optimizer.search.report_markdown import report_markdown
-from optimizer.search.report_model import (
-    ChosenGuideline,
-    Confirmation,
-    ConfirmedCandidate,
-    Deterministic,
-    Figures,
-    Report,
-    ReportRound,
-    ShortlistEntry,
-)
-from optimizer.search.scores import Scores
 from optimizer.search.searches import SearchContext
 from optimizer.search.state import JobDir, SearchState
 from optimizer.search.task_order import across_families, spread

@@ -9,23 +9,10 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
-from typing import Any
 
 from optimizer.context.guideline import Guideline
+from optimizer.report.model import Part
 from optimizer.search.candidate import Candidate
-
-
-@dataclass(frozen=True)
-class Part:
-    change: str
-    origin: str
-    llm: bool
-    round: int
-    version: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def lineage(candidates: Mapping[str, Candidate], version: str) -> list[Candidate]:

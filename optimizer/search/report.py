@@ -6,7 +6,7 @@ paired over tasks, with bootstrap intervals on the differences. The report also 
 chosen guideline came from the LLM, what the deterministic proposers alone reached, how much success
 rests on recalls, and what tier 0 does not track.
 
-`build_report` returns the typed tree of `report_model`; `report_markdown` and `report_file` render it.
+`build_report` returns the typed tree of `optimizer.report.model`; `report.markdown` and `report.file` render it.
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
+from optimizer.evaluate.scores import Scores
 from optimizer.evaluate.stats import paired_bootstrap_diff
-from optimizer.search.front import Point
-from optimizer.search.lineage import Part
-from optimizer.search.report_checks import Acceptance, BarCheck, Check, Paired, PairedEvidence, PeerCheck, TierVerdict
-from optimizer.search.report_model import (
+from optimizer.report.checks import Acceptance, BarCheck, Check, Paired, PairedEvidence, PeerCheck, TierVerdict
+from optimizer.report.front import Point
+from optimizer.report.model import (
     SUMMARY_KEYS,
+    TIER0_LIMITS,
     Behaviour,
     BothSolved,
     Budget,
@@ -30,26 +31,15 @@ from optimizer.search.report_model import (
     Deterministic,
     Figures,
     Infrastructure,
+    Part,
     Report,
     ReportRound,
     ReportRow,
     ShortlistEntry,
 )
-from optimizer.search.scores import Scores
 
 if TYPE_CHECKING:
     from optimizer.config import AcceptanceConfig
-
-# What the reference agent (tier 0) does not model; every report repeats it next to tier-0 figures.
-TIER0_LIMITS = (
-    "whether a model notices a fact that is present but buried (position and length effects)",
-    "whether a model reads a summary correctly, or acts on a paraphrase of a rule",
-    "whether a model would recall a cleared result: the reference agent recalls whenever a placeholder "
-    "names the call the missing fact came from (the `never recalls` column is the other extreme)",
-    "values the task's reference does not mark as needed (literals the agent can take from the user's "
-    "words or from a tool's schema are never needs)",
-    "tool calls outside the reference solution (exploration, retries a model would make)",
-)
 
 
 @dataclass(frozen=True)

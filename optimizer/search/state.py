@@ -9,10 +9,25 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from optimizer.errors import AconError, ConfigError
 from optimizer.evaluate.runner import run_key
+from optimizer.jsontypes import (
+    JSON,
+    JSONObject,
+    JSONRecord,
+    dict_of,
+    dict_of_records,
+    flag,
+    integer,
+    list_of,
+    list_of_records,
+    number,
+    optional_text,
+    text,
+)
+from optimizer.report.model import RoundSummary
 from optimizer.search.candidate import Candidate
 from optimizer.storage import atomic_write_json, atomic_write_text
 
@@ -22,19 +37,6 @@ if TYPE_CHECKING:
 STATE_FORMAT = 2
 # Each search's checkpoint: a directory holding either belongs to a job that started.
 CHECKPOINTS = ("state.json", "summary_search.json")
-
-
-@dataclass
-class RoundSummary:
-    round: int
-    pairs: int
-    parents: list[str]
-    screened: list[str]  # versions screened this round
-    rejected: list[dict[str, str]]
-    best: str
-    improved: bool
-    provoked: str | None = None  # a candidate with lowered triggers screened to find failures
-    front: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -65,7 +67,7 @@ class SearchState:
     def round(self) -> int:
         return max((r.round for r in self.rounds), default=0)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "format": STATE_FORMAT,
             "seed": self.seed,
@@ -83,7 +85,7 @@ class SearchState:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any], *, source: str = "state.json") -> SearchState:
+    def from_dict(cls, data: JSONRecord, *, source: str = "state.json") -> SearchState:
         if data.get("format") != STATE_FORMAT:
             raise ConfigError(
                 f"{source} was written by another acon (state format {data.get('format', 1)}, this one reads "
@@ -91,21 +93,19 @@ class SearchState:
             )
         try:
             state = cls(
-                seed=data["seed"],
-                candidates={v: Candidate.from_dict(c) for v, c in data["candidates"].items()},
-                rounds=[RoundSummary(**r) for r in data["rounds"]],
-                subset=list(data["subset"]),
-                shortlist=list(data["shortlist"]),
-                chosen=data["chosen"],
-                optimizer_tokens=int(data["optimizer_tokens"]),
-                step_tokens=dict(data["step_tokens"]),
-                stopped=data["stopped"],
-                search_done=bool(data["search_done"]),
-                wall_s=float(data.get("wall_s", 0.0)),  # absent in states written before it was measured
-                tier1_verdict=data.get("tier1_verdict"),
+                seed=optional_text(data["seed"]),
+                candidates=dict_of_records(data["candidates"], Candidate.from_dict),
+                rounds=list_of_records(data["rounds"], RoundSummary.from_dict),
+                subset=list_of(data["subset"], text),
+                shortlist=list_of(data["shortlist"], text),
+                chosen=optional_text(data["chosen"]),
+                optimizer_tokens=integer(data["optimizer_tokens"]),
+                step_tokens=dict_of(data["step_tokens"], integer),
+                stopped=optional_text(data["stopped"]),
+                search_done=flag(data["search_done"]),
+                wall_s=float(number(data.get("wall_s", 0.0))),  # absent in states written before it was measured
+                tier1_verdict=optional_text(data.get("tier1_verdict")),
             )
-            if not all(isinstance(v, str | None) for v in (state.seed, state.chosen)):
-                raise TypeError("seed and chosen must be guideline versions")
         except (KeyError, TypeError, ValueError, AttributeError, AconError) as exc:
             # Written atomically, so a wrong shape is damage from outside; a guess would misreport the search.
             raise ConfigError(
@@ -185,7 +185,7 @@ class JobDir:
         path.mkdir(parents=True, exist_ok=True)
         return path
 
-    def write_json(self, relative: str, data: Any) -> Path:
+    def write_json(self, relative: str, data: JSON) -> Path:
         path = self.path / relative
         atomic_write_json(path, data)
         return path
@@ -195,9 +195,10 @@ class JobDir:
         atomic_write_text(path, text)
         return path
 
-    def read_json(self, relative: str) -> Any | None:
+    def read_json(self, relative: str) -> JSON:
         """A checkpoint file, or None when it is absent or damaged (the step that writes it is redone)."""
         try:
-            return json.loads((self.path / relative).read_text())
+            data: JSON = json.loads((self.path / relative).read_text())
         except (FileNotFoundError, json.JSONDecodeError, UnicodeDecodeError):
             return None
+        return data

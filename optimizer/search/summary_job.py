@@ -28,12 +28,12 @@ from optimizer.context.strategies import GuidelineStrategy, parse_strategy
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import ConfigError
 from optimizer.evaluate.endpoints import ModelEndpoints
+from optimizer.evaluate.scores import Scores
 from optimizer.evaluate.strategy_runs import select_tasks
+from optimizer.report.summary import SummaryReport, TextRow
 from optimizer.search.evaluator import Evaluator, Progress
 from optimizer.search.job import split_validation
-from optimizer.search.scores import Scores
 from optimizer.search.state import JobDir
-from optimizer.search.summary_report import SummaryReport, TextRow
 from optimizer.search.task_order import spread
 from optimizer.summary.call import CachedOptimizer
 from optimizer.summary.contract_text import with_contract

@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from optimizer.agent.episode import Episode
+from optimizer.evaluate.scores import Scores, TaskScore
 from optimizer.mining.causes import behavioural_cause
 from optimizer.mining.pair_diff import diff_pair
 from optimizer.search.evaluator import Evaluation
 from optimizer.search.proposers.base import Pair
-from optimizer.search.scores import Scores, TaskScore
 from optimizer.world.task import Task
 
 

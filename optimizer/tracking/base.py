@@ -9,14 +9,20 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from optimizer.agent.episode import Episode
 from optimizer.context.guideline import Guideline
+from optimizer.jsontypes import JSON, JSONRecord
 from optimizer.tracking.pareto import ParetoPoint
 
 if TYPE_CHECKING:
+    from optimizer.context.prompt_registry import RegisteredGuideline
     from optimizer.mining.pair_diff import PairDiff
+    from optimizer.tracking.front_page import PairLink
+
+# A tag's value as a run takes it: written as its text (a count as digits); None leaves the tag unset.
+TagValue = str | int | None
 
 
 class Tracker:
@@ -27,7 +33,7 @@ class Tracker:
 
     @contextlib.contextmanager
     def job_run(
-        self, name: str, *, params: Mapping[str, Any] | None = None, tags: Mapping[str, str] | None = None
+        self, name: str, *, params: Mapping[str, JSON] | None = None, tags: Mapping[str, str] | None = None
     ) -> Iterator[str | None]:
         """The parent run of a job (`optimize`, `compare`, `run`), reopened when the job resumes.
 
@@ -42,7 +48,7 @@ class Tracker:
         key: str,
         name: str | None = None,
         *,
-        params: Mapping[str, Any] | None = None,
+        params: Mapping[str, JSON] | None = None,
         tags: Mapping[str, str] | None = None,
         times_ms: tuple[int, int] | None = None,
     ) -> Iterator[str | None]:
@@ -62,14 +68,14 @@ class Tracker:
     def set_description(self, markdown: str, *, run_id: str | None = None) -> None:
         """The run's description (what the run page shows first)."""
 
-    def share_view(self, key: str, state: Mapping[str, Any]) -> None:
+    def share_view(self, key: str, state: JSONRecord) -> None:
         """A runs-list view (columns, expanded runs) the UI opens at `#/experiments/ID/runs?viewStateShareKey=KEY`."""
 
-    def pair_links(self) -> list[Any]:
-        """Every failure pair marked on a trace in this experiment (`front_page.PairLink`s)."""
+    def pair_links(self) -> list[PairLink]:
+        """Every failure pair marked on a trace in this experiment."""
         return []
 
-    def log_params(self, params: Mapping[str, Any], *, run_id: str | None = None) -> None:
+    def log_params(self, params: Mapping[str, JSON], *, run_id: str | None = None) -> None:
         """Params (values become strings); nested mappings are flattened as `a.b`."""
 
     def log_metrics(
@@ -77,7 +83,7 @@ class Tracker:
     ) -> None:
         """Numeric metrics at `step` (the round); None values are skipped, one point per key and step."""
 
-    def set_tags(self, tags: Mapping[str, Any], *, run_id: str | None = None) -> None:
+    def set_tags(self, tags: Mapping[str, TagValue], *, run_id: str | None = None) -> None:
         """Tags on the run (suite, split, agent, strategy, tier, ...)."""
 
     def log_text(self, text: str, artifact_file: str) -> None:
@@ -106,7 +112,7 @@ class Tracker:
         trace) and give the compressed one a `missing_facts` feedback. An episode not traced yet is traced
         first (a screen's, under `traces = "reviewed"`), tagged with `split`."""
 
-    def log_table(self, rows: Sequence[Mapping[str, Any]], artifact_file: str) -> None:
+    def log_table(self, rows: Sequence[JSONRecord], artifact_file: str) -> None:
         """Rows as an MLflow table (`.json`), browsable and loadable with `mlflow.load_table`."""
 
     def log_pareto(
@@ -122,7 +128,7 @@ class Tracker:
         points as JSON beside it; returns the PNG's artifact path."""
         return None
 
-    def log_report(self, markdown: str, data: Mapping[str, Any] | None = None) -> None:
+    def log_report(self, markdown: str, data: JSONRecord | None = None) -> None:
         """The final report: `report.md`, and `report.json` when `data` is given."""
 
     def trace_episode(
@@ -142,12 +148,14 @@ class Tracker:
         alias: str | None = None,
         tags: Mapping[str, str] | None = None,
         message: str | None = None,
-    ) -> Any:
+    ) -> RegisteredGuideline | None:
         """Register a kept guideline version (history and observation prompts), once per hash; `tags` and the
         commit `message` apply to a new version."""
         return None
 
-    def set_best(self, guideline: Guideline, *, prompt_tags: Mapping[str, str] | None = None) -> Any:
+    def set_best(
+        self, guideline: Guideline, *, prompt_tags: Mapping[str, str] | None = None
+    ) -> RegisteredGuideline | None:
         """Alias `best` on the two prompts of this guideline version; `prompt_tags` on both prompts and, so
         the version a user opens first says the same, on the chosen version too."""
         return None

@@ -14,8 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import quote
 
-from optimizer.search.report_markdown import acceptance_lines, headline
-from optimizer.search.report_model import Report
+from optimizer.jsontypes import JSONObject
+from optimizer.report.markdown import acceptance_lines, headline
+from optimizer.report.model import Report
 
 MAX_CHARS = 8000  # MLflow's limit on a tag value; the description is the `mlflow.note.content` tag
 RESERVED = 200
@@ -52,7 +53,7 @@ VIEW_COLUMNS = (
 )
 
 
-def review_view(run_id: str) -> dict[str, object]:
+def review_view(run_id: str) -> JSONObject:
     """The shared view state: those columns, the job's run expanded."""
     return {"selectedColumns": [f"metrics.`{name}`" for name in VIEW_COLUMNS], "runsExpanded": {run_id: True}}
 

@@ -20,12 +20,16 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from optimizer.agent.episode import Episode
 from optimizer.agent.kinds import AGENTS
 from optimizer.config import ExperimentConfig
 from optimizer.evaluate.strategy_runs import RunResult, episode_row
+from optimizer.jsontypes import JSONObject, JSONRecord
+from optimizer.report.file import report_json
+from optimizer.report.front import Point
+from optimizer.report.markdown import report_markdown
 from optimizer.search.events import (
     CandidateChosen,
     CandidateRef,
@@ -37,9 +41,6 @@ from optimizer.search.events import (
     RunEvaluated,
     SeedScreened,
 )
-from optimizer.search.front import Point
-from optimizer.search.report_file import report_json
-from optimizer.search.report_markdown import report_markdown
 from optimizer.tracking.base import Tracker
 from optimizer.tracking.front_page import VIEW_KEY, description, review_view
 from optimizer.tracking.opening import tracker_from_config
@@ -88,10 +89,11 @@ SCORE_METRICS = (
 )
 
 
-def numeric(data: Mapping[str, Any], keys: Sequence[str], prefix: str = "") -> dict[str, float]:
+def numeric(data: JSONRecord, keys: Sequence[str], prefix: str = "") -> dict[str, float]:
     """The numeric values among `keys` (bools as 0/1), rounded as the runs list should show them; None and
     non-numbers are left out."""
-    return {f"{prefix}{k}": rounded(k, float(data[k])) for k in keys if isinstance(data.get(k), int | float)}
+    values = {k: data.get(k) for k in keys}
+    return {f"{prefix}{k}": rounded(k, float(v)) for k, v in values.items() if isinstance(v, int | float)}
 
 
 def rounded(key: str, value: float) -> float:
@@ -136,7 +138,7 @@ class JobTracking:
         }
         if strategy.type == "guideline":
             tags["acon.guideline"] = strategy.version()
-        params = {"strategy": strategy.model_dump(mode="json"), "tasks": len(result.episodes)}
+        params: JSONObject = {"strategy": strategy.model_dump(mode="json"), "tasks": len(result.episodes)}
         if strategy.type == "guideline":
             params["strategy"] = {"type": "guideline", "version": strategy.version()}
         name = f"{strategy.label()} · {agent} · {split}"
@@ -418,7 +420,7 @@ def _front(front: Sequence[Point]) -> list[str]:
     return [_label(p) for p in front]
 
 
-def _pair_row(diff: PairDiff) -> dict[str, Any]:
+def _pair_row(diff: PairDiff) -> JSONObject:
     return {
         "task_id": diff.task_id,
         "strategy": diff.strategy,

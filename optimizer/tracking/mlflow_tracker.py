@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import mlflow
 from mlflow import MlflowClient
@@ -33,7 +33,8 @@ from optimizer import interrupts
 from optimizer.agent.episode import Episode
 from optimizer.context.guideline import Guideline
 from optimizer.context.prompt_registry import BEST, GuidelineRegistry, RegisteredGuideline
-from optimizer.tracking.base import Tracker
+from optimizer.jsontypes import JSON, JSONRecord
+from optimizer.tracking.base import TagValue, Tracker
 from optimizer.tracking.diffs import guideline_diff
 from optimizer.tracking.front_page import PairLink
 from optimizer.tracking.lost_traces import count_lost_traces, losses
@@ -146,7 +147,7 @@ class MlflowTracker(Tracker):
 
     @contextlib.contextmanager
     def job_run(
-        self, name: str, *, params: Mapping[str, Any] | None = None, tags: Mapping[str, str] | None = None
+        self, name: str, *, params: Mapping[str, JSON] | None = None, tags: Mapping[str, str] | None = None
     ) -> Iterator[str | None]:
         if self._job_run_id is not None:
             raise RuntimeError(f"job run {self._job_run_id} is already open; nest with child_run instead")
@@ -178,7 +179,7 @@ class MlflowTracker(Tracker):
         key: str,
         name: str | None = None,
         *,
-        params: Mapping[str, Any] | None = None,
+        params: Mapping[str, JSON] | None = None,
         tags: Mapping[str, str] | None = None,
         times_ms: tuple[int, int] | None = None,
     ) -> Iterator[str | None]:
@@ -207,7 +208,7 @@ class MlflowTracker(Tracker):
             raise ValueError(f"a run description holds at most {MAX_TAG_CHARS} characters, got {len(markdown)}")
         self.client.set_tag(self._run(run_id), MLFLOW_RUN_NOTE, markdown)
 
-    def share_view(self, key: str, state: Mapping[str, Any]) -> None:
+    def share_view(self, key: str, state: JSONRecord) -> None:
         # The UI's "share view" keeps a view in this experiment tag; a link with the key opens it.
         self.client.set_experiment_tag(self.experiment_id, f"mlflow.sharedViewState.{key}", json.dumps(state))
 
@@ -245,7 +246,7 @@ class MlflowTracker(Tracker):
 
     @contextlib.contextmanager
     def _entered(
-        self, run_id: str, params: Mapping[str, Any] | None, *, fluent: bool, end_ms: int | None = None
+        self, run_id: str, params: Mapping[str, JSON] | None, *, fluent: bool, end_ms: int | None = None
     ) -> Iterator[None]:
         """Push the run for this thread; on exit set its status, writing only when it changes.
 
@@ -277,7 +278,7 @@ class MlflowTracker(Tracker):
                 self.client.set_terminated(run_id, status, end_time=end_ms)
             self._status[run_id] = status
 
-    def _create(self, name: str, tags: Mapping[str, Any], start_ms: int | None = None) -> str:
+    def _create(self, name: str, tags: Mapping[str, str], start_ms: int | None = None) -> str:
         tags = {k: str(v) for k, v in tags.items()}
         run = self.client.create_run(self.experiment_id, run_name=name, tags=tags, start_time=start_ms)
         with self._lock:
@@ -331,7 +332,7 @@ class MlflowTracker(Tracker):
 
     # Params, metrics, tags --------------------------------------------------------------------------
 
-    def log_params(self, params: Mapping[str, Any], *, run_id: str | None = None) -> None:
+    def log_params(self, params: Mapping[str, JSON], *, run_id: str | None = None) -> None:
         run_id = self._run(run_id)
         flat = flatten(params)
         with self._lock:
@@ -380,7 +381,7 @@ class MlflowTracker(Tracker):
             self._points[run_id] = points
         return points.setdefault(key, set())
 
-    def set_tags(self, tags: Mapping[str, Any], *, run_id: str | None = None) -> None:
+    def set_tags(self, tags: Mapping[str, TagValue], *, run_id: str | None = None) -> None:
         run_id = self._run(run_id)
         items = [RunTag(k, str(v)[:MAX_TAG_CHARS]) for k, v in tags.items() if v is not None]
         for i in range(0, len(items), BATCH):
@@ -462,7 +463,7 @@ class MlflowTracker(Tracker):
         info = self.tracing.get_trace_info(trace_id)
         return info.tags.get(PAIR_TAG) == pair_tags(diff, diff_ref=None)[PAIR_TAG]
 
-    def log_table(self, rows: Sequence[Mapping[str, Any]], artifact_file: str) -> None:
+    def log_table(self, rows: Sequence[JSONRecord], artifact_file: str) -> None:
         if not artifact_file.endswith(".json"):
             raise ValueError(f"table artifact {artifact_file!r} must end with .json (MLflow's table format)")
         self.client.log_table(self._run(None), to_columns(rows), artifact_file)
@@ -488,7 +489,7 @@ class MlflowTracker(Tracker):
         )
         return f"pareto/{stem}.png"
 
-    def log_report(self, markdown: str, data: Mapping[str, Any] | None = None) -> None:
+    def log_report(self, markdown: str, data: JSONRecord | None = None) -> None:
         self.log_text(markdown, "report.md")
         if data is not None:
             self.log_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), "report.json")

@@ -23,10 +23,10 @@ import json
 import os
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 from optimizer import interrupts
 from optimizer.errors import AconError
+from optimizer.jsontypes import JSONObject, JSONRecord, record, text
 from optimizer.search.events import (
     CandidateChosen,
     JobEvent,
@@ -77,7 +77,7 @@ class Pending:
     def __init__(self, job_dir: Path, uri: str) -> None:
         self.path = job_dir / PENDING_FILE
         self.uri = uri
-        self.entries: dict[str, dict[str, Any]] = {}
+        self.entries: dict[str, JSONObject] = {}
         try:
             data = json.loads(self.path.read_text())
         except FileNotFoundError:
@@ -87,9 +87,10 @@ class Pending:
         if data.get("tracking_uri") == uri and data.get("format") == PENDING_FORMAT:
             self.entries = {e["key"]: e for e in data.get("entries", [])}
 
-    def add(self, entry: Mapping[str, Any]) -> None:
-        if entry["key"] not in self.entries:
-            self.entries[entry["key"]] = dict(entry)
+    def add(self, entry: JSONRecord) -> None:
+        key = text(entry["key"])
+        if key not in self.entries:
+            self.entries[key] = dict(entry)
             self._write()
 
     def done(self, key: str) -> None:
@@ -139,7 +140,7 @@ class Guarded:
             return
         self.pending.done(key)
 
-    def failed(self, exc: BaseException, entry: Mapping[str, Any]) -> None:
+    def failed(self, exc: BaseException, entry: JSONRecord) -> None:
         """Journal `entry` and fall behind if the server is gone; re-raise `exc` if it still answers."""
         problem = health_problem(self.store, HEALTH_TIMEOUT_S) if self.store.is_remote else None
         if problem is None:
@@ -169,11 +170,14 @@ class Guarded:
             if self.behind:
                 break
             data = entry["event"]
-            if entry["scope"] != self.scope or data is None or data["type"] in REDONE_BY_JOB:
+            if entry["scope"] != self.scope or data is None:
+                continue
+            data = record(data)
+            if data["type"] in REDONE_BY_JOB:
                 continue
             event = read_event(data, cost_model=cost_model)
             if event is None:  # its run directory is gone: nothing left to log
-                self.pending.done(entry["key"])
+                self.pending.done(text(entry["key"]))
                 continue
             self(event)
             replayed += 0 if self.behind else 1
@@ -182,12 +186,12 @@ class Guarded:
     def _key(self, key: str) -> str:
         return f"{self.scope}/{key}"
 
-    def _entry(self, key: str, event: JobEvent) -> dict[str, Any]:
+    def _entry(self, key: str, event: JobEvent) -> JSONObject:
         return {"key": key, "scope": self.scope, "event": event.to_dict()}
 
 
 @contextlib.contextmanager
-def job_run(guard: Guarded, opened: contextlib.AbstractContextManager[Any]) -> Iterator[Any]:
+def job_run(guard: Guarded, opened: contextlib.AbstractContextManager[str | None]) -> Iterator[str | None]:
     """Enter the job run; on exit, a server gone away fails the run's closing writes, not the job."""
     run_id = opened.__enter__()
     try:

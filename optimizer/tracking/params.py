@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from optimizer.agent.kinds import AGENTS
 from optimizer.config import ExperimentConfig
+from optimizer.jsontypes import JSON, JSONObject
 from optimizer.llm.endpoint import EndpointConfig
 
 MAX_PARAM_CHARS = 6000  # MLflow's limit on a param value
@@ -19,7 +19,7 @@ def tier_of(agent: str) -> str:
     return str(AGENTS.get(agent).tier)
 
 
-def flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+def flatten(data: Mapping[str, JSON], prefix: str = "") -> dict[str, str]:
     """`{"a": {"b": 1}}` → `{"a.b": "1"}`; lists become JSON, values are cut to MLflow's limit."""
     out: dict[str, str] = {}
     for key, value in data.items():
@@ -42,7 +42,7 @@ def public_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
-def endpoint_params(endpoint: EndpointConfig) -> dict[str, Any]:
+def endpoint_params(endpoint: EndpointConfig) -> JSONObject:
     """An endpoint's identity and sampling settings; `describe()` guarantees no key is included."""
     described = endpoint.describe()
     return {

@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
+from optimizer.jsontypes import JSONObject, dict_of, record, text
 from optimizer.storage import atomic_write_json
 
 STATE_FILE = "mlflow_run.json"
@@ -30,12 +30,13 @@ class ParentRuns:
     @classmethod
     def read(cls, job_dir: Path) -> ParentRuns | None:
         try:
-            data: dict[str, Any] = json.loads((job_dir / STATE_FILE).read_text())
-            uri = data["tracking_uri"]
+            data = record(json.loads((job_dir / STATE_FILE).read_text()))
+            uri = text(data["tracking_uri"])
             relative = data.get("store")
             if isinstance(relative, str) and (job_dir / relative).is_file():
                 uri = f"sqlite:///{(job_dir / relative).resolve()}"
-            return cls(uri, str(data["experiment_id"]), data.get("experiment", ""), dict(data.get("runs", {})))
+            experiment = text(data.get("experiment", ""))
+            return cls(uri, str(data["experiment_id"]), experiment, dict_of(data.get("runs", {}), text))
         except (FileNotFoundError, ValueError, KeyError, TypeError):
             return None
 
@@ -57,7 +58,7 @@ def remember_run(
     )
     runs.pop(job, None)  # re-inserted last: the order is the order jobs last logged (`acon ui` opens the last)
     runs[job] = run_id
-    state: dict[str, Any] = {
+    state: JSONObject = {
         "tracking_uri": tracking_uri,
         "experiment_id": experiment_id,
         "experiment": experiment,

@@ -7,7 +7,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from optimizer.search.front import pareto_front
+from optimizer.report.front import pareto_front
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -31,7 +31,7 @@ class ParetoPoint:
 
 
 def front_labels(points: Sequence[ParetoPoint]) -> list[str]:
-    """Labels of the points on the search's front (`optimizer.search.front.pareto_front`: one per tie), in the
+    """Labels of the points on the search's front (`optimizer.report.front.pareto_front`: one per tie), in the
     order given."""
     on_front = {id(p) for p in pareto_front(points)}
     return [p.label for p in points if id(p) in on_front]

@@ -18,6 +18,7 @@ from typing import Any
 from optimizer.agent.episode import Episode, StepRecord
 from optimizer.agent.episode_records import EntryRecord, ToolCallRecord
 from optimizer.context.record import CompressionRecord
+from optimizer.jsontypes import JSON, JSONObject, JSONRecord, number
 
 MAX_TEXT = 4000  # characters of one text kept in a span
 MAX_PROMPT = 12000  # a compressor prompt holds the whole history it compresses: more of it is kept
@@ -41,8 +42,9 @@ class SpanNode:
     span_type: str
     start_s: float = 0.0  # offset from the episode start
     end_s: float = 0.0
-    inputs: Any = None
-    outputs: Any = None
+    inputs: JSON = None
+    outputs: JSON = None
+    # Any JSON value: MLflow's signature says strings, yet it serializes whatever it is given, as it must here.
     attributes: dict[str, Any] = field(default_factory=dict)
     usage: dict[str, int] | None = None
     error: bool = False
@@ -67,14 +69,15 @@ def clip(text: str | None, limit: int = MAX_TEXT) -> str | None:
     return f"{text[:limit]}… [{len(text) - limit} more characters]"
 
 
-def token_usage(usage: dict[str, Any] | None) -> dict[str, int] | None:
+def token_usage(usage: JSONRecord | None) -> dict[str, int] | None:
     """acon's usage dict → MLflow's usage attribute (`input_tokens`, `output_tokens`, ...)."""
     if not usage:
         return None
-    prompt, completion = int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))
+    prompt = int(number(usage.get("prompt_tokens", 0)))
+    completion = int(number(usage.get("completion_tokens", 0)))
     out = {"input_tokens": prompt, "output_tokens": completion, "total_tokens": prompt + completion}
     if usage.get("cached_tokens"):
-        out["cache_read_input_tokens"] = int(usage["cached_tokens"])
+        out["cache_read_input_tokens"] = int(number(usage["cached_tokens"]))
     return out
 
 
@@ -180,7 +183,7 @@ def _model_call(episode: Episode, step: StepRecord, previous: StepRecord | None)
     fresh = [m for m in request[shared:] if previous is None or m["role"] != "system"]
     messages = [{"role": m["role"], "content": clip(episode.texts.get(m["text"], ""))} for m in fresh]
     action = step.action
-    outputs: dict[str, Any] = {}
+    outputs: JSONObject = {}
     if action.get("calls"):
         outputs["tool_calls"] = [{"name": c["name"], "arguments": c.get("arguments")} for c in action["calls"]]
     if action.get("answer") is not None:
@@ -230,7 +233,7 @@ def _after_model(
 
 
 def _tool_call(episode: Episode, call: ToolCallRecord, result: EntryRecord | None) -> SpanNode:
-    outputs: dict[str, Any] = {}
+    outputs: JSONObject = {}
     if result is not None:
         raw = episode.texts.get(result.raw, "")
         outputs["result"] = clip(raw)
@@ -258,7 +261,7 @@ def _compression(episode: Episode, record: CompressionRecord) -> SpanNode:
     """A compression and, when it called the compressor model, that call with its prompt and reply."""
     before, after = record.tokens_before, record.tokens_after
     dropped = dict(record.dropped_by_class)
-    attributes: dict[str, Any] = {
+    attributes: JSONObject = {
         "acon.step": record.step,
         "acon.stage": record.stage,
         "acon.action": record.action,
@@ -272,8 +275,8 @@ def _compression(episode: Episode, record: CompressionRecord) -> SpanNode:
         "acon.compressor_cached": record.compressor_cached,
     }
     attributes.update({f"acon.dropped.{name}": tokens for name, tokens in dropped.items()})
-    inputs: dict[str, Any] = {"step": record.step, "entry_ids": list(record.entry_ids), "tokens_before": before}
-    outputs: dict[str, Any] = {"tokens_after": after, "dropped_by_class": dropped, "handles": list(record.handles)}
+    inputs: JSONObject = {"step": record.step, "entry_ids": list(record.entry_ids), "tokens_before": before}
+    outputs: JSONObject = {"tokens_after": after, "dropped_by_class": dropped, "handles": list(record.handles)}
     written = _written_entry(episode, record)
     if written is not None:  # a write-time move: the tool result as returned, and as it entered the history
         inputs["tool_output"], outputs["as_written"] = written

@@ -7,15 +7,16 @@ is reopened, the children are keyed by row), so nothing is duplicated.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from optimizer.jsontypes import JSONRecord
 from optimizer.tracking.params import experiment_params, experiment_tags
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from optimizer.config import ExperimentConfig
-    from optimizer.search.summary_report import SummaryReport, TextRow
+    from optimizer.report.summary import SummaryReport, TextRow
     from optimizer.tracking.base import Tracker
 
 ROW_METRICS = (
@@ -60,8 +61,9 @@ def _log_row(tracker: Tracker, row: TextRow) -> None:
             tracker.log_text(row.text, "instructions.txt")
 
 
-def _numbers(data: dict[str, Any]) -> dict[str, float]:
-    return {key: float(data[key]) for key in ROW_METRICS if isinstance(data.get(key), int | float)}
+def _numbers(data: JSONRecord) -> dict[str, float]:
+    values = {key: data.get(key) for key in ROW_METRICS}
+    return {key: float(v) for key, v in values.items() if isinstance(v, int | float)}
 
 
 def _description(report: SummaryReport) -> str:

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+
+from optimizer.jsontypes import JSON, JSONRecord
 
 
-def to_columns(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+def to_columns(rows: Sequence[JSONRecord]) -> dict[str, list[JSON]]:
     """Columns in first-seen order; a row without a key gets None there."""
     names: dict[str, None] = {}
     for row in rows:
@@ -15,7 +16,7 @@ def to_columns(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
     return {name: [_cell(row.get(name)) for row in rows] for name in names}
 
 
-def _cell(value: Any) -> Any:
+def _cell(value: JSON) -> JSON:
     if value is None or isinstance(value, str | int | float | bool):
         return value
     return json.dumps(value, ensure_ascii=False, default=str)

@@ -9,7 +9,7 @@ success gets the pair's tags and a `missing_facts` feedback afterwards (`mark_pa
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import mlflow
 from mlflow.entities import AssessmentSource, AssessmentSourceType, Feedback, LiveSpan
@@ -173,7 +173,7 @@ def _emit(
     experiment_id: str | None,
     tags: dict[str, str] | None,
     metadata: dict[str, str] | None,
-    assessments: Sequence[Any] = (),
+    assessments: Sequence[Feedback] = (),
 ) -> LiveSpan:
     """Start, fill and end one span and its subtree; trace-level fields only on the root."""
     span = mlflow.start_span_no_context(

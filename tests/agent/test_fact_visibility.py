@@ -6,9 +6,9 @@ from __future__ import annotations
 from optimizer.context.guideline import SEED_GUIDELINE, RetentionPolicy, read_guideline
 from optimizer.context.strategies import GuidelineStrategy, parse_strategy
 from optimizer.evaluate.codec import decode_episode, encode_episode
+from optimizer.evaluate.scores import Scores, TaskScore
+from optimizer.report.model import Behaviour
 from optimizer.search.report import behaviour
-from optimizer.search.report_model import Behaviour
-from optimizer.search.scores import Scores, TaskScore
 from tests.context.conftest import bin_episode
 
 

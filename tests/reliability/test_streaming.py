@@ -16,9 +16,9 @@ from optimizer.evaluate import stats
 from optimizer.evaluate.codec import decode_episode, encode_episode
 from optimizer.evaluate.records import EpisodeRecords, EpisodeSummary
 from optimizer.evaluate.runner import AgentSpec, run_tasks
+from optimizer.evaluate.scores import Scores
 from optimizer.evaluate.strategy_runs import summarize
 from optimizer.mining.pairs import compressed_successes, find_pairs
-from optimizer.search.scores import Scores
 from optimizer.world.sources import literal_carriers, need_sources
 from optimizer.world.suite import TaskList
 from tasks.builtin import BuiltinSuite

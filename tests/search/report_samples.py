@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from optimizer.config import AcceptanceConfig
-from optimizer.search.front import Point
-from optimizer.search.lineage import Part
-from optimizer.search.report import ReportInputs, Row, build_report
-from optimizer.search.report_model import (
+from optimizer.evaluate.scores import Scores, TaskScore
+from optimizer.report.front import Point
+from optimizer.report.model import (
     Budget,
     ChosenGuideline,
     Confirmation,
@@ -14,12 +13,13 @@ from optimizer.search.report_model import (
     Deterministic,
     Figures,
     Infrastructure,
+    Part,
     Report,
     ReportRound,
+    RoundSummary,
     ShortlistEntry,
 )
-from optimizer.search.scores import Scores, TaskScore
-from optimizer.search.state import RoundSummary
+from optimizer.search.report import ReportInputs, Row, build_report
 
 
 def scores(*tasks: tuple[str, bool, int], recalls: int = 0) -> Scores:

@@ -4,8 +4,8 @@ gets the other."""
 from __future__ import annotations
 
 from optimizer.context.guideline import read_guideline
+from optimizer.evaluate.scores import Scores, TaskScore
 from optimizer.search.candidate import Candidate, distinct_moves, mildest_within, move_signature, other_move_sets
-from optimizer.search.scores import Scores, TaskScore
 from tests.conftest import ROOT
 
 SEED = read_guideline(ROOT / "guidelines" / "seed" / "seed.md")

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from optimizer.errors import ConfigError
+from optimizer.report.file import read_report
 from optimizer.search.job import OptimizationJob, split_validation
-from optimizer.search.report_file import read_report
 from optimizer.search.state import JobDir
 from tests.conftest import job_config
 
@@ -142,8 +142,8 @@ def test_gepa_search_runs_on_the_same_evaluator_and_budget(tmp_path, scripted_ur
 
 
 def test_the_llm_subset_is_never_empty_when_every_task_is_large():
+    from optimizer.evaluate.scores import Scores, TaskScore
     from optimizer.search.job import affordable_tasks
-    from optimizer.search.scores import Scores, TaskScore
 
     none = Scores(tuple(TaskScore(f"t{i}", True, peak) for i, peak in enumerate((9000, 2100, 5000, 3000))))
     assert affordable_tasks(none, 4000) == {"t1", "t3"}

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from optimizer.config import OptimizeConfig
-from optimizer.search.front import rank_key
-from optimizer.search.scores import Scores, TaskScore
+from optimizer.evaluate.scores import Scores, TaskScore
+from optimizer.search.ranking import rank_key
 
 NONE = {"none_success": 1.0, "none_peak": 4000.0, "lam": 0.3, "tolerance": 0.05, "none_cost": 0.02}
 

@@ -6,13 +6,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from optimizer.config import AcceptanceConfig
-from optimizer.search.lineage import Part
+from optimizer.evaluate.scores import Scores, TaskScore
+from optimizer.report.checks import PeerCheck
+from optimizer.report.markdown import both_solved_cell, check_line, report_markdown
+from optimizer.report.model import BothSolved, ChosenGuideline, Part, ReportRound, ReportRow, RoundSummary
 from optimizer.search.report import ReportInputs, Row, best_baseline, both_solved, build_report, paired
-from optimizer.search.report_checks import PeerCheck
-from optimizer.search.report_markdown import both_solved_cell, check_line, report_markdown
-from optimizer.search.report_model import BothSolved, ChosenGuideline, ReportRound, ReportRow
-from optimizer.search.scores import Scores, TaskScore
-from optimizer.search.state import RoundSummary
 
 
 def scores(*tasks: tuple[str, bool, int], recalls: int = 0) -> Scores:

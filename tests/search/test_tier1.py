@@ -10,6 +10,7 @@ from optimizer.agent.kinds import ReferenceAgentConfig
 from optimizer.agent.loop import EpisodeServices, run_episode
 from optimizer.context.recall import RECALL_TOOL
 from optimizer.context.strategies import parse_strategy
+from optimizer.evaluate.scores import Scores
 from optimizer.mining.causes import (
     FACT_MISSING,
     RECALL_LOOP,
@@ -20,7 +21,6 @@ from optimizer.mining.causes import (
     behavioural_cause,
 )
 from optimizer.mining.pair_diff import diff_pair
-from optimizer.search.scores import Scores
 from optimizer.search.tier1 import Repeats, majority_pairs, mostly
 from tasks.reach_long import ReachLongSuite
 

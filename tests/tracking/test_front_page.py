@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from optimizer.search.report_checks import Acceptance, BarCheck, TierVerdict
-from optimizer.search.report_model import ChosenGuideline
+from optimizer.report.checks import Acceptance, BarCheck, TierVerdict
+from optimizer.report.model import ChosenGuideline
 from optimizer.tracking.front_page import MAX_CHARS, PairLink, artifact_url, description, trace_url
 from tests.search.report_samples import full_report
 

@@ -9,6 +9,7 @@ import pytest
 
 from optimizer.context.guideline import read_guideline
 from optimizer.mining.pair_diff import PairDiff
+from optimizer.report.front import Point
 from optimizer.search.events import (
     CandidateChosen,
     CandidateRef,
@@ -20,7 +21,6 @@ from optimizer.search.events import (
     SeedScreened,
     read_event,
 )
-from optimizer.search.front import Point
 from optimizer.tracking.outage import PENDING_FILE, Guarded
 from optimizer.tracking.store import Store
 

@@ -16,8 +16,8 @@ from mlflow import MlflowClient
 from optimizer.agent.episode import Episode
 from optimizer.config import ExperimentConfig, load_experiment
 from optimizer.evaluate.codec import decode_episode
+from optimizer.report.file import read_report
 from optimizer.search.job import OptimizationJob
-from optimizer.search.report_file import read_report
 from optimizer.testing.scripted import scripted_models
 from optimizer.testing.stub_server import StubServer
 from optimizer.tracking import load_from_registry, resolve_uri, tracker_for

@@ -10,7 +10,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -72,9 +72,10 @@ class Proposer(BaseModel, ABC):
         """New candidate guidelines (or failed proposals with their reason); never raises on bad model output."""
 
 
-def derived(parent: Guideline, policy: RetentionPolicy, suffix: str, **updates: Any) -> Guideline:
-    """A child guideline named after its parent's root and the change. No proposer decides how recall is listed:
-    a child lists it as its parent does, also when the proposer built its policy afresh."""
+def derived(parent: Guideline, policy: RetentionPolicy, suffix: str, **updates: str) -> Guideline:
+    """A child guideline named after its parent's root and the change; `updates`: its instruction texts
+    (`history`, `observation`) where they change too. No proposer decides how recall is listed: a child lists it
+    as its parent does, also when the proposer built its policy afresh."""
     root = parent.name.split("+")[0]
     policy = policy.model_copy(update={"recall_tool": parent.policy.recall_tool})
     return parent.model_copy(update={"policy": policy, "name": f"{root}+{suffix}", **updates})

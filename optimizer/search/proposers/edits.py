@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TypeVar
 
 from optimizer.context.moves import Move
 from optimizer.world.retention import RetentionClass
+
+M = TypeVar("M", bound=Move)
 
 # Where a move type sits in a write or history list: cheap exact moves first, the LLM last.
 WRITE_ORDER = ("extract", "offload", "compress")
@@ -20,7 +22,7 @@ def classes_of(move: Move) -> tuple[RetentionClass, ...]:
     return tuple(c for c in RetentionClass if move.applies_to(c, ()))
 
 
-def without(moves: Sequence[Any], retention: RetentionClass, match: Callable[[Any], bool]) -> tuple[Any, ...]:
+def without(moves: Sequence[M], retention: RetentionClass, match: Callable[[M], bool]) -> tuple[M, ...]:
     """`moves` with `retention` taken out of each matching move (a move left with no class goes)."""
     out = []
     for move in moves:
@@ -33,17 +35,13 @@ def without(moves: Sequence[Any], retention: RetentionClass, match: Callable[[An
     return tuple(out)
 
 
-def inserted(moves: Sequence[Any], move: Any, order: Sequence[str]) -> tuple[Any, ...]:
+def inserted(moves: Sequence[M], move: M, order: Sequence[str]) -> tuple[M, ...]:
     """`moves` with `move` placed before the first move that comes later in `order`."""
     rank = order.index(move.move) if move.move in order else len(order)
     for i, existing in enumerate(moves):
         if (order.index(existing.move) if existing.move in order else len(order)) > rank:
             return (*moves[:i], move, *moves[i:])
     return (*moves, move)
-
-
-def replaced(moves: Sequence[Any], old: Any, new: Any) -> tuple[Any, ...]:
-    return tuple(new if m is old else m for m in moves)
 
 
 def scaled(value: int, factor: float, floor: int) -> int:

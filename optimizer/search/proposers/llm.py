@@ -9,7 +9,9 @@ is recorded as a failed proposal, never raised.
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from optimizer.jsontypes import JSON
 
 if TYPE_CHECKING:
     import dspy
@@ -42,7 +44,7 @@ class OptimizerLM:
         self.tokens = 0
         self.calls = 0
 
-    def run(self, signature: type[dspy.Signature], *, temperature: float, seed: int, **inputs: Any) -> dspy.Prediction:
+    def run(self, signature: type[dspy.Signature], *, temperature: float, seed: int, **inputs: str) -> dspy.Prediction:
         import dspy
 
         lm = make_lm(self.client, temperature=temperature, seed=seed)
@@ -56,15 +58,16 @@ class OptimizerLM:
                 self.tokens += int(usage.get("total_tokens") or 0)
 
 
-def parse_json_list(text: Any) -> list[Any]:
-    """The first JSON list in a model's reply (fences and prose around it tolerated)."""
+def parse_json_list(text: object) -> list[JSON]:
+    """The first JSON list in a model's reply (fences and prose around it tolerated); a reply DSPy already parsed
+    into a list is that list."""
     if isinstance(text, list):
         return text
     raw = str(text)
     start, end = raw.find("["), raw.rfind("]")
     if start < 0 or end <= start:
         raise ValueError(f"no JSON list in the reply: {raw[:80]!r}")
-    data = json.loads(raw[start : end + 1])
+    data: JSON = json.loads(raw[start : end + 1])
     if not isinstance(data, list):
         raise ValueError("the reply is not a JSON list")
     return data

@@ -15,19 +15,20 @@ Every proposal batch is checkpointed before it is screened, so a killed job redo
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from pydantic import Field
 
 from optimizer.context.moves.knobs import provoked
+from optimizer.jsontypes import record
+from optimizer.report.front import improves_front
+from optimizer.report.model import RoundSummary
 from optimizer.search.candidate import Candidate, Proposal
 from optimizer.search.events import RoundMined
-from optimizer.search.front import improves_front
 from optimizer.search.proposers import DEFAULT_PROPOSERS, Proposer, ProposerConfig
 from optimizer.search.proposers.base import Pair, ProposalInput
 from optimizer.search.searches.base import Search, SearchContext, SearchResult
-from optimizer.search.state import RoundSummary
 from optimizer.search.validate import validate
 
 
@@ -183,9 +184,13 @@ class AconSearch(Search):
     def _co_parents(self, ctx: SearchContext, index: int) -> list[Candidate]:
         """The best after the UT step, checkpointed: a resumed round's CO candidates do not change them."""
         relative = f"rounds/{index:02d}/plan.json"
-        plan = ctx.dir.read_json(relative) or {}
-        if all(v in ctx.state.candidates for v in plan.get("co_parents") or [None]):
-            return [ctx.state.candidates[v] for v in plan["co_parents"]]
+        saved = ctx.dir.read_json(relative)
+        plan = dict(saved) if isinstance(saved, Mapping) else {}
+        chosen = plan.get("co_parents")
+        if isinstance(chosen, list):
+            known = [ctx.state.candidates[v] for v in chosen if isinstance(v, str) and v in ctx.state.candidates]
+            if known and len(known) == len(chosen):
+                return known
         parents = ctx.ranked()[: self.parents]
         ctx.dir.write_json(relative, {**plan, "co_parents": [p.version for p in parents]})
         return parents
@@ -214,7 +219,7 @@ class AconSearch(Search):
         saved = ctx.dir.read_json(relative)
         if isinstance(saved, list):
             try:
-                return [Proposal.from_dict(p) for p in saved]
+                return [Proposal.from_dict(record(p)) for p in saved]
             except (KeyError, TypeError, ValueError):
                 ctx.log(f"{relative} is damaged; asking the proposer again")
         tokens_before = ctx.llm.tokens if ctx.llm is not None else 0

@@ -18,16 +18,17 @@ from pydantic import BaseModel, ConfigDict
 
 from optimizer.agent.episode import Episode
 from optimizer.context.strategies import ContextStrategy, parse_strategy
+from optimizer.evaluate.scores import Scores
 from optimizer.mining.pair_diff import diff_pair
 from optimizer.mining.pairs import compressed_successes, find_pairs
+from optimizer.report.front import Point, pareto_front
 from optimizer.search import accounting
 from optimizer.search.candidate import Candidate, screened
 from optimizer.search.evaluator import Evaluation, Evaluator
 from optimizer.search.events import CandidateScreened, JobEvent
-from optimizer.search.front import Point, pareto_front, rank_key
 from optimizer.search.proposers.base import Pair
 from optimizer.search.proposers.llm import OptimizerLM
-from optimizer.search.scores import Scores
+from optimizer.search.ranking import rank_key
 from optimizer.search.state import JobDir, SearchState
 from optimizer.search.task_order import spread
 from optimizer.search.tier1 import Repeats, majority_pairs

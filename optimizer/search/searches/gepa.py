@@ -19,11 +19,12 @@ from pydantic import Field
 
 from optimizer.agent.episode import Episode
 from optimizer.context.guideline import Guideline
+from optimizer.jsontypes import JSONRecord
 from optimizer.mining.diff_render import diff_markdown
 from optimizer.mining.pair_diff import diff_pair
+from optimizer.report.model import RoundSummary
 from optimizer.search.candidate import Candidate, screened
 from optimizer.search.searches.base import Search, SearchContext, SearchResult
-from optimizer.search.state import RoundSummary
 from optimizer.untrusted import UNTRUSTED_NOTICE, fence
 from optimizer.world.task import Task
 
@@ -77,8 +78,8 @@ class GuidelineAdapter:
 
     def make_reflective_dataset(
         self, candidate: dict[str, str], eval_batch: EvaluationBatch[_Trace, Episode], components_to_update: list[str]
-    ) -> Mapping[str, Sequence[Mapping[str, Any]]]:
-        records = []
+    ) -> Mapping[str, Sequence[JSONRecord]]:
+        records: list[JSONRecord] = []
         for (task, episode), score in zip(eval_batch.trajectories or [], eval_batch.scores, strict=True):
             none = self.none.get(episode.task_id)
             if none is not None and none.success and not episode.success:

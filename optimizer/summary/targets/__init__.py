@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from optimizer.jsontypes import JSONObject
 from optimizer.registry import Registry
 
 if TYPE_CHECKING:
@@ -39,7 +40,7 @@ class TargetConfig(BaseModel, ABC):
     def default(self) -> TargetDefault:
         """The target's default instructions as the installed package has them (or why they are absent)."""
 
-    def knobs(self) -> dict[str, object]:
+    def knobs(self) -> JSONObject:
         """The target's settings, as the report and the export's provenance show them."""
         return self.model_dump(exclude={"type", "proposals", "minibatch"}, exclude_none=True)
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from optimizer.search.report_checks import Check, Paired, PeerCheck
-from optimizer.search.report_model import Infrastructure, Report, ReportRow
+from optimizer.report.checks import Check, Paired, PeerCheck
+from optimizer.report.model import Infrastructure, Report, ReportRow
 
 ROW_COLUMNS = (
     "strategy",

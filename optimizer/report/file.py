@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from optimizer.errors import ConfigError
-from optimizer.search.report_model import Report
+from optimizer.jsontypes import JSONObject
+from optimizer.report.model import Report
 from optimizer.storage import atomic_write_json
 
 # Raise it whenever a key changes meaning or goes away (adding one does not break a reader).
 SCHEMA_VERSION = 1
-# What a summary-instruction job's report.json says it is (`summary_report`), so this reader can refuse it by name.
+# What a summary-instruction job's report.json says it is (`report.summary`), so this reader can refuse it by name.
 SUMMARY_KIND = "summary_instructions"
 
 
-def report_json(report: Report) -> dict[str, Any]:
+def report_json(report: Report) -> JSONObject:
     return {"schema_version": SCHEMA_VERSION, **report.to_dict()}
 
 

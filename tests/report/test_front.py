@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from optimizer.search.front import Point, dominates, improves_front, pareto_front
+from optimizer.report.front import Point, dominates, improves_front, pareto_front
 from optimizer.tracking.pareto import ParetoPoint, front_labels
 
 

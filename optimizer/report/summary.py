@@ -10,14 +10,14 @@ survived selection, and every line it wrote that was refused, with the reason.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from optimizer.evaluate.scores import Scores
 from optimizer.evaluate.stats import paired_bootstrap_diff, wilson_interval
-from optimizer.search.report import TIER0_LIMITS
-from optimizer.search.report_file import SUMMARY_KIND
-from optimizer.search.scores import Scores
+from optimizer.jsontypes import JSON, JSONObject
+from optimizer.report.file import SUMMARY_KIND
+from optimizer.report.model import TIER0_LIMITS
 from optimizer.summary.screen import ScreenResult
 from optimizer.summary.search import SearchRecord
 
@@ -39,6 +39,11 @@ class TextRow:
     tier0: Scores
     tier1: Scores | None = None
 
+    @property
+    def tier0_ci(self) -> tuple[float, float]:
+        """The 95 % Wilson interval of the tier-0 success."""
+        return wilson_interval(sum(t.success for t in self.tier0.tasks), self.tier0.n)
+
     def per_summary(self) -> float | None:
         if self.screen is None:
             return None
@@ -55,15 +60,14 @@ class TextRow:
             out[task.task_id] = sum(s.kept for s in task.summaries) / needed if needed else 1.0
         return out
 
-    def to_dict(self) -> dict[str, Any]:
-        passes = sum(t.success for t in self.tier0.tasks)
-        data: dict[str, Any] = {
+    def to_dict(self) -> JSONObject:
+        data: JSONObject = {
             "row": self.name,
             "version": self.version,
             "text": self.text,
             "tier0_tasks": self.tier0.n,
             "tier0_success": self.tier0.success,
-            "tier0_success_ci": list(wilson_interval(passes, self.tier0.n)),
+            "tier0_success_ci": list(self.tier0_ci),
             "peak_mean": self.tier0.peak_mean,
         }
         if self.screen is not None:
@@ -97,7 +101,7 @@ class SummaryReport:
     experiment: str
     suite: str
     target: str
-    knobs: dict[str, Any]
+    knobs: Mapping[str, JSON]
     default_source: str
     default_note: str
     tasks: dict[str, int]  # train (mined), val (chosen on), test
@@ -137,7 +141,7 @@ class SummaryReport:
             }
         return out
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "schema_version": SCHEMA_VERSION,
             "kind": SUMMARY_KIND,
@@ -175,20 +179,19 @@ class SummaryReport:
             "|---|---|---|---|---|---|---|---|" + ("---|" if any(r.tier1 for r in self.rows) else ""),
         ]
         for r in self.rows:
-            d = r.to_dict()
-            low, high = d["tier0_success_ci"]
+            low, high = r.tier0_ci
             cells = [
                 r.name,
                 r.version or "–",
-                f"{d['facts_kept']}/{d['facts_needed']}" if r.screen else "–",
-                _num(d.get("facts_kept_per_summary"), ".2f"),
-                _num(d.get("summary_tokens_mean"), ".0f"),
-                f"{d['tier0_success']:.2f}",
+                f"{r.screen.kept}/{r.screen.needed}" if r.screen else "–",
+                _num(r.per_summary(), ".2f"),
+                _num(r.screen.summary_tokens if r.screen else None, ".0f"),
+                f"{r.tier0.success:.2f}",
                 f"[{low:.2f}, {high:.2f}]",
-                f"{d['peak_mean']:,.0f}",
+                f"{r.tier0.peak_mean:,.0f}",
             ]
             if any(x.tier1 for x in self.rows):
-                cells.append(f"{d['tier1_success']:.2f} ({d['tier1_tasks']})" if r.tier1 else "–")
+                cells.append(f"{r.tier1.success:.2f} ({r.tier1.n})" if r.tier1 else "–")
             lines.append("| " + " | ".join(cells) + " |")
         lines += ["", "Paired over tasks (learned minus baseline, mean [95% interval]):", ""]
         for name, p in self.paired().items():
@@ -254,5 +257,5 @@ def _share(s: ScreenResult | None) -> str:
     return "–" if s is None else f"{s.kept}/{s.needed}"
 
 
-def _knobs(knobs: dict[str, Any]) -> str:
+def _knobs(knobs: Mapping[str, JSON]) -> str:
     return ", ".join(f"{k} = {v}" for k, v in knobs.items()) or "none"

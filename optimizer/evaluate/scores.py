@@ -8,11 +8,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 from optimizer.agent.episode import Episode
 from optimizer.evaluate.records import EpisodeSummary
 from optimizer.evaluate.stats import bootstrap_ci
+from optimizer.jsontypes import (
+    JSON,
+    JSONObject,
+    JSONRecord,
+    flag,
+    integer,
+    list_of_records,
+    number,
+    obj,
+    optional_integer,
+    optional_number,
+    text,
+)
 
 
 @dataclass(frozen=True)
@@ -28,6 +40,22 @@ class TaskScore:
     facts_needed: int | None = None
     facts_visible: int | None = None
 
+    def to_dict(self) -> JSONObject:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: JSONRecord) -> TaskScore:
+        return cls(
+            task_id=text(data["task_id"]),
+            success=flag(data["success"]),
+            peak_tokens=integer(data["peak_tokens"]),
+            recalls=integer(data.get("recalls", 0)),
+            compressor_calls=integer(data.get("compressor_calls", 0)),
+            cost=optional_number(data.get("cost")),
+            facts_needed=optional_integer(data.get("facts_needed")),
+            facts_visible=optional_integer(data.get("facts_visible")),
+        )
+
 
 @dataclass(frozen=True)
 class Scores:
@@ -39,11 +67,11 @@ class Scores:
     cost_per_success: float | None = None
     directory: str = ""
     # Extra summary figures of the run (dependency, total tokens, cache breaks, ...), as the run reported.
-    summary: Mapping[str, Any] = field(default_factory=dict)
+    summary: Mapping[str, JSON] = field(default_factory=dict)
 
     @classmethod
     def of(
-        cls, episodes: Sequence[Episode] | Sequence[EpisodeSummary], summary: Mapping[str, Any], directory: str = ""
+        cls, episodes: Sequence[Episode] | Sequence[EpisodeSummary], summary: JSONRecord, directory: str = ""
     ) -> Scores:
         tasks = tuple(
             TaskScore(
@@ -61,9 +89,9 @@ class Scores:
         )
         return cls(
             tasks,
-            int(summary.get("compressor_tokens", 0)),
-            int(summary.get("blocking", 0)),
-            summary.get("cost_per_success"),
+            int(number(summary.get("compressor_tokens", 0))),
+            int(number(summary.get("blocking", 0))),
+            optional_number(summary.get("cost_per_success")),
             directory,
             dict(summary),
         )
@@ -132,7 +160,7 @@ class Scores:
     def by_task(self) -> dict[str, TaskScore]:
         return {t.task_id: t for t in self.tasks}
 
-    def headline(self) -> dict[str, Any]:
+    def headline(self) -> JSONObject:
         """The figures reports and trackers show."""
         return {
             "tasks": self.n,
@@ -150,9 +178,9 @@ class Scores:
             "facts_visible": self.facts_visible,
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
-            "tasks": [asdict(t) for t in self.tasks],
+            "tasks": [t.to_dict() for t in self.tasks],
             "compressor_tokens": self.compressor_tokens,
             "blocking": self.blocking,
             "cost_per_success": self.cost_per_success,
@@ -161,12 +189,12 @@ class Scores:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Scores:
+    def from_dict(cls, data: JSONRecord) -> Scores:
         return cls(
-            tuple(TaskScore(**t) for t in data["tasks"]),
-            data.get("compressor_tokens", 0),
-            data.get("blocking", 0),
-            data.get("cost_per_success"),
-            data.get("directory", ""),
-            data.get("summary", {}),
+            tuple(list_of_records(data["tasks"], TaskScore.from_dict)),
+            integer(data.get("compressor_tokens", 0)),
+            integer(data.get("blocking", 0)),
+            optional_number(data.get("cost_per_success")),
+            text(data.get("directory", "")),
+            obj(data.get("summary", {})),
         )

@@ -1,6 +1,6 @@
 """The report's comparisons and verdicts: paired differences over common tasks, and each declared bar.
 
-Part of the typed report (`report_model`); each node carries its own codec, writing the keys `report.json`
+Part of the typed report (`report.model`); each node carries its own codec, writing the keys `report.json`
 has always had.
 """
 
@@ -8,18 +8,31 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+
+from optimizer.jsontypes import (
+    JSON,
+    JSONObject,
+    JSONRecord,
+    array,
+    dict_of,
+    flag,
+    integer,
+    number,
+    optional,
+    optional_number,
+    record,
+    text,
+)
 
 Interval = tuple[float, float]
 
 
-def interval(value: Any) -> Interval:
-    low, high = value
-    return (low, high)
+def interval(value: JSON) -> Interval:
+    low, high = array(value)
+    return (number(low), number(high))
 
 
-def optional_interval(value: Any) -> Interval | None:
-    return None if value is None else interval(value)
+optional_interval = optional(interval)
 
 
 @dataclass(frozen=True)
@@ -33,7 +46,7 @@ class Paired:
     success_diff: float = 0.0
     success_diff_ci: Interval = (0.0, 0.0)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         if not self.tasks:
             return {"tasks": 0}
         return {
@@ -46,15 +59,15 @@ class Paired:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Paired:
+    def from_dict(cls, data: JSONRecord) -> Paired:
         if not data["tasks"]:
             return cls(0)
         return cls(
-            tasks=data["tasks"],
-            peak_diff=data["peak_diff"],
+            tasks=integer(data["tasks"]),
+            peak_diff=number(data["peak_diff"]),
             peak_diff_ci=interval(data["peak_diff_ci"]),
-            peak_ratio=data["peak_ratio"],
-            success_diff=data["success_diff"],
+            peak_ratio=optional_number(data["peak_ratio"]),
+            success_diff=number(data["success_diff"]),
             success_diff_ci=interval(data["success_diff_ci"]),
         )
 
@@ -76,8 +89,8 @@ class BarCheck:
     passed: bool
     evidence: PairedEvidence | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"value": self.value, "bar": self.bar, "pass": self.passed}
+    def to_dict(self) -> JSONObject:
+        out: JSONObject = {"value": self.value, "bar": self.bar, "pass": self.passed}
         if self.evidence is not None:
             ci = self.evidence.paired_ci
             out.update(paired_ci=list(ci) if ci else None, significant=self.evidence.significant)
@@ -97,7 +110,7 @@ class PeerCheck:
     significant: bool
     solves_fewer: Interval | None  # (competitor's success, chosen's) when the competitor solves fewer
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "value": self.value,
             "bar": self.bar,
@@ -113,22 +126,24 @@ class PeerCheck:
 Check = BarCheck | PeerCheck
 
 
-def check_from_dict(data: Mapping[str, Any]) -> Check:
+def check_from_dict(data: JSONRecord) -> Check:
     if "against" in data:
         return PeerCheck(
-            value=data["value"],
-            bar=data["bar"],
-            passed=data["pass"],
+            value=number(data["value"]),
+            bar=number(data["bar"]),
+            passed=flag(data["pass"]),
             paired_ci=interval(data["paired_ci"]),
-            tasks=data["tasks"],
-            against=data["against"],
-            significant=data["significant"],
+            tasks=integer(data["tasks"]),
+            against=text(data["against"]),
+            significant=flag(data["significant"]),
             solves_fewer=optional_interval(data["solves_fewer"]),
         )
     evidence = (
-        PairedEvidence(optional_interval(data["paired_ci"]), data["significant"]) if "significant" in data else None
+        PairedEvidence(optional_interval(data["paired_ci"]), flag(data["significant"]))
+        if "significant" in data
+        else None
     )
-    return BarCheck(value=data["value"], bar=data["bar"], passed=data["pass"], evidence=evidence)
+    return BarCheck(value=number(data["value"]), bar=number(data["bar"]), passed=flag(data["pass"]), evidence=evidence)
 
 
 @dataclass(frozen=True)
@@ -139,13 +154,13 @@ class TierVerdict:
     checks: Mapping[str, Check]
     passed: bool
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {"suite": self.suite, "checks": {k: c.to_dict() for k, c in self.checks.items()}, "pass": self.passed}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> TierVerdict:
-        checks = {name: check_from_dict(c) for name, c in data["checks"].items()}
-        return cls(suite=data["suite"], checks=checks, passed=data["pass"])
+    def from_dict(cls, data: JSONRecord) -> TierVerdict:
+        checks = {name: check_from_dict(record(c)) for name, c in record(data["checks"]).items()}
+        return cls(suite=text(data["suite"]), checks=checks, passed=flag(data["pass"]))
 
 
 @dataclass(frozen=True)
@@ -156,7 +171,7 @@ class Acceptance:
     tiers: Mapping[str, TierVerdict]
     passed: bool
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return {
             "declared": dict(self.declared),
             "tiers": {k: v.to_dict() for k, v in self.tiers.items()},
@@ -164,9 +179,9 @@ class Acceptance:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Acceptance:
+    def from_dict(cls, data: JSONRecord) -> Acceptance:
         return cls(
-            declared=dict(data["declared"]),
-            tiers={k: TierVerdict.from_dict(v) for k, v in data["tiers"].items()},
-            passed=data["pass"],
+            declared=dict_of(data["declared"], number),
+            tiers={k: TierVerdict.from_dict(record(v)) for k, v in record(data["tiers"]).items()},
+            passed=flag(data["pass"]),
         )

@@ -1,4 +1,4 @@
-"""Ranking and the Pareto front of (success ↑, peak tokens ↓), on the same tasks.
+"""The Pareto front of (success ↑, peak tokens ↓), on the same tasks.
 
 The one front of acon: the search selects on it and tracking plots it (`optimizer.tracking.pareto`).
 """
@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
-Objective = Literal["constrained", "penalized", "success", "cost"]
+from optimizer.jsontypes import JSONObject, JSONRecord, integer, number, optional_number, text
 
 
 class Scored(Protocol):
@@ -45,8 +45,21 @@ class Point:
         # A baseline that ties a candidate stands for both (the candidate bought nothing), else the earliest.
         return (self.kind != "baseline", self.round)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JSONObject:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: JSONRecord) -> Point:
+        return cls(
+            label=text(data["label"]),
+            version=text(data["version"]),
+            kind=text(data["kind"]),
+            success=number(data["success"]),
+            peak_tokens=number(data["peak_tokens"]),
+            round=integer(data.get("round", 0)),
+            confirm_success=optional_number(data.get("confirm_success")),
+            confirm_peak_tokens=optional_number(data.get("confirm_peak_tokens")),
+        )
 
 
 def dominates(a: Scored, b: Scored) -> bool:
@@ -66,40 +79,6 @@ def pareto_front(points: Sequence[S]) -> list[S]:
     for point in sorted(front, key=lambda p: (p.peak_tokens, -p.success, p.tie_rank)):
         unique.setdefault((point.success, point.peak_tokens), point)
     return sorted(unique.values(), key=lambda p: p.peak_tokens)
-
-
-def rank_key(
-    success: float,
-    peak: float,
-    *,
-    none_success: float,
-    none_peak: float,
-    objective: Objective,
-    lam: float,
-    tolerance: float,
-    cost: float | None = None,
-    none_cost: float | None = None,
-) -> tuple[float, ...]:
-    """Sort key, larger is better.
-
-    `constrained`: a candidate whose success is within `tolerance` of full context's beats any that is not;
-    among those, the lower peak wins (the question a user asks: how few tokens keep success?); among the
-    rest, higher success. `penalized`: ACON eq. 7, success − λ · peak / peak(none). `success`: success
-    first, then peak. `cost`: as `constrained`, with projected cost per success (relative to full context's)
-    in place of peak, so a move that lowers the peak but rebuilds the cached prefix often can lose; a
-    candidate with no projected cost (or no success) ranks last among its group.
-    """
-    relative = peak / none_peak if none_peak > 0 else 0.0
-    if objective == "cost":
-        feasible = success >= none_success - tolerance - 1e-9
-        spent = -(cost / none_cost if none_cost else cost) if cost is not None else float("-inf")
-        return (1.0, spent, success, -relative) if feasible else (0.0, success, spent, -relative)
-    if objective == "constrained":
-        feasible = success >= none_success - tolerance - 1e-9
-        return (1.0, -relative, success) if feasible else (0.0, success, -relative)
-    if objective == "success":
-        return (success, -relative)
-    return (success - lam * relative, success)
 
 
 def improves_front(old: Sequence[Point], new: Sequence[Point]) -> bool:

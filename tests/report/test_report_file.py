@@ -8,7 +8,7 @@ import json
 import pytest
 
 from optimizer.errors import ConfigError
-from optimizer.search.report_file import SCHEMA_VERSION, read_report, report_json, write_report
+from optimizer.report.file import SCHEMA_VERSION, read_report, report_json, write_report
 from tests.search.report_samples import full_report
 
 

@@ -4,7 +4,7 @@ description show in the same words."""
 from __future__ import annotations
 
 from optimizer.cli.optimize_cmd import TABLE_COLUMNS, report_table, verdict_lines
-from optimizer.search.report_markdown import ROW_COLUMNS, acceptance_lines, headline, report_markdown
+from optimizer.report.markdown import ROW_COLUMNS, acceptance_lines, headline, report_markdown
 from optimizer.tracking.front_page import description
 from tests.search.report_samples import full_report
 
