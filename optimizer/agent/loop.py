@@ -141,10 +141,6 @@ class _Turn:
         return self.listing(recall).system
 
 
-def _open_turn(turn: int, agent: Agent, env, services: EpisodeServices) -> _Turn:
-    return _Turn(turn, agent, services, list(env.tools(turn)))
-
-
 def _run_turn(
     task: Task,
     turn: int,
@@ -156,7 +152,7 @@ def _run_turn(
     state: _LoopState,
     started: float,
 ) -> str | None:
-    current = _open_turn(turn, agent, env, services)
+    current = _Turn(turn, agent, services, list(env.tools(turn)))
     malformed_in_a_row = 0
     for _ in range(task.max_steps_per_turn):
         if runtime.step >= services.max_total_steps:

@@ -154,7 +154,8 @@ def pareto_table(report: Report) -> Table:
     return table
 
 
-# The Markdown report's columns (`report_markdown.ROW_COLUMNS`) a terminal has room for, some under a shorter name.
+# The Markdown report's columns (`optimizer.report.markdown.ROW_COLUMNS`) a terminal has room for, some under a
+# shorter name.
 SHOWN_COLUMNS = (
     "strategy",
     "tier",

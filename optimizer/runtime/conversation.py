@@ -400,7 +400,7 @@ class ContextRuntime:
             replayed, self.strategy.presend_budget(), self.store, step=step, strategy=self.strategy.type
         )
         offered = self.recall_offered
-        listing_changed = self._previous_request is not None and offered != self._recall_listed
+        listing_changed = offered != self._recall_listed
         self._recall_listed = offered
         rendered = render_messages(
             system(offered) if callable(system) else system,
@@ -459,8 +459,8 @@ class ContextRuntime:
     def restore(self, data: Any, *, source: str) -> ContextRuntime:
         """Restore a state as `save` writes it, already parsed (a LangGraph thread's state holds one)."""
         state = read_state(data, source=source, strategy_version=self.strategy.version())
+        state.store.advertised = self.store.advertised  # the guideline's, which a saved state does not hold
         self.history, self.store, self.stats, self._seen = state.history, state.store, state.stats, state.seen
-        self.store.advertised = self.strategy.recall_tool != "never"
         self._step, self._turn, self._action_step = state.step, state.turn, state.action_step
         self._previous_request = state.previous_request
         self._recall_listed = self.recall_offered

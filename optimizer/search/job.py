@@ -306,14 +306,16 @@ class OptimizationJob:
         if len(picks) < 2:
             return picks
         if self.val and self.none_val is not None:
-            mildest = self._mildest(ctx, order, picks[:-1], "val", self.none_val)
+            screen, none = "val", self.none_val
         else:
-            mildest = self._mildest(ctx, order, picks[:-1], "train", ctx.none_train.scores)
-        if mildest is None or mildest in picks[:-1]:
+            screen, none = "train", ctx.none_train.scores
+        # Of a move set none of the others has, so never one of them.
+        mildest = self._mildest(ctx, order, picks[:-1], screen, none)
+        if mildest is None:
             return picks
         self.log(  # often the candidate `distinct_moves` gave: said either way, so a reader knows why it was asked
             f"tier 1 also asks about the mildest cut within the peak goal: {mildest.guideline.name}@{mildest.version}"
-            f" (peak {mildest.screens['val' if 'val' in mildest.screens else 'train'].peak_mean:,.0f})"
+            f" (peak {mildest.screens[screen].peak_mean:,.0f})"
         )
         return [*picks[:-1], mildest]
 
