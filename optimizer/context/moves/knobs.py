@@ -2,10 +2,10 @@
 
 A knob names its field (a dotted path into a nested settings model: `select.min_words`), the range a
 search keeps it in and the way that compresses more. The search reads these declarations and never a
-move's attributes: `tighten` turns knobs one step that way, one variant per named `Tightening`; the acon
-search's provoked parent sets the knobs that decide when a move fires to where every run compresses;
-`graft` keeps a borrowed move above its `graft_floor`. A knob declared on a move is turned by all three
-with no edit to any of them.
+move's attributes: `tighten` turns knobs one step that way, one variant per named `Tightening`, and
+`relax` one step back; the acon search's provoked parent sets the knobs that decide when a move fires to
+where every run compresses; `graft` keeps a borrowed move above its `graft_floor`. A knob declared on a
+move is turned by all of them with no edit to any of them.
 
 Every edit is a `model_copy` (unvalidated), as every edit of a policy by the search is: a provoked
 trigger of 0 is below some fields' validated minimum on purpose.
@@ -13,7 +13,7 @@ trigger of 0 is below some fields' validated minimum on purpose.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, TypeVar
 
@@ -130,14 +130,33 @@ def with_values(model: M, values: Mapping[str, Number]) -> M:
 
 def tightened(move: MoveT, tightening: Tightening) -> MoveT:
     """`move` with every knob that turns in `tightening` one step on (itself when none moves)."""
+    return _turned(move, tightening, lambda step: step)
+
+
+def loosened(move: MoveT, tightening: Tightening) -> MoveT:
+    """`move` with every knob that turns in `tightening` one step back, toward keeping more (itself when none
+    moves). A `Pin` has no way back and is left where it is."""
+    return _turned(move, tightening, _reversed)
+
+
+def _reversed(step: Step) -> Step | None:
+    if isinstance(step, Scale):
+        return Scale(1 / step.factor)  # back within the knob's own range, not toward the tightening's bound
+    if isinstance(step, Shift):
+        return Shift(-step.by)
+    return None
+
+
+def _turned(move: MoveT, tightening: Tightening, direction: Callable[[Step], Step | None]) -> MoveT:
     leading: dict[str, Number] = {}
     following: dict[str, Number] = {}
     for knob in move.knobs:
         for turn in knob.turns:
-            if turn.tightening != tightening:
+            step = direction(turn.step) if turn.tightening == tightening else None
+            if step is None:
                 continue
             value = knob.read(move)
-            moved = knob.stepped(value, turn.step)
+            moved = knob.stepped(value, step)
             if moved != value:
                 (following if turn.follows else leading)[knob.path] = moved
     return with_values(move, {**leading, **following}) if leading else move

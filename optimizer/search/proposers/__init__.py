@@ -2,7 +2,8 @@
 
 Deterministic: `patch` (undo the diffs' losses class by class), `extract_rules` (rules from the lines
 that held the lost facts), `graft` (compose moves from other candidates), `tighten` (cut more, one knob
-at a time), and `batch` (fewer prefix rebuilds; not a default: cost-ranked experiments name it). With
+at a time), `batch` (fewer prefix rebuilds; not a default: cost-ranked experiments name it) and `relax`
+(cut less, one move or knob at a time; not a default: jobs that confirm the mildest cut name it). With
 the optimizer LLM: `llm_rewrite` (rules and a targeted edit from the diff's examples), `llm_shorten`
 (shorter compressor instructions). Adding one: a module with a `Proposer` subclass and an entry point in
 the `acon.proposers` group (`pyproject.toml`, or a plugin's own); see CONTRIBUTING.md.
@@ -20,6 +21,7 @@ from optimizer.search.proposers.graft import Graft
 from optimizer.search.proposers.llm_rewrite import LlmRewrite
 from optimizer.search.proposers.llm_shorten import LlmShorten
 from optimizer.search.proposers.patch import Patch
+from optimizer.search.proposers.relax import Relax
 from optimizer.search.proposers.tighten import Tighten
 
 PROPOSERS: Registry[Proposer] = Registry("acon.proposers", Proposer, what="proposer")
@@ -45,5 +47,6 @@ __all__ = [
     "ProposalInput",
     "Proposer",
     "ProposerConfig",
+    "Relax",
     "Tighten",
 ]

@@ -11,6 +11,8 @@ from optimizer.context.guideline import SEED_GUIDELINE, RetentionPolicy, read_gu
 from optimizer.context.moves import Clear, Compress, DropOld, Extract, ExtractOld, Mask, Offload, SummarizeOld
 from optimizer.context.moves.knobs import (
     FEWER,
+    LOWER,
+    STRICT,
     TIGHTENINGS,
     Knob,
     Pin,
@@ -18,6 +20,7 @@ from optimizer.context.moves.knobs import (
     Shift,
     Tightening,
     Turn,
+    loosened,
     provoked,
     tightened,
 )
@@ -124,3 +127,21 @@ def test_tighten_proposes_acon_tightenings_in_their_declared_order():
         history=[{"move": "summarize", "over": 2000, "keep_last": 2, "max_tokens": 250}],
     )
     assert list(variants(parent)) == [t.name for t in TIGHTENINGS]
+
+
+def test_loosening_takes_each_tightening_one_step_back_within_the_range():
+    move = Extract(over=1000, select={"min_words": 3, "head": 2, "top_ratio": 0.5})
+    for tightening in (LOWER, STRICT):
+        assert loosened(tightened(move, tightening), tightening).model_dump() == move.model_dump()
+    strict = loosened(move, STRICT).select
+    assert (strict.min_words, strict.head, strict.top_ratio) == (2, 3, 0.25)
+    assert loosened(move, LOWER).over == 1666  # x1/0.6: no bound above, whatever the tightening's bound was
+    floor = Extract(over=1000, select={"min_words": 1, "head": 200, "top_ratio": 0.0})
+    assert loosened(floor, STRICT) is floor  # every knob already at the looser end of its range
+    pinned = Tightening("pinned", "x")
+
+    class Pinned(Mask):
+        knobs = (Knob("keep_last", 1, None, "down", (Turn(pinned, Pin(1)),)),)
+
+    mask = Pinned(keep_last=3)
+    assert tightened(mask, pinned).keep_last == 1 and loosened(mask, pinned) is mask  # a pin has no way back

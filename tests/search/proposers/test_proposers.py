@@ -261,7 +261,7 @@ def test_every_proposer_is_in_the_union_and_the_defaults():
 
     defaults = {c.model_fields["type"].default for c in PROPOSER_CLASSES if c.in_default}
     assert {p.type for p in DEFAULT_PROPOSERS} == defaults
-    assert {c.model_fields["type"].default for c in PROPOSER_CLASSES} - defaults == {"batch"}
+    assert {c.model_fields["type"].default for c in PROPOSER_CLASSES} - defaults == {"batch", "relax"}
     assert {c.step for c in PROPOSER_CLASSES} == {"ut", "co"}
 
 
@@ -295,3 +295,31 @@ def test_a_child_lists_recall_as_its_parent_even_from_a_policy_built_afresh():
     assert fresh.recall_tool == "once_cleared"  # what extract_rules, patch and the LLM rewrite build
     child = derived(parent, fresh, "rules")
     assert child.policy.recall_tool == "never" and child.name == "seed+rules"
+
+
+def test_relax_offers_milder_cuts_one_change_each():
+    from optimizer.context.moves import ExtractOld
+    from optimizer.search.proposers import Relax
+
+    select = {"min_words": 3, "head": 1}
+    parent = candidate(
+        write=[{"move": "extract", "classes": ["static"], "over": 200, "select": select}],
+        history=[{"move": "mask", "classes": ["dynamic_state"], "keep_last": 3, "over": 0}],
+        recall_tool="never",
+    )
+    variants = {
+        p.guideline.name.rsplit("+", 1)[1]: p.guideline.policy for p in Relax().propose(ProposalInput(parent, ()))
+    }
+    policy = parent.guideline.policy
+    assert variants["without_write0"].write == () and variants["without_write0"].history == policy.history
+    assert variants["without_history0"].write == policy.write and variants["without_history0"].history == ()
+    deferred = variants["defer"]
+    assert deferred.write == () and [m.move for m in deferred.history] == ["extract_old", "mask"]
+    later = deferred.history[0]
+    assert isinstance(later, ExtractOld) and later.keep_last == 1 and later.over == 200
+    assert later.select == policy.write[0].select and later.classes == policy.write[0].classes
+    assert variants["loose_lower"].write[0].over == 333 and variants["loose_fewer"].history[0].keep_last == 4
+    assert variants["loose_strict"].write[0].select.min_words == 2
+    assert all(v.recall_tool == "never" and v != policy for v in variants.values())
+    single = candidate(history=[{"move": "mask", "keep_last": 3, "over": 0}])
+    assert not any("without" in p.guideline.name for p in Relax().propose(ProposalInput(single, ())))
