@@ -2,11 +2,14 @@
 
 Each exporter writes into the export's `settings` and returns what the mapping loses; `None` from
 `clear` means the target has no clearing at all. `instructions` says whether the target takes the
-history compressor's text (the summary instructions). Warnings are values that cost the user natively.
+history compressor's text (the summary instructions). Warnings are values that cost the user natively;
+every target flags a trigger by the one rule of `far_below`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 from typing import Any
 
 from optimizer.context.guideline import Guideline
@@ -17,9 +20,29 @@ CLEAR_TOOL_USES = "langchain.agents.middleware.ClearToolUsesEdit"
 SUMMARIZATION = "langchain.agents.middleware.SummarizationMiddleware"
 CONTEXT_MANAGEMENT_BETA = "context-management-2025-06-27"  # clear_tool_uses_20250919
 COMPACTION_BETA = "compact-2026-01-12"  # compact_20260112
-# Anthropic's defaults (the SDK's docstrings): a trigger a tenth of these or less is flagged.
+# Anthropic's defaults (the SDK's docstrings).
 CLEAR_DEFAULT_TRIGGER = 100_000
 COMPACT_DEFAULT_TRIGGER = 150_000
+# `ClearToolUsesEdit.trigger`'s default in langchain 1.5 (langchain/agents/middleware/context_editing.py),
+# for when langchain (an optional extra) is not installed; `langchain_clear_default` reads the real one.
+LANGCHAIN_CLEAR_DEFAULT_TRIGGER = 100_000
+
+
+def far_below(trigger: int, default: int) -> bool:
+    """A trigger a tenth of the default or less: learned on short tasks, it fires all the time on long ones."""
+    return trigger * 10 <= default
+
+
+@functools.cache
+def langchain_clear_default() -> int:
+    """The installed langchain's own `ClearToolUsesEdit` trigger, so the warning follows the package."""
+    try:
+        from langchain.agents.middleware import ClearToolUsesEdit
+    except ImportError:
+        return LANGCHAIN_CLEAR_DEFAULT_TRIGGER
+    fields = dataclasses.fields(ClearToolUsesEdit) if dataclasses.is_dataclass(ClearToolUsesEdit) else ()
+    default = {f.name: f.default for f in fields}.get("trigger")
+    return default if isinstance(default, int) else LANGCHAIN_CLEAR_DEFAULT_TRIGGER
 
 
 class Target:
@@ -60,7 +83,7 @@ class Anthropic(Target):
                 "so the cached prompt prefix is rewritten each turn "
                 f"(Anthropic's default trigger: {CLEAR_DEFAULT_TRIGGER:,})"
             )
-        elif move.trigger_tokens * 10 <= CLEAR_DEFAULT_TRIGGER:
+        elif far_below(move.trigger_tokens, CLEAR_DEFAULT_TRIGGER):
             out.append(
                 f"{where}: trigger {move.trigger_tokens:,} input tokens is a tenth or less of Anthropic's default "
                 f"{CLEAR_DEFAULT_TRIGGER:,}: clears (and cache rewrites) start early"
@@ -73,7 +96,7 @@ class Anthropic(Target):
         return out
 
     def summarize_warnings(self, move: SummarizeOld, where: str) -> list[str]:
-        if move.over * 10 > COMPACT_DEFAULT_TRIGGER:
+        if not far_below(move.over, COMPACT_DEFAULT_TRIGGER):
             return []
         return [
             f"{where}: compaction trigger {move.over:,} input tokens is a tenth or less of Anthropic's default "
@@ -123,7 +146,7 @@ class OpenAIResponses(Target):
         ]
 
     def summarize_warnings(self, move: SummarizeOld, where: str) -> list[str]:
-        if move.over * 10 > COMPACT_DEFAULT_TRIGGER:
+        if not far_below(move.over, COMPACT_DEFAULT_TRIGGER):
             return []
         return [
             f"{where}: compact_threshold {move.over:,} tokens: compaction (a paid summary, and a new prefix for "
@@ -134,12 +157,30 @@ class OpenAIResponses(Target):
 
 class LangChain(Target):
     def clear_warnings(self, move: Clear, where: str) -> list[str]:
+        default = langchain_clear_default()
         if move.trigger_tokens == 0:
             return [
                 f"{where}: trigger 0 tokens clears on every model call past keep={move.keep_last} tool uses, so "
-                "the provider's cached prompt prefix is rewritten each turn (LangChain's default trigger: 100,000)"
+                f"the provider's cached prompt prefix is rewritten each turn (LangChain's default trigger: {default:,})"
+            ]
+        if far_below(move.trigger_tokens, default):
+            return [
+                f"{where}: trigger {move.trigger_tokens:,} tokens is a tenth or less of LangChain's default "
+                f"{default:,}: once past it, ClearToolUsesEdit clears every few turns, and each clear rewrites "
+                "the provider's cached prompt prefix"
             ]
         return []
+
+    def summarize_warnings(self, move: SummarizeOld, where: str) -> list[str]:
+        # SummarizationMiddleware's own trigger defaults to None (it never summarizes), so there is no LangChain
+        # default to measure against: Anthropic's compaction default stands in for a model's working context.
+        if not far_below(move.over, COMPACT_DEFAULT_TRIGGER):
+            return []
+        return [
+            f'{where}: trigger ["tokens", {move.over:,}]: a paid summary (and a new cached prompt prefix) almost '
+            "every model call; SummarizationMiddleware has no default trigger, and this is a tenth or less of "
+            f"Anthropic's compaction default {COMPACT_DEFAULT_TRIGGER:,}"
+        ]
 
     def clear(self, move: Clear, exclude: list[str], settings: dict[str, Any]) -> list[str]:
         kwargs: dict[str, Any] = {

@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import json
+import sys
+import types
 import typing
+from dataclasses import dataclass
 
 import pytest
 
 from optimizer.adapters.langchain import middleware_from
 from optimizer.adapters.native_export import export_native
-from optimizer.adapters.native_targets import CONTEXT_EDITING
+from optimizer.adapters.native_targets import (
+    COMPACT_DEFAULT_TRIGGER,
+    CONTEXT_EDITING,
+    LANGCHAIN_CLEAR_DEFAULT_TRIGGER,
+    langchain_clear_default,
+)
 from optimizer.context.guideline import read_guideline
 from optimizer.errors import ConfigError
 from optimizer.runtime.retention_map import ToolRetention
@@ -218,10 +226,81 @@ def test_exports_warn_on_triggers_that_cost_the_user():
     learned = export_native(read_guideline("guidelines/learned/bfcl_long_context.md"), "anthropic", RETENTION)
     assert any("trigger 0 input tokens" in w and "rewritten each turn" in w for w in learned.warnings)
     assert any("no clear_at_least" in w for w in learned.warnings)
-    seed = export_native(read_guideline("guidelines/seed/seed.md"), "anthropic", RETENTION)
-    assert [w for w in seed.warnings if "compaction trigger 2,048 input tokens" in w]
+    seed_guideline = read_guideline("guidelines/seed/seed.md")
+    index, summarize = first_move(seed_guideline, "summarize")
+    assert summarize.over * 10 <= COMPACT_DEFAULT_TRIGGER  # the seed's trigger is one to warn about
+    seed = export_native(seed_guideline, "anthropic", RETENTION)
+    assert [w for w in seed.warnings if f"history[{index}] summarize: compaction trigger {summarize.over:,} " in w]
+    openai = export_native(seed_guideline, "openai", RETENTION)
+    assert [
+        w
+        for w in openai.warnings
+        if w.startswith(f"history[{index}] summarize: compact_threshold {summarize.over:,} tokens")
+        and "almost every request" in w
+    ]
     langchain = export_native(read_guideline("guidelines/learned/bfcl_long_context.md"), "langchain", RETENTION)
     assert any("trigger 0 tokens clears on every model call" in w for w in langchain.warnings)
+
+
+def first_move(guideline, kind: str):
+    return next((i, m) for i, m in enumerate(guideline.policy.history) if m.move == kind)
+
+
+def with_move(guideline, index: int, **update):
+    """`guideline` with history[index]'s fields replaced."""
+    history = list(guideline.policy.history)
+    history[index] = history[index].model_copy(update=update)
+    return guideline.model_copy(update={"policy": guideline.policy.model_copy(update={"history": tuple(history)})})
+
+
+@pytest.mark.parametrize("path", ["guidelines/learned/builtin.md", "guidelines/learned/quickstart.md"])
+def test_langchain_warns_on_a_clear_trigger_far_below_its_default(path):
+    guideline = read_guideline(path)
+    index, clear = first_move(guideline, "clear")
+    default = langchain_clear_default()
+    assert 0 < clear.trigger_tokens * 10 <= default  # the shipped trigger is one to warn about
+    (warning,) = export_native(guideline, "langchain", RETENTION).warnings
+    assert warning.startswith(f"history[{index}] clear: trigger {clear.trigger_tokens:,} tokens is a tenth or less")
+    assert f"LangChain's default {default:,}" in warning
+    assert "clears every few turns" in warning and "rewrites the provider's cached prompt prefix" in warning
+    for trigger in (default, 2 * default):
+        assert export_native(with_move(guideline, index, trigger_tokens=trigger), "langchain", RETENTION).warnings == []
+
+
+def test_langchain_warns_on_a_summarize_trigger_far_below_a_working_context():
+    guideline = read_guideline("guidelines/seed/seed.md")
+    index, summarize = first_move(guideline, "summarize")
+    assert summarize.over * 10 <= COMPACT_DEFAULT_TRIGGER
+    (warning,) = export_native(guideline, "langchain", RETENTION).warnings
+    assert warning.startswith(f'history[{index}] summarize: trigger ["tokens", {summarize.over:,}]: a paid summary')
+    assert "SummarizationMiddleware has no default trigger" in warning and f"{COMPACT_DEFAULT_TRIGGER:,}" in warning
+    roomy = with_move(guideline, index, over=COMPACT_DEFAULT_TRIGGER)
+    assert export_native(roomy, "langchain", RETENTION).warnings == []
+
+
+@pytest.fixture
+def reread_clear_default():
+    langchain_clear_default.cache_clear()
+    yield
+    langchain_clear_default.cache_clear()  # a stand-in's number must not outlive the test
+
+
+def test_langchain_clear_default_is_read_from_the_installed_package(monkeypatch, reread_clear_default):
+    from langchain.agents.middleware import ClearToolUsesEdit
+
+    # The fallback names the installed package's number, so an export without langchain warns alike.
+    assert langchain_clear_default() == ClearToolUsesEdit().trigger == LANGCHAIN_CLEAR_DEFAULT_TRIGGER
+
+    @dataclass
+    class Moved:
+        trigger: int = 40_000
+
+    monkeypatch.setitem(sys.modules, "langchain.agents.middleware", types.SimpleNamespace(ClearToolUsesEdit=Moved))
+    langchain_clear_default.cache_clear()
+    assert langchain_clear_default() == 40_000
+    monkeypatch.setitem(sys.modules, "langchain.agents.middleware", None)  # langchain not installed
+    langchain_clear_default.cache_clear()
+    assert langchain_clear_default() == LANGCHAIN_CLEAR_DEFAULT_TRIGGER
 
 
 def test_cli_prints_what_does_not_map_and_writes_the_settings(run_cli, tmp_path):
@@ -246,6 +325,14 @@ def test_cli_prints_what_does_not_map_and_writes_the_settings(run_cli, tmp_path)
     settings = json.loads(out.read_text())  # the call's keyword arguments, nothing around them
     assert set(settings) == {"betas", "context_management"} and settings["betas"] == ["context-management-2025-06-27"]
     assert settings["context_management"]["edits"][0]["exclude_tools"] == ["pay"]
+
+
+def test_cli_prints_the_langchain_trigger_warning(run_cli, tmp_path):
+    path = "guidelines/learned/builtin.md"
+    index, clear = first_move(read_guideline(path), "clear")
+    code, _, err = run_cli("export", path, "--format", "langchain", "--out", str(tmp_path / "langchain.json"))
+    assert code == 0, err
+    assert f"langchain: warning: history[{index}] clear: trigger {clear.trigger_tokens:,} tokens is a tenth" in err
 
 
 @pytest.mark.parametrize(
