@@ -183,9 +183,7 @@ def load_from_registry(ref: str, tracking_uri: str | None = None, *, provenance:
             raise ConfigError(f"no MLflow store at {database}")
     client = MlflowClient(tracking_uri=tracking_uri, registry_uri=tracking_uri)
     name, version, alias = parse_ref(ref)
-    if client.get_prompt(name) is None and client.get_prompt(f"{name}-{HISTORY}") is not None:
-        name = f"{name}-{HISTORY}"
-    first = _get(client, name, version, alias, ref)
+    first = _get(client, _prompt_named(client, name), version, alias, ref)
     twin_ref = first.tags.get(TAG_TWIN)
     if first.tags.get(TAG_VERSION) is None or twin_ref is None:
         raise ConfigError(f"{ref}: prompt {first.name}/{first.version} has no guideline tags (not from acon)")
@@ -213,6 +211,18 @@ def load_from_registry(ref: str, tracking_uri: str | None = None, *, provenance:
     if not provenance:
         return guideline
     return with_registry_provenance(guideline, ref, parts[HISTORY], parts[OBSERVATION], tracking_uri)
+
+
+def _prompt_named(client: MlflowClient, name: str) -> str:
+    """The prompt NAME stands for: itself, or the history prompt of a prefix (`acon-exp`) or of an experiment
+    (`exp`, the name a user of `acon optimize` knows)."""
+    for prompt in (name, f"{name}-{HISTORY}", f"{prompt_prefix(name)}-{HISTORY}"):
+        if client.get_prompt(prompt) is not None:
+            return prompt
+    suffix = f"-{HISTORY}"
+    held = sorted(p.name.removesuffix(suffix) for p in client.search_prompts() if p.name.endswith(suffix))
+    holds = f"it holds {', '.join(held)}" if held else "it holds none"
+    raise ConfigError(f"no guideline registered as {name!r} in this store ({holds})")
 
 
 def with_registry_provenance(

@@ -305,6 +305,7 @@ def test_registered_guidelines_round_trip_and_best_alias(store, client, tmp_path
         "acon-registry-history@best",
         "acon-registry-observation@best",
         "acon-registry@best",
+        "registry@best",  # the experiment's own name, as a user of `acon optimize` knows it
         "prompts:/acon-registry-history/2",
     ):
         loaded = load_from_registry(ref, store.uri)
@@ -320,7 +321,9 @@ def test_registered_guidelines_round_trip_and_best_alias(store, client, tmp_path
 
     with pytest.raises(ConfigError, match=r"not found|does not exist"):
         load_from_registry("acon-registry-history@nope", store.uri)
-    with pytest.raises(ConfigError):
+    with pytest.raises(
+        ConfigError, match=r"no guideline registered as 'missing-prompt' in this store \(it holds acon-registry\)"
+    ):
         load_from_registry("missing-prompt/1", store.uri)
 
 
