@@ -1,6 +1,6 @@
 """Tier 0 calibrated to the target agent, from the tier-1 episodes an optimize job already ran.
 
-    python benchmarks/bench_calibration.py JOB_DIR [--fit-on train] [--judge-on val] \
+    python benchmarks/bench_calibration.py JOB_DIR [JOB_DIR ...] [--fit-on train] [--judge-on val] \
         [--out benchmarks/results/calibration.json]
 
 Every tier-1 run of the job (`JOB_DIR/runs/*-llm-*`: pairs mined with the real agent, confirmations on the
@@ -33,7 +33,13 @@ from optimizer import _offline  # noqa: E402,F401
 from optimizer.config import ExperimentConfig  # noqa: E402
 from optimizer.context.strategies import ContextStrategy, parse_strategy  # noqa: E402
 from optimizer.errors import AconError  # noqa: E402
-from optimizer.evaluate.calibration import Cell, agreement, fit_recall_probability  # noqa: E402
+from optimizer.evaluate.calibration import (  # noqa: E402
+    Cell,
+    agreement,
+    brier,
+    fit_agent_model,
+    fit_recall_probability,
+)
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.evaluate.store import EpisodeStore  # noqa: E402
 from optimizer.evaluate.strategy_runs import run_strategy, select_tasks  # noqa: E402
@@ -77,8 +83,8 @@ def tier0_verdicts(
     base: Path,
     endpoints: ModelEndpoints,
     **recall: Any,
-) -> dict[str, tuple[bool, int]]:
-    """(success, recalls made) per task with the reference agent under the given recall settings."""
+) -> dict[str, tuple[bool, int, int]]:
+    """(success, recalls made, compression edits) per task with the reference agent under the given recall settings."""
     result = run_strategy(
         config.with_overrides(run=recall),
         tasks,
@@ -88,13 +94,13 @@ def tier0_verdicts(
         split="all",
         base=base,
     )
-    return {e.task_id: (e.success, e.metrics.recall_calls) for e in result.scored_episodes()}
+    return {e.task_id: (e.success, e.metrics.recall_calls, e.metrics.compressions) for e in result.scored_episodes()}
 
 
 def cells_of(
     runs: Sequence[dict[str, Any]],
-    honest: dict[tuple[str, str], tuple[bool, int]],
-    never: dict[tuple[str, str], tuple[bool, int]],
+    honest: dict[tuple[str, str], tuple[bool, int, int]],
+    never: dict[tuple[str, str], tuple[bool, int, int]],
 ) -> list[Cell]:
     none_t1 = {(task, r["seed"]): ok for r in runs if r["strategy"] == "none" for task, ok in r["verdicts"].items()}
     return [
@@ -108,6 +114,7 @@ def cells_of(
             recalls=honest[(r["strategy"], task)][1],
             tier1_ok=ok,
             none_tier1_ok=none_t1.get((task, r["seed"])),
+            edits=honest[(r["strategy"], task)][2],
         )
         for r in runs
         for task, ok in r["verdicts"].items()
@@ -116,7 +123,9 @@ def cells_of(
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("job", type=Path, help="An `acon optimize` job directory with tier-1 runs.")
+    parser.add_argument(
+        "jobs", type=Path, nargs="+", help="`acon optimize` job directories of one suite, with tier-1 runs."
+    )
     parser.add_argument("--fit-on", default="train", help="Split whose cells fit p (default: train).")
     parser.add_argument("--judge-on", default="val", help="Split whose cells judge the fit (default: val).")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "calibration.json")
@@ -125,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"bench_calibration: the {SEALED} split is sealed; fit and judge on train and val", file=sys.stderr)
         return 2
     try:
-        report = run(args.job, args.fit_on, args.judge_on)
+        report = run(args.jobs, args.fit_on, args.judge_on)
     except (AconError, OSError, KeyError, json.JSONDecodeError) as exc:
         print(f"bench_calibration: {exc}", file=sys.stderr)
         return 1
@@ -136,11 +145,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def run(job: Path, fit_on: str, judge_on: str) -> dict[str, Any]:
+def run(jobs: Sequence[Path], fit_on: str, judge_on: str) -> dict[str, Any]:
+    """The first job's config runs tier 0 for every job's cells (the jobs are of one suite)."""
+    job = jobs[0]
     config = ExperimentConfig.model_validate(json.loads((job / "job.json").read_text())["config"])
-    runs = tier1_runs(job)
+    runs = [r for j in jobs for r in tier1_runs(j)]
     if not runs:
-        raise AconError(f"{job} has no tier-1 runs outside the {SEALED} split")
+        raise AconError(f"{', '.join(map(str, jobs))}: no tier-1 runs outside the {SEALED} split")
     by_id = {t.id: t for split in ("train", SEALED) for t in select_tasks(config, split, None)}
     cells_by_strategy: dict[str, set[str]] = defaultdict(set)
     configs = {}
@@ -149,10 +160,10 @@ def run(job: Path, fit_on: str, judge_on: str) -> dict[str, Any]:
         configs[r["strategy"]] = r["config"]
     base = job / "calibration"
     started = time.perf_counter()
-    settings: dict[str, dict[tuple[str, str], tuple[bool, int]]] = {"honest": {}, "never": {}}
+    settings: dict[str, dict[tuple[str, str], tuple[bool, int, int]]] = {"honest": {}, "never": {}}
     with ModelEndpoints({"compressor": config.endpoints.compressor}, log=_log) as endpoints:
 
-        def tier0(**recall: Any) -> dict[tuple[str, str], tuple[bool, int]]:
+        def tier0(**recall: Any) -> dict[tuple[str, str], tuple[bool, int, int]]:
             out = {}
             for name, task_ids in cells_by_strategy.items():
                 tasks = [by_id[t] for t in sorted(task_ids)]
@@ -167,29 +178,58 @@ def run(job: Path, fit_on: str, judge_on: str) -> dict[str, Any]:
         if not fit_cells:
             raise AconError(f"no tier-1 cells on the {fit_on!r} split to fit on")
         p_hat = fit_recall_probability(fit_cells)
+        model = fit_agent_model(fit_cells)
         calibrated = tier0(recall="honest", recall_probability=p_hat)
+        jointly = tier0(recall="honest", recall_probability=model.recall_probability)
     seconds = time.perf_counter() - started
     judged = [c for c in cells if c.split == judge_on]
     rows = {}
     for label, verdict in (
         ("default (honest, p = 1)", lambda c: c.honest_ok),
         (f"calibrated (p = {p_hat:.2f})", lambda c: calibrated[(c.strategy, c.task_id)][0]),
+        # More likely than not to pass: tier 0's verdict under the fitted p, times u per edit the run made.
+        (
+            f"calibrated (p = {model.recall_probability:.2f}, u = {model.use_probability:.3f} per edit)",
+            lambda c: jointly[(c.strategy, c.task_id)][0] and model.use_probability**c.edits >= 0.5,
+        ),
     ):
         rows[label] = {"fit": agreement(fit_cells, verdict), "held_out": agreement(judged, verdict)}
+    p, u = model.recall_probability, model.use_probability
+    predicted = {
+        "default": lambda c: float(c.honest_ok),
+        "calibrated": lambda c: c.pass_probability(p, u),
+    }
+    held_out_by_strategy = {
+        name: {
+            "cells": len(mine),
+            "tier0": sum(predicted["default"](c) for c in mine) / len(mine),
+            "tier0_calibrated": sum(predicted["calibrated"](c) for c in mine) / len(mine),
+            "tier1": sum(c.tier1_ok for c in mine) / len(mine),
+        }
+        for name in sorted({c.strategy for c in judged})
+        if (mine := [c for c in judged if c.strategy == name])
+    }
     return {
         "benchmark": "calibration",
         "date": time.strftime("%Y-%m-%d"),
         "machine": f"{platform.machine()}, {platform.system()}",
         "job": config.name,
+        "job_dirs": [str(j) for j in jobs],
         "fit_on": fit_on,
         "judge_on": judge_on,
         "p_hat": p_hat,
+        "agent_model": model.__dict__,
+        "edits_by_strategy": {
+            name: sorted({c.edits for c in cells if c.strategy == name}) for name in sorted(cells_by_strategy)
+        },
         "tier1_cells": {split: sum(c.split == split for c in cells) for split in sorted({c.split for c in cells})},
         "strategies": sorted(cells_by_strategy),
         "tier1_success_by_strategy": {
             name: _rate([c for c in cells if c.strategy == name]) for name in sorted(cells_by_strategy)
         },
         "rows": rows,
+        "brier_held_out": {label: brier(judged, f) for label, f in predicted.items()},
+        "held_out_by_strategy": held_out_by_strategy,
         "tier0_seconds": seconds,
         "cells": [c.__dict__ for c in cells],
     }
@@ -204,7 +244,11 @@ def _pct(value: float | None) -> str:
 
 
 def print_report(report: dict[str, Any]) -> None:
-    print(f"\njob {report['job']}: tier-1 cells {report['tier1_cells']}; fitted p = {report['p_hat']:.2f}")
+    model = report["agent_model"]
+    print(
+        f"\njob {report['job']}: tier-1 cells {report['tier1_cells']}; fitted p = {report['p_hat']:.2f}; jointly "
+        f"p = {model['recall_probability']:.2f}, u = {model['use_probability']:.3f} per edit"
+    )
     print(
         "tier-1 success by strategy: " + ", ".join(f"{k} {v}" for k, v in report["tier1_success_by_strategy"].items())
     )
@@ -221,6 +265,15 @@ def print_report(report: dict[str, Any]) -> None:
             f"| {held['false_pass']} of {held['false_pass_of']} ({_pct(held['false_pass_rate'])}, "
             f"CI {low:.2f}-{high:.2f}) |"
         )
+    scores = report["brier_held_out"]
+    print(
+        f"\nBrier score on the {report['judge_on']} cells (tier 0's pass probability vs the agent's verdict, lower "
+        f"is better): default {_pct(scores['default'])}, calibrated {_pct(scores['calibrated'])}"
+    )
+    print(f"\n| strategy ({report['judge_on']}) | cells | tier 0 | tier 0 calibrated (expected) | tier 1 |")
+    print("|---|---|---|---|---|")
+    for name, row in report["held_out_by_strategy"].items():
+        print(f"| {name} | {row['cells']} | {row['tier0']:.2f} | {row['tier0_calibrated']:.2f} | {row['tier1']:.2f} |")
 
 
 def _log(message: str) -> None:

@@ -53,10 +53,16 @@ def test_the_fit_on_train_cells_removes_the_false_passes_on_held_out_ones(bench,
     report = json.loads(out.read_text())
     assert report["p_hat"] == 0.0
     assert report["tier1_cells"] == {"train": 8, "val": 8}  # the test split's run is never read
-    default, calibrated = report["rows"].values()
+    default, calibrated, jointly = report["rows"].values()
     assert default["held_out"]["false_pass"] == 2 and default["held_out"]["false_pass_of"] == 4
     assert default["held_out"]["agreement"] == pytest.approx(6 / 8)
     assert calibrated["held_out"]["false_pass"] == 0 and calibrated["held_out"]["agreement"] == 1.0
+    # Here recalls alone explain the agent: the joint fit keeps u at 1 and agrees with the recall-only fit.
+    assert report["agent_model"] == {"recall_probability": 0.0, "use_probability": 1.0}
+    assert jointly["held_out"] == calibrated["held_out"]
+    assert report["brier_held_out"]["calibrated"] < report["brier_held_out"]["default"]
+    offload = report["held_out_by_strategy"]["offload"]
+    assert offload["cells"] == 4 and offload["tier0"] == 1.0 and offload["tier1"] == 0.5
 
 
 def test_the_sealed_split_cannot_be_fitted_or_judged_on(bench, job, capsys):

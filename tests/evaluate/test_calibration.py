@@ -44,3 +44,26 @@ def test_a_false_pass_is_a_tier0_pass_the_agent_failed_where_full_context_solved
     assert result["agreement"] == pytest.approx(2 / 4)
     calibrated = agreement(cells, lambda c: c.pass_probability(0.0) >= 0.5)
     assert calibrated["false_pass"] == 0 and calibrated["agreement"] == pytest.approx(3 / 4)
+
+
+def test_an_agent_that_loses_runs_to_edits_fits_a_use_probability_below_one():
+    from optimizer.evaluate.calibration import fit_agent_model
+
+    def edited(edits: int, tier1_ok: bool, strategy: str = "mask") -> Cell:
+        return Cell(strategy, "t", 1, "train", True, True, 0, tier1_ok, True, edits)
+
+    # full context (no edit) always solved; with 2 edits, 9 of 16 runs survive: u**2 = 9/16, u = 0.75
+    cells = [edited(0, True, "none") for _ in range(8)] + [edited(2, i < 9) for i in range(16)]
+    model = fit_agent_model(cells)
+    assert model.use_probability == pytest.approx(0.75) and model.recall_probability == 1.0
+    untouched = [edited(0, True, "none"), edited(3, True)]
+    assert fit_agent_model(untouched).use_probability == 1.0  # nothing lost to edits: tier 0 as it is
+
+
+def test_the_brier_score_rewards_a_probability_near_the_observed_rate():
+    from optimizer.evaluate.calibration import brier
+
+    cells = [Cell("mask", "t", 1, "val", True, True, 0, i < 3, True, 2) for i in range(4)]
+    assert brier(cells, lambda c: 1.0) == pytest.approx(0.25)
+    assert brier(cells, lambda c: c.pass_probability(1.0, 0.75**0.5)) == pytest.approx(0.1875)
+    assert brier([], lambda c: 1.0) is None
