@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import socket
@@ -11,6 +12,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
@@ -70,6 +72,42 @@ def find_target(path: Path) -> UiTarget:
         assert store.artifact_root is not None
         return UiTarget(store.uri, store.artifact_root)
     raise ConfigError(f"no MLflow store in {path} (expected {DB_NAME} or mlflow_run.json): run a job first")
+
+
+@contextlib.contextmanager
+def serving(target: UiTarget) -> Iterator[UiTarget]:
+    """`target`, or for a store copied or moved since it was written, a snapshot of it whose artifact paths
+    point into the copy (MLflow keeps them absolute); the snapshot is removed when the server has stopped."""
+    import sqlite3
+
+    from optimizer.tracking.relocation import moved_roots, relocated_snapshot
+    from optimizer.tracking.store import DB_NAME, sqlite_uri
+
+    database = Path(target.uri.removeprefix("sqlite:///"))
+    try:
+        moved = moved_roots(database, target.artifacts)
+    except sqlite3.Error as exc:
+        # The server reads the store itself and says what is wrong with it; the artifacts are all that is lost.
+        typer.echo(f"acon: warning: could not read where {database}'s artifacts were written ({exc})", err=True)
+        moved = {}
+    if not moved:
+        yield target
+        return
+    with tempfile.TemporaryDirectory(prefix="acon-ui-") as scratch:
+        try:
+            snapshot = relocated_snapshot(database, moved, Path(scratch) / DB_NAME)
+        except (sqlite3.Error, OSError) as exc:  # a full temporary disk: the copy is served as it is
+            typer.echo(
+                f"acon: warning: could not snapshot {database} to read its artifacts from the copy ({exc})", err=True
+            )
+            yield target
+            return
+        typer.echo(
+            f"acon: {database} records its artifacts under {', '.join(moved)}; serving a snapshot of it that reads "
+            f"them from {target.artifacts} (edits made in the UI are not kept, a running job's new writes not shown)",
+            err=True,
+        )
+        yield dataclasses.replace(target, uri=sqlite_uri(snapshot))
 
 
 def _parent(state) -> str | None:
@@ -193,38 +231,39 @@ def ui(
         raise AconError(f"port {port} on {HOST} is already in use; pick another --port or leave it out")
     chosen = port if port is not None else free_port(DEFAULT_PORT)
     url = f"http://{HOST}:{chosen}"
-    # The server's uvicorn and deprecation lines read as acon's own; they go to a log beside the store
-    # (stdout carries only the URL), or to stderr when `acon -v` asks for library output.
-    log, output = (None, sys.stderr) if library_logs_shown() else _open_log(target.server_log)
-    where = "" if log is None else f" (server log: {log})"
-    typer.echo(f"acon: starting the MLflow UI for {target.uri}{where} ...", err=True)
-    # Own process group: the server and its uvicorn worker are stopped together.
-    try:
-        process = subprocess.Popen(
-            server_command(target, chosen),
-            env=server_env(),
-            stdout=output,
-            stderr=output,
-            start_new_session=True,
-        )
-    finally:
-        if output is not sys.stderr:
-            output.close()  # the child holds its own descriptor
-    # Explicit handlers: a shell's background job inherits SIGINT ignored; SIGTERM also stops cleanly.
-    previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        wait_healthy(url, process, log=log)
-        typer.echo(target.page(url))
-        typer.echo("acon: press Ctrl-C to stop", err=True)
-        process.wait()
-        if process.returncode:
-            raise AconError(f"the MLflow server exited with code {process.returncode}{last_line(log)}")
-    except KeyboardInterrupt:
-        typer.echo("acon: stopping the MLflow UI", err=True)
-    finally:
-        stop(process)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    with serving(target) as served:
+        # The server's uvicorn and deprecation lines read as acon's own; they go to a log beside the store
+        # (stdout carries only the URL), or to stderr when `acon -v` asks for library output.
+        log, output = (None, sys.stderr) if library_logs_shown() else _open_log(target.server_log)
+        where = "" if log is None else f" (server log: {log})"
+        typer.echo(f"acon: starting the MLflow UI for {target.uri}{where} ...", err=True)
+        # Own process group: the server and its uvicorn worker are stopped together.
+        try:
+            process = subprocess.Popen(
+                server_command(served, chosen),
+                env=server_env(),
+                stdout=output,
+                stderr=output,
+                start_new_session=True,
+            )
+        finally:
+            if output is not sys.stderr:
+                output.close()  # the child holds its own descriptor
+        # Explicit handlers: a shell's background job inherits SIGINT ignored; SIGTERM also stops cleanly.
+        previous = {sig: signal.signal(sig, _raise_interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            wait_healthy(url, process, log=log)
+            typer.echo(target.page(url))
+            typer.echo("acon: press Ctrl-C to stop", err=True)
+            process.wait()
+            if process.returncode:
+                raise AconError(f"the MLflow server exited with code {process.returncode}{last_line(log)}")
+        except KeyboardInterrupt:
+            typer.echo("acon: stopping the MLflow UI", err=True)
+        finally:
+            stop(process)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 def _open_log(path: Path) -> tuple[Path, IO[str]]:

@@ -14,6 +14,9 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from mlflow import MlflowClient
+from mlflow.artifacts import download_artifacts
+from mlflow.utils.mlflow_tags import MLFLOW_ARTIFACT_LOCATION
 
 from optimizer.cli import ui_cmd
 from optimizer.cli.ui_cmd import HOST, UiTarget, find_target, free_port, server_command, server_env
@@ -21,6 +24,7 @@ from optimizer.errors import AconError, ConfigError
 from optimizer.tracking.mlflow_tracker import MlflowTracker
 from optimizer.tracking.parent_runs import STATE_FILE, ParentRuns
 from optimizer.tracking.store import job_store
+from tests.tracking.conftest import make_episode
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -59,6 +63,53 @@ def test_a_copied_job_directory_opens_its_own_store_not_the_original(job_dir, tm
     assert target.artifacts == copy.resolve() / "mlartifacts"
     assert target.page("http://h") == f"http://h/#/experiments/{tracker.experiment_id}/runs/{optimize_id}"
     assert ParentRuns.read(copy).run_for(job_store(copy).uri, tracker.experiment_id, "optimize") == optimize_id
+
+
+def test_a_copied_job_directory_reads_its_own_artifacts_once_the_original_is_gone(migrated_db, tmp_path):
+    original = tmp_path / "first" / "job"
+    original.mkdir(parents=True)
+    shutil.copy(migrated_db, original / "mlflow.db")
+    tracker = MlflowTracker(job_store(original), original, "moved")
+    with tracker.job_run("optimize") as run_id:
+        tracker.log_text("# the report", "report.md")
+        trace_id = tracker.trace_episode(make_episode())
+    tracker.flush()
+    with ui_cmd.serving(find_target(original)) as served:  # never moved: its own store, as it is
+        assert served == find_target(original)
+    copy = tmp_path / "elsewhere" / "job"
+    shutil.copytree(original, copy)
+    shutil.rmtree(original)
+    stored = (copy / "mlflow.db").read_bytes()
+    target = find_target(copy)
+    with ui_cmd.serving(target) as served:
+        snapshot = Path(served.uri.removeprefix("sqlite:///"))
+        assert snapshot.is_file() and not snapshot.is_relative_to(copy)
+        assert (served.artifacts, served.run_id) == (target.artifacts, run_id)
+        client = MlflowClient(tracking_uri=served.uri)
+        assert client.get_run(run_id).info.artifact_uri == f"{(copy / 'mlartifacts').as_uri()}/{run_id}/artifacts"
+        assert client.get_experiment(tracker.experiment_id).artifact_location == (copy / "mlartifacts").as_uri()
+        location = client.get_trace(trace_id).info.tags[MLFLOW_ARTIFACT_LOCATION]
+        assert location.startswith(f"{(copy / 'mlartifacts').as_uri()}/traces/")
+        report = download_artifacts(
+            run_id=run_id, artifact_path="report.md", tracking_uri=served.uri, dst_path=tmp_path
+        )
+        assert Path(report).read_text() == "# the report"
+    assert not snapshot.exists()  # removed once served
+    assert (copy / "mlflow.db").read_bytes() == stored  # the user's copy is only read
+    # A store copied without its artifacts has nothing to read in the copy: served as it is.
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    shutil.copy(copy / "mlflow.db", bare / "mlflow.db")
+    with ui_cmd.serving(find_target(bare)) as served:
+        assert served == find_target(bare)
+
+
+def test_a_store_that_cannot_be_read_is_served_as_it_is(tmp_path, capsys):
+    (tmp_path / "mlflow.db").write_text("not a database")
+    target = find_target(tmp_path)
+    with ui_cmd.serving(target) as served:
+        assert served == target
+    assert "acon: warning: could not read where" in capsys.readouterr().err
 
 
 def test_server_command_and_environment(tmp_path, monkeypatch):
