@@ -31,13 +31,14 @@ def text(value: JSON) -> str:
 
 
 def integer(value: JSON) -> int:
-    if not isinstance(value, int):
+    # `bool` is an `int` to Python, never to JSON: `true` where a count was written is a damaged file.
+    if not isinstance(value, int) or isinstance(value, bool):
         raise _wrong("an integer", value)
     return value
 
 
 def number(value: JSON) -> float:
-    if not isinstance(value, int | float):
+    if not isinstance(value, int | float) or isinstance(value, bool):
         raise _wrong("a number", value)
     return value
 

@@ -42,6 +42,8 @@ def test_each_reader_returns_the_value_it_was_given():
         (text, 7, "a string"),
         (integer, "many", "an integer"),
         (integer, 2.5, "an integer"),
+        (integer, True, "an integer"),  # a bool is an int to Python, never a count in a file
+        (number, False, "a number"),
         (number, "1.5", "a number"),
         (number, None, "a number"),
         (flag, 1, "true or false"),
