@@ -72,9 +72,7 @@ class ExtractRules(Proposer):
         write, history = parent.policy.write, parent.policy.history
         for retention, rules in found.items():
             write, history = with_rules(write, history, retention, rules)
-        policy = RetentionPolicy(
-            pinned=parent.policy.pinned, write=write, history=history, budget_tokens=parent.policy.budget_tokens
-        )
+        policy = RetentionPolicy(**{**dict(parent.policy), "write": write, "history": history})
         return unique([Proposal(self.type, derived(parent, policy, "rules"), rationale="; ".join(reasons))], parent)
 
 

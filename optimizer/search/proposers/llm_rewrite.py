@@ -95,9 +95,7 @@ class LlmRewrite(Proposer):
                 write, history = with_rules(
                     parent.policy.write, parent.policy.history, RetentionClass(retention), rules
                 )
-                policy = RetentionPolicy(
-                    pinned=parent.policy.pinned, write=write, history=history, budget_tokens=parent.policy.budget_tokens
-                )
+                policy = RetentionPolicy(**{**dict(parent.policy), "write": write, "history": history})
                 edit = _edit(prediction.instruction_edit)
                 updates = {}
                 if edit and any(f.action == "compress" for f in facts) and policy.uses_compressor:

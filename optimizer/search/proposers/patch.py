@@ -87,10 +87,13 @@ class Patch(Proposer):
             if not reasons:
                 continue
             new = RetentionPolicy(
-                pinned=tuple(c for c in RetentionClass if c in pinned),
-                write=write,
-                history=history,
-                budget_tokens=budget,
+                **{
+                    **dict(policy),  # what no remedy touches (batching, how recall is listed) stays the parent's
+                    "pinned": tuple(c for c in RetentionClass if c in pinned),
+                    "write": write,
+                    "history": history,
+                    "budget_tokens": budget,
+                }
             )
             suffix = "patch" if write_remedy == "keep" else "patch-offload"
             out.append(Proposal(self.type, derived(parent, new, suffix), rationale="; ".join(reasons)))

@@ -323,3 +323,15 @@ def test_relax_offers_milder_cuts_one_change_each():
     assert all(v.recall_tool == "never" and v != policy for v in variants.values())
     single = candidate(history=[{"move": "mask", "keep_last": 3, "over": 0}])
     assert not any("without" in p.guideline.name for p in Relax().propose(ProposalInput(single, ())))
+
+
+def test_a_patched_child_keeps_the_parents_batching(lossy_pairs):
+    parent, pairs = lossy_pairs
+    batched = parent.guideline.model_copy(
+        update={"policy": parent.guideline.policy.model_copy(update={"batch_tokens": 2000})}
+    )
+    proposals = [
+        *Patch().propose(ProposalInput(Candidate(batched, "seed", 0), pairs)),
+        *ExtractRules().propose(ProposalInput(Candidate(batched, "seed", 0), pairs)),
+    ]
+    assert proposals and all(p.guideline.policy.batch_tokens == 2000 for p in proposals)
