@@ -11,30 +11,37 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from optimizer.agent.episode import Episode
 from optimizer.context.recall import RECALL_TOOL
 from optimizer.world.needs import occurs
 from optimizer.world.task import NeedKind, Task
 
+AGENT_VARIANCE = "the agent's own variance (it left full context's path at an identical request)"
 RECALL_LOOP = "recall loop"
 RECALL_MISUSE = "recall on something that is not a handle"
 RECALL_NOT_MADE = "recall not made"
 WRONG_ROW = "the right kind of fact from the wrong row"
 FACT_MISSING = "fact missing"
 VISIBLE_UNUSED = "fact visible but not used"
-CAUSES = (RECALL_LOOP, RECALL_MISUSE, RECALL_NOT_MADE, WRONG_ROW, FACT_MISSING, VISIBLE_UNUSED)
+CAUSES = (AGENT_VARIANCE, RECALL_LOOP, RECALL_MISUSE, RECALL_NOT_MADE, WRONG_ROW, FACT_MISSING, VISIBLE_UNUSED)
 
 # The same handle recalled this many times is a loop, whatever the agent did in between.
 LOOP_REPEATS = 3
 
 
-def behavioural_cause(compressed: Episode, task: Task | None, missing: Sequence[str]) -> str:
+def behavioural_cause(
+    compressed: Episode, task: Task | None, missing: Sequence[str], full: Episode | None = None
+) -> str:
     """The first cause that explains the compressed episode's failure, in order of how directly it does.
 
-    `missing`: the needed literals the provenance diff found absent from the compressed request.
+    `missing`: the needed literals the provenance diff found absent from the compressed request. `full`: the
+    full-context episode it is paired with; where the two parted at a request both sent alike, compression had
+    not yet changed anything the agent saw, and the failure is the agent's sampling, not compression's doing.
     """
+    if full is not None and parted_at_identical_request(full, compressed):
+        return AGENT_VARIANCE
     recalls = [c for c in compressed.tool_calls if c.name == RECALL_TOOL]
     if any(c.is_error for c in recalls):
         return RECALL_MISUSE
@@ -88,3 +95,26 @@ def _wrong_row(episode: Episode, task: Task | None, missing: Sequence[str]) -> b
             if occurs(str(need.guess), written) and not occurs(shown, written):
                 return True
     return False
+
+
+def parted_at_identical_request(full: Episode, compressed: Episode) -> bool:
+    """Whether the first step where the two episodes acted differently had the same request in both.
+
+    The request is the messages as sent, system prompt first (the JSON-action agent lists its tools there), so an
+    identical request means the same input; a different action from it is the model's sampling (at a temperature
+    above 0, or a server that batches requests nondeterministically), which no guideline can cause or fix.
+    """
+    for ours, theirs in zip(full.steps, compressed.steps, strict=False):
+        if _acted(ours.action) != _acted(theirs.action):
+            return ours.request == theirs.request
+    return False  # one is a prefix of the other: they parted where one of them stopped, not at a request
+
+
+def _acted(action: Mapping[str, object]) -> tuple[object, ...]:
+    calls = action.get("calls") or ()
+    named = (
+        tuple((c.get("name"), json.dumps(c.get("arguments"), sort_keys=True)) for c in calls if isinstance(c, Mapping))
+        if isinstance(calls, Sequence)
+        else ()
+    )
+    return named, action.get("answer"), action.get("malformed")

@@ -56,7 +56,8 @@ def compare_pairs(compare: Mapping[str, Any], tasks: Mapping[str, Task], *, sour
             task = tasks.get(bad.task_id)
             diff = diff_pair(good, bad, task)
             if tier1:
-                diff = dataclasses.replace(diff, cause=behavioural_cause(bad, task, [m.literal for m in diff.missing]))
+                cause = behavioural_cause(bad, task, [m.literal for m in diff.missing], good)
+                diff = dataclasses.replace(diff, cause=cause)
             diffs.append(diff)
         out.append(StrategyPairs(row["strategy"], Path(row["directory"]), diffs))
     return out

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from optimizer.agent.episode import Episode
 from optimizer.evaluate.scores import Scores, TaskScore
-from optimizer.mining.causes import behavioural_cause
+from optimizer.mining.causes import AGENT_VARIANCE, behavioural_cause
 from optimizer.mining.pair_diff import diff_pair
 from optimizer.search.evaluator import Evaluation
 from optimizer.search.proposers.base import Pair
@@ -95,6 +95,8 @@ def majority_pairs(full: Repeats, compressed: Repeats, tasks: Sequence[Task]) ->
         )
         task = by_id.get(task_id)
         diff = diff_pair(good, bad, task)
-        cause = behavioural_cause(bad, task, [m.literal for m in diff.missing])
+        cause = behavioural_cause(bad, task, [m.literal for m in diff.missing], good)
+        if cause == AGENT_VARIANCE:
+            continue  # the agent parted from full context before compression changed what it saw: nothing to learn
         pairs.append(Pair(good, bad, dataclasses.replace(diff, cause=cause), task))
     return pairs

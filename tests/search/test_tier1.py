@@ -12,6 +12,7 @@ from optimizer.context.recall import RECALL_TOOL
 from optimizer.context.strategies import parse_strategy
 from optimizer.evaluate.scores import Scores
 from optimizer.mining.causes import (
+    AGENT_VARIANCE,
     FACT_MISSING,
     RECALL_LOOP,
     RECALL_MISUSE,
@@ -19,6 +20,7 @@ from optimizer.mining.causes import (
     VISIBLE_UNUSED,
     WRONG_ROW,
     behavioural_cause,
+    parted_at_identical_request,
 )
 from optimizer.mining.pair_diff import diff_pair
 from optimizer.search.tier1 import Repeats, majority_pairs, mostly
@@ -108,3 +110,26 @@ def test_the_rendered_diff_names_the_cause():
     diff = dataclasses.replace(diff_pair(full, compressed, TASK), cause=RECALL_NOT_MADE)
     assert f"behavioural cause (tier 1): {RECALL_NOT_MADE}" in diff_markdown(diff)
     assert RECALL_NOT_MADE in diff_html(diff)
+
+
+def test_a_failure_that_parted_from_full_context_at_an_identical_request_is_the_agents_own_variance():
+    full = episode(parse_strategy("none"))
+    last = full.steps[-1]
+    # Every request as full context's, and from the same last one another answer: the model's sampling.
+    sampled = dataclasses.replace(
+        full,
+        outcome="failure",
+        answers=["something else"],
+        steps=[*full.steps[:-1], dataclasses.replace(last, action={**last.action, "answer": "something else"})],
+    )
+    assert parted_at_identical_request(full, sampled)
+    missing = [m.literal for m in diff_pair(full, sampled, TASK).missing]
+    assert behavioural_cause(sampled, TASK, missing, full) == AGENT_VARIANCE
+    assert behavioural_cause(sampled, TASK, missing) == VISIBLE_UNUSED  # without its pair, nothing tells it apart
+    # A cut changed what the agent saw before it acted otherwise: compression's doing, mined as a pair.
+    compressed = episode(CLEAR_ALL)
+    assert not parted_at_identical_request(full, compressed)
+    wins = Repeats((evaluation(full),) * 2)
+    assert majority_pairs(wins, Repeats((evaluation(sampled),) * 2), [TASK]) == []
+    assert [p.diff.cause for p in majority_pairs(wins, Repeats((evaluation(compressed),) * 2), [TASK])] != []
+    assert not parted_at_identical_request(full, full)  # never parted
