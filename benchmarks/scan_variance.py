@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from optimizer.agent.episode import Episode  # noqa: E402
 from optimizer.evaluate.store import EpisodeStore, read_meta  # noqa: E402
+from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.mining.causes import parted_at_identical_request  # noqa: E402
 
 SEALED = "test"
@@ -98,4 +99,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run_main(main, "scan_variance")
