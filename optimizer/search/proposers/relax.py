@@ -26,7 +26,7 @@ from optimizer.context.policy import RetentionPolicy
 from optimizer.search.candidate import Proposal
 from optimizer.search.proposers.base import ProposalInput, Proposer, derived, unique
 from optimizer.search.proposers.edits import HISTORY_ORDER, inserted
-from optimizer.search.proposers.tighten import tightenings
+from optimizer.search.proposers.tighten import each_move_turned, tightenings
 
 
 class Relax(Proposer):
@@ -84,11 +84,6 @@ def _deferred(policy: RetentionPolicy) -> list[Variant]:
 def _loosened(policy: RetentionPolicy) -> list[Variant]:
     out: list[Variant] = []
     for tightening in tightenings(policy):
-        changed = policy.model_copy(
-            update={
-                "write": tuple(loosened(m, tightening) for m in policy.write),
-                "history": tuple(loosened(m, tightening) for m in policy.history),
-            }
-        )
+        changed = each_move_turned(policy, tightening, loosened)
         out.append((f"loose_{tightening.name}", changed, f"one step back from {tightening.rationale}"))
     return out

@@ -8,7 +8,7 @@ turned here with no edit to this module.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, Protocol, TypeVar
 
 from optimizer.context.moves import Move
 from optimizer.context.moves.knobs import TIGHTENINGS, Tightening, tightened
@@ -24,6 +24,25 @@ def tightenings(policy: RetentionPolicy) -> list[Tightening]:
     return list(dict.fromkeys([*TIGHTENINGS, *declared]))
 
 
+MoveT = TypeVar("MoveT", bound=Move)
+
+
+class Turning(Protocol):
+    """`knobs.tightened` or `knobs.loosened`: a move with a tightening's knobs turned one way."""
+
+    def __call__(self, move: MoveT, tightening: Tightening, /) -> MoveT: ...
+
+
+def each_move_turned(policy: RetentionPolicy, tightening: Tightening, turn: Turning) -> RetentionPolicy:
+    """`policy` with every write and history move turned in `tightening` (each move whose knobs it names)."""
+    return policy.model_copy(
+        update={
+            "write": tuple(turn(m, tightening) for m in policy.write),
+            "history": tuple(turn(m, tightening) for m in policy.history),
+        }
+    )
+
+
 class Tighten(Proposer):
     """One variant per tightening, each applied to every move whose knobs it turns."""
 
@@ -35,12 +54,7 @@ class Tighten(Proposer):
         policy = parent.policy
         out = []
         for tightening in tightenings(policy):
-            changed = policy.model_copy(
-                update={
-                    "write": tuple(tightened(m, tightening) for m in policy.write),
-                    "history": tuple(tightened(m, tightening) for m in policy.history),
-                }
-            )
+            changed = each_move_turned(policy, tightening, tightened)
             if changed != policy:
                 out.append(
                     Proposal(self.type, derived(parent, changed, tightening.name), rationale=tightening.rationale)
