@@ -180,7 +180,9 @@ def run(jobs: Sequence[Path], fit_on: str, judge_on: str) -> dict[str, Any]:
         p_hat = fit_recall_probability(fit_cells)
         model = fit_agent_model(fit_cells)
         calibrated = tier0(recall="honest", recall_probability=p_hat)
-        jointly = tier0(recall="honest", recall_probability=model.recall_probability)
+        # The joint fit's p is most often the recall-only fit's: its tier-0 verdicts are then the same run.
+        same = model.recall_probability == p_hat
+        jointly = calibrated if same else tier0(recall="honest", recall_probability=model.recall_probability)
     seconds = time.perf_counter() - started
     judged = [c for c in cells if c.split == judge_on]
     rows = {}
