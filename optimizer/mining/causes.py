@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from optimizer.agent.episode import Episode
 from optimizer.context.recall import RECALL_TOOL
@@ -110,11 +111,6 @@ def parted_at_identical_request(full: Episode, compressed: Episode) -> bool:
     return False  # one is a prefix of the other: they parted where one of them stopped, not at a request
 
 
-def _acted(action: Mapping[str, object]) -> tuple[object, ...]:
-    calls = action.get("calls") or ()
-    named = (
-        tuple((c.get("name"), json.dumps(c.get("arguments"), sort_keys=True)) for c in calls if isinstance(c, Mapping))
-        if isinstance(calls, Sequence)
-        else ()
-    )
-    return named, action.get("answer"), action.get("malformed")
+def _acted(action: Mapping[str, Any]) -> tuple[object, ...]:
+    calls = tuple((c["name"], json.dumps(c.get("arguments"), sort_keys=True)) for c in action.get("calls") or ())
+    return calls, action.get("answer"), action.get("malformed")
