@@ -2,19 +2,22 @@
 
     python benchmarks/bench_summary_instructions.py [--config experiments/builtin.toml] [--target langchain]
         [--trigger 1500] [--keep 4] [--learn 6] [--split val|test] [--limit N] [--candidates 2]
-        [--scripted] [--out benchmarks/results/summary_instructions_<suite>_<target>_<split>.json]
+        [--tier1 N] [--scripted] [--out benchmarks/results/summary_instructions_<suite>_<target>_<split>.json]
 
-Learning sees only the train split (taken in turns from each task family): its first `--learn` tasks, three
-in four to mine lost facts and one in four to choose on. The figure is on `--split`: `val` (train tasks the
+Learning sees only the train split (taken in turns from each task family): its first `--learn` tasks, the
+first three quarters to mine lost facts and the last quarter to choose on. The figure is on `--split`: `val` (train tasks the
 search did not use, for method work) or `test`, which is written once and never overwritten (`--split test`
 refuses an existing file).
 Rows, all on the same tasks with the same summarizer model: `none`, the target's `default` (read from the
 installed package; Anthropic's is server-side, so its row is the stand-in with no instructions), the
 `seed` text, `seed+contract` (the code-appended rules alone: what the LLM lines must beat) and `learned`.
 Per row: facts kept per summary (screen), tier-0 success (reference agent), summary tokens, mean peak;
-paired bootstrap intervals of learned minus default and learned minus seed, per task. Tier 1 (the local
-agent model) is not run here. `--scripted` swaps every model for a deterministic stand-in to check the
-plumbing: its numbers say nothing about any model and are labelled so.
+paired bootstrap intervals of learned minus default and learned minus seed, per task. `--tier1 N` also runs
+the real agent (the config's `[endpoints.agent]`, one sampling seed at temperature 0.3) on N of the figure
+tasks, taken in turns from each family, for every row: success, mean peak and the same paired intervals at
+tier 1. Its episodes are stored under `--runs` and read back on a re-run (an interrupted run resumes there).
+`--scripted` swaps every model for a deterministic stand-in to check the plumbing: its numbers say nothing
+about any model and are labelled so.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from optimizer.evaluate.strategy_runs import select_tasks  # noqa: E402
 from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.llm.cache import ResponseCache  # noqa: E402
 from optimizer.llm.client import ChatClient  # noqa: E402
+from optimizer.search.evaluator import Evaluator  # noqa: E402
 from optimizer.search.task_order import spread  # noqa: E402
 from optimizer.summary.anthropic_target import AnthropicCompaction  # noqa: E402
 from optimizer.summary.contract_text import with_contract  # noqa: E402
@@ -89,6 +93,22 @@ def tier0(strategy: ContextStrategy, tasks: Sequence[Task], compressor: Compress
             raise SystemExit(f"bench_summary_instructions: infrastructure error on {task.id}: {episode.error}")
         out.append(episode)
     return out
+
+
+TIER1_SEED = 1
+TIER1_TEMPERATURE = 0.3
+
+
+def tier1(evaluator: Evaluator, strategy: ContextStrategy, tasks: Sequence[Task], split: str) -> dict[str, Any]:
+    """The real agent on `tasks` under `strategy`, one seeded sample each (stored, so a re-run reads it back)."""
+    scores = evaluator.evaluate(strategy, tasks, split, "llm", seed=TIER1_SEED, temperature=TIER1_TEMPERATURE).scores
+    passes = sum(t.success for t in scores.tasks)
+    return {
+        "tier1_success": scores.success,
+        "tier1_success_ci": wilson_interval(passes, scores.n),
+        "tier1_peak_mean": scores.peak_mean,
+        "tier1_by_task": {t.task_id: t.success for t in scores.tasks},
+    }
 
 
 def row(episodes: Sequence[Episode], screened: ScreenResult | None) -> dict[str, Any]:
@@ -150,6 +170,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--split", choices=("val", "test"), default="val")
     parser.add_argument("--limit", type=int, default=6, help="Tasks in the figure.")
     parser.add_argument("--candidates", type=int, default=2)
+    parser.add_argument("--tier1", type=int, default=0, help="Figure tasks the real agent also runs (0: none).")
+    parser.add_argument("--runs", type=Path, default=None, help="Where tier-1 episodes are stored.")
     parser.add_argument("--scripted", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -158,8 +180,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     # report on another.
     train_all = spread(select_tasks(config, "train", None))
     learn_tasks = train_all[: args.learn]
-    mine = [t for i, t in enumerate(learn_tasks) if i % 4 != 3]
-    choose = [t for i, t in enumerate(learn_tasks) if i % 4 == 3] or mine[-1:]
+    # The last quarter, not every fourth: in family turns, every fourth task is always the same family, and the
+    # choice would be made on one family alone.
+    held = max(1, len(learn_tasks) // 4) if len(learn_tasks) > 1 else 0
+    mine = learn_tasks[: len(learn_tasks) - held]
+    choose = learn_tasks[len(learn_tasks) - held :] or mine[-1:]
     if args.split == "val":
         figure = train_all[args.learn : args.learn + args.limit]
     else:
@@ -173,11 +198,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not figure:
         parser.error("no tasks for the figure")
     make = make_target(args.target, args.trigger, args.keep)
+    tier1_tasks = spread(figure)[: args.tier1]
+    if args.tier1 and args.scripted:
+        parser.error("--tier1 runs the real agent; --scripted has none")
+    runs = args.runs or ROOT / "benchmarks" / "results" / f"runs_summary_{suite}_{args.target}_{args.split}"
     seed_text = guideline_at(SEED_GUIDELINE).texts.history
     default = target_default(args.target)
     started = time.perf_counter()
 
-    def run_with(compressor: Compressor, lm: OptimizerLM, model: str) -> dict[str, Any]:
+    def run_with(
+        compressor: Compressor, lm: OptimizerLM, model: str, evaluator: Evaluator | None = None
+    ) -> dict[str, Any]:
         _log(f"learning on {len(mine)} + {len(choose)} train tasks ({model})")
         record = learn(make, seed_text, mine, choose, compressor, lm, candidates=args.candidates)
         best = record.best()
@@ -195,20 +226,30 @@ def main(argv: Sequence[str] | None = None) -> int:
             screened = None if name == "none" else screen(strategy, figure, compressor)
             episodes = tier0(strategy, figure, None if name == "none" else compressor)
             rows[name] = row(episodes, screened)
+            if evaluator is not None and tier1_tasks:
+                rows[name] |= tier1(evaluator, strategy, tier1_tasks, "test" if args.split == "test" else "train")
             success[name] = [float(e.success) for e in episodes]
             if screened is not None:
                 kept[name] = per_task_kept(screened)
             _log(f"  {name}: {json.dumps({k: v for k, v in rows[name].items() if k != 'failures'}, default=str)}")
+        pairs: dict[str, Any] = {
+            f"learned-{base}": {
+                "facts_kept": paired(kept["learned"], kept[base]),
+                "tier0_success": paired(success["learned"], success[base]),
+            }
+            for base in ("default", "seed", "seed+contract")
+        }
+        if "tier1_by_task" in rows["none"]:
+            by_task = {name: r["tier1_by_task"] for name, r in rows.items()}
+            ids = list(by_task["none"])
+            for base in ("default", "seed", "seed+contract", "none"):
+                pairs.setdefault(f"learned-{base}", {})["tier1_success"] = paired(
+                    [float(by_task["learned"][i]) for i in ids], [float(by_task[base][i]) for i in ids]
+                )
         return {
             "model": model,
             "rows": rows,
-            "paired": {
-                f"learned-{base}": {
-                    "facts_kept": paired(kept["learned"], kept[base]),
-                    "tier0_success": paired(success["learned"], success[base]),
-                }
-                for base in ("default", "seed", "seed+contract")
-            },
+            "paired": pairs,
             "texts": texts,
             "search": record.to_dict(),
         }
@@ -225,13 +266,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = run_with(Compressor(client, ResponseCache(cache_path)), chat_optimizer(client, 200), "scripted")
     else:
         roles = {"compressor": config.endpoints.compressor, "optimizer": config.endpoints.optimizer}
+        if tier1_tasks:
+            roles["agent"] = config.endpoints.agent
         with ModelEndpoints(roles, log=_log) as endpoints:
             compressor = Compressor(endpoints.client("compressor"), endpoints.response_cache())
             optimizer = endpoints.client("optimizer")
+            described = f"{config.endpoints.compressor.model} summarizer, {config.endpoints.optimizer.model} optimizer"
+            if tier1_tasks:
+                described += f", {config.endpoints.agent.model} agent at tier 1"
             result = run_with(
                 compressor,
                 chat_optimizer(optimizer, 300),
-                f"{config.endpoints.compressor.model} summarizer, {config.endpoints.optimizer.model} optimizer",
+                described,
+                Evaluator(config, endpoints, runs) if tier1_tasks else None,
             )
     report = {
         "benchmark": "summary_instructions",
@@ -243,7 +290,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "default_note": default.note,
         "split": args.split,
         "tasks": {"mine": [t.id for t in mine], "choose": [t.id for t in choose], "figure": len(figure)},
-        "tier1": "not run",
+        "tier1": (
+            {"tasks": len(tier1_tasks), "seed": TIER1_SEED, "temperature": TIER1_TEMPERATURE, "runs": str(runs)}
+            if tier1_tasks
+            else "not run"
+        ),
         "seconds": round(time.perf_counter() - started, 1),
         "machine": platform.machine(),
         **result,
@@ -260,24 +311,29 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def table(report: dict[str, Any]) -> str:
+    with_tier1 = isinstance(report["tier1"], dict)
+    columns = ["row", "facts kept", "per summary", "tier-0 success", "summary tokens", "mean peak"]
+    if with_tier1:
+        columns += [f"tier-1 success ({report['tier1']['tasks']} tasks)", "tier-1 mean peak"]
     head = (
         f"summary instructions, {report['suite']} suite, {report['target']} target, split {report['split']}, "
         f"model: {report['model']}{' (SCRIPTED: not a model)' if report['scripted'] else ''}\n\n"
-        "| row | facts kept | per summary | tier-0 success | summary tokens | mean peak |\n|---|---|---|---|---|---|"
+        f"| {' | '.join(columns)} |\n|{'---|' * len(columns)}"
     )
     lines = [head]
     for name, r in report["rows"].items():
         kept = f"{r['facts_kept']}/{r['facts_needed']}" if "facts_kept" in r else "-"
         per = f"{r['facts_kept_per_summary']:.2f}" if r.get("facts_kept_per_summary") is not None else "-"
         tokens = f"{r['summary_tokens_mean']:.0f}" if "summary_tokens_mean" in r else "-"
-        lines.append(f"| {name} | {kept} | {per} | {r['tier0_success']:.2f} | {tokens} | {r['peak_mean']:.0f} |")
+        cells = [name, kept, per, f"{r['tier0_success']:.2f}", tokens, f"{r['peak_mean']:.0f}"]
+        if with_tier1:
+            cells += [f"{r['tier1_success']:.2f}", f"{r['tier1_peak_mean']:.0f}"]
+        lines.append(f"| {' | '.join(cells)} |")
     lines.append("")
+    labels = {"facts_kept": "facts kept", "tier0_success": "tier-0 success", "tier1_success": "tier-1 success"}
     for name, p in report["paired"].items():
-        f, s = p["facts_kept"], p["tier0_success"]
-        lines.append(
-            f"{name}: facts kept {f['mean']:+.2f} [{f['low']:+.2f}, {f['high']:+.2f}], "
-            f"tier-0 success {s['mean']:+.2f} [{s['low']:+.2f}, {s['high']:+.2f}]"
-        )
+        parts = [f"{labels[k]} {v['mean']:+.2f} [{v['low']:+.2f}, {v['high']:+.2f}]" for k, v in p.items()]
+        lines.append(f"{name}: {', '.join(parts)}")
     return "\n".join(lines)
 
 
