@@ -5,9 +5,9 @@
         [--tier1 N] [--scripted] [--out benchmarks/results/summary_instructions_<suite>_<target>_<split>.json]
 
 Learning sees only the train split (taken in turns from each task family): its first `--learn` tasks, the
-first three quarters to mine lost facts and the last quarter to choose on. The figure is on `--split`: `val` (train tasks the
-search did not use, for method work) or `test`, which is written once and never overwritten (`--split test`
-refuses an existing file).
+first three quarters to mine lost facts and the last quarter to choose on. The figure is on `--split`: `val`
+(train tasks the search did not use, for method work) or `test`, which is written once and never overwritten
+(`--split test` refuses an existing file).
 Rows, all on the same tasks with the same summarizer model: `none`, the target's `default` (read from the
 installed package; Anthropic's is server-side, so its row is the stand-in with no instructions), the
 `seed` text, `seed+contract` (the code-appended rules alone: what the LLM lines must beat) and `learned`.
