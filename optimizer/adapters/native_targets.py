@@ -14,6 +14,7 @@ from typing import Any
 
 from optimizer.context.guideline import Guideline
 from optimizer.context.moves import Clear, SummarizeOld
+from optimizer.context.summary_template import summary_prompt
 
 CONTEXT_EDITING = "langchain.agents.middleware.ContextEditingMiddleware"
 CLEAR_TOOL_USES = "langchain.agents.middleware.ClearToolUsesEdit"
@@ -199,12 +200,11 @@ class LangChain(Target):
         return ["tokens are LangChain's approximate count, not the model's tokenizer"]
 
     def summarize(self, move: SummarizeOld, guideline: Guideline, settings: dict[str, Any]) -> list[str]:
-        prompt = guideline.history.replace("{", "{{").replace("}", "}}")
         kwargs = {
             "model": None,
             "trigger": ["tokens", move.over],
             "keep": ["messages", 2 * move.keep_last],
-            "summary_prompt": f"{prompt}\n\n<messages>\nMessages to summarize:\n{{messages}}\n</messages>",
+            "summary_prompt": summary_prompt(guideline.history),
         }
         settings.setdefault("middleware", []).append({"class": SUMMARIZATION, "kwargs": kwargs})
         return [

@@ -12,8 +12,9 @@ from typing import Any
 
 from optimizer.adapters.native_export import NativeExport, export_native
 from optimizer.context.guideline import SEED_GUIDELINE, Guideline, guideline_at
+from optimizer.context.summary_template import summary_prompt
 from optimizer.errors import ConfigError
-from optimizer.summary.langchain_target import LangChainSummary, summary_prompt
+from optimizer.summary.langchain_target import LangChainSummary
 from optimizer.summary.target_base import SummaryTarget
 
 

@@ -25,20 +25,11 @@ from pydantic import Field
 from optimizer.context.compressor import CompressorOutput
 from optimizer.context.history import History
 from optimizer.context.moves.base import Condensation, StrategyContext
+from optimizer.context.summary_template import summary_prompt
 from optimizer.summary.call import call_summarizer
 from optimizer.summary.defaults import langchain_default
 from optimizer.summary.lc_messages import message_id, to_langchain
 from optimizer.summary.target_base import SummaryTarget
-
-MESSAGES_BLOCK = "\n\n<messages>\nMessages to summarize:\n{messages}\n</messages>"
-
-
-def summary_prompt(instructions: str) -> str:
-    """A `summary_prompt` for free text: braces escaped, the `{messages}` slot appended (a text that already
-    has the slot, such as LangChain's default, is a template already and goes as it is)."""
-    if "{messages}" in instructions:
-        return instructions
-    return instructions.replace("{", "{{").replace("}", "}}") + MESSAGES_BLOCK
 
 
 class _Bridge(BaseChatModel):
@@ -70,6 +61,7 @@ class LangChainSummary(SummaryTarget):
 
     type: Literal["langchain_summary"] = "langchain_summary"
     target = "langchain"
+    takes_closing = True
     trigger_tokens: int = Field(gt=0, description="LangChain `trigger=('tokens', N)` (its approximate count).")
     keep_messages: int = Field(gt=0, description="LangChain `keep=('messages', N)`.")
     trim_tokens_to_summarize: int | None = Field(

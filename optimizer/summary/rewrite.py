@@ -5,7 +5,9 @@ error), the optimizer is asked for one instruction sentence that protects that k
 with its values hidden; the sentences are added to the learned part (targeted edits, not a monolithic
 rewrite). One narrow question per kind is what a small optimizer model can answer: shown the instructions and
 the failing summaries together, the 1.5B local model continued the summary instead of editing the
-instructions. CO: from summaries that kept everything it rewrites the learned part shorter.
+instructions. Where the kept sentences go, above the messages with the rest or after them (`placed`), is the
+search's choice, not the optimizer's. CO: from summaries that kept everything it rewrites the learned part
+shorter; a closing part is left as it is.
 
 Refused, each with its reason: a line naming a value or id from the examples or any id-like token, or copying
 five words in a row of the example (it would fit one task); a line that is not an instruction (a `name =
@@ -20,8 +22,9 @@ import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
-from optimizer.summary.contract_text import learned_part, with_contract
+from optimizer.summary.contract_text import closing_part, learned_part, with_contract
 from optimizer.summary.screen import LostFact, SummaryScore
 from optimizer.untrusted import fence
 
@@ -119,11 +122,23 @@ def masked(fact: LostFact) -> str:
     return _ID.sub("<value>", line)
 
 
+Placement = Literal["opening", "closing"]
+
+
+def placed(parent: str, lines: Sequence[str], where: Placement) -> str:
+    """`parent` with `lines` added to the learned part above the messages, or to the closing after them."""
+    base, closing = learned_part(parent), closing_part(parent)
+    if where == "closing":
+        return with_contract(base, "\n".join(x for x in (closing, *lines) if x))
+    return with_contract("\n".join([base, *lines]), closing)
+
+
 def ut_step(lm: OptimizerLM, parent: str, lost: Sequence[LostFact], *, size: int = 4, seed: int = 0) -> Proposal:
     """One question per kind of fact lost in a minibatch (at most three kinds); of each reply, the first line
     that passes every check is added, and the rest are refused with their reason."""
     batch = minibatch(lost, size, seed)
     base = learned_part(parent)
+    present = "\n".join((base, closing_part(parent)))
     literals = _literals(batch)
     examples = {fact.kind: fact for fact in reversed(batch)}  # the first of each kind in minibatch order
     refused: list[tuple[str, str]] = []
@@ -139,7 +154,7 @@ def ut_step(lm: OptimizerLM, parent: str, lost: Sequence[LostFact], *, size: int
         taken = False
         for line in lines:
             reason = (
-                _refusal(line, literals, base, kept)
+                _refusal(line, literals, present, kept)
                 or _copied(line, examples[kind].source)
                 or _not_an_instruction(line)
                 or _untargeted(line, {kind})
@@ -151,8 +166,7 @@ def ut_step(lm: OptimizerLM, parent: str, lost: Sequence[LostFact], *, size: int
             else:
                 kept.append(line)
                 taken = True
-    text = with_contract("\n".join([base, *kept]) if kept else base)
-    return Proposal("ut", text, tuple(kept), refused, reply="\n---\n".join(replies))
+    return Proposal("ut", placed(parent, kept, "opening"), tuple(kept), refused, reply="\n---\n".join(replies))
 
 
 def co_step(lm: OptimizerLM, parent: str, successes: Sequence[SummaryScore], literals: set[str]) -> Proposal:
@@ -171,11 +185,11 @@ def co_step(lm: OptimizerLM, parent: str, successes: Sequence[SummaryScore], lit
             kept.append(line)
     if not kept:
         refused.append((reply.strip()[:80], "empty reply"))
-        return Proposal("co", with_contract(base), (), refused, reply=reply)
+        return Proposal("co", with_contract(parent), (), refused, reply=reply)
     new = "\n".join(kept)
     collapse = len(new) < COLLAPSE_SHARE * len(base)
     new_lines = tuple(line for line in kept if line not in base)
-    return Proposal("co", with_contract(new), new_lines, refused, collapse, reply)
+    return Proposal("co", with_contract(new, closing_part(parent)), new_lines, refused, collapse, reply)
 
 
 def _lines(reply: str) -> list[str]:
@@ -237,6 +251,7 @@ def _untargeted(line: str, kinds: set[str]) -> str | None:
 
 
 def llm_lines(text: str, seed: str) -> list[str]:
-    """Lines of `text`'s learned part that the seed's learned part does not have: what the optimizer wrote."""
+    """Lines of `text`'s learned part and closing that the seed's learned part does not have: what the optimizer
+    wrote."""
     before = set(_lines(learned_part(seed)))
-    return [line for line in _lines(learned_part(text)) if line not in before]
+    return [line for line in _lines(f"{learned_part(text)}\n{closing_part(text)}") if line not in before]

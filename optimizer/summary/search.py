@@ -1,11 +1,13 @@
 """The loop: seed text with the contract appended, UT rewrites from lost facts, a CO shortening, selection.
 
-Every candidate is screened (`screen`) on the train tasks, whose lost facts feed the next rewrite, and on
-the validation tasks, where selection happens. A UT child must beat its parent on train before it is
-screened on validation (GEPA keeps a child only if it improves on its minibatch); a child replaces the
-best only if it is better on validation. A CO child may also win by shorter summaries at equal facts
-kept, unless it is a collapse (it dropped more than half the learned text): then only a strict win on
-facts counts. The test split is never seen here.
+A UT step's sentences are tried in both places a target's template allows (`takes_closing`): above the
+messages with the rest of the instructions, and after them, where a small summarizer still reads them; the
+better on train goes on. Every candidate is screened (`screen`) on the train tasks, whose lost facts feed
+the next rewrite, and on the validation tasks, where selection happens. A UT child must beat its parent on
+train before it is screened on validation (GEPA keeps a child only if it improves on its minibatch); a
+child replaces the best only if it is better on validation. A CO child may also win by shorter summaries
+at equal facts kept, unless it is a collapse (it dropped more than half the learned text): then only a
+strict win on facts counts. The test split is never seen here.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 
 from optimizer.context.compressor import Compressor
 from optimizer.summary.contract_text import with_contract
-from optimizer.summary.rewrite import OptimizerLM, Proposal, co_step, llm_lines, ut_step
+from optimizer.summary.rewrite import OptimizerLM, Proposal, co_step, llm_lines, placed, ut_step
 from optimizer.summary.screen import ScreenResult, screen
 from optimizer.summary.target_base import SummaryTarget
 from optimizer.world.task import Task
@@ -117,6 +119,7 @@ def learn(
             c.val = screen(make(c.text), val, compressor)
         return c
 
+    closing = make(None).takes_closing
     start = scored(Candidate("seed+contract", with_contract(seed_text), None))
     record = SearchRecord(start, [start], chosen=start.name)
     best = start
@@ -130,20 +133,29 @@ def learn(
             if not proposal.llm_lines:
                 record.attempts.append(Attempt(name, proposal, "refused: no line survived"))
                 continue
-            child = scored(Candidate(name, proposal.text, best.name, tuple(llm_lines(proposal.text, seed_text))), False)
+            child = _placed_best(
+                [
+                    scored(Candidate(f"{name}{suffix}", text, best.name, tuple(llm_lines(text, seed_text))), False)
+                    for suffix, text in _placements(best.text, proposal, closing)
+                ],
+                record,
+                proposal,
+            )
             assert child.train is not None
             if rank(child.train) <= rank(best.train):
-                record.attempts.append(Attempt(name, proposal, "dropped: no better than its parent on train"))
+                record.attempts.append(Attempt(child.name, proposal, "dropped: no better than its parent on train"))
                 record.candidates.append(child)
                 continue
             scored(child)
             assert child.val is not None
             record.candidates.append(child)
             if rank(child.val) > rank(best.val):
-                record.attempts.append(Attempt(name, proposal, "chosen: better on validation"))
+                record.attempts.append(Attempt(child.name, proposal, "chosen: better on validation"))
                 best = child
             else:
-                record.attempts.append(Attempt(name, proposal, "dropped: no better than its parent on validation"))
+                record.attempts.append(
+                    Attempt(child.name, proposal, "dropped: no better than its parent on validation")
+                )
         assert best.train is not None and best.val is not None
         successes = [s for s in best.train.summaries if s.needed and not s.lost]
         if successes:
@@ -162,6 +174,25 @@ def learn(
                 best = child
     record.chosen = best.name
     return record
+
+
+def _placements(parent: str, proposal: Proposal, closing: bool) -> list[tuple[str, str]]:
+    """(name suffix, text) of each place the proposal's sentences may go: above the messages, and after them."""
+    out = [("", proposal.text)]
+    if closing:
+        out.append(("c", placed(parent, proposal.llm_lines, "closing")))
+    return out
+
+
+def _placed_best(children: list[Candidate], record: SearchRecord, proposal: Proposal) -> Candidate:
+    """The better placement on train (the first on a tie); the other is recorded as dropped."""
+    assert all(c.train is not None for c in children)
+    best = max(children, key=lambda c: rank(c.train))  # type: ignore[arg-type]
+    for other in children:
+        if other is not best:
+            record.attempts.append(Attempt(other.name, proposal, f"dropped: {best.name} placed better on train"))
+            record.candidates.append(other)
+    return best
 
 
 def _co_verdict(child: ScreenResult, parent: ScreenResult, collapse: bool) -> str:

@@ -27,6 +27,9 @@ class SummaryTarget(ContextStrategy):
 
     kind: ClassVar[Literal["llm_baseline"]] = "llm_baseline"
     target: ClassVar[str] = ""
+    # Whether its prompt is a template the text may carry lines after the conversation in
+    # (`optimizer.context.summary_template`); a target whose layout is not the user's to set has no closing.
+    takes_closing: ClassVar[bool] = False
 
     instructions: str | None = Field(None, description="Summary instructions; None: the target's own default.")
     max_tokens: int = Field(SUMMARY_MAX_TOKENS, gt=0, description="Completion cap for one summary.")

@@ -10,7 +10,9 @@ import dataclasses
 
 import pytest
 
-from optimizer.summary.contract_text import HEADER, learned_part, with_contract
+from optimizer.context.summary_template import summary_prompt
+from optimizer.summary.anthropic_target import AnthropicCompaction
+from optimizer.summary.contract_text import HEADER, closing_part, learned_part, with_contract
 from optimizer.summary.langchain_target import LangChainSummary
 from optimizer.summary.rewrite import co_step, llm_lines, minibatch, ut_step
 from optimizer.summary.screen import LostFact, screen
@@ -183,3 +185,42 @@ def test_nothing_is_summarized_twice_across_candidates(compressor_for):  # noqa:
     calls = len(server.requests)
     screen(target(SEED), [task()], compressor)
     assert len(server.requests) == calls
+
+
+def recency_summarizer(request: dict) -> str:
+    """A small model's habit: it follows only what it reads after the conversation."""
+    prompt = request["messages"][-1]["content"]
+    history, _, after = prompt.partition("<messages>")[2].partition("</messages>")
+    keep = [line.strip() for line in history.splitlines() if "identifier" in after and line.strip().startswith("FACT-")]
+    return "Summary of the work so far.\n" + "\n".join(dict.fromkeys(keep))
+
+
+def test_the_loop_places_a_line_after_the_messages_when_that_keeps_more(compressor_for):  # noqa: F811
+    compressor, _ = compressor_for(recency_summarizer)
+    line = "Keep every identifier and location code the task names."
+    record = learn(target, SEED, [task()], [task()], compressor, lambda p, t: line, candidates=1)
+    best = record.best()
+    assert best.name == "ut1.0c" and best.llm_lines == (line,)
+    assert closing_part(best.text) == line and line not in learned_part(best.text)
+    verdicts = {a.candidate: a.verdict for a in record.attempts}
+    assert verdicts["ut1.0"] == "dropped: ut1.0c placed better on train"
+    # What ran is a template whose last words are the learned line, after the conversation.
+    assert summary_prompt(best.text).format(messages="M").endswith(f"M\n</messages>\n\n{line}")
+
+
+def test_a_target_without_a_template_gets_no_closing(compressor_for):  # noqa: F811
+    compressor, _ = compressor_for(summarizer)
+
+    def compaction(text):
+        return AnthropicCompaction(trigger_tokens=1500, instructions=text)
+
+    line = "Keep every identifier and location code the task names."
+    record = learn(compaction, SEED, [task()], [task()], compressor, lambda p, t: line, candidates=1)
+    assert not any(c.name.endswith("c") for c in record.candidates)
+
+
+def test_co_keeps_the_closing():
+    parent = with_contract("Keep the order of every step, with its ids, and what each step showed.", "Copy ids.")
+    proposal = co_step(lambda p, t: "Keep every id.", parent, [], set())
+    assert closing_part(proposal.text) == "Copy ids." and learned_part(proposal.text) == "Keep every id."
+    assert llm_lines(proposal.text, SEED) == ["Keep every id.", "Copy ids."]

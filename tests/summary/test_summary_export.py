@@ -10,15 +10,16 @@ from pydantic import TypeAdapter, ValidationError
 
 from optimizer.errors import ConfigError
 from optimizer.summary.anthropic_target import AnthropicCompaction
-from optimizer.summary.contract_text import with_contract
+from optimizer.summary.contract_text import closing_part, with_contract
 from optimizer.summary.export import export_target
 from optimizer.summary.langchain_target import LangChainSummary
 
 TEXT = with_contract("Keep every identifier {as written}.")
 
 
-def test_the_langchain_export_builds_the_middleware_that_ran():
-    target = LangChainSummary(trigger_tokens=1500, keep_messages=6, instructions=TEXT)
+@pytest.mark.parametrize("text", [TEXT, with_contract(TEXT, "Copy every {rule} line word for word.")])
+def test_the_langchain_export_builds_the_middleware_that_ran(text):
+    target = LangChainSummary(trigger_tokens=1500, keep_messages=6, instructions=text)
     kwargs = dict(export_target(target).settings["middleware"][-1]["kwargs"])
     kwargs["model"] = FakeListChatModel(responses=["s"])
     kwargs["trigger"], kwargs["keep"] = tuple(kwargs["trigger"]), tuple(kwargs["keep"])
@@ -27,6 +28,11 @@ def test_the_langchain_export_builds_the_middleware_that_ran():
     assert exported.summary_prompt == ran.summary_prompt
     assert exported.summary_prompt.format(messages="M").startswith("Keep every identifier {as written}.")
     assert exported.keep == ran.keep and exported.trigger == ran.trigger
+    # A text with a closing part ends with it, after the conversation, exactly as it ran.
+    closing = closing_part(text)
+    assert exported.summary_prompt.format(messages="M").endswith(
+        f"</messages>\n\n{closing}" if closing else "</messages>"
+    )
 
 
 def test_an_odd_keep_that_the_export_cannot_carry_is_refused():

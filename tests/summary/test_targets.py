@@ -7,9 +7,10 @@ from langchain.agents.middleware import summarization
 from pydantic import ValidationError
 
 from optimizer.context.strategies.base import ContextStrategy
+from optimizer.context.summary_template import summary_prompt
 from optimizer.summary.anthropic_target import AnthropicCompaction
 from optimizer.summary.defaults import anthropic_default, anthropic_default_trigger, langchain_default
-from optimizer.summary.langchain_target import LangChainSummary, summary_prompt
+from optimizer.summary.langchain_target import LangChainSummary
 from tests.context.conftest import TASK, compressor_for, run  # noqa: F401 - fixture
 
 SUMMARY = "Summary: skill RULE-MID-02 applies; order ORD-5521 created."

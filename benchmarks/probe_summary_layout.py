@@ -1,0 +1,116 @@
+"""What a summarizer keeps under instruction texts and layouts, before any search: the probe behind the closing part.
+
+    python benchmarks/probe_summary_layout.py [--config experiments/summary_reach_long.toml] [--tasks 6]
+        [--only NAME ...] [--out benchmarks/results/summary_layout_probe.json]
+
+On the first `--tasks` train tasks (in turns from each family), LangChain's `SummarizationMiddleware` (trigger
+2,000 tokens, keep 4 messages) summarizes with the config's compressor model under each text; the screen
+(`optimizer.summary.screen`) counts the needed facts each summary folded and kept. Texts: LangChain's
+`default`; the `seed` with the retention contract (`seed+contract`, where the summary search starts); the same
+with one reminder after the messages (`+remind`); a short extractive text (`extract`) and the same with the
+reminder. The reminder is written here, not learned: it asks whether lines after the conversation are read at
+all, which decides whether the search should try them. Summaries come from acon's reply cache when present.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from optimizer import _offline  # noqa: E402,F401
+from optimizer.config import load_experiment  # noqa: E402
+from optimizer.context.compressor import Compressor  # noqa: E402
+from optimizer.context.guideline import SEED_GUIDELINE, guideline_at  # noqa: E402
+from optimizer.context.summary_template import with_closing  # noqa: E402
+from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
+from optimizer.evaluate.strategy_runs import select_tasks  # noqa: E402
+from optimizer.interrupts import run_main  # noqa: E402
+from optimizer.search.task_order import spread  # noqa: E402
+from optimizer.summary.contract_text import with_contract  # noqa: E402
+from optimizer.summary.defaults import target_default  # noqa: E402
+from optimizer.summary.langchain_target import LangChainSummary  # noqa: E402
+from optimizer.summary.screen import screen  # noqa: E402
+
+REMIND = (
+    "Now write the summary. First copy, exactly as written, every rule line, every id or number a later step "
+    "needs, every write's returned id and every warning that a result was partial. Then describe progress."
+)
+EXTRACT = (
+    "You condense an AI agent's earlier steps so it can continue its task.\n"
+    "Copy exactly, one per line: every rule the agent read, every id, code, price or quantity it found, the id "
+    "every write returned, and every warning that a result was partial (page 1 of 2).\n"
+    "Then say in one sentence what is done and what is left."
+)
+
+
+def texts() -> dict[str, str]:
+    seed = with_contract(guideline_at(SEED_GUIDELINE).texts.history)
+    return {
+        "default": str(target_default("langchain").text),
+        "seed+contract": seed,
+        "seed+contract+remind": with_closing(seed, REMIND),
+        "extract": EXTRACT,
+        "extract+remind": with_closing(EXTRACT, REMIND),
+    }
+
+
+def table(rows: dict[str, dict]) -> str:
+    lines = ["| text | facts kept | share | tasks all visible | summary tokens |", "|---|---|---|---|---|"]
+    for name, r in rows.items():
+        share = r["kept"] / r["needed"] if r["needed"] else 1.0
+        lines.append(
+            f"| {name} | {r['kept']} of {r['needed']} | {share:.2f} | {r['visible']:.2f} | {r['tokens']:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", type=Path, default=ROOT / "experiments" / "summary_reach_long.toml")
+    parser.add_argument("--tasks", type=int, default=6)
+    parser.add_argument("--only", nargs="*", default=None)
+    parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "summary_layout_probe.json")
+    args = parser.parse_args(argv)
+    config = load_experiment(args.config)
+    tasks = spread(select_tasks(config, "train", None))[: args.tasks]
+    chosen = {k: v for k, v in texts().items() if args.only is None or k in args.only}
+    rows: dict[str, dict] = {}
+    roles = {"compressor": config.endpoints.compressor}
+    with ModelEndpoints(roles, log=lambda m: print(m, file=sys.stderr)) as endpoints:
+        compressor = Compressor(endpoints.client("compressor"), endpoints.response_cache())
+        for name, text in chosen.items():
+            started = time.perf_counter()
+            result = screen(
+                LangChainSummary(trigger_tokens=2000, keep_messages=4, instructions=text), tasks, compressor
+            )
+            rows[name] = {
+                "kept": result.kept,
+                "needed": result.needed,
+                "visible": result.visible_share,
+                "tokens": result.summary_tokens,
+                "lost_by_kind": result.lost_by_kind,
+                "seconds": round(time.perf_counter() - started, 1),
+            }
+            print(f"{name}: {rows[name]}", file=sys.stderr, flush=True)
+    report = {
+        "benchmark": "summary_layout_probe",
+        "model": config.endpoints.compressor.model,
+        "tasks": [t.id for t in tasks],
+        "rows": rows,
+        "texts": chosen,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main, "probe_summary_layout")
