@@ -52,6 +52,7 @@ from optimizer.llm.client import ChatClient  # noqa: E402
 from optimizer.search.evaluator import Evaluator  # noqa: E402
 from optimizer.search.task_order import spread  # noqa: E402
 from optimizer.summary.anthropic_target import AnthropicCompaction  # noqa: E402
+from optimizer.summary.call import CachedOptimizer  # noqa: E402
 from optimizer.summary.contract_text import with_contract  # noqa: E402
 from optimizer.summary.defaults import target_default  # noqa: E402
 from optimizer.summary.langchain_target import LangChainSummary  # noqa: E402
@@ -73,15 +74,6 @@ def make_target(kind: str, trigger: int, keep: int):
         return AnthropicCompaction(trigger_tokens=trigger, instructions=text)
 
     return make
-
-
-def chat_optimizer(client: ChatClient, max_tokens: int) -> OptimizerLM:
-    def ask(prompt: str, temperature: float) -> str:
-        return client.complete(
-            [{"role": "user", "content": prompt}], max_tokens=max_tokens, temperature=temperature
-        ).text
-
-    return ask
 
 
 def tier0(strategy: ContextStrategy, tasks: Sequence[Task], compressor: Compressor | None) -> list[Episode]:
@@ -263,7 +255,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 EndpointConfig(base_url=url, model="scripted", max_retries=0), base_url=url, model="scripted"
             )
             cache_path = Path(__import__("tempfile").mkdtemp()) / "c.sqlite"
-            result = run_with(Compressor(client, ResponseCache(cache_path)), chat_optimizer(client, 200), "scripted")
+            cache = ResponseCache(cache_path)
+            result = run_with(Compressor(client, cache), CachedOptimizer(client, cache, 200), "scripted")
     else:
         roles = {"compressor": config.endpoints.compressor, "optimizer": config.endpoints.optimizer}
         if tier1_tasks:
@@ -276,7 +269,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 described += f", {config.endpoints.agent.model} agent at tier 1"
             result = run_with(
                 compressor,
-                chat_optimizer(optimizer, 300),
+                # Cached by prompt and temperature, as the job's: a re-run after an interruption replays the same
+                # rewrites (the same candidates) instead of drawing new ones.
+                CachedOptimizer(optimizer, endpoints.response_cache(), 300),
                 described,
                 Evaluator(config, endpoints, runs) if tier1_tasks else None,
             )
@@ -330,6 +325,11 @@ def table(report: dict[str, Any]) -> str:
             cells += [f"{r['tier1_success']:.2f}", f"{r['tier1_peak_mean']:.0f}"]
         lines.append(f"| {' | '.join(cells)} |")
     lines.append("")
+    search = report.get("search")
+    if search:
+        chosen = next(c for c in search["candidates"] if c["name"] == search["chosen"])
+        written = "; ".join(f'"{line}"' for line in chosen["llm_lines"]) or "none"
+        lines.append(f"learned = {chosen['name']}; the optimizer's lines in it: {written}\n")
     labels = {"facts_kept": "facts kept", "tier0_success": "tier-0 success", "tier1_success": "tier-1 success"}
     for name, p in report["paired"].items():
         parts = [f"{labels[k]} {v['mean']:+.2f} [{v['low']:+.2f}, {v['high']:+.2f}]" for k, v in p.items()]
