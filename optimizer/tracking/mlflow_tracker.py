@@ -15,6 +15,7 @@ import contextlib
 import json
 import logging
 import os
+import posixpath
 import tempfile
 import threading
 import time
@@ -464,9 +465,20 @@ class MlflowTracker(Tracker):
         return info.tags.get(PAIR_TAG) == pair_tags(diff, diff_ref=None)[PAIR_TAG]
 
     def log_table(self, rows: Sequence[JSONRecord], artifact_file: str) -> None:
+        """The run's table is `rows`. MLflow's `log_table` appends to a table the run already has, so a resumed job
+        that records an evaluation again would list every episode twice; a table already there is rewritten in
+        the same format instead (its `mlflow.loggedArtifacts` tag was set by the first write)."""
         if not artifact_file.endswith(".json"):
             raise ValueError(f"table artifact {artifact_file!r} must end with .json (MLflow's table format)")
-        self.client.log_table(self._run(None), to_columns(rows), artifact_file)
+        run_id = self._run(None)
+        folder = posixpath.dirname(artifact_file) or None
+        if artifact_file not in {f.path for f in self.client.list_artifacts(run_id, folder)}:
+            self.client.log_table(run_id, to_columns(rows), artifact_file)
+            return
+        import pandas as pd  # deferred: MLflow's table format is pandas' split JSON; only a rewrite needs it here
+
+        table = pd.DataFrame(to_columns(rows)).to_json(orient="split", index=False, date_format="iso")
+        self.client.log_text(run_id, table, artifact_file)
 
     def log_pareto(
         self,

@@ -95,6 +95,8 @@ def test_resumed_job_reopens_its_runs_without_duplicates(store, client, tmp_path
         with again.child_run("round-1", "round 1") as same:
             assert same == round1
             again.log_metrics({"success": 0.7}, step=1)  # already logged for round 1: kept once
+            again.log_table([{"task_id": "t-1", "success": True}], "tables/episodes.json")
+            again.log_table([{"task_id": "t-1", "success": True}], "tables/episodes.json")  # recorded again: once
             assert again.trace_episode(episode) is None  # already traced in this run
             assert again.trace_episode(make_episode("t-2")) is not None
         with again.child_run("round-2", "round 2"):
@@ -110,6 +112,10 @@ def test_resumed_job_reopens_its_runs_without_duplicates(store, client, tmp_path
     assert json.loads(run.data.tags["acon.changed_params"]) == {"rounds": ["2", "3"]}
     traces = client.search_traces(locations=[again.experiment_id], run_id=round1, include_spans=False)
     assert sorted(t.info.tags["acon.task"] for t in traces) == ["t-1", "t-2"]
+    table = json.loads(Path(client.download_artifacts(round1, "tables/episodes.json", str(tmp_path))).read_text())
+    assert table == {"columns": ["task_id", "success"], "data": [["t-1", True]]}
+    logged = json.loads(client.get_run(round1).data.tags["mlflow.loggedArtifacts"])
+    assert logged == [{"path": "tables/episodes.json", "type": "table"}]
 
 
 def test_a_run_that_raises_is_marked_failed_or_killed(store, client, tmp_path):
