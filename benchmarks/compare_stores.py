@@ -31,6 +31,7 @@ one commit against one stub server compare equal under these rules):
 - in text artifacts and the run description, durations written as `N s`, `N min` or `N.N h` (report.md's
   wall time); in JSON artifacts, fields and logged-table columns named `wall_s`, `seconds`, `job_seconds`
   or ending `_s` (report.json's `wall_s`, the episode table's `wall_s` column);
+- in HTML artifacts, the numbers in `difflib.HtmlDiff`'s anchor ids (a counter of the process, not of the diff);
 - the order of the rows of the run description's table of pair links: they follow the compressed episodes'
   trace timestamps, and a run's episodes run concurrently (the rows are compared as a sorted list).
 
@@ -75,6 +76,9 @@ TRACE_ID = re.compile(r"\btr-[0-9a-f]{32}\b")
 LOCAL_PORT = re.compile(r"\b(127\.0\.0\.1|localhost):\d+")
 ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?")
 DURATION = re.compile(r"\b\d+(\.\d+)?\s?(s|min|h)\b")
+# difflib.HtmlDiff numbers its tables' anchors from a counter shared by the whole process: the same side-by-side
+# diff gets other anchor ids when the process made more or fewer diffs before it (a resumed job).
+HTML_DIFF_ANCHOR = re.compile(r"\b(difflib_chg_to|from|to)\d+_")
 FIELDS = ("name", "status", "parent", "params", "tags", "metrics", "artifacts", "traces")
 
 
@@ -108,6 +112,8 @@ class Normalizer:
         if not path.endswith(TEXT_SUFFIXES):
             return "sha256:" + hashlib.sha256(content).hexdigest()
         text = self.text(content.decode("utf-8", errors="replace"))
+        if path.endswith(".html"):
+            text = HTML_DIFF_ANCHOR.sub(r"\1<n>_", text)
         return self.json_text(text) if path.endswith(".json") else self.text(text, durations=True)
 
 

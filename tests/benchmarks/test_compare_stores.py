@@ -111,3 +111,16 @@ def test_pair_link_rows_of_the_description_compare_in_any_order_and_other_lines_
     assert bench._trace_rows_sorted(swapped) != bench._trace_rows_sorted(
         "chosen: seed\n# Job\n| pair | kind | traces |"
     )
+
+
+def test_html_diff_anchors_numbered_by_the_process_are_ignored_and_their_content_is_not(bench, tmp_path):
+    import difflib
+
+    normalize = bench.Normalizer(tmp_path)
+    first = difflib.HtmlDiff().make_file(["a", "b"], ["a", "c"])
+    difflib.HtmlDiff().make_file(["x"], ["y"])  # the process made another diff in between: the counter moved on
+    again = difflib.HtmlDiff().make_file(["a", "b"], ["a", "c"])
+    other = difflib.HtmlDiff().make_file(["a", "b"], ["a", "d"])
+    assert first != again
+    assert normalize.artifact("pairs/t.html", first.encode()) == normalize.artifact("pairs/t.html", again.encode())
+    assert normalize.artifact("pairs/t.html", first.encode()) != normalize.artifact("pairs/t.html", other.encode())
