@@ -14,10 +14,10 @@ installed package; Anthropic's is server-side, so its row is the stand-in with n
 Per row: facts kept per summary (screen), tier-0 success (reference agent), summary tokens, mean peak;
 paired bootstrap intervals of learned minus default and learned minus seed, per task. `--tier1 N` also runs
 the real agent (the config's `[endpoints.agent]`, one sampling seed at temperature 0.3) on N of the figure
-tasks, taken in turns from each family, for every row: success, mean peak and the same paired intervals at
-tier 1. Its episodes are stored under `--runs` and read back on a re-run (an interrupted run resumes there).
-`--scripted` swaps every model for a deterministic stand-in to check the plumbing: its numbers say nothing
-about any model and are labelled so.
+tasks, taken in turns from each family, for the rows in `--tier1-rows` (every row by default): success, mean
+peak and the same paired intervals at tier 1. Its episodes are stored under `--runs` and read back on a
+re-run (an interrupted run resumes there). `--scripted` swaps every model for a deterministic stand-in to
+check the plumbing: its numbers say nothing about any model and are labelled so.
 """
 
 from __future__ import annotations
@@ -164,6 +164,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--candidates", type=int, default=2)
     parser.add_argument("--tier1", type=int, default=0, help="Figure tasks the real agent also runs (0: none).")
     parser.add_argument("--runs", type=Path, default=None, help="Where tier-1 episodes are stored.")
+    parser.add_argument(
+        "--tier1-rows", default="none,default,seed,seed+contract,learned", help="Rows the real agent runs."
+    )
     parser.add_argument("--scripted", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -191,6 +194,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("no tasks for the figure")
     make = make_target(args.target, args.trigger, args.keep)
     tier1_tasks = spread(figure)[: args.tier1]
+    tier1_rows = set(args.tier1_rows.split(","))
+    if tier1_tasks and not {"none", "learned"} <= tier1_rows:
+        parser.error("--tier1-rows must include none and learned (the paired comparisons are against them)")
     if args.tier1 and args.scripted:
         parser.error("--tier1 runs the real agent; --scripted has none")
     runs = args.runs or ROOT / "benchmarks" / "results" / f"runs_summary_{suite}_{args.target}_{args.split}"
@@ -218,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             screened = None if name == "none" else screen(strategy, figure, compressor)
             episodes = tier0(strategy, figure, None if name == "none" else compressor)
             rows[name] = row(episodes, screened)
-            if evaluator is not None and tier1_tasks:
+            if evaluator is not None and tier1_tasks and name in tier1_rows:
                 rows[name] |= tier1(evaluator, strategy, tier1_tasks, "test" if args.split == "test" else "train")
             success[name] = [float(e.success) for e in episodes]
             if screened is not None:
@@ -232,9 +238,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             for base in ("default", "seed", "seed+contract")
         }
         if "tier1_by_task" in rows["none"]:
-            by_task = {name: r["tier1_by_task"] for name, r in rows.items()}
+            by_task = {name: r["tier1_by_task"] for name, r in rows.items() if "tier1_by_task" in r}
             ids = list(by_task["none"])
-            for base in ("default", "seed", "seed+contract", "none"):
+            for base in [b for b in ("default", "seed", "seed+contract", "none") if b in by_task]:
                 pairs.setdefault(f"learned-{base}", {})["tier1_success"] = paired(
                     [float(by_task["learned"][i]) for i in ids], [float(by_task[base][i]) for i in ids]
                 )
@@ -322,7 +328,9 @@ def table(report: dict[str, Any]) -> str:
         tokens = f"{r['summary_tokens_mean']:.0f}" if "summary_tokens_mean" in r else "-"
         cells = [name, kept, per, f"{r['tier0_success']:.2f}", tokens, f"{r['peak_mean']:.0f}"]
         if with_tier1:
-            cells += [f"{r['tier1_success']:.2f}", f"{r['tier1_peak_mean']:.0f}"]
+            cells += (
+                [f"{r['tier1_success']:.2f}", f"{r['tier1_peak_mean']:.0f}"] if "tier1_success" in r else ["-", "-"]
+            )
         lines.append(f"| {' | '.join(cells)} |")
     lines.append("")
     search = report.get("search")
