@@ -244,8 +244,9 @@ def _not_an_instruction(line: str) -> str | None:
 
 
 def _untargeted(line: str, kinds: set[str]) -> str | None:
-    lower = line.lower()
-    if any(word in lower for kind in kinds for word in KIND_WORDS.get(kind, ())):
+    # Whole words: "id" inside "provide" or "valid" names no kind of fact.
+    said = set(re.findall(r"[a-z]+", line.lower()))
+    if any(word in said or f"{word}s" in said for kind in kinds for word in KIND_WORDS.get(kind, ())):
         return None
     return f"names no kind of fact that was lost ({', '.join(sorted(kinds))})"
 

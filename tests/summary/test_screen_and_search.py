@@ -224,3 +224,11 @@ def test_co_keeps_the_closing():
     proposal = co_step(lambda p, t: "Keep every id.", parent, [], set())
     assert closing_part(proposal.text) == "Copy ids." and learned_part(proposal.text) == "Keep every id."
     assert llm_lines(proposal.text, SEED) == ["Keep every id.", "Copy ids."]
+
+
+def test_a_kind_word_inside_another_word_does_not_make_a_line_targeted():
+    receipt = dataclasses.replace(FACT, kind="receipt", literal="R-1", source="refund R-1 status done")
+    vague = "Always provide a valid and complete summary of the work."  # "id" only inside "provide", "valid"
+    assert dict(ut_step(lambda p, t: vague, SEED, [receipt]).refused)[vague].startswith("names no kind of fact")
+    named = "Always keep the ids that writes returned."
+    assert ut_step(lambda p, t: named, SEED, [receipt]).llm_lines == (named,)
