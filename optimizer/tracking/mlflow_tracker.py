@@ -475,10 +475,10 @@ class MlflowTracker(Tracker):
         if artifact_file not in {f.path for f in self.client.list_artifacts(run_id, folder)}:
             self.client.log_table(run_id, to_columns(rows), artifact_file)
             return
-        import pandas as pd  # deferred: MLflow's table format is pandas' split JSON; only a rewrite needs it here
-
-        table = pd.DataFrame(to_columns(rows)).to_json(orient="split", index=False, date_format="iso")
-        self.client.log_text(run_id, table, artifact_file)
+        columns = to_columns(rows)
+        # MLflow's table format: pandas' "split" orientation without the index.
+        table = {"columns": list(columns), "data": [list(row) for row in zip(*columns.values(), strict=True)]}
+        self.client.log_text(run_id, json.dumps(table), artifact_file)
 
     def log_pareto(
         self,
