@@ -11,6 +11,12 @@ ran) is what `acon export` ships as `summary_prompt`. Which part a learned line 
 search's knob, measured per line; what the line says is the optimizer's. The exporter and the LangChain
 target strategy both build the template here, so they cannot differ.
 
+A closing part the search builds opens with `CLOSING_LEAD`, code's words, not the optimizer's: the 0.5B
+summarizer, given a bare learned line after the messages ("Identify and record the customer ID for future
+reference in the processing steps."), wrote that line back as its summary; the hand-written reminder that
+helped it began by saying what to do now. The lead frames the learned lines as instructions for the summary
+about to be written.
+
 Braces outside the slot are escaped in the template and read back unescaped, so a line may contain them.
 """
 
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 SLOT = "{messages}"
 MESSAGES_BLOCK = "\n\n<messages>\nMessages to summarize:\n{messages}\n</messages>"
+CLOSING_LEAD = "Now write the summary of the messages above. While you write it:"
 
 
 def _escape(text: str) -> str:

@@ -24,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from optimizer.context.summary_template import CLOSING_LEAD
 from optimizer.summary.contract_text import closing_part, learned_part, with_contract
 from optimizer.summary.screen import LostFact, SummaryScore
 from optimizer.untrusted import fence
@@ -126,10 +127,11 @@ Placement = Literal["opening", "closing"]
 
 
 def placed(parent: str, lines: Sequence[str], where: Placement) -> str:
-    """`parent` with `lines` added to the learned part above the messages, or to the closing after them."""
+    """`parent` with `lines` added to the learned part above the messages, or to the closing after them (a new
+    closing opens with code's `CLOSING_LEAD`)."""
     base, closing = learned_part(parent), closing_part(parent)
     if where == "closing":
-        return with_contract(base, "\n".join(x for x in (closing, *lines) if x))
+        return with_contract(base, "\n".join(x for x in (closing or CLOSING_LEAD, *lines) if x))
     return with_contract("\n".join([base, *lines]), closing)
 
 
@@ -254,5 +256,5 @@ def _untargeted(line: str, kinds: set[str]) -> str | None:
 def llm_lines(text: str, seed: str) -> list[str]:
     """Lines of `text`'s learned part and closing that the seed's learned part does not have: what the optimizer
     wrote."""
-    before = set(_lines(learned_part(seed)))
+    before = {*_lines(learned_part(seed)), CLOSING_LEAD}
     return [line for line in _lines(f"{learned_part(text)}\n{closing_part(text)}") if line not in before]

@@ -10,11 +10,11 @@ import dataclasses
 
 import pytest
 
-from optimizer.context.summary_template import summary_prompt
+from optimizer.context.summary_template import CLOSING_LEAD, summary_prompt
 from optimizer.summary.anthropic_target import AnthropicCompaction
 from optimizer.summary.contract_text import HEADER, closing_part, learned_part, with_contract
 from optimizer.summary.langchain_target import LangChainSummary
-from optimizer.summary.rewrite import co_step, llm_lines, minibatch, ut_step
+from optimizer.summary.rewrite import co_step, llm_lines, minibatch, placed, ut_step
 from optimizer.summary.screen import LostFact, screen
 from optimizer.summary.search import learn
 from optimizer.world import Need, NeedKind
@@ -201,11 +201,20 @@ def test_the_loop_places_a_line_after_the_messages_when_that_keeps_more(compress
     record = learn(target, SEED, [task()], [task()], compressor, lambda p, t: line, candidates=1)
     best = record.best()
     assert best.name == "ut1.0c" and best.llm_lines == (line,)
-    assert closing_part(best.text) == line and line not in learned_part(best.text)
+    # Code's lead frames the learned line as an instruction (a bare line was copied back as the summary); the
+    # lead is not counted as the optimizer's.
+    assert closing_part(best.text) == f"{CLOSING_LEAD}\n{line}" and line not in learned_part(best.text)
     verdicts = {a.candidate: a.verdict for a in record.attempts}
     assert verdicts["ut1.0"] == "dropped: ut1.0c placed better on train"
-    # What ran is a template whose last words are the learned line, after the conversation.
-    assert summary_prompt(best.text).format(messages="M").endswith(f"M\n</messages>\n\n{line}")
+    # What ran is a template whose last words are the lead and the learned line, after the conversation.
+    assert summary_prompt(best.text).format(messages="M").endswith(f"M\n</messages>\n\n{CLOSING_LEAD}\n{line}")
+
+
+def test_a_second_closing_line_joins_the_first_under_one_lead():
+    first = placed(with_contract(SEED), ["Keep every id."], "closing")
+    second = placed(first, ["Copy each rule line."], "closing")
+    assert closing_part(second) == f"{CLOSING_LEAD}\nKeep every id.\nCopy each rule line."
+    assert llm_lines(second, SEED) == ["Keep every id.", "Copy each rule line."]
 
 
 def test_a_target_without_a_template_gets_no_closing(compressor_for):  # noqa: F811
