@@ -208,7 +208,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         compressor: Compressor, lm: OptimizerLM, model: str, evaluator: Evaluator | None = None
     ) -> dict[str, Any]:
         _log(f"learning on {len(mine)} + {len(choose)} train tasks ({model})")
-        record = learn(make, seed_text, mine, choose, compressor, lm, candidates=args.candidates)
+        record = learn(make, seed_text, mine, choose, compressor, lm, candidates=args.candidates, log=_log)
         best = record.best()
         texts = {
             "default": default.text,

@@ -100,6 +100,7 @@ class SummaryJob:
                 candidates=self.target.proposals,
                 minibatch=self.target.minibatch,
                 seed=self.config.seed,
+                log=self.log,
             )
             self.dir.write_json(CHECKPOINT, record.to_dict())
             best = record.best()

@@ -50,6 +50,12 @@ class SearchRecord:
     candidates: list[Candidate] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
     chosen: str = ""
+    # A search screens each candidate with minutes of summarizer calls on a small machine: every verdict is said.
+    log: Callable[[str], None] = field(default=lambda _: None, repr=False, compare=False)
+
+    def add(self, attempt: Attempt) -> None:
+        self.attempts.append(attempt)
+        self.log(f"{attempt.candidate} ({attempt.proposal.step}): {attempt.verdict}")
 
     def best(self) -> Candidate:
         return next(c for c in self.candidates if c.name == self.chosen)
@@ -112,16 +118,19 @@ def learn(
     candidates: int = 2,
     minibatch: int = 4,
     seed: int = 0,
+    log: Callable[[str], None] = lambda _: None,
 ) -> SearchRecord:
     def scored(c: Candidate, on_val: bool = True) -> Candidate:
         c.train = screen(make(c.text), train, compressor)
         if on_val:
             c.val = screen(make(c.text), val, compressor)
+        splits = [("train", c.train), *([("validation", c.val)] if c.val is not None else [])]
+        log(f"screened {c.name}: " + "; ".join(f"{n} {r.kept} of {r.needed} facts kept" for n, r in splits))
         return c
 
     closing = make(None).takes_closing
     start = scored(Candidate("seed+contract", with_contract(seed_text), None))
-    record = SearchRecord(start, [start], chosen=start.name)
+    record = SearchRecord(start, [start], chosen=start.name, log=log)
     best = start
     for r in range(1, rounds + 1):
         for i in range(candidates):
@@ -131,7 +140,7 @@ def learn(
             proposal = ut_step(lm, best.text, best.train.lost, size=minibatch, seed=seed * 1000 + r * 10 + i)
             name = f"ut{r}.{i}"
             if not proposal.llm_lines:
-                record.attempts.append(Attempt(name, proposal, "refused: no line survived"))
+                record.add(Attempt(name, proposal, "refused: no line survived"))
                 continue
             child = _placed_best(
                 [
@@ -143,19 +152,17 @@ def learn(
             )
             assert child.train is not None
             if rank(child.train) <= rank(best.train):
-                record.attempts.append(Attempt(child.name, proposal, "dropped: no better than its parent on train"))
+                record.add(Attempt(child.name, proposal, "dropped: no better than its parent on train"))
                 record.candidates.append(child)
                 continue
             scored(child)
             assert child.val is not None
             record.candidates.append(child)
             if rank(child.val) > rank(best.val):
-                record.attempts.append(Attempt(child.name, proposal, "chosen: better on validation"))
+                record.add(Attempt(child.name, proposal, "chosen: better on validation"))
                 best = child
             else:
-                record.attempts.append(
-                    Attempt(child.name, proposal, "dropped: no better than its parent on validation")
-                )
+                record.add(Attempt(child.name, proposal, "dropped: no better than its parent on validation"))
         assert best.train is not None and best.val is not None
         successes = [s for s in best.train.summaries if s.needed and not s.lost]
         if successes:
@@ -163,13 +170,13 @@ def learn(
             proposal = co_step(lm, best.text, successes, literals)
             name = f"co{r}"
             if not proposal.llm_lines and proposal.text == best.text:
-                record.attempts.append(Attempt(name, proposal, "refused: nothing usable"))
+                record.add(Attempt(name, proposal, "refused: nothing usable"))
                 continue
             child = scored(Candidate(name, proposal.text, best.name, tuple(llm_lines(proposal.text, seed_text))))
             assert child.val is not None
             record.candidates.append(child)
             verdict = _co_verdict(child.val, best.val, proposal.collapse)
-            record.attempts.append(Attempt(name, proposal, verdict))
+            record.add(Attempt(name, proposal, verdict))
             if verdict.startswith("chosen"):
                 best = child
     record.chosen = best.name
@@ -190,7 +197,7 @@ def _placed_best(children: list[Candidate], record: SearchRecord, proposal: Prop
     best = max(children, key=lambda c: rank(c.train))  # type: ignore[arg-type]
     for other in children:
         if other is not best:
-            record.attempts.append(Attempt(other.name, proposal, f"dropped: {best.name} placed better on train"))
+            record.add(Attempt(other.name, proposal, f"dropped: {best.name} placed better on train"))
             record.candidates.append(other)
     return best
 

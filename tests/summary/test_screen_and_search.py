@@ -241,3 +241,13 @@ def test_a_kind_word_inside_another_word_does_not_make_a_line_targeted():
     assert dict(ut_step(lambda p, t: vague, SEED, [receipt]).refused)[vague].startswith("names no kind of fact")
     named = "Always keep the ids that writes returned."
     assert ut_step(lambda p, t: named, SEED, [receipt]).llm_lines == (named,)
+
+
+def test_the_search_says_each_screen_and_verdict_as_it_goes(compressor_for):  # noqa: F811
+    compressor, _ = compressor_for(recency_summarizer)
+    said: list[str] = []
+    line = "Keep every identifier and location code the task names."
+    learn(target, SEED, [task()], [task()], compressor, lambda p, t: line, candidates=1, log=said.append)
+    assert said[0].startswith("screened seed+contract: train 0 of ")
+    assert "ut1.0 (ut): dropped: ut1.0c placed better on train" in said
+    assert any(s.startswith("ut1.0c (ut): chosen") for s in said)
