@@ -26,11 +26,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from optimizer.evaluate.store import EpisodeStore, read_meta  # noqa: E402
+from benchmarks.scan_variance import FULL, tier1_episodes  # noqa: E402
 from optimizer.interrupts import run_main  # noqa: E402
 
-SEALED = "test"
-FULL = "none"
+INFRA = "infra_error"  # the server failed, not the agent: such an episode says nothing about either side
 BANDS = ((0.5, "at most 0.5 x"), (0.8, "0.5 to 0.8 x"), (float("inf"), "above 0.8 x"))
 
 
@@ -49,24 +48,15 @@ class Cell:
 
 def cells(root: Path) -> list[Cell]:
     """Every (strategy, task, seed) of `root`'s tier-1 runs outside the sealed split that full context also ran."""
-    runs: dict[tuple[str, str], dict[str, dict]] = defaultdict(lambda: defaultdict(dict))
-    for directory in sorted(root.glob("*-llm-*")):
-        meta = read_meta(directory)
-        if not meta or meta.get("split") == SEALED:
-            continue
-        seed = str(((meta.get("endpoints") or {}).get("agent") or {}).get("seed"))
-        for episode in EpisodeStore(directory).load():
-            if episode.outcome != "infra_error":
-                runs[(str(meta.get("split")), seed)][str(meta["strategy"])][episode.task_id] = episode
     out = []
-    for (split, seed), by_strategy in sorted(runs.items()):
+    for (split, seed), by_strategy in sorted(tier1_episodes(root).items()):
         full = by_strategy.get(FULL, {})
         for strategy, episodes in sorted(by_strategy.items()):
             if strategy == FULL:
                 continue
             for task_id, episode in sorted(episodes.items()):
                 reference = full.get(task_id)
-                if reference is None or not reference.metrics.peak_tokens:
+                if reference is None or INFRA in (episode.outcome, reference.outcome):
                     continue
                 out.append(
                     Cell(
