@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import statistics
 import sys
 from collections import defaultdict
@@ -27,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.scan_variance import FULL, tier1_episodes  # noqa: E402
+from optimizer.evaluate.stats import paired_bootstrap_diff  # noqa: E402
 from optimizer.interrupts import run_main  # noqa: E402
 
 INFRA = "infra_error"  # the server failed, not the agent: such an episode says nothing about either side
@@ -79,16 +79,8 @@ def depth(group: Sequence[Cell]) -> float:
     return statistics.fmean(c.peak for c in group) / statistics.fmean(c.full_peak for c in group)
 
 
-def paired_interval(group: Sequence[Cell], draws: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    """Mean of (strategy passed - full context passed) over cells, with a 95 % bootstrap interval."""
-    diffs = [int(c.passed) - int(c.full_passed) for c in group]
-    rng = random.Random(seed)
-    means = sorted(statistics.fmean(rng.choices(diffs, k=len(diffs))) for _ in range(draws))
-    return statistics.fmean(diffs), means[int(0.025 * draws)], means[int(0.975 * draws) - 1]
-
-
 def summary(group: Sequence[Cell]) -> dict:
-    mean, low, high = paired_interval(group)
+    mean, low, high = paired_bootstrap_diff([c.passed for c in group], [c.full_passed for c in group])
     return {
         "cells": len(group),
         "passed": sum(c.passed for c in group),
