@@ -121,7 +121,8 @@ def learn(
     log: Callable[[str], None] = lambda _: None,
 ) -> SearchRecord:
     def scored(c: Candidate, on_val: bool = True) -> Candidate:
-        c.train = screen(make(c.text), train, compressor)
+        if c.train is None:  # a UT child was screened on train to pick its placement
+            c.train = screen(make(c.text), train, compressor)
         if on_val:
             c.val = screen(make(c.text), val, compressor)
         splits = [("train", c.train), *([("validation", c.val)] if c.val is not None else [])]

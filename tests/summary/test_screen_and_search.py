@@ -251,3 +251,21 @@ def test_the_search_says_each_screen_and_verdict_as_it_goes(compressor_for):  # 
     assert said[0].startswith("screened seed+contract: train 0 of ")
     assert "ut1.0 (ut): dropped: ut1.0c placed better on train" in said
     assert any(s.startswith("ut1.0c (ut): chosen") for s in said)
+
+
+def test_no_candidate_is_screened_twice_on_the_same_tasks(compressor_for, monkeypatch):  # noqa: F811
+    import optimizer.summary.search as search
+
+    compressor, _ = compressor_for(recency_summarizer)
+    train, val = [task()], [task()]
+    seen: list[tuple[str, int]] = []
+
+    def counting(target, tasks, compressor):
+        seen.append((target.instructions, id(tasks)))
+        return screen(target, tasks, compressor)
+
+    monkeypatch.setattr(search, "screen", counting)
+    line = "Keep every identifier and location code the task names."
+    record = learn(target, SEED, train, val, compressor, lambda p, t: line, candidates=1)
+    assert record.best().name == "ut1.0c"  # chosen: screened on train for its placement, then on validation
+    assert len(seen) == len(set(seen))
