@@ -120,6 +120,7 @@ def row(episodes: Sequence[Episode], screened: ScreenResult | None) -> dict[str,
             "facts_kept_share": screened.kept_share,
             "facts_kept_per_summary": statistics.mean(per_summary) if per_summary else None,
             "summary_tokens_mean": screened.summary_tokens,
+            "summaries_looped": screened.looped,
             "lost_by_kind": screened.lost_by_kind,
         }
     return out

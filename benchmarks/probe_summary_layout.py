@@ -36,7 +36,7 @@ from optimizer.search.task_order import spread  # noqa: E402
 from optimizer.summary.contract_text import with_contract  # noqa: E402
 from optimizer.summary.defaults import target_default  # noqa: E402
 from optimizer.summary.langchain_target import LangChainSummary  # noqa: E402
-from optimizer.summary.screen import screen  # noqa: E402
+from optimizer.summary.screen import LostFact, screen  # noqa: E402
 
 REMIND = (
     "Now write the summary. First copy, exactly as written, every rule line, every id or number a later step "
@@ -62,13 +62,30 @@ def texts() -> dict[str, str]:
 
 
 def table(rows: dict[str, dict]) -> str:
-    lines = ["| text | facts kept | share | tasks all visible | summary tokens |", "|---|---|---|---|---|"]
+    lines = [
+        "| text | facts kept | share | tasks all visible | summary tokens | looping summaries |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, r in rows.items():
         share = r["kept"] / r["needed"] if r["needed"] else 1.0
+        looping = f"{r['looped']} of {r['summaries']}" if "looped" in r else "-"
         lines.append(
-            f"| {name} | {r['kept']} of {r['needed']} | {share:.2f} | {r['visible']:.2f} | {r['tokens']:.0f} |"
+            f"| {name} | {r['kept']} of {r['needed']} | {share:.2f} | {r['visible']:.2f} | {r['tokens']:.0f} "
+            f"| {looping} |"
         )
     return "\n".join(lines)
+
+
+def losses(lost: Sequence[LostFact]) -> str:
+    """Each summary that lost a fact, once, under the facts it lost: what a person reads to see why."""
+    by_summary: dict[tuple[str, int], list[LostFact]] = {}
+    for fact in lost:
+        by_summary.setdefault((fact.task_id, fact.step), []).append(fact)
+    parts = []
+    for (task_id, step), facts in by_summary.items():
+        named = "; ".join(f"{f.kind} {f.literal!r} from {f.source!r}" for f in facts)
+        parts.append(f"--- {task_id} step {step}: lost {named}\n{facts[0].summary}")
+    return "\n".join(parts)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -76,13 +93,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, default=ROOT / "experiments" / "summary_reach_long.toml")
     parser.add_argument("--tasks", type=int, default=6)
     parser.add_argument("--only", nargs="*", default=None)
+    parser.add_argument(
+        "--frequency-penalty", type=float, default=None, help="the summarizer frequency penalty (default: the config)"
+    )
+    parser.add_argument("--show", action="store_true", help="print each summary that lost a fact, and what it lost")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "summary_layout_probe.json")
     args = parser.parse_args(argv)
     config = load_experiment(args.config)
     tasks = spread(select_tasks(config, "train", None))[: args.tasks]
     chosen = {k: v for k, v in texts().items() if args.only is None or k in args.only}
     rows: dict[str, dict] = {}
-    roles = {"compressor": config.endpoints.compressor}
+    summarizer = config.endpoints.compressor
+    if args.frequency_penalty is not None:
+        summarizer = summarizer.model_copy(update={"frequency_penalty": args.frequency_penalty})
+    roles = {"compressor": summarizer}
     with ModelEndpoints(roles, log=lambda m: print(m, file=sys.stderr)) as endpoints:
         compressor = Compressor(endpoints.client("compressor"), endpoints.response_cache())
         for name, text in chosen.items():
@@ -95,13 +119,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "needed": result.needed,
                 "visible": result.visible_share,
                 "tokens": result.summary_tokens,
+                "summaries": len(result.summaries),
+                "looped": result.looped,
                 "lost_by_kind": result.lost_by_kind,
                 "seconds": round(time.perf_counter() - started, 1),
             }
             print(f"{name}: {rows[name]}", file=sys.stderr, flush=True)
+            if args.show:
+                print(losses(result.lost), file=sys.stderr, flush=True)
     report = {
         "benchmark": "summary_layout_probe",
-        "model": config.endpoints.compressor.model,
+        "model": summarizer.model,
+        "frequency_penalty": summarizer.frequency_penalty,
         "tasks": [t.id for t in tasks],
         "rows": rows,
         "texts": chosen,

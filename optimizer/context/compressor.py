@@ -150,6 +150,8 @@ class Compressor:
             "messages": list(messages),
             "max_tokens": max_tokens,
             "temperature": self.client.config.temperature,
+            # A seed or penalty changes the reply; absent when unset, so keys stored before them still hit.
+            **self.client.config.sampling(),
         }
         if layout is not None:
             request["layout"] = layout

@@ -145,8 +145,7 @@ class ChatClient:
             "temperature": self.config.temperature if temperature is None else temperature,
             "max_tokens": max_tokens or self.config.max_tokens,
         }
-        if self.config.seed is not None:
-            request["seed"] = self.config.seed
+        request |= self.config.sampling()
         if tools:
             request["tools"] = [dict(t) for t in tools]
         if response_format is not None:

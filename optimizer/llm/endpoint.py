@@ -30,6 +30,13 @@ class EndpointConfig(BaseModel):
     seed: int | None = Field(
         None, description="Sampling seed sent with every request: repeats at temperature > 0 that differ only by it."
     )
+    frequency_penalty: float = Field(
+        0.0,
+        ge=-2,
+        le=2,
+        description="OpenAI's frequency penalty, sent only when not 0: a small summarizer at temperature 0 can "
+        "repeat one sentence until its completion cap, and the penalty breaks that loop.",
+    )
     max_tokens: int = Field(384, gt=0, description="Completion cap per call.")
     timeout_s: float = Field(300.0, gt=0, description="Per-request timeout; a timeout is retried.")
     max_retries: int = Field(3, ge=0, le=10, description="Retries on 429, 5xx, timeouts and broken replies.")
@@ -66,6 +73,16 @@ class EndpointConfig(BaseModel):
             raise ConfigError(f"environment variable {self.api_key_env} (api_key_env) is not set")
         return key
 
+    def sampling(self) -> dict[str, float | int]:
+        """Sampling settings a request carries beyond temperature, each only when set: what a reply cache keys on,
+        so that two settings never share a cached reply."""
+        out: dict[str, float | int] = {}
+        if self.seed is not None:
+            out["seed"] = self.seed
+        if self.frequency_penalty != 0.0:
+            out["frequency_penalty"] = self.frequency_penalty
+        return out
+
     def identity(self) -> dict[str, str]:
         """`describe()` plus the settings that change what the endpoint replies or is sent (part of a run's
         key), each only when it differs from its default, so runs recorded before it was keyed keep their key."""
@@ -82,4 +99,6 @@ class EndpointConfig(BaseModel):
         # Only when set, so that runs recorded before sampling settings existed keep their identity.
         if self.seed is not None or self.temperature != 0.0:
             identity |= {"temperature": str(self.temperature), "seed": str(self.seed)}
+        if self.frequency_penalty != 0.0:
+            identity["frequency_penalty"] = str(self.frequency_penalty)
         return identity

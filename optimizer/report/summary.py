@@ -78,6 +78,7 @@ class TextRow:
                 "facts_kept_share": self.screen.kept_share,
                 "facts_kept_per_summary": self.per_summary(),
                 "summary_tokens_mean": self.screen.summary_tokens,
+                "summaries_looped": self.screen.looped,
                 "lost_by_kind": self.screen.lost_by_kind,
             }
         if self.tier1 is not None:

@@ -51,6 +51,7 @@ class CachedOptimizer:
                 "temperature": temperature,
                 "seed": config.seed,
                 "layout": "summary-optimizer",
+                **({"frequency_penalty": config.frequency_penalty} if config.frequency_penalty else {}),
             },
             endpoint=f"{config.base_url}|{self.client.model}",
         )

@@ -9,6 +9,7 @@ through the cached summarizer call, so tier 0 on the same trajectory then costs 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -44,6 +45,9 @@ class SummaryScore:
     kept: int
     tokens: int
     lost: tuple[LostFact, ...] = ()
+    # The summary repeats one sentence over and over (a small summarizer at temperature 0 can, until its cap):
+    # whatever else it lost, it spent its length on nothing.
+    looped: bool = False
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,10 @@ class ScreenResult:
     @property
     def lost(self) -> list[LostFact]:
         return [f for s in self.summaries for f in s.lost]
+
+    @property
+    def looped(self) -> int:
+        return sum(s.looped for s in self.summaries)
 
 
 def screen(strategy: ContextStrategy, tasks: Sequence[Task], compressor: Compressor) -> ScreenResult:
@@ -155,7 +163,9 @@ def _score(task: Task, index: int, entries: Sequence[Entry], runtime: ContextRun
                 summary.summary,
             )
         )
-    return SummaryScore(task.id, index, len(needs), kept, count_tokens(summary.summary), tuple(lost))
+    return SummaryScore(
+        task.id, index, len(needs), kept, count_tokens(summary.summary), tuple(lost), looped(summary.summary)
+    )
 
 
 def _responsible(task: Task, index: int, folded: Sequence[Entry]) -> list[Need]:
@@ -168,6 +178,17 @@ def _responsible(task: Task, index: int, folded: Sequence[Entry]) -> list[Need]:
             if any(occurs(need.literal, e.content) for e in folded):
                 seen.setdefault((need.kind.value, need.literal), need)
     return list(seen.values())
+
+
+LOOP_REPEATS = 3
+LOOP_MIN_WORDS = 6
+
+
+def looped(summary: str) -> bool:
+    """Some sentence of at least six words said three times or more: a degenerate loop, not a list (list items
+    differ in their values)."""
+    sentences = Counter(" ".join(s.split()).lower() for s in re.split(r"(?<=[.!?])\s+|\n+", summary))
+    return any(n >= LOOP_REPEATS and len(s.split()) >= LOOP_MIN_WORDS for s, n in sentences.items())
 
 
 def _line(text: str, literal: str) -> str:

@@ -50,6 +50,7 @@ def endpoint_params(endpoint: EndpointConfig) -> JSONObject:
         "base_url": public_url(described["base_url"]),
         "temperature": endpoint.temperature,
         "max_tokens": endpoint.max_tokens,
+        **endpoint.sampling(),
     }
 
 

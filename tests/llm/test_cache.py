@@ -13,8 +13,8 @@ from optimizer.llm.cache import ResponseCache
 from optimizer.llm.usage import Usage
 
 
-def compressor(url: str, cache: ResponseCache) -> Compressor:
-    config = EndpointConfig(base_url=url, model="stub", backoff_s=0.0, max_retries=0)
+def compressor(url: str, cache: ResponseCache, **sampling) -> Compressor:
+    config = EndpointConfig(base_url=url, model="stub", backoff_s=0.0, max_retries=0, **sampling)
     return Compressor(ChatClient(config, base_url=url, model="stub"), cache)
 
 
@@ -49,6 +49,19 @@ def test_an_empty_reply_cached_by_an_earlier_version_is_a_miss(stub, tmp_path):
     again = compressor(server.base_url, cache)
     assert compress(again) == "ORD-1 shipped"
     assert again.calls == 1 and again.cache_hits == 0 and len(server.requests) == 2
+
+
+@pytest.mark.parametrize("sampling", [{"frequency_penalty": 0.5}, {"seed": 3}])
+def test_a_sampling_setting_never_shares_a_cached_reply(stub, tmp_path, sampling):
+    # Replies cached without the setting would be served as if it had been sent: every figure after it wrong.
+    cache = ResponseCache(tmp_path / "replies.sqlite")
+    server = stub(lambda request: f"ORD-1 shipped {request.get('frequency_penalty', request.get('seed', '-'))}")
+    assert compress(compressor(server.base_url, cache)) == "ORD-1 shipped -"
+    changed = compressor(server.base_url, cache, **sampling)
+    assert compress(changed) == f"ORD-1 shipped {next(iter(sampling.values()))}"
+    again = compressor(server.base_url, cache, **sampling)
+    assert compress(again) == compress(changed) and again.cache_hits == 1 and again.calls == 0
+    assert len(server.requests) == 2
 
 
 def test_the_cache_refuses_an_empty_reply(tmp_path):

@@ -109,3 +109,13 @@ def test_the_probes_accept_an_empty_reply(stub):
     client = client_for(server.base_url)
     client.probe()
     assert client.system_tokens("You are terse.") > 0
+
+
+def test_a_frequency_penalty_goes_with_every_request_and_into_the_run_identity(stub):
+    server = stub(scripted(["ok"]))
+    penalised = client_for(server.base_url, frequency_penalty=0.5)
+    assert penalised.complete([{"role": "user", "content": "x"}]).request["frequency_penalty"] == 0.5
+    assert penalised.config.describe()["frequency_penalty"] == "0.5"
+    plain = client_for(server.base_url)
+    assert "frequency_penalty" not in plain.complete([{"role": "user", "content": "x"}]).request
+    assert "frequency_penalty" not in plain.config.describe()

@@ -15,7 +15,7 @@ from optimizer.summary.anthropic_target import AnthropicCompaction
 from optimizer.summary.contract_text import HEADER, closing_part, learned_part, with_contract
 from optimizer.summary.langchain_target import LangChainSummary
 from optimizer.summary.rewrite import co_step, llm_lines, minibatch, placed, ut_step
-from optimizer.summary.screen import LostFact, screen
+from optimizer.summary.screen import LostFact, looped, screen
 from optimizer.summary.search import learn
 from optimizer.world import Need, NeedKind
 from tests.context.conftest import compressor_for, make_task  # noqa: F401 - fixture
@@ -269,3 +269,12 @@ def test_no_candidate_is_screened_twice_on_the_same_tasks(compressor_for, monkey
     record = learn(target, SEED, train, val, compressor, lambda p, t: line, candidates=1)
     assert record.best().name == "ut1.0c"  # chosen: screened on train for its placement, then on validation
     assert len(seen) == len(set(seen))
+
+
+def test_a_summary_that_repeats_a_sentence_is_counted_as_looping_and_a_list_of_values_is_not():
+    # The 0.5B summarizer's reply on a reach_long train task, shortened: one sentence until the completion cap.
+    loop = "PROGRESS: The agent read the skill. " + "The agent has also sent the gift card to the customer. " * 5
+    assert looped(loop)
+    listing = "\n".join(f"- order ORD-{i} = {i} units, shipped from the Porto warehouse" for i in range(5))
+    assert not looped(listing)
+    assert not looped("Done. Done. Done. Done.")  # too short to be a loop of content
