@@ -181,11 +181,14 @@ class SummaryJob:
         """The learned text as a guideline file with its provenance, and what `acon export` rebuilds it from."""
         best = record.best()
         strategy = self.target.strategy(best.text)
+        summarizer = self.config.endpoints.compressor
         provenance = {
             "job": str(self.dir.path),
             "experiment": self.config.name,
             "target": self.target.type,
             "knobs": self.target.knobs(),
+            # The text was learned for this summarizer and its sampling (a penalty set on it is the user's to set too).
+            "summarizer": {"model": summarizer.model, "temperature": summarizer.temperature, **summarizer.sampling()},
             "candidate": best.name,
             "parent": best.parent,
             "llm_lines": list(best.llm_lines),

@@ -131,6 +131,10 @@ def test_the_job_learns_a_line_reports_it_beside_the_baselines_and_exports_the_m
     assert code == 0, err
     exported = (tmp_path / "g.md").read_text()
     assert LEARNED_LINE in exported and "llm_lines" in exported and "langchain" in exported
+    # ... and the summarizer it was learned for, with its sampling.
+    from optimizer.context.guideline import read_guideline
+
+    assert read_guideline(tmp_path / "g.md").provenance["summarizer"]["temperature"] == 0.0
 
     # The LangChain drop-in: the middleware built from the export is the one that ran.
     code, out, err = run_cli("export", str(job_dir), "--format", "langchain", "--out", str(tmp_path / "lc.json"))
