@@ -271,7 +271,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         with ModelEndpoints(roles, log=_log) as endpoints:
             compressor = Compressor(endpoints.client("compressor"), endpoints.response_cache())
             optimizer = endpoints.client("optimizer")
-            described = f"{config.endpoints.compressor.model} summarizer, {config.endpoints.optimizer.model} optimizer"
+            summarizer = config.endpoints.compressor
+            penalty = f" (frequency penalty {summarizer.frequency_penalty})" if summarizer.frequency_penalty else ""
+            described = f"{summarizer.model} summarizer{penalty}, {config.endpoints.optimizer.model} optimizer"
             if tier1_tasks:
                 described += f", {config.endpoints.agent.model} agent at tier 1"
             result = run_with(
@@ -288,6 +290,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "suite": suite,
         "target": args.target,
         "knobs": {"trigger": args.trigger, "keep": args.keep},
+        "summarizer_sampling": {"temperature": config.endpoints.compressor.temperature}
+        | config.endpoints.compressor.sampling(),
         "default_source": default.source,
         "default_note": default.note,
         "split": args.split,
@@ -314,7 +318,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def table(report: dict[str, Any]) -> str:
     with_tier1 = isinstance(report["tier1"], dict)
-    columns = ["row", "facts kept", "per summary", "tier-0 success", "summary tokens", "mean peak"]
+    columns = ["row", "facts kept", "per summary", "looping summaries", "tier-0 success", "summary tokens", "mean peak"]
     if with_tier1:
         columns += [f"tier-1 success ({report['tier1']['tasks']} tasks)", "tier-1 mean peak"]
     head = (
@@ -327,7 +331,8 @@ def table(report: dict[str, Any]) -> str:
         kept = f"{r['facts_kept']}/{r['facts_needed']}" if "facts_kept" in r else "-"
         per = f"{r['facts_kept_per_summary']:.2f}" if r.get("facts_kept_per_summary") is not None else "-"
         tokens = f"{r['summary_tokens_mean']:.0f}" if "summary_tokens_mean" in r else "-"
-        cells = [name, kept, per, f"{r['tier0_success']:.2f}", tokens, f"{r['peak_mean']:.0f}"]
+        looping = f"{r['summaries_looped']} of {r['summaries']}" if "summaries_looped" in r else "-"
+        cells = [name, kept, per, looping, f"{r['tier0_success']:.2f}", tokens, f"{r['peak_mean']:.0f}"]
         if with_tier1:
             cells += (
                 [f"{r['tier1_success']:.2f}", f"{r['tier1_peak_mean']:.0f}"] if "tier1_success" in r else ["-", "-"]

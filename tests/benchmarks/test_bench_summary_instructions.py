@@ -44,7 +44,14 @@ def test_tier1_needs_a_real_agent(bench, capsys):
 
 def test_the_table_shows_tier1_columns_and_intervals(bench):
     row = {"tier0_success": 1.0, "peak_mean": 3000.0, "tier1_success": 0.75, "tier1_peak_mean": 2900.0}
-    summarized = row | {"facts_kept": 3, "facts_needed": 4, "facts_kept_per_summary": 0.5, "summary_tokens_mean": 120}
+    summarized = row | {
+        "facts_kept": 3,
+        "facts_needed": 4,
+        "facts_kept_per_summary": 0.5,
+        "summary_tokens_mean": 120,
+        "summaries": 2,
+        "summaries_looped": 1,
+    }
     interval = {"mean": 0.25, "low": 0.0, "high": 0.5}
     report = {
         "suite": "reach_long",
@@ -58,5 +65,6 @@ def test_the_table_shows_tier1_columns_and_intervals(bench):
     }
     text = bench.table(report)
     assert "| tier-1 success (4 tasks) | tier-1 mean peak |" in text
-    assert "| learned | 3/4 | 0.50 | 1.00 | 120 | 3000 | 0.75 | 2900 |" in text
+    assert "| learned | 3/4 | 0.50 | 1 of 2 | 1.00 | 120 | 3000 | 0.75 | 2900 |" in text
+    assert "| none | - | - | - | 1.00 | - | 3000 | 0.75 | 2900 |" in text
     assert "learned-none: tier-1 success +0.25 [+0.00, +0.50]" in text
