@@ -2,7 +2,8 @@
 
     python benchmarks/bench_summary_instructions.py [--config experiments/builtin.toml] [--target langchain]
         [--trigger 1500] [--keep 4] [--learn 6] [--split val|test] [--limit N] [--candidates 2]
-        [--tier1 N] [--scripted] [--out benchmarks/results/summary_instructions_<suite>_<target>_<split>.json]
+        [--tier1 N] [--frequency-penalty X] [--scripted]
+        [--out benchmarks/results/summary_instructions_<suite>_<target>[_fp<X>]_<split>.json]
 
 Learning sees only the train split (taken in turns from each task family): its first `--learn` tasks, the
 first three quarters to mine lost facts and the last quarter to choose on. The figure is on `--split`: `val`
@@ -168,10 +169,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--tier1-rows", default="none,default,seed,seed+contract,learned", help="Rows the real agent runs."
     )
+    parser.add_argument(
+        "--frequency-penalty",
+        type=float,
+        default=None,
+        help="the summarizer's frequency penalty (default: the config's)",
+    )
     parser.add_argument("--scripted", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     config = load_experiment(args.config).with_overrides(tracking={"enabled": False})
+    if args.frequency_penalty is not None:
+        config = config.with_overrides(endpoints={"compressor": {"frequency_penalty": args.frequency_penalty}})
     # In turns from each task family: a suite listed family by family would otherwise learn on one family and
     # report on another.
     train_all = spread(select_tasks(config, "train", None))
@@ -186,8 +195,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         figure = select_tasks(config, "test", args.limit)
     suite = config.suite.type
+    # A summarizer setting is a different method: its figures never overwrite, nor stand in for, the plain ones.
+    penalised = f"_fp{args.frequency_penalty:g}" if args.frequency_penalty else ""
     out = args.out or ROOT / "benchmarks" / "results" / (
-        f"summary_instructions_{suite}_{args.target}_{args.split}{'_scripted' if args.scripted else ''}.json"
+        f"summary_instructions_{suite}_{args.target}{penalised}_{args.split}{'_scripted' if args.scripted else ''}.json"
     )
     if args.split == "test" and out.exists():
         parser.error(f"{out} exists: the test figure is produced once")
@@ -259,7 +270,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         with StubServer(scripted_responder) as url:
             client = ChatClient(
-                EndpointConfig(base_url=url, model="scripted", max_retries=0), base_url=url, model="scripted"
+                EndpointConfig(
+                    base_url=url,
+                    model="scripted",
+                    max_retries=0,
+                    frequency_penalty=config.endpoints.compressor.frequency_penalty,
+                ),
+                base_url=url,
+                model="scripted",
             )
             cache_path = Path(__import__("tempfile").mkdtemp()) / "c.sqlite"
             cache = ResponseCache(cache_path)
