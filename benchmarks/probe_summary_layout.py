@@ -28,7 +28,7 @@ from optimizer import _offline  # noqa: E402,F401
 from optimizer.config import load_experiment  # noqa: E402
 from optimizer.context.compressor import Compressor  # noqa: E402
 from optimizer.context.guideline import SEED_GUIDELINE, guideline_at  # noqa: E402
-from optimizer.context.summary_template import with_closing  # noqa: E402
+from optimizer.context.summary_template import CLOSING_LEAD, with_closing  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.evaluate.strategy_runs import select_tasks  # noqa: E402
 from optimizer.interrupts import run_main  # noqa: E402
@@ -42,6 +42,8 @@ REMIND = (
     "Now write the summary. First copy, exactly as written, every rule line, every id or number a later step "
     "needs, every write's returned id and every warning that a result was partial. Then describe progress."
 )
+# Against the loop the 0.5B model falls into under the seed's sections (one paragraph repeated under each).
+ONCE = "Write each fact once, under one section only; never repeat a sentence."
 EXTRACT = (
     "You condense an AI agent's earlier steps so it can continue its task.\n"
     "Copy exactly, one per line: every rule the agent read, every id, code, price or quantity it found, the id "
@@ -58,6 +60,8 @@ def texts() -> dict[str, str]:
         "seed+contract+remind": with_closing(seed, REMIND),
         "extract": EXTRACT,
         "extract+remind": with_closing(EXTRACT, REMIND),
+        "seed+contract+once": with_closing(seed, f"{CLOSING_LEAD}\n{ONCE}"),
+        "seed+contract+remind+once": with_closing(seed, f"{REMIND} {ONCE}"),
     }
 
 

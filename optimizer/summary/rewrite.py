@@ -1,13 +1,16 @@
 """ACON's UT and CO steps on summary instructions, with the optimizer LLM, and what is refused.
 
 UT: for each kind of fact the summaries lost (a value, a skill rule, a write receipt, a paging warning, an
-error), the optimizer is asked for one instruction sentence that protects that kind, shown one example line
-with its values hidden; the sentences are added to the learned part (targeted edits, not a monolithic
-rewrite). One narrow question per kind is what a small optimizer model can answer: shown the instructions and
-the failing summaries together, the 1.5B local model continued the summary instead of editing the
-instructions. Where the kept sentences go, above the messages with the rest or after them (`placed`), is the
-search's choice, not the optimizer's. CO: from summaries that kept everything it rewrites the learned part
-shorter; a closing part is left as it is.
+error), the optimizer is asked for one instruction sentence that protects that kind, shown one example line with
+its values hidden; the sentences are added to the learned part (targeted edits, not a monolithic rewrite). When
+summaries looped (one sentence said again and again: the 0.5B summarizer under the seed's sections wrote one
+paragraph under every heading in 4 of 9 summaries on six `reach_long` train tasks), one more question shows the
+repeated sentence, values hidden, and asks for a sentence that stops the repetition: a loop loses facts by
+crowding them out, which no per-kind question names. One narrow question per kind is what a small optimizer
+model can answer: shown the instructions and the failing summaries together, the 1.5B local model continued the
+summary instead of editing the instructions. Where the kept sentences go, above the messages with the rest or
+after them (`placed`), is the search's choice, not the optimizer's. CO: from summaries that kept everything it
+rewrites the learned part shorter; a closing part is left as it is.
 
 Refused, each with its reason: a line naming a value or id from the examples or any id-like token, or copying
 five words in a row of the example (it would fit one task); a line that is not an instruction (a `name =
@@ -38,6 +41,7 @@ KIND_WORDS: dict[str, tuple[str, ...]] = {
     "receipt": ("receipt", "write", "created", "confirmation", "id"),
     "page": ("page", "pagination", "showing", "warning", "partial"),
     "error": ("error", "failure", "failed", "exception"),
+    "loop": ("repeat", "repeated", "repeating", "repetition", "once", "duplicate", "twice", "again"),
 }
 # What each kind of lost fact is, in the words the optimizer is asked about it.
 KIND_TEXT: dict[str, str] = {
@@ -72,6 +76,16 @@ class ProtectKind:
 
 
 @dataclass(frozen=True)
+class StopRepeating:
+    """A summarizer condenses the earlier steps of an AI agent's work. Its summaries said the sentence below
+    (values hidden) again and again, under every section or until they were cut off, so the facts a later step
+    needs found no room. Write one instruction sentence for the summarizer that stops this repetition. The
+    sentence must fit any task, so it names no value, id or name. Reply with that one sentence only."""
+
+    repeated: str
+
+
+@dataclass(frozen=True)
 class ShortenInstructions:
     """Rewrite the summary instructions below to be shorter while the summaries keep every fact they keep
     now. Keep each sentence that protects a kind of fact; merge and cut the rest. Never copy a value, id or
@@ -94,7 +108,7 @@ class Proposal:
     reply: str = ""
 
 
-def render(signature: ProtectKind | ShortenInstructions) -> str:
+def render(signature: ProtectKind | StopRepeating | ShortenInstructions) -> str:
     doc = " ".join((type(signature).__doc__ or "").split())
     fields = "\n\n".join(f"# {name}\n{value}" for name, value in vars(signature).items())
     return f"{doc}\n\n{fields}"
@@ -135,19 +149,34 @@ def placed(parent: str, lines: Sequence[str], where: Placement) -> str:
     return with_contract("\n".join([base, *lines]), closing)
 
 
-def ut_step(lm: OptimizerLM, parent: str, lost: Sequence[LostFact], *, size: int = 4, seed: int = 0) -> Proposal:
-    """One question per kind of fact lost in a minibatch (at most three kinds); of each reply, the first line
-    that passes every check is added, and the rest are refused with their reason."""
+def ut_step(
+    lm: OptimizerLM,
+    parent: str,
+    lost: Sequence[LostFact],
+    *,
+    size: int = 4,
+    seed: int = 0,
+    repeats: Sequence[str] = (),
+) -> Proposal:
+    """One question per kind of fact lost in a minibatch (at most three kinds), and one about the first of
+    `repeats` (sentences looping summaries repeated) when there are any; of each reply, the first line that
+    passes every check is added, and the rest are refused with their reason."""
     batch = minibatch(lost, size, seed)
     base = learned_part(parent)
     present = "\n".join((base, closing_part(parent)))
-    literals = _literals(batch)
+    literals = _literals(batch) | {t for r in repeats[:1] for t in _ID.findall(r) if len(t) >= 3}
     examples = {fact.kind: fact for fact in reversed(batch)}  # the first of each kind in minibatch order
+    # (kind, question, the line it shows): the loop first, since a loop crowds out every kind at once.
+    questions: list[tuple[str, ProtectKind | StopRepeating, str]] = [
+        ("loop", StopRepeating(fence(_ID.sub("<value>", r), "example")), r) for r in repeats[:1]
+    ]
+    for kind in sorted(examples)[:MAX_LINES]:
+        shown = fence(masked(examples[kind]), "example")
+        questions.append((kind, ProtectKind(KIND_TEXT.get(kind, kind), shown), examples[kind].source))
     refused: list[tuple[str, str]] = []
     kept: list[str] = []
     replies: list[str] = []
-    for kind in sorted(examples)[:MAX_LINES]:
-        question = ProtectKind(KIND_TEXT.get(kind, kind), fence(masked(examples[kind]), "example"))
+    for kind, question, source in questions:
         reply = lm(render(question), 0.7)
         replies.append(reply)
         lines = _lines(reply)[:4]
@@ -157,7 +186,7 @@ def ut_step(lm: OptimizerLM, parent: str, lost: Sequence[LostFact], *, size: int
         for line in lines:
             reason = (
                 _refusal(line, literals, present, kept)
-                or _copied(line, examples[kind].source)
+                or _copied(line, source)
                 or _not_an_instruction(line)
                 or _untargeted(line, {kind})
             )

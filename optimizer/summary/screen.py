@@ -45,9 +45,13 @@ class SummaryScore:
     kept: int
     tokens: int
     lost: tuple[LostFact, ...] = ()
-    # The summary repeats one sentence over and over (a small summarizer at temperature 0 can, until its cap):
-    # whatever else it lost, it spent its length on nothing.
-    looped: bool = False
+    # The sentence the summary says over and over ("" when none): a small summarizer at temperature 0 can
+    # repeat one until its cap, or under each section; whatever else it lost, it spent its length on nothing.
+    repeated: str = ""
+
+    @property
+    def looped(self) -> bool:
+        return bool(self.repeated)
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,10 @@ class ScreenResult:
     @property
     def looped(self) -> int:
         return sum(s.looped for s in self.summaries)
+
+    @property
+    def repeats(self) -> list[str]:
+        return [s.repeated for s in self.summaries if s.repeated]
 
 
 def screen(strategy: ContextStrategy, tasks: Sequence[Task], compressor: Compressor) -> ScreenResult:
@@ -164,7 +172,7 @@ def _score(task: Task, index: int, entries: Sequence[Entry], runtime: ContextRun
             )
         )
     return SummaryScore(
-        task.id, index, len(needs), kept, count_tokens(summary.summary), tuple(lost), looped(summary.summary)
+        task.id, index, len(needs), kept, count_tokens(summary.summary), tuple(lost), repeated(summary.summary)
     )
 
 
@@ -184,11 +192,12 @@ LOOP_REPEATS = 3
 LOOP_MIN_WORDS = 6
 
 
-def looped(summary: str) -> bool:
-    """Some sentence of at least six words said three times or more: a degenerate loop, not a list (list items
-    differ in their values)."""
-    sentences = Counter(" ".join(s.split()).lower() for s in re.split(r"(?<=[.!?])\s+|\n+", summary))
-    return any(n >= LOOP_REPEATS and len(s.split()) >= LOOP_MIN_WORDS for s, n in sentences.items())
+def repeated(summary: str) -> str:
+    """The sentence of at least six words said most often, if three times or more ("" otherwise): a degenerate
+    loop, not a list (list items differ in their values)."""
+    sentences = Counter(" ".join(s.split()) for s in re.split(r"(?<=[.!?])\s+|\n+", summary))
+    looping = [(n, s) for s, n in sentences.items() if n >= LOOP_REPEATS and len(s.split()) >= LOOP_MIN_WORDS]
+    return max(looping)[1] if looping else ""
 
 
 def _line(text: str, literal: str) -> str:

@@ -70,6 +70,7 @@ class SearchRecord:
                 "kept_share": round(s.kept_share, 4),
                 "tasks_all_visible": round(s.visible_share, 4),
                 "summary_tokens": round(s.summary_tokens, 1),
+                "summaries_looped": s.looped,
                 "lost_by_kind": s.lost_by_kind,
             }
 
@@ -136,9 +137,16 @@ def learn(
     for r in range(1, rounds + 1):
         for i in range(candidates):
             assert best.train is not None and best.val is not None
-            if not best.train.lost:
+            if not best.train.lost and not best.train.repeats:
                 break
-            proposal = ut_step(lm, best.text, best.train.lost, size=minibatch, seed=seed * 1000 + r * 10 + i)
+            proposal = ut_step(
+                lm,
+                best.text,
+                best.train.lost,
+                size=minibatch,
+                seed=seed * 1000 + r * 10 + i,
+                repeats=best.train.repeats,
+            )
             name = f"ut{r}.{i}"
             if not proposal.llm_lines:
                 record.add(Attempt(name, proposal, "refused: no line survived"))

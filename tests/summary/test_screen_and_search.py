@@ -15,7 +15,7 @@ from optimizer.summary.anthropic_target import AnthropicCompaction
 from optimizer.summary.contract_text import HEADER, closing_part, learned_part, with_contract
 from optimizer.summary.langchain_target import LangChainSummary
 from optimizer.summary.rewrite import co_step, llm_lines, minibatch, placed, ut_step
-from optimizer.summary.screen import LostFact, looped, screen
+from optimizer.summary.screen import LostFact, repeated, screen
 from optimizer.summary.search import learn
 from optimizer.world import Need, NeedKind
 from tests.context.conftest import compressor_for, make_task  # noqa: F401 - fixture
@@ -273,8 +273,57 @@ def test_no_candidate_is_screened_twice_on_the_same_tasks(compressor_for, monkey
 
 def test_a_summary_that_repeats_a_sentence_is_counted_as_looping_and_a_list_of_values_is_not():
     # The 0.5B summarizer's reply on a reach_long train task, shortened: one sentence until the completion cap.
-    loop = "PROGRESS: The agent read the skill. " + "The agent has also sent the gift card to the customer. " * 5
-    assert looped(loop)
+    sentence = "The agent has also sent the gift card to the customer."
+    assert repeated(f"PROGRESS: The agent read the skill. {f'{sentence} ' * 5}") == sentence
     listing = "\n".join(f"- order ORD-{i} = {i} units, shipped from the Porto warehouse" for i in range(5))
-    assert not looped(listing)
-    assert not looped("Done. Done. Done. Done.")  # too short to be a loop of content
+    assert repeated(listing) == ""
+    assert repeated("Done. Done. Done. Done.") == ""  # too short to be a loop of content
+
+
+LOOPING = "The agent has read the order ORD-5521 and will go on with it."
+
+
+def test_a_looping_summary_gets_a_question_of_its_own_with_its_values_hidden():
+    asked = []
+
+    def lm(prompt, temperature):
+        asked.append(prompt)
+        if "again and again" in prompt:
+            return "Keep every identifier a later step needs.\nNever repeat a sentence; write each fact once."
+        return "Keep every identifier and location code the task names."
+
+    proposal = ut_step(lm, with_contract(SEED), [FACT], repeats=[LOOPING])
+    # The loop first: it crowds out every kind of fact at once. Its sentence is shown with the id hidden.
+    assert len(asked) == 2 and "again and again" in asked[0] and "read the order <value>" in asked[0]
+    assert "ORD-5521" not in asked[0]
+    assert proposal.llm_lines == (
+        "Never repeat a sentence; write each fact once.",
+        "Keep every identifier and location code the task names.",
+    )
+    # A line for the loop question must be about repetition, not about another kind.
+    assert dict(proposal.refused)["Keep every identifier a later step needs."].startswith("names no kind")
+
+
+def looping_summarizer(request: dict) -> str:
+    """Loops on one sentence unless told, after the conversation, not to repeat; then keeps the facts it read."""
+    prompt = request["messages"][-1]["content"]
+    history, _, after = prompt.partition("<messages>")[2].partition("</messages>")
+    if "repeat" not in after:
+        return "Summary.\n" + f"{LOOPING}\n" * 4
+    keep = [line.strip() for line in history.splitlines() if line.strip().startswith(("FACT-", "RULE-"))]
+    return "Summary of the work so far.\n" + "\n".join(dict.fromkeys(keep))
+
+
+def test_the_search_learns_a_line_against_a_loop_from_the_loop_itself(compressor_for):  # noqa: F811
+    compressor, _ = compressor_for(looping_summarizer)
+    line = "Never repeat a sentence; write each fact once."
+
+    def lm(prompt, temperature):
+        return line if "again and again" in prompt else "Be brief."
+
+    record = learn(target, SEED, [task()], [task()], compressor, lm, candidates=1)
+    start, best = record.candidates[0], record.best()
+    assert start.train is not None and start.train.looped > 0 and start.train.repeats[0] == LOOPING
+    assert best.llm_lines == (line,) and closing_part(best.text).endswith(line)
+    assert best.val is not None and start.val is not None and best.val.kept > start.val.kept
+    assert record.to_dict()["candidates"][0]["train"]["summaries_looped"] == start.train.looped
