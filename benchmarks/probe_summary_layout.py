@@ -97,6 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, default=ROOT / "experiments" / "summary_reach_long.toml")
     parser.add_argument("--tasks", type=int, default=6)
     parser.add_argument("--only", nargs="*", default=None)
+    parser.add_argument("--model", default=None, help="the summarizer model (default: the config's compressor)")
     parser.add_argument(
         "--frequency-penalty", type=float, default=None, help="the summarizer frequency penalty (default: the config)"
     )
@@ -108,6 +109,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = {k: v for k, v in texts().items() if args.only is None or k in args.only}
     rows: dict[str, dict] = {}
     summarizer = config.endpoints.compressor
+    if args.model is not None:
+        summarizer = summarizer.model_copy(update={"model": args.model})
     if args.frequency_penalty is not None:
         summarizer = summarizer.model_copy(update={"frequency_penalty": args.frequency_penalty})
     roles = {"compressor": summarizer}

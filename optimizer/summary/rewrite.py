@@ -4,13 +4,16 @@ UT: for each kind of fact the summaries lost (a value, a skill rule, a write rec
 error), the optimizer is asked for one instruction sentence that protects that kind, shown one example line with
 its values hidden; the sentences are added to the learned part (targeted edits, not a monolithic rewrite). When
 summaries looped (one sentence said again and again: the 0.5B summarizer under the seed's sections wrote one
-paragraph under every heading in 4 of 9 summaries on six `reach_long` train tasks), one more question shows the
-repeated sentence, values hidden, and asks for a sentence that stops the repetition: a loop loses facts by
-crowding them out, which no per-kind question names. One narrow question per kind is what a small optimizer
-model can answer: shown the instructions and the failing summaries together, the 1.5B local model continued the
-summary instead of editing the instructions. Where the kept sentences go, above the messages with the rest or
-after them (`placed`), is the search's choice, not the optimizer's. CO: from summaries that kept everything it
-rewrites the learned part shorter; a closing part is left as it is.
+paragraph under every heading, or one sentence up to its cap, in 5 of its summaries on six `reach_long` train
+tasks), one more question shows the repeated sentence, values hidden, and asks for a sentence that stops the
+repetition: a loop loses facts by crowding them out, which no per-kind question names. Whether such a line helps
+is the screen's to say, as for any line: a hand-written one ("never repeat a sentence") placed after the
+messages made the 0.5B model loop in 10 of 11 summaries on the same tasks
+(`benchmarks/probe_summary_layout.py`), and a frequency penalty of 0.5 left 4 of 9 looping. One narrow question
+per kind is what a small optimizer model can answer: shown the instructions and the failing summaries together,
+the 1.5B local model continued the summary instead of editing the instructions. Where the kept sentences go,
+above the messages with the rest or after them (`placed`), is the search's choice, not the optimizer's. CO: from
+summaries that kept everything it rewrites the learned part shorter; a closing part is left as it is.
 
 Refused, each with its reason: a line naming a value or id from the examples or any id-like token, or copying
 five words in a row of the example (it would fit one task); a line that is not an instruction (a `name =
