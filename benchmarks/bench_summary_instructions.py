@@ -2,8 +2,8 @@
 
     python benchmarks/bench_summary_instructions.py [--config experiments/builtin.toml] [--target langchain]
         [--trigger 1500] [--keep 4] [--learn 6] [--split val|test] [--limit N] [--candidates 2]
-        [--tier1 N] [--frequency-penalty X] [--scripted]
-        [--out benchmarks/results/summary_instructions_<suite>_<target>[_fp<X>]_<split>.json]
+        [--tier1 N] [--summarizer MODEL] [--frequency-penalty X] [--scripted]
+        [--out benchmarks/results/summary_instructions_<suite>_<target>[_fp<X>][_<MODEL>]_<split>.json]
 
 Learning sees only the train split (taken in turns from each task family): its first `--learn` tasks, the
 first three quarters to mine lost facts and the last quarter to choose on. The figure is on `--split`: `val`
@@ -169,6 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--tier1-rows", default="none,default,seed,seed+contract,learned", help="Rows the real agent runs."
     )
+    parser.add_argument("--summarizer", default=None, help="the summarizer model (default: the config's compressor)")
     parser.add_argument(
         "--frequency-penalty",
         type=float,
@@ -181,6 +182,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = load_experiment(args.config).with_overrides(tracking={"enabled": False})
     if args.frequency_penalty is not None:
         config = config.with_overrides(endpoints={"compressor": {"frequency_penalty": args.frequency_penalty}})
+    if args.summarizer is not None:
+        config = config.with_overrides(endpoints={"compressor": {"model": args.summarizer}})
     # In turns from each task family: a suite listed family by family would otherwise learn on one family and
     # report on another.
     train_all = spread(select_tasks(config, "train", None))
@@ -197,6 +200,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     suite = config.suite.type
     # A summarizer setting is a different method: its figures never overwrite, nor stand in for, the plain ones.
     penalised = f"_fp{args.frequency_penalty:g}" if args.frequency_penalty else ""
+    penalised += f"_{args.summarizer}" if args.summarizer else ""
     out = args.out or ROOT / "benchmarks" / "results" / (
         f"summary_instructions_{suite}_{args.target}{penalised}_{args.split}{'_scripted' if args.scripted else ''}.json"
     )
@@ -308,6 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "suite": suite,
         "target": args.target,
         "knobs": {"trigger": args.trigger, "keep": args.keep},
+        "summarizer": config.endpoints.compressor.model,
         "summarizer_sampling": {"temperature": config.endpoints.compressor.temperature}
         | config.endpoints.compressor.sampling(),
         "default_source": default.source,

@@ -36,14 +36,16 @@ def test_the_choice_is_made_on_more_than_one_family(bench, tmp_path):
     assert report["rows"]["seed+contract"]["facts_kept"] > report["rows"]["default"]["facts_kept"]
 
 
-def test_a_summarizer_penalty_is_sent_and_recorded(bench, tmp_path, monkeypatch):
+def test_a_summarizer_model_and_penalty_are_sent_and_recorded(bench, tmp_path, monkeypatch):
     sent = []
     responder = bench.scripted_responder
     monkeypatch.setattr(bench, "scripted_responder", lambda request: sent.append(request) or responder(request))
     out = tmp_path / "summary.json"
     argv = ["--config", str(CONFIG), "--learn", "4", "--limit", "1", "--trigger", "2000", "--scripted"]
-    assert bench.main([*argv, "--frequency-penalty", "0.5", "--out", str(out)]) == 0
-    assert json.loads(out.read_text())["summarizer_sampling"] == {"temperature": 0.0, "frequency_penalty": 0.5}
+    assert bench.main([*argv, "--frequency-penalty", "0.5", "--summarizer", "m-1.5b", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    assert report["summarizer_sampling"] == {"temperature": 0.0, "frequency_penalty": 0.5}
+    assert report["summarizer"] == "m-1.5b"
     assert sent and all(r.get("frequency_penalty") == 0.5 for r in sent)
 
 
