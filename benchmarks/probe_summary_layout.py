@@ -1,15 +1,20 @@
 """What a summarizer keeps under instruction texts and layouts, before any search: the probe behind the closing part.
 
     python benchmarks/probe_summary_layout.py [--config experiments/summary_reach_long.toml] [--tasks 6]
-        [--only NAME ...] [--out benchmarks/results/summary_layout_probe.json]
+        [--only NAME ...] [--model MODEL] [--frequency-penalty X] [--show]
+        [--out benchmarks/results/summary_layout_probe.json]
 
 On the first `--tasks` train tasks (in turns from each family), LangChain's `SummarizationMiddleware` (trigger
 2,000 tokens, keep 4 messages) summarizes with the config's compressor model under each text; the screen
 (`optimizer.summary.screen`) counts the needed facts each summary folded and kept. Texts: LangChain's
 `default`; the `seed` with the retention contract (`seed+contract`, where the summary search starts); the same
 with one reminder after the messages (`+remind`); a short extractive text (`extract`) and the same with the
-reminder. The reminder is written here, not learned: it asks whether lines after the conversation are read at
-all, which decides whether the search should try them. Summaries come from acon's reply cache when present.
+reminder; the seed with the contract and a line against repetition after the messages (`+once`), alone and
+with the reminder. The reminder is written here, not learned: it asks whether lines after the conversation are
+read at all, which decides whether the search should try them. Per text: facts kept, tasks with every needed fact
+visible, summary tokens, and summaries that loop (one sentence said three times or more). `--model` and
+`--frequency-penalty` change the summarizer; `--show` prints every summary that lost a fact. Summaries come from
+acon's reply cache when present.
 """
 
 from __future__ import annotations
