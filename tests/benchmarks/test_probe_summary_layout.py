@@ -1,0 +1,41 @@
+"""The layout probe's texts and its read-outs, without a model: what it prints is what a person decides on."""
+
+from __future__ import annotations
+
+import pytest
+
+from optimizer.context.summary_template import CLOSING_LEAD, split_closing
+from optimizer.summary.screen import LostFact
+from tests.conftest import benchmark_module
+
+
+@pytest.fixture(scope="module")
+def probe():
+    yield from benchmark_module("probe_summary_layout")
+
+
+def test_the_line_against_repetition_goes_after_the_messages(probe):
+    texts = probe.texts()
+    opening, closing = split_closing(texts["seed+contract+once"])
+    assert closing == f"{CLOSING_LEAD}\n{probe.ONCE}" and probe.ONCE not in opening
+    assert split_closing(texts["seed+contract+remind+once"])[1] == f"{probe.REMIND} {probe.ONCE}"
+
+
+def test_the_table_counts_looping_summaries_and_older_rows_without_the_count_still_print(probe):
+    rows = {
+        "new": {"kept": 3, "needed": 13, "visible": 0.5, "tokens": 434.7, "summaries": 9, "looped": 4},
+        "old": {"kept": 1, "needed": 12, "visible": 0.0, "tokens": 117.0},
+    }
+    text = probe.table(rows)
+    assert (
+        "| new | 3 of 13 | 0.23 | 0.50 | 435 | 4 of 9 |" in text and "| old | 1 of 12 | 0.08 | 0.00 | 117 | - |" in text
+    )
+
+
+def test_each_losing_summary_is_shown_once_under_everything_it_lost(probe):
+    def fact(literal: str, step: int) -> LostFact:
+        return LostFact("t-1", step, "value", literal, "static", f"id: {literal}", f"summary at {step}")
+
+    shown = probe.losses([fact("A-1", 2), fact("B-2", 2), fact("C-3", 5)])
+    assert shown.count("summary at 2") == 1 and shown.count("summary at 5") == 1
+    assert "--- t-1 step 2: lost value 'A-1' from 'id: A-1'; value 'B-2' from 'id: B-2'" in shown
