@@ -63,6 +63,10 @@ _INSTRUCTING = re.compile(
     r"never|always|must|do not|don't)\b",
     re.IGNORECASE,
 )
+# "A summarizer ... loses the specific rule ... that a later step must follow": the 1.5B optimizer's account of the
+# failure passes the verb check on "must"; a line that says a fact is lost, and does not open with an instruction,
+# describes the loss.
+_LOSS = re.compile(r"\b(loses|lost|drops|dropped|forgets|forgot|misses|missed|omits|omitted)\b", re.IGNORECASE)
 MAX_LINES = 3
 COLLAPSE_SHARE = 0.5
 
@@ -274,6 +278,8 @@ def _not_an_instruction(line: str) -> str | None:
         return "too long for one instruction"
     if not _INSTRUCTING.search(line):
         return "gives no instruction (no keep, copy, include, never, ...)"
+    if _LOSS.search(line) and not _INSTRUCTING.match(line):
+        return "describes the loss instead of instructing"
     return None
 
 

@@ -172,7 +172,13 @@ def _score(task: Task, index: int, entries: Sequence[Entry], runtime: ContextRun
             )
         )
     return SummaryScore(
-        task.id, index, len(needs), kept, count_tokens(summary.summary), tuple(lost), repeated(summary.summary)
+        task.id,
+        index,
+        len(needs),
+        kept,
+        count_tokens(summary.summary),
+        tuple(lost),
+        repeated(summary.summary, "\n".join(entries[i].content for i in summary.entry_ids)),
     )
 
 
@@ -192,12 +198,19 @@ LOOP_REPEATS = 3
 LOOP_MIN_WORDS = 6
 
 
-def repeated(summary: str) -> str:
-    """The sentence of at least six words said most often, if three times or more ("" otherwise): a degenerate
-    loop, not a list (list items differ in their values)."""
-    sentences = Counter(" ".join(s.split()) for s in re.split(r"(?<=[.!?])\s+|\n+", summary))
-    looping = [(n, s) for s, n in sentences.items() if n >= LOOP_REPEATS and len(s.split()) >= LOOP_MIN_WORDS]
+def repeated(summary: str, source: str = "") -> str:
+    """The sentence of at least six words said most often, if three times or more and more often than `source`
+    (what the summary folded) says it ("" otherwise): a degenerate loop. Not a list (its items differ in their
+    values), nor lines copied from a tool result that repeats a sentence itself."""
+    said, given = _sentences(summary), _sentences(source)
+    looping = [
+        (n, s) for s, n in said.items() if n >= LOOP_REPEATS and n > given[s] and len(s.split()) >= LOOP_MIN_WORDS
+    ]
     return max(looping)[1] if looping else ""
+
+
+def _sentences(text: str) -> Counter[str]:
+    return Counter(" ".join(s.split()) for s in re.split(r"(?<=[.!?])\s+|\n+", text) if s.strip())
 
 
 def _line(text: str, literal: str) -> str:

@@ -121,11 +121,23 @@ def test_one_question_per_kind_and_one_line_each():
         ("PROGRESS: The agent has already completed the refund process.", "a `name = value` row, not an instruction"),
         ("The summary is about the refund and its rules.", "gives no instruction (no keep, copy, include, never, ...)"),
         ("Keep order 55123 in mind.", "names an id-like value"),
+        # What it wrote for a lost rule with the 1.5B summarizer: an account of the failure, passing on "must".
+        (
+            "A summarizer condenses the earlier steps of an AI agent's work, but it loses the specific rule from a "
+            "skill or policy that a later step must follow word for word.",
+            "describes the loss instead of instructing",
+        ),
     ],
 )
 def test_a_line_that_is_not_an_instruction_is_refused(line, reason):
     proposal = ut_step(lambda p, t: line, SEED, [dataclasses.replace(FACT, kind="receipt", literal="R-1")])
     assert proposal.llm_lines == () and dict(proposal.refused) == {line: reason}
+
+
+def test_an_instruction_about_lost_facts_is_not_a_description():
+    line = "Never drop a receipt id that was returned, even one that was lost from an earlier summary."
+    proposal = ut_step(lambda p, t: line, SEED, [dataclasses.replace(FACT, kind="receipt", literal="R-1")])
+    assert proposal.llm_lines == (line,)
 
 
 def test_a_line_that_copies_the_example_words_is_refused():
@@ -278,6 +290,10 @@ def test_a_summary_that_repeats_a_sentence_is_counted_as_looping_and_a_list_of_v
     listing = "\n".join(f"- order ORD-{i} = {i} units, shipped from the Porto warehouse" for i in range(5))
     assert repeated(listing) == ""
     assert repeated("Done. Done. Done. Done.") == ""  # too short to be a loop of content
+    # Lines copied from a result whose every line ends in the same sentence are not the summarizer's loop.
+    source = "\n".join(f"E-{i}: refund failed. The finance team reconciles these records weekly." for i in range(3))
+    assert repeated(source, source) == ""
+    assert repeated(source, "E-0: refund failed. The finance team reconciles these records weekly.") != ""
 
 
 LOOPING = "The agent has read the order ORD-5521 and will go on with it."
