@@ -140,7 +140,10 @@ def minibatch(lost: Sequence[LostFact], size: int, seed: int) -> list[LostFact]:
 def masked(fact: LostFact) -> str:
     """The line that held `fact`, its literal and every id-like token hidden: the optimizer learns the kind of
     line, and cannot copy a value it never saw."""
-    line = fact.source.replace(fact.literal, "<value>") if fact.literal else fact.source
+    return _hide_ids(fact.source.replace(fact.literal, "<value>") if fact.literal else fact.source)
+
+
+def _hide_ids(line: str) -> str:
     return _ID.sub("<value>", line)
 
 
@@ -171,11 +174,12 @@ def ut_step(
     batch = minibatch(lost, size, seed)
     base = learned_part(parent)
     present = "\n".join((base, closing_part(parent)))
-    literals = _literals(batch) | {t for r in repeats[:1] for t in _ID.findall(r) if len(t) >= 3}
+    loop = list(repeats[:1])
+    literals = _literals(batch, loop)
     examples = {fact.kind: fact for fact in reversed(batch)}  # the first of each kind in minibatch order
     # (kind, question, the line it shows): the loop first, since a loop crowds out every kind at once.
     questions: list[tuple[str, ProtectKind | StopRepeating, str]] = [
-        ("loop", StopRepeating(fence(_ID.sub("<value>", r), "example")), r) for r in repeats[:1]
+        ("loop", StopRepeating(fence(_hide_ids(r), "example")), r) for r in loop
     ]
     for kind in sorted(examples)[:MAX_LINES]:
         shown = fence(masked(examples[kind]), "example")
@@ -240,10 +244,11 @@ def _lines(reply: str) -> list[str]:
     return out
 
 
-def _literals(batch: Sequence[LostFact]) -> set[str]:
+def _literals(batch: Sequence[LostFact], shown: Sequence[str] = ()) -> set[str]:
+    """The lost literals and every id-like token of the lines the optimizer was shown (values hidden or not)."""
     found = {f.literal for f in batch}
-    for fact in batch:
-        found |= {t for t in _ID.findall(fact.source) if len(t) >= 3}
+    for line in [*(f.source for f in batch), *shown]:
+        found |= {t for t in _ID.findall(line) if len(t) >= 3}
     return found
 
 

@@ -105,7 +105,7 @@ class ScreenResult:
 
     @property
     def looped(self) -> int:
-        return sum(s.looped for s in self.summaries)
+        return len(self.repeats)
 
     @property
     def repeats(self) -> list[str]:
