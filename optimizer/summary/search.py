@@ -172,24 +172,36 @@ def learn(
                 best = child
             else:
                 record.add(Attempt(child.name, proposal, "dropped: no better than its parent on validation"))
-        assert best.train is not None and best.val is not None
-        successes = [s for s in best.train.summaries if s.needed and not s.lost]
-        if successes:
-            literals = {f.literal for t in train for s in (t.reference or ()) for f in s.needs}
-            proposal = co_step(lm, best.text, successes, literals)
-            name = f"co{r}"
-            if not proposal.llm_lines and proposal.text == best.text:
-                record.add(Attempt(name, proposal, "refused: nothing usable"))
-                continue
-            child = scored(Candidate(name, proposal.text, best.name, tuple(llm_lines(proposal.text, seed_text))))
-            assert child.val is not None
-            record.candidates.append(child)
-            verdict = _co_verdict(child.val, best.val, proposal.collapse)
-            record.add(Attempt(name, proposal, verdict))
-            if verdict.startswith("chosen"):
-                best = child
+        best = _co_step(lm, best, train, seed_text, f"co{r}", scored, record)
     record.chosen = best.name
     return record
+
+
+def _co_step(
+    lm: OptimizerLM,
+    best: Candidate,
+    train: Sequence[Task],
+    seed_text: str,
+    name: str,
+    scored: Callable[[Candidate], Candidate],
+    record: SearchRecord,
+) -> Candidate:
+    """ACON's CO step on the summaries that kept everything: the shorter text if it loses nothing on validation."""
+    assert best.train is not None and best.val is not None
+    successes = [s for s in best.train.summaries if s.needed and not s.lost]
+    if not successes:
+        return best
+    literals = {f.literal for t in train for s in (t.reference or ()) for f in s.needs}
+    proposal = co_step(lm, best.text, successes, literals)
+    if not proposal.llm_lines and proposal.text == best.text:
+        record.add(Attempt(name, proposal, "refused: nothing usable"))
+        return best
+    child = scored(Candidate(name, proposal.text, best.name, tuple(llm_lines(proposal.text, seed_text))))
+    assert child.val is not None
+    record.candidates.append(child)
+    verdict = _co_verdict(child.val, best.val, proposal.collapse)
+    record.add(Attempt(name, proposal, verdict))
+    return child if verdict.startswith("chosen") else best
 
 
 def _placements(parent: str, proposal: Proposal, closing: bool) -> list[tuple[str, str]]:
