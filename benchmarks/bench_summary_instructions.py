@@ -122,6 +122,7 @@ def row(episodes: Sequence[Episode], screened: ScreenResult | None) -> dict[str,
             "facts_kept_per_summary": statistics.mean(per_summary) if per_summary else None,
             "summary_tokens_mean": screened.summary_tokens,
             "summaries_looped": screened.looped,
+            "summaries_claiming": screened.claimed,
             "lost_by_kind": screened.lost_by_kind,
         }
     return out
@@ -341,7 +342,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def table(report: dict[str, Any]) -> str:
     with_tier1 = isinstance(report["tier1"], dict)
-    columns = ["row", "facts kept", "per summary", "looping summaries", "tier-0 success", "summary tokens", "mean peak"]
+    columns = [
+        "row",
+        "facts kept",
+        "per summary",
+        "looping summaries",
+        "false claims",
+        "tier-0 success",
+        "summary tokens",
+        "mean peak",
+    ]
     if with_tier1:
         columns += [f"tier-1 success ({report['tier1']['tasks']} tasks)", "tier-1 mean peak"]
     head = (
@@ -355,7 +365,8 @@ def table(report: dict[str, Any]) -> str:
         per = f"{r['facts_kept_per_summary']:.2f}" if r.get("facts_kept_per_summary") is not None else "-"
         tokens = f"{r['summary_tokens_mean']:.0f}" if "summary_tokens_mean" in r else "-"
         looping = f"{r['summaries_looped']} of {r['summaries']}" if "summaries_looped" in r else "-"
-        cells = [name, kept, per, looping, f"{r['tier0_success']:.2f}", tokens, f"{r['peak_mean']:.0f}"]
+        claiming = f"{r['summaries_claiming']} of {r['summaries']}" if "summaries_claiming" in r else "-"
+        cells = [name, kept, per, looping, claiming, f"{r['tier0_success']:.2f}", tokens, f"{r['peak_mean']:.0f}"]
         if with_tier1:
             cells += (
                 [f"{r['tier1_success']:.2f}", f"{r['tier1_peak_mean']:.0f}"] if "tier1_success" in r else ["-", "-"]

@@ -12,9 +12,10 @@ with one reminder after the messages (`+remind`); a short extractive text (`extr
 reminder; the seed with the contract and a line against repetition after the messages (`+once`), alone and
 with the reminder. The reminder is written here, not learned: it asks whether lines after the conversation are
 read at all, which decides whether the search should try them. Per text: facts kept, tasks with every needed fact
-visible, summary tokens, and summaries that loop (one sentence said three times or more). `--model` and
-`--frequency-penalty` change the summarizer; `--show` prints every summary that lost a fact. Summaries come from
-acon's reply cache when present.
+visible, summary tokens, summaries that loop (one sentence said three times or more) and summaries that claim a
+step the agent has not done (`optimizer.summary.claims`). `--model` and `--frequency-penalty` change the
+summarizer; `--show` prints every summary that lost a fact, and every false claim. Summaries come from acon's
+reply cache when present.
 """
 
 from __future__ import annotations
@@ -72,15 +73,16 @@ def texts() -> dict[str, str]:
 
 def table(rows: dict[str, dict]) -> str:
     lines = [
-        "| text | facts kept | share | tasks all visible | summary tokens | looping summaries |",
-        "|---|---|---|---|---|---|",
+        "| text | facts kept | share | tasks all visible | summary tokens | looping summaries | false claims |",
+        "|---|---|---|---|---|---|---|",
     ]
     for name, r in rows.items():
         share = r["kept"] / r["needed"] if r["needed"] else 1.0
         looping = f"{r['looped']} of {r['summaries']}" if "looped" in r else "-"
+        claiming = f"{r['claimed']} of {r['summaries']}" if "claimed" in r else "-"
         lines.append(
             f"| {name} | {r['kept']} of {r['needed']} | {share:.2f} | {r['visible']:.2f} | {r['tokens']:.0f} "
-            f"| {looping} |"
+            f"| {looping} | {claiming} |"
         )
     return "\n".join(lines)
 
@@ -133,12 +135,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "tokens": result.summary_tokens,
                 "summaries": len(result.summaries),
                 "looped": result.looped,
+                "claimed": result.claimed,
                 "lost_by_kind": result.lost_by_kind,
                 "seconds": round(time.perf_counter() - started, 1),
             }
             print(f"{name}: {rows[name]}", file=sys.stderr, flush=True)
             if args.show:
                 print(losses(result.lost), file=sys.stderr, flush=True)
+                for claim in result.claims:
+                    print(f"--- false claim: {claim}", file=sys.stderr, flush=True)
     report = {
         "benchmark": "summary_layout_probe",
         "model": summarizer.model,

@@ -79,6 +79,7 @@ class TextRow:
                 "facts_kept_per_summary": self.per_summary(),
                 "summary_tokens_mean": self.screen.summary_tokens,
                 "summaries_looped": self.screen.looped,
+                "summaries_claiming": self.screen.claimed,
                 "lost_by_kind": self.screen.lost_by_kind,
             }
         if self.tier1 is not None:
@@ -175,9 +176,9 @@ class SummaryReport:
             f"{'validation' if self.chosen_on == 'val' else 'train (no validation tasks)'} tasks; every row below "
             f"on the same {test} test tasks with the same summarizer.",
             "",
-            "| row | version | facts kept | per summary | summary tokens | tier-0 success | 95% CI | mean peak |"
-            + (" tier-1 success |" if any(r.tier1 for r in self.rows) else ""),
-            "|---|---|---|---|---|---|---|---|" + ("---|" if any(r.tier1 for r in self.rows) else ""),
+            "| row | version | facts kept | per summary | false claims | summary tokens | tier-0 success | 95% CI "
+            "| mean peak |" + (" tier-1 success |" if any(r.tier1 for r in self.rows) else ""),
+            "|---|---|---|---|---|---|---|---|---|" + ("---|" if any(r.tier1 for r in self.rows) else ""),
         ]
         for r in self.rows:
             low, high = r.tier0_ci
@@ -186,6 +187,7 @@ class SummaryReport:
                 r.version or "–",
                 f"{r.screen.kept}/{r.screen.needed}" if r.screen else "–",
                 _num(r.per_summary(), ".2f"),
+                f"{r.screen.claimed} of {len(r.screen.summaries)}" if r.screen else "–",
                 _num(r.screen.summary_tokens if r.screen else None, ".0f"),
                 f"{r.tier0.success:.2f}",
                 f"[{low:.2f}, {high:.2f}]",

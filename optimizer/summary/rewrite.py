@@ -6,7 +6,9 @@ its values hidden; the sentences are added to the learned part (targeted edits, 
 summaries looped (one sentence said again and again: the 0.5B summarizer under the seed's sections wrote one
 paragraph under every heading, or one sentence up to its cap, in 5 of its summaries on six `reach_long` train
 tasks), one more question shows the repeated sentence, values hidden, and asks for a sentence that stops the
-repetition: a loop loses facts by crowding them out, which no per-kind question names. Whether such a line helps
+repetition: a loop loses facts by crowding them out, which no per-kind question names. When summaries claimed a
+step the agent had not taken (`optimizer.summary.claims`), one more question shows the claim, values and tool
+names hidden, and asks for a sentence that stops such claims. Whether such a line helps
 is the screen's to say, as for any line: a hand-written one ("never repeat a sentence") placed after the
 messages made the 0.5B model loop in 10 of 11 summaries on the same tasks
 (`benchmarks/probe_summary_layout.py`), and a frequency penalty of 0.5 left 4 of 9 looping. One narrow question
@@ -45,6 +47,21 @@ KIND_WORDS: dict[str, tuple[str, ...]] = {
     "page": ("page", "pagination", "showing", "warning", "partial"),
     "error": ("error", "failure", "failed", "exception"),
     "loop": ("repeat", "repeated", "repeating", "repetition", "once", "duplicate", "twice", "again"),
+    "claim": (
+        "done",
+        "completed",
+        "performed",
+        "happened",
+        "actually",
+        "pending",
+        "remaining",
+        "claim",
+        "called",
+        "finished",
+        "executed",
+        "occurred",
+        "progress",
+    ),
 }
 # What each kind of lost fact is, in the words the optimizer is asked about it.
 KIND_TEXT: dict[str, str] = {
@@ -57,6 +74,7 @@ KIND_TEXT: dict[str, str] = {
 _ID = re.compile(r"[\w-]*\d[\w-]*")
 # An id or value in a line meant to fit every task: letters and digits mixed, or three digits and more.
 _ID_LIKE = re.compile(r"\b(?=[\w-]*[A-Za-z])(?=[\w-]*\d)[\w-]+\b|\d{3,}")
+_TOOL = re.compile(r"\b[a-z]+(?:_[a-z]+)+\b")  # snake_case: how tools are named
 _ASSIGNMENT = re.compile(r"^[\w .-]{1,40}\s*(=|:)\s*\S")
 _INSTRUCTING = re.compile(
     r"\b(keep|copy|preserve|include|retain|record|quote|list|note|mention|write|repeat|carry|state|report|"
@@ -93,6 +111,16 @@ class StopRepeating:
 
 
 @dataclass(frozen=True)
+class StopFalseClaims:
+    """A summarizer condenses the earlier steps of an AI agent's work. Its summary said the sentence below
+    (values and tool names hidden), but the agent had not done that step yet: an agent that trusts the summary
+    skips the step. Write one instruction sentence for the summarizer that stops such claims. The sentence must
+    fit any task, so it names no value, id, tool or name. Reply with that one sentence only."""
+
+    claimed: str
+
+
+@dataclass(frozen=True)
 class ShortenInstructions:
     """Rewrite the summary instructions below to be shorter while the summaries keep every fact they keep
     now. Keep each sentence that protects a kind of fact; merge and cut the rest. Never copy a value, id or
@@ -115,7 +143,10 @@ class Proposal:
     reply: str = ""
 
 
-def render(signature: ProtectKind | StopRepeating | ShortenInstructions) -> str:
+Question = ProtectKind | StopRepeating | StopFalseClaims
+
+
+def render(signature: Question | ShortenInstructions) -> str:
     doc = " ".join((type(signature).__doc__ or "").split())
     fields = "\n\n".join(f"# {name}\n{value}" for name, value in vars(signature).items())
     return f"{doc}\n\n{fields}"
@@ -147,6 +178,11 @@ def _hide_ids(line: str) -> str:
     return _ID.sub("<value>", line)
 
 
+def _hide_tools(line: str) -> str:
+    """A tool's name is the task's (`verify_customer`): a line naming it fits one suite."""
+    return _TOOL.sub("<tool>", line)
+
+
 Placement = Literal["opening", "closing"]
 
 
@@ -167,19 +203,22 @@ def ut_step(
     size: int = 4,
     seed: int = 0,
     repeats: Sequence[str] = (),
+    claims: Sequence[str] = (),
 ) -> Proposal:
-    """One question per kind of fact lost in a minibatch (at most three kinds), and one about the first of
-    `repeats` (sentences looping summaries repeated) when there are any; of each reply, the first line that
-    passes every check is added, and the rest are refused with their reason."""
+    """One question per kind of fact lost in a minibatch (at most three kinds), one about the first of `repeats`
+    (sentences looping summaries repeated) and one about the first of `claims` (sentences saying a step was done
+    that was not) when there are any; of each reply, the first line that passes every check is added, and the
+    rest are refused with their reason."""
     batch = minibatch(lost, size, seed)
     base = learned_part(parent)
     present = "\n".join((base, closing_part(parent)))
-    loop = list(repeats[:1])
-    literals = _literals(batch, loop)
+    loop, claim = list(repeats[:1]), [_hide_tools(c) for c in claims[:1]]
+    literals = _literals(batch, [*loop, *claims[:1]]) | {t for c in claims[:1] for t in _TOOL.findall(c)}
     examples = {fact.kind: fact for fact in reversed(batch)}  # the first of each kind in minibatch order
     # (kind, question, the line it shows): the loop first, since a loop crowds out every kind at once.
-    questions: list[tuple[str, ProtectKind | StopRepeating, str]] = [
-        ("loop", StopRepeating(fence(_hide_ids(r), "example")), r) for r in loop
+    questions: list[tuple[str, Question, str]] = [
+        *(("loop", StopRepeating(fence(_hide_ids(r), "example")), r) for r in loop),
+        *(("claim", StopFalseClaims(fence(_hide_ids(c), "example")), c) for c in claim),
     ]
     for kind in sorted(examples)[:MAX_LINES]:
         shown = fence(masked(examples[kind]), "example")

@@ -3,7 +3,8 @@
 The task's reference solution is replayed through the target strategy (the trajectory full context
 takes; no agent model), and each summary is scored against the literals later reference steps need
 that were in what it folded: a value, a receipt id, an error, a paging warning by its literal, a skill
-rule only when its whole line is there verbatim (a paraphrased rule is how rules get lost). Summaries go
+rule only when its whole line is there verbatim (a paraphrased rule is how rules get lost). Each summary's
+loops and false claims of progress are counted beside (`repeated`, `optimizer.summary.claims`). Summaries go
 through the cached summarizer call, so tier 0 on the same trajectory then costs nothing more.
 """
 
@@ -14,14 +15,16 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from optimizer.agent.llm import FINISH
 from optimizer.context.compressor import Compressor
 from optimizer.context.history import Entry, EntryKind
 from optimizer.context.moves.base import current_summary
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.runtime import ContextRuntime
+from optimizer.summary.claims import false_claims
 from optimizer.tokens import count_tokens
 from optimizer.world.needs import occurs
-from optimizer.world.task import Need, NeedKind, Task
+from optimizer.world.task import Need, NeedKind, ReferenceStep, Task
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,8 @@ class SummaryScore:
     # The sentence the summary says over and over ("" when none): a small summarizer at temperature 0 can
     # repeat one until its cap, or under each section; whatever else it lost, it spent its length on nothing.
     repeated: str = ""
+    # Sentences saying a step was done that the agent had not done yet (`optimizer.summary.claims`).
+    claims: tuple[str, ...] = ()
 
     @property
     def looped(self) -> bool:
@@ -111,6 +116,15 @@ class ScreenResult:
     def repeats(self) -> list[str]:
         return [s.repeated for s in self.summaries if s.repeated]
 
+    @property
+    def claimed(self) -> int:
+        """Summaries with a false claim of progress."""
+        return sum(bool(s.claims) for s in self.summaries)
+
+    @property
+    def claims(self) -> list[str]:
+        return [c for s in self.summaries for c in s.claims]
+
 
 def screen(strategy: ContextStrategy, tasks: Sequence[Task], compressor: Compressor) -> ScreenResult:
     results = tuple(screen_task(strategy, task, compressor) for task in tasks)
@@ -134,7 +148,7 @@ def screen_task(strategy: ContextStrategy, task: Task, compressor: Compressor) -
             view = prepared.replayed
             peak = max(peak, sum(e.tokens for e in view))
             if any(r.action == "summarize" for r in prepared.records):
-                scores.append(_score(task, index, runtime.history.entries, runtime))
+                scores.append(_score(task, index, runtime.history.entries, runtime, _not_called(reference, index)))
             shown = "\n".join(e.content for e in view)
             visible += all(occurs(n.literal, shown) for n in step.needs)
             if step.call is None:
@@ -148,7 +162,16 @@ def screen_task(strategy: ContextStrategy, task: Task, compressor: Compressor) -
     return TaskScreen(task.id, tuple(scores), visible, len(reference), peak)
 
 
-def _score(task: Task, index: int, entries: Sequence[Entry], runtime: ContextRuntime) -> SummaryScore:
+def _not_called(reference: Sequence[ReferenceStep], index: int) -> set[str]:
+    """Tools the solution calls from step `index` on and has not called before it (the answer is `finish`)."""
+    done = {s.call.name for s in reference[:index] if s.call is not None}
+    ahead = {s.call.name if s.call is not None else FINISH for s in reference[index:]}
+    return ahead - done
+
+
+def _score(
+    task: Task, index: int, entries: Sequence[Entry], runtime: ContextRuntime, not_called: set[str]
+) -> SummaryScore:
     summary = current_summary(runtime.history)
     assert summary is not None
     folded = [entries[i] for i in summary.entry_ids if entries[i].kind is EntryKind.RESULT]
@@ -179,6 +202,7 @@ def _score(task: Task, index: int, entries: Sequence[Entry], runtime: ContextRun
         count_tokens(summary.summary),
         tuple(lost),
         repeated(summary.summary, "\n".join(entries[i].content for i in summary.entry_ids)),
+        false_claims(summary.summary, not_called),
     )
 
 

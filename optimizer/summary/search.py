@@ -71,6 +71,7 @@ class SearchRecord:
                 "tasks_all_visible": round(s.visible_share, 4),
                 "summary_tokens": round(s.summary_tokens, 1),
                 "summaries_looped": s.looped,
+                "summaries_claiming": s.claimed,
                 "lost_by_kind": s.lost_by_kind,
             }
 
@@ -102,9 +103,10 @@ class SearchRecord:
         }
 
 
-def rank(s: ScreenResult) -> tuple[float, float]:
-    """Tasks whose every needed fact stayed visible, then facts kept by the summaries."""
-    return (s.visible_share, s.kept_share)
+def rank(s: ScreenResult) -> tuple[float, float, int]:
+    """Tasks whose every needed fact stayed visible, then facts kept by the summaries, then fewer summaries that
+    claim a step the agent has not done (tier 0's agent never reads them; a real agent may skip the step)."""
+    return (s.visible_share, s.kept_share, -s.claimed)
 
 
 def learn(
@@ -137,7 +139,7 @@ def learn(
     for r in range(1, rounds + 1):
         for i in range(candidates):
             assert best.train is not None and best.val is not None
-            if not best.train.lost and not best.train.repeats:
+            if not best.train.lost and not best.train.repeats and not best.train.claims:
                 break
             proposal = ut_step(
                 lm,
@@ -146,6 +148,7 @@ def learn(
                 size=minibatch,
                 seed=seed * 1000 + r * 10 + i,
                 repeats=best.train.repeats,
+                claims=best.train.claims,
             )
             name = f"ut{r}.{i}"
             if not proposal.llm_lines:

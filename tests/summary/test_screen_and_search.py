@@ -343,3 +343,54 @@ def test_the_search_learns_a_line_against_a_loop_from_the_loop_itself(compressor
     assert best.llm_lines == (line,) and closing_part(best.text).endswith(line)
     assert best.val is not None and start.val is not None and best.val.kept > start.val.kept
     assert record.to_dict()["candidates"][0]["train"]["summaries_looped"] == start.train.looped
+
+
+CLAIM = "The agent has called finish with the answer for order ORD-5521."
+AGAINST_CLAIMS = "Never report a step as done unless its result appears in the conversation."
+
+
+def claiming_summarizer(request: dict) -> str:
+    """Keeps what `summarizer` keeps, and says the task is finished unless told what counts as done."""
+    kept = summarizer(request)
+    return kept if "unless its result" in request["messages"][-1]["content"] else f"{kept}\n{CLAIM}"
+
+
+def test_the_screen_counts_a_summary_that_says_a_step_not_yet_taken_is_done(compressor_for):  # noqa: F811
+    compressor, _ = compressor_for(claiming_summarizer)
+    claimed = screen(target(SEED), [task()], compressor)
+    assert claimed.claimed == len(claimed.summaries) > 0 and claimed.claims[0] == CLAIM
+    honest = screen(target(f"{SEED}\n{AGAINST_CLAIMS}"), [task()], compressor)
+    assert honest.claimed == 0 and honest.claims == []
+
+
+def test_a_false_claim_gets_a_question_of_its_own_with_values_and_tools_hidden():
+    asked = []
+
+    def lm(prompt, temperature):
+        asked.append(prompt)
+        if "had not done that step" in prompt:
+            return "Never mention send_gift_card.\nKeep every identifier a later step needs.\n" + AGAINST_CLAIMS
+        return "Keep every identifier and location code the task names."
+
+    claim = "The agent has called send_gift_card for CUS-0042."
+    proposal = ut_step(lm, with_contract(SEED), [FACT], claims=[claim])
+    assert len(asked) == 2 and "called <tool> for <value>" in asked[0]
+    assert "send_gift_card" not in asked[0] and "CUS-0042" not in asked[0]
+    assert proposal.llm_lines == (AGAINST_CLAIMS, "Keep every identifier and location code the task names.")
+    refused = dict(proposal.refused)
+    assert refused["Never mention send_gift_card."] == "names a value or id from the examples"
+    assert refused["Keep every identifier a later step needs."].startswith("names no kind")
+
+
+def test_the_search_learns_a_line_against_false_claims_at_equal_facts(compressor_for):  # noqa: F811
+    compressor, _ = compressor_for(claiming_summarizer)
+
+    def lm(prompt, temperature):
+        return AGAINST_CLAIMS if "had not done that step" in prompt else "Be brief."
+
+    record = learn(target, SEED, [task()], [task()], compressor, lm, candidates=1)
+    start, best = record.candidates[0], record.best()
+    assert start.train is not None and start.train.claimed > 0
+    assert best.llm_lines == (AGAINST_CLAIMS,) and best.val is not None and best.val.claimed == 0
+    assert start.val is not None and best.val.kept == start.val.kept  # chosen on claims alone
+    assert record.to_dict()["candidates"][0]["train"]["summaries_claiming"] == start.train.claimed
