@@ -15,8 +15,8 @@ from optimizer.summary.anthropic_target import AnthropicCompaction
 from optimizer.summary.contract_text import HEADER, closing_part, learned_part, with_contract
 from optimizer.summary.langchain_target import LangChainSummary
 from optimizer.summary.rewrite import co_step, llm_lines, minibatch, placed, ut_step
-from optimizer.summary.screen import LostFact, repeated, screen
-from optimizer.summary.search import learn
+from optimizer.summary.screen import LostFact, ScreenResult, SummaryScore, TaskScreen, repeated, screen
+from optimizer.summary.search import _ut_verdict, learn
 from optimizer.world import Need, NeedKind
 from tests.context.conftest import compressor_for, make_task  # noqa: F401 - fixture
 
@@ -394,3 +394,21 @@ def test_the_search_learns_a_line_against_false_claims_at_equal_facts(compressor
     assert best.llm_lines == (AGAINST_CLAIMS,) and best.val is not None and best.val.claimed == 0
     assert start.val is not None and best.val.kept == start.val.kept  # chosen on claims alone
     assert record.to_dict()["candidates"][0]["train"]["summaries_claiming"] == start.train.claimed
+
+
+def _screened(kept: int, claims: int) -> ScreenResult:
+    summaries = tuple(
+        SummaryScore(
+            "t", i, 2, kept if i == 0 else 2, 50, claims=("The agent has called finish.",) if i < claims else ()
+        )
+        for i in range(2)
+    )
+    return ScreenResult((TaskScreen("t", summaries, 3, 3, 900),))
+
+
+def test_a_child_better_on_train_is_taken_at_a_tie_on_validation_and_never_when_worse():
+    parent = _screened(kept=2, claims=0)
+    assert _ut_verdict(_screened(kept=2, claims=0), parent) == "chosen: better on train, equal on validation"
+    assert _ut_verdict(_screened(kept=2, claims=1), parent).startswith("dropped")
+    assert _ut_verdict(_screened(kept=1, claims=0), parent).startswith("dropped")
+    assert _ut_verdict(parent, _screened(kept=2, claims=2)) == "chosen: better on validation"
