@@ -147,7 +147,7 @@ def scripted_responder(request: dict) -> str:
     if "Its summaries lost the kind of information" in prompt:
         return "Keep every identifier and amount the later steps use, exactly as written.\nBe brief."
     if "Rewrite the summary instructions" in prompt:
-        return "Summarize briefly."
+        return "Keep each value."
     instructions, _, history = prompt.partition("<messages>")
     keys = [("identifier", ("id", "ID-", "#")), ("rules verbatim", ("RULE", "rule")), ("error", ("rror",))]
     lines = [line.strip() for line in history.splitlines() if line.strip()]

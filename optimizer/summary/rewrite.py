@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -122,12 +122,18 @@ class StopFalseClaims:
 
 @dataclass(frozen=True)
 class ShortenInstructions:
-    """Rewrite the summary instructions below to be shorter while the summaries keep every fact they keep
-    now. Keep each sentence that protects a kind of fact; merge and cut the rest. Never copy a value, id or
-    name from the examples. Reply with the rewritten instructions only."""
+    """Rewrite the summary instructions below so that the summaries they produce are shorter, while every
+    summary still keeps every fact it keeps now. Keep each sentence that protects a kind of fact; merge and cut
+    the rest. Never copy a value, id or name. Reply with the rewritten instructions only."""
 
+    result: str
     instructions: str
-    successes: str
+
+
+# The instructions come last, fenced, and the prompt ends on this cue. With the successes shown after the
+# instructions as bare headers, the 1.5B optimizer echoed the last header in each of six runs (the CO step never
+# produced a text); the cue asks for the rewrite where the model starts writing.
+SHORTEN_CUE = "Rewritten, shorter instructions:"
 
 
 @dataclass
@@ -146,10 +152,10 @@ class Proposal:
 Question = ProtectKind | StopRepeating | StopFalseClaims
 
 
-def render(signature: Question | ShortenInstructions) -> str:
+def render(signature: Question | ShortenInstructions, cue: str = "") -> str:
     doc = " ".join((type(signature).__doc__ or "").split())
     fields = "\n\n".join(f"# {name}\n{value}" for name, value in vars(signature).items())
-    return f"{doc}\n\n{fields}"
+    return f"{doc}\n\n{fields}" + (f"\n\n{cue}" if cue else "")
 
 
 def minibatch(lost: Sequence[LostFact], size: int, seed: int) -> list[LostFact]:
@@ -252,14 +258,13 @@ def ut_step(
 
 def co_step(lm: OptimizerLM, parent: str, successes: Sequence[SummaryScore], literals: set[str]) -> Proposal:
     base = learned_part(parent)
-    shown = "\n\n".join(
-        f"## A summary that kept all {s.needed} needed facts ({s.tokens} tokens)" for s in successes[:4]
-    )
-    reply = lm(render(ShortenInstructions(base, shown or "(none)")), 0.7)
+    tokens = sum(s.tokens for s in successes) / len(successes) if successes else 0
+    result = f"{len(successes)} summaries kept every needed fact, at a mean of {tokens:.0f} tokens each."
+    reply = lm(render(ShortenInstructions(result, fence(base, "instructions")), SHORTEN_CUE), 0.7)
     refused: list[tuple[str, str]] = []
     kept: list[str] = []
     for line in _lines(reply):
-        reason = _refusal(line, literals, "", kept)
+        reason = _refusal(line, literals, "", kept) or _restated(line, (result, SHORTEN_CUE))
         if reason:
             refused.append((line, reason))
         else:
@@ -268,6 +273,10 @@ def co_step(lm: OptimizerLM, parent: str, successes: Sequence[SummaryScore], lit
         refused.append((reply.strip()[:80], "empty reply"))
         return Proposal("co", with_contract(parent), (), refused, reply=reply)
     new = "\n".join(kept)
+    unfit = _not_instructions(new, base)
+    if unfit:
+        refused.append((reply.strip()[:80], unfit))
+        return Proposal("co", with_contract(parent), (), refused, reply=reply)
     collapse = len(new) < COLLAPSE_SHARE * len(base)
     new_lines = tuple(line for line in kept if line not in base)
     return Proposal("co", with_contract(new, closing_part(parent)), new_lines, refused, collapse, reply)
@@ -278,7 +287,7 @@ def _lines(reply: str) -> list[str]:
     for raw in reply.splitlines():
         line = raw.strip().strip("`").strip()
         line = re.sub(r"^(\d+[.)]|[-*•])\s*", "", line).strip()
-        if line and not line.startswith("#"):
+        if line and not line.startswith(("#", "<data", "</data")):  # a heading, or the fence echoed
             out.append(line)
     return out
 
@@ -297,6 +306,11 @@ def _refusal(line: str, literals: set[str], base: str, kept: Sequence[str]) -> s
     if line in base or line in kept:
         return "already in the instructions"
     return None
+
+
+def _restated(line: str, prompt_lines: Sequence[str]) -> str | None:
+    """A line of the prompt's own (the result it was told, the cue) echoed back: not an instruction."""
+    return "restates the prompt" if any(line in said or said in line for said in prompt_lines) else None
 
 
 def _copied(line: str, source: str, run: int = 5) -> str | None:
@@ -327,12 +341,29 @@ def _not_an_instruction(line: str) -> str | None:
     return None
 
 
-def _untargeted(line: str, kinds: set[str]) -> str | None:
+def _kinds_named(text: str, kinds: Iterable[str]) -> set[str]:
     # Whole words: "id" inside "provide" or "valid" names no kind of fact.
-    said = set(re.findall(r"[a-z]+", line.lower()))
-    if any(word in said or f"{word}s" in said for kind in kinds for word in KIND_WORDS.get(kind, ())):
+    said = set(re.findall(r"[a-z]+", text.lower()))
+    return {kind for kind in kinds if any(w in said or f"{w}s" in said for w in KIND_WORDS.get(kind, ()))}
+
+
+def _untargeted(line: str, kinds: set[str]) -> str | None:
+    if _kinds_named(line, kinds):
         return None
     return f"names no kind of fact that was lost ({', '.join(sorted(kinds))})"
+
+
+def _not_instructions(rewrite: str, parent: str) -> str | None:
+    """A CO rewrite that is not instructions for every task. Asked to shorten the seed's instructions, the 1.5B
+    optimizer wrote a made-up summary in its sections instead in 2 of 4 draws ("customerID = 12345"); instructions
+    that fit any task state no number. A rewrite that no longer names a kind of fact its parent protected has cut
+    a protecting sentence, which the question forbids, whether or not the few train tasks need that kind."""
+    if re.search(r"\d", rewrite):
+        return "reads as a summary, not instructions (it states numbers)"
+    dropped = _kinds_named(parent, KIND_TEXT) - _kinds_named(rewrite, KIND_TEXT)
+    if dropped:
+        return f"drops a kind of fact its parent protected ({', '.join(sorted(dropped))})"
+    return None
 
 
 def llm_lines(text: str, seed: str) -> list[str]:

@@ -23,8 +23,8 @@ def responder(request: dict) -> str:
     prompt = str(request["messages"][-1]["content"])
     if "Its summaries lost the kind of information" in prompt:  # UT: a line naming the kind lost, then a fragment
         return f"{LEARNED_LINE}\nBe brief."
-    if "Rewrite the summary instructions" in prompt:  # CO: a collapse that forgets the identifiers
-        return "Summarize briefly."
+    if "Rewrite the summary instructions" in prompt:  # CO: a collapse that still names values, not identifiers
+        return "Keep each value."
     instructions, _, history = prompt.partition("<messages>")
     if not history:  # the Anthropic stand-in: the history first, the instructions after it
         history, _, instructions = prompt.partition("The conversation above is about to be replaced")

@@ -14,7 +14,7 @@ from optimizer.context.summary_template import CLOSING_LEAD, summary_prompt
 from optimizer.summary.anthropic_target import AnthropicCompaction
 from optimizer.summary.contract_text import HEADER, closing_part, learned_part, with_contract
 from optimizer.summary.langchain_target import LangChainSummary
-from optimizer.summary.rewrite import co_step, llm_lines, minibatch, placed, ut_step
+from optimizer.summary.rewrite import SHORTEN_CUE, co_step, llm_lines, minibatch, placed, ut_step
 from optimizer.summary.screen import LostFact, ScreenResult, SummaryScore, TaskScreen, repeated, screen
 from optimizer.summary.search import _ut_verdict, learn
 from optimizer.world import Need, NeedKind
@@ -245,6 +245,20 @@ def test_co_keeps_the_closing():
     proposal = co_step(lambda p, t: "Keep every id.", parent, [], set())
     assert closing_part(proposal.text) == "Copy ids." and learned_part(proposal.text) == "Keep every id."
     assert llm_lines(proposal.text, SEED) == ["Keep every id.", "Copy ids."]
+
+
+def test_co_refuses_a_made_up_summary_and_a_rewrite_that_stops_protecting_a_kind():
+    parent = with_contract("Keep every id a write returned, and every error message word for word.")
+    prompts: list[str] = []
+    made_up = "PROGRESS:\n- Order 12345 was created.\nERRORS AND WARNINGS: none"
+    proposal = co_step(lambda p, t: prompts.append(p) or made_up, parent, [], set())
+    assert proposal.llm_lines == () and proposal.refused[-1][1].startswith("reads as a summary")
+    assert prompts[0].endswith(SHORTEN_CUE) and '<data source="instructions">' in prompts[0]
+    no_errors = co_step(lambda p, t: "Keep every id a write returned.", parent, [], set())
+    assert no_errors.llm_lines == () and no_errors.refused[-1][1] == "drops a kind of fact its parent protected (error)"
+    shorter = "Keep write ids and errors word for word."
+    echoed = co_step(lambda p, t: f"{SHORTEN_CUE}\n{shorter}", parent, [], set())
+    assert echoed.llm_lines == (shorter,) and echoed.refused == [(SHORTEN_CUE, "restates the prompt")]
 
 
 def test_a_kind_word_inside_another_word_does_not_make_a_line_targeted():
