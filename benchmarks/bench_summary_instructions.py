@@ -11,11 +11,15 @@ first three quarters to mine lost facts and the last quarter to choose on. The f
 (`--split test` refuses an existing file).
 Rows, all on the same tasks with the same summarizer model: `none`, the target's `default` (read from the
 installed package; Anthropic's is server-side, so its row is the stand-in with no instructions), the
-`seed` text, `seed+contract` (the code-appended rules alone: what the LLM lines must beat) and `learned`.
+`seed` text, `seed+contract` (the code-appended rules alone: what the LLM lines must beat), `learned`, and the
+deterministic strategies of `--baselines` (default: the oracle, which keeps each needed unit until its last use and
+runs at tier 0 only, and acon's shipped built-in guideline, which calls no model): a summary must beat what no
+summarizer at all achieves.
 Per row: facts kept per summary (screen), tier-0 success (reference agent), summary tokens, mean peak;
-paired bootstrap intervals of learned minus default and learned minus seed, per task. `--tier1 N` also runs
+paired bootstrap intervals of learned minus each other row, per task. `--tier1 N` also runs
 the real agent (the config's `[endpoints.agent]`, one sampling seed at temperature 0.3) on N of the figure
-tasks, taken in turns from each family, for the rows in `--tier1-rows` (every row by default): success, mean
+tasks, taken in turns from each family, for the rows in `--tier1-rows` (`none` and the summaries by default; never the
+oracle, which reads the reference solution): success, mean
 peak and the same paired intervals at tier 1. Its episodes are stored under `--runs` and read back on a
 re-run (an interrupted run resumes there). `--scripted` swaps every model for a deterministic stand-in to
 check the plumbing: its numbers say nothing about any model and are labelled so.
@@ -41,8 +45,9 @@ from optimizer.agent.episode import Episode  # noqa: E402
 from optimizer.agent.loop import EpisodeServices, run_episode  # noqa: E402
 from optimizer.config import load_experiment  # noqa: E402
 from optimizer.context.compressor import Compressor  # noqa: E402
-from optimizer.context.guideline import SEED_GUIDELINE, guideline_at  # noqa: E402
-from optimizer.context.strategies import ContextStrategy, parse_strategy  # noqa: E402
+from optimizer.context.guideline import SEED_GUIDELINE, guideline_at, read_guideline  # noqa: E402
+from optimizer.context.strategies import ContextStrategy, GuidelineStrategy, parse_strategy  # noqa: E402
+from optimizer.errors import AconError  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.evaluate.runner import AgentSpec  # noqa: E402
 from optimizer.evaluate.stats import paired_bootstrap_diff, wilson_interval  # noqa: E402
@@ -75,6 +80,13 @@ def make_target(kind: str, trigger: int, keep: int):
         return AnthropicCompaction(trigger_tokens=trigger, instructions=text)
 
     return make
+
+
+def baseline(name: str) -> ContextStrategy:
+    """A deterministic row: a strategy name, or a guideline file relative to the repository."""
+    if name.endswith(".md"):
+        return GuidelineStrategy(guideline=read_guideline(ROOT / name))
+    return parse_strategy(name)
 
 
 def tier0(strategy: ContextStrategy, tasks: Sequence[Task], compressor: Compressor | None) -> list[Episode]:
@@ -177,6 +189,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="the summarizer's frequency penalty (default: the config's)",
     )
+    parser.add_argument(
+        "--baselines",
+        default="oracle,guidelines/learned/builtin.md",
+        help="Deterministic rows beside the summaries: strategy names or guideline files ('' for none).",
+    )
     parser.add_argument("--scripted", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -219,6 +236,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     runs = args.runs or ROOT / "benchmarks" / "results" / f"runs_summary_{suite}_{args.target}_{args.split}"
     seed_text = guideline_at(SEED_GUIDELINE).texts.history
     default = target_default(args.target)
+    try:
+        baselines = {name: baseline(name) for name in args.baselines.split(",") if name}
+    except (AconError, OSError, ValueError) as error:
+        parser.error(f"--baselines: {' '.join(str(error).split())[:200]}")
     started = time.perf_counter()
 
     def run_with(
@@ -236,28 +257,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows: dict[str, Any] = {}
         kept: dict[str, list[float]] = {}
         success: dict[str, list[float]] = {}
-        for name in ("none", *texts):
-            strategy = parse_strategy("none") if name == "none" else make(texts[name])
-            screened = None if name == "none" else screen(strategy, figure, compressor)
+        strategies = {"none": parse_strategy("none"), **{n: make(t) for n, t in texts.items()}, **baselines}
+        for name, strategy in strategies.items():
+            screened = screen(strategy, figure, compressor) if name in texts else None
             episodes = tier0(strategy, figure, None if name == "none" else compressor)
             rows[name] = row(episodes, screened)
-            if evaluator is not None and tier1_tasks and name in tier1_rows:
+            if evaluator is not None and tier1_tasks and name in tier1_rows and strategy.kind != "oracle":
                 rows[name] |= tier1(evaluator, strategy, tier1_tasks, "test" if args.split == "test" else "train")
             success[name] = [float(e.success) for e in episodes]
             if screened is not None:
                 kept[name] = per_task_kept(screened)
             _log(f"  {name}: {json.dumps({k: v for k, v in rows[name].items() if k != 'failures'}, default=str)}")
+        compared = [name for name in strategies if name not in ("none", "learned")]
         pairs: dict[str, Any] = {
             f"learned-{base}": {
-                "facts_kept": paired(kept["learned"], kept[base]),
+                **({"facts_kept": paired(kept["learned"], kept[base])} if base in kept else {}),
                 "tier0_success": paired(success["learned"], success[base]),
             }
-            for base in ("default", "seed", "seed+contract")
+            for base in compared
         }
         if "tier1_by_task" in rows["none"]:
             by_task = {name: r["tier1_by_task"] for name, r in rows.items() if "tier1_by_task" in r}
             ids = list(by_task["none"])
-            for base in [b for b in ("default", "seed", "seed+contract", "none") if b in by_task]:
+            for base in [b for b in (*compared, "none") if b in by_task]:
                 pairs.setdefault(f"learned-{base}", {})["tier1_success"] = paired(
                     [float(by_task["learned"][i]) for i in ids], [float(by_task[base][i]) for i in ids]
                 )

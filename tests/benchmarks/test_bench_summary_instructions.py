@@ -29,7 +29,11 @@ def test_the_choice_is_made_on_more_than_one_family(bench, tmp_path):
     tasks = report["tasks"]
     assert len(tasks["mine"]) == 6 and len({family(t) for t in tasks["choose"]}) == 2
     assert not set(tasks["figure_ids"]) & set(tasks["mine"] + tasks["choose"])
-    assert list(report["rows"]) == ["none", "default", "seed", "seed+contract", "learned"]
+    builtin = "guidelines/learned/builtin.md"
+    assert list(report["rows"]) == ["none", "default", "seed", "seed+contract", "learned", "oracle", builtin]
+    # The deterministic rows run the same tasks at tier 0, with no summary to score, and are compared against.
+    assert "facts_kept" not in report["rows"][builtin] and report["rows"]["oracle"]["tier0_success"] == 1.0
+    assert set(report["paired"][f"learned-{builtin}"]) == {"tier0_success"}
     assert report["tier1"] == "not run" and "tier-1" not in out.with_suffix(".md").read_text()
     # The scripted summarizer keeps the lines the instructions name: the seed's text names more kinds than
     # LangChain's default, so the rows must differ, or the screen is not reading the summaries.
@@ -47,6 +51,13 @@ def test_a_summarizer_model_and_penalty_are_sent_and_recorded(bench, tmp_path, m
     assert report["summarizer_sampling"] == {"temperature": 0.0, "frequency_penalty": 0.5}
     assert report["summarizer"] == "m-1.5b"
     assert sent and all(r.get("frequency_penalty") == 0.5 for r in sent)
+
+
+def test_a_baseline_that_cannot_be_read_stops_the_run_before_any_model_starts(bench, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        bench.main(["--config", str(CONFIG), "--baselines", "oracle,guidelines/learned/nope.md", "--scripted"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and "--baselines: guideline file not found" in err
 
 
 def test_tier1_needs_a_real_agent(bench, capsys):
