@@ -1,7 +1,7 @@
 """Learned summary instructions against the target's own default, the seed text and no compression.
 
     python benchmarks/bench_summary_instructions.py [--config experiments/builtin.toml] [--target langchain]
-        [--trigger 1500] [--keep 4] [--learn 6] [--split val|test] [--limit N] [--candidates 2]
+        [--trigger 1500] [--keep 4] [--learn 6] [--split val|test] [--limit N] [--candidates 2] [--rounds 1]
         [--tier1 N] [--summarizer MODEL] [--frequency-penalty X] [--scripted]
         [--out benchmarks/results/summary_instructions_<suite>_<target>[_fp<X>][_<MODEL>]_<split>.json]
 
@@ -176,7 +176,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--learn", type=int, default=6, help="Train tasks the search uses.")
     parser.add_argument("--split", choices=("val", "test"), default="val")
     parser.add_argument("--limit", type=int, default=6, help="Tasks in the figure.")
-    parser.add_argument("--candidates", type=int, default=2)
+    parser.add_argument("--candidates", type=int, default=2, help="UT proposals per round.")
+    parser.add_argument("--rounds", type=int, default=1, help="Rounds of UT proposals, each followed by a CO step.")
     parser.add_argument("--tier1", type=int, default=0, help="Figure tasks the real agent also runs (0: none).")
     parser.add_argument("--runs", type=Path, default=None, help="Where tier-1 episodes are stored.")
     parser.add_argument(
@@ -246,7 +247,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         compressor: Compressor, lm: OptimizerLM, model: str, evaluator: Evaluator | None = None
     ) -> dict[str, Any]:
         _log(f"learning on {len(mine)} + {len(choose)} train tasks ({model})")
-        record = learn(make, seed_text, mine, choose, compressor, lm, candidates=args.candidates, log=_log)
+        record = learn(
+            make, seed_text, mine, choose, compressor, lm, rounds=args.rounds, candidates=args.candidates, log=_log
+        )
         best = record.best()
         texts = {
             "default": default.text,
@@ -335,6 +338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "suite": suite,
         "target": args.target,
         "knobs": {"trigger": args.trigger, "keep": args.keep},
+        "search_budget": {"rounds": args.rounds, "candidates": args.candidates},
         "summarizer": config.endpoints.compressor.model,
         "summarizer_sampling": {"temperature": config.endpoints.compressor.temperature}
         | config.endpoints.compressor.sampling(),
