@@ -83,11 +83,14 @@ class ChatClient:
         max_tokens: int | None = None,
         temperature: float | None = None,
         allow_empty: bool = False,
+        seed: int | None = None,
     ) -> Completion:
         """One reply. A reply with neither text nor a tool call (a refusal, a reasoning model out of
         tokens) raises `InfrastructureError` unless `allow_empty`: no caller can use it, and taken as an
         answer or a compression it would be scored, and cached, as the model's work."""
         request = self._request(messages, tools, response_format, max_tokens, temperature)
+        if seed is not None:  # one call's own sample on a seeded endpoint (the endpoint's seed otherwise)
+            request["seed"] = seed
 
         import openai
 

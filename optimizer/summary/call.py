@@ -7,15 +7,19 @@ messages as given: the same reply cache, keyed by the request itself, and the sa
 accounting as acon's own compressor calls. The same instructions over the same history is never sent
 twice, in a resumed job, a repeated one, or a screen followed by tier 0 on the same trajectory.
 
-The optimizer: its UT and CO rewrites, cached the same way (keyed by prompt, temperature and the endpoint's
-seed), so a resumed job replays the search it had made (the same rewrites, hence the same candidates and
-the same stored runs) instead of drawing new ones, and a repeated job makes no optimizer call at all.
+The optimizer: its UT and CO rewrites, cached the same way (keyed by prompt, temperature, the endpoint's
+seed and the draw), so a resumed job replays the search it had made (the same rewrites, hence the same
+candidates and the same stored runs) instead of drawing new ones, and a repeated job makes no optimizer call at
+all. The n-th time a search asks the same prompt is draw n, a sample of its own: keyed by prompt alone, every
+candidate of a round asked about the same lost facts got the first draw's reply back from the cache (a
+validation run with 3 candidates and 2 rounds screened one rewrite six times).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from optimizer.context.compressor import Compressor, CompressorOutput
@@ -40,10 +44,15 @@ class CachedOptimizer:
     calls: int = 0
     cache_hits: int = 0
     tokens: int = 0
+    _asked: Counter[tuple[str, float]] = field(default_factory=Counter, repr=False)
 
     def __call__(self, prompt: str, temperature: float) -> str:
         messages = [{"role": "user", "content": prompt}]
         config = self.client.config
+        draw = self._asked[(prompt, temperature)]
+        self._asked[(prompt, temperature)] += 1
+        # A seeded endpoint gives one sample per seed: each draw after the first moves the seed on.
+        seed = config.seed + draw if config.seed is not None and draw else None
         key = request_key(
             {
                 "messages": messages,
@@ -52,6 +61,7 @@ class CachedOptimizer:
                 "seed": config.seed,
                 "layout": "summary-optimizer",
                 **({"frequency_penalty": config.frequency_penalty} if config.frequency_penalty else {}),
+                **({"draw": draw} if draw else {}),  # the first draw keeps the key it always had
             },
             endpoint=f"{config.base_url}|{self.client.model}",
         )
@@ -62,7 +72,7 @@ class CachedOptimizer:
                 return hit[0]
         # An empty reply is the rewrite's to refuse ("empty reply"), and never cached (the cache refuses it).
         completion = self.client.complete(
-            messages, max_tokens=self.max_tokens, temperature=temperature, allow_empty=True
+            messages, max_tokens=self.max_tokens, temperature=temperature, allow_empty=True, seed=seed
         )
         self.calls += 1
         self.tokens += completion.usage.total_tokens
