@@ -78,7 +78,7 @@ _TOOL = re.compile(r"\b[a-z]+(?:_[a-z]+)+\b")  # snake_case: how tools are named
 _ASSIGNMENT = re.compile(r"^[\w .-]{1,40}\s*(=|:)\s*\S")
 _INSTRUCTING = re.compile(
     r"\b(keep|copy|preserve|include|retain|record|quote|list|note|mention|write|repeat|carry|state|report|"
-    r"never|always|must|do not|don't)\b",
+    r"maintain|never|always|must|should|do not|don't)\b",
     re.IGNORECASE,
 )
 # "A summarizer ... loses the specific rule ... that a later step must follow": the 1.5B optimizer's account of the

@@ -134,6 +134,14 @@ def test_a_line_that_is_not_an_instruction_is_refused(line, reason):
     assert proposal.llm_lines == () and dict(proposal.refused) == {line: reason}
 
 
+def test_an_instruction_in_the_optimizers_own_words_is_not_refused_for_its_verb():
+    # The 1.5B optimizer's form ("A summarizer should maintain the key information about ..."): a modal and a
+    # verb the first checks did not list, refused then as giving no instruction.
+    line = "A summarizer should maintain every id that a write returned."
+    proposal = ut_step(lambda p, t: line, SEED, [dataclasses.replace(FACT, kind="receipt", literal="R-1")])
+    assert proposal.llm_lines == (line,)
+
+
 def test_an_instruction_about_lost_facts_is_not_a_description():
     line = "Never drop a receipt id that was returned, even one that was lost from an earlier summary."
     proposal = ut_step(lambda p, t: line, SEED, [dataclasses.replace(FACT, kind="receipt", literal="R-1")])
