@@ -262,7 +262,8 @@ class OptimizeSettings(_Strict):
     )
     warm_start: tuple[str, ...] = Field(
         DETERMINISTIC,
-        description="Baselines translated into guidelines and screened with the seed before the search.",
+        description="Baselines translated into guidelines, or guideline files (learned on another suite), "
+        "screened with the seed before the search; each is a candidate and a parent like any other.",
     )
     train_limit: int | None = Field(None, gt=0, description="Train tasks used (None: the whole split).")
     val_fraction: float = Field(

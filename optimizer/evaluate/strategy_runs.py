@@ -61,9 +61,15 @@ def select_tasks(config: ExperimentConfig, split: str, limit: int | None) -> lis
 
 
 def strategy_named(config: ExperimentConfig, name: str | None) -> ContextStrategy:
-    """The config's strategy, or a named one (taking the config's settings when the type matches)."""
+    """The config's strategy, a named one (taking the config's settings when the type matches), or a guideline
+    file (`guidelines/learned/builtin.md`: a guideline learned on another suite, as a baseline or a start)."""
     if name is None or name == config.strategy.type:
         return config.strategy
+    if is_guideline_file(name):
+        from optimizer.context.guideline import read_guideline
+        from optimizer.context.strategies.guideline import GuidelineStrategy
+
+        return GuidelineStrategy(guideline=read_guideline(name))
     if name == "seed":
         name = "guideline"
     cls = STRATEGIES.get(name)  # an unknown name: one line listing every registered one
@@ -71,6 +77,10 @@ def strategy_named(config: ExperimentConfig, name: str | None) -> ContextStrateg
     if "guideline" in cls.model_fields:
         return parse_strategy({"type": name, "guideline": config.guideline})
     return parse_strategy(name)
+
+
+def is_guideline_file(name: str) -> bool:
+    return name.endswith(".md")
 
 
 def check_tier(strategy: ContextStrategy, agent: str) -> None:

@@ -21,11 +21,11 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from optimizer.context.guideline import Guideline, read_guideline
-from optimizer.context.strategies import parse_strategy
+from optimizer.context.strategies import GuidelineStrategy, parse_strategy
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.evaluate.endpoints import ModelEndpoints
 from optimizer.evaluate.scores import Scores
-from optimizer.evaluate.strategy_runs import RunResult, select_tasks, strategy_named
+from optimizer.evaluate.strategy_runs import RunResult, is_guideline_file, select_tasks, strategy_named
 from optimizer.report.file import write_report
 from optimizer.report.front import Point
 from optimizer.report.markdown import report_markdown
@@ -194,7 +194,9 @@ class OptimizationJob:
 
     def _baseline(self, name: str) -> Candidate:
         strategy = strategy_named(self.config, name)
-        guideline = self._listed(strategy.as_guideline(self._seed))
+        # A guideline file starts the search as it is, its own name and texts kept (not the seed's).
+        own = strategy.spec if isinstance(strategy, GuidelineStrategy) and is_guideline_file(name) else None
+        guideline = self._listed(own or strategy.as_guideline(self._seed))
         if not strategy.uses_compressor:
             # No model-free move can touch a skill or a receipt, so pinning them changes nothing here and
             # lets every child pass the validator (which requires the pins).

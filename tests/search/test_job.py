@@ -162,3 +162,22 @@ def test_the_llm_subset_takes_each_family_in_turn():
     assert across_families(ordered, families)[:4] == ["gift-1", "restock-1", "fix-1", "gift-2"]
     assert sorted(across_families(ordered, families)) == sorted(ordered)
     assert across_families(ordered, {}) == ordered  # no families: the order as given
+
+
+def test_a_guideline_learned_elsewhere_starts_the_search_as_it_is(tmp_path, scripted_url):
+    from optimizer.context.guideline import read_guideline
+
+    shipped = "guidelines/learned/builtin.md"
+    config = job_config(tmp_path, scripted_url, train_limit=6, warm_start=["none", shipped], budget={"rounds": 1})
+    OptimizationJob(config, log=lambda m: None).run()
+    state = JobDir(config.out_dir).load_state()
+    started = next(c for c in state.candidates.values() if c.origin == f"baseline:{shipped}")
+    assert started.round == 0 and "train" in started.screens
+    assert started.guideline.texts == read_guideline(shipped).texts and started.guideline.name != "guideline"
+
+
+def test_a_missing_guideline_file_to_start_from_stops_the_job_before_it_claims_a_directory(tmp_path, scripted_url):
+    config = job_config(tmp_path, scripted_url, warm_start=["guidelines/learned/nope.md"])
+    with pytest.raises(ConfigError, match=r"guideline file not found: guidelines/learned/nope\.md"):
+        OptimizationJob(config, log=lambda m: None)
+    assert not config.out_dir.exists()
