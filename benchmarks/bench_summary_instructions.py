@@ -45,13 +45,13 @@ from optimizer.agent.episode import Episode  # noqa: E402
 from optimizer.agent.loop import EpisodeServices, run_episode  # noqa: E402
 from optimizer.config import load_experiment  # noqa: E402
 from optimizer.context.compressor import Compressor  # noqa: E402
-from optimizer.context.guideline import SEED_GUIDELINE, guideline_at, read_guideline  # noqa: E402
-from optimizer.context.strategies import ContextStrategy, GuidelineStrategy, parse_strategy  # noqa: E402
+from optimizer.context.guideline import SEED_GUIDELINE, guideline_at  # noqa: E402
+from optimizer.context.strategies import ContextStrategy, parse_strategy  # noqa: E402
 from optimizer.errors import AconError  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.evaluate.runner import AgentSpec  # noqa: E402
 from optimizer.evaluate.stats import paired_bootstrap_diff, wilson_interval  # noqa: E402
-from optimizer.evaluate.strategy_runs import select_tasks  # noqa: E402
+from optimizer.evaluate.strategy_runs import select_tasks, strategy_named  # noqa: E402
 from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.llm.cache import ResponseCache  # noqa: E402
 from optimizer.llm.client import ChatClient  # noqa: E402
@@ -80,13 +80,6 @@ def make_target(kind: str, trigger: int, keep: int):
         return AnthropicCompaction(trigger_tokens=trigger, instructions=text)
 
     return make
-
-
-def baseline(name: str) -> ContextStrategy:
-    """A deterministic row: a strategy name, or a guideline file relative to the repository."""
-    if name.endswith(".md"):
-        return GuidelineStrategy(guideline=read_guideline(ROOT / name))
-    return parse_strategy(name)
 
 
 def tier0(strategy: ContextStrategy, tasks: Sequence[Task], compressor: Compressor | None) -> list[Episode]:
@@ -238,7 +231,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     seed_text = guideline_at(SEED_GUIDELINE).texts.history
     default = target_default(args.target)
     try:
-        baselines = {name: baseline(name) for name in args.baselines.split(",") if name}
+        baselines = {name: strategy_named(config, name) for name in args.baselines.split(",") if name}
     except (AconError, OSError, ValueError) as error:
         parser.error(f"--baselines: {' '.join(str(error).split())[:200]}")
     started = time.perf_counter()
