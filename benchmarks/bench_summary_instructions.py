@@ -2,7 +2,7 @@
 
     python benchmarks/bench_summary_instructions.py [--config experiments/builtin.toml] [--target langchain]
         [--trigger 1500] [--keep 4] [--learn 6] [--split val|test] [--limit N] [--candidates 2] [--rounds 1]
-        [--tier1 N] [--summarizer MODEL] [--frequency-penalty X] [--scripted]
+        [--tier1 N] [--confirm S] [--summarizer MODEL] [--frequency-penalty X] [--scripted]
         [--out benchmarks/results/summary_instructions_<suite>_<target>[_fp<X>][_<MODEL>]_<split>.json]
 
 Learning sees only the train split (taken in turns from each task family): its first `--learn` tasks, the
@@ -21,7 +21,9 @@ the real agent (the config's `[endpoints.agent]`, one sampling seed at temperatu
 tasks, taken in turns from each family, for the rows in `--tier1-rows` (`none` and the summaries by default; never the
 oracle, which reads the reference solution): success, mean
 peak and the same paired intervals at tier 1. Its episodes are stored under `--runs` and read back on a
-re-run (an interrupted run resumes there). `--scripted` swaps every model for a deterministic stand-in to
+re-run (an interrupted run resumes there). `--confirm S` puts the real agent in the search: a child the
+screen would take must also pass at least as many of the search's validation tasks x S seeds as its parent.
+`--scripted` swaps every model for a deterministic stand-in to
 check the plumbing: its numbers say nothing about any model and are labelled so.
 """
 
@@ -109,6 +111,22 @@ def tier1(evaluator: Evaluator, strategy: ContextStrategy, tasks: Sequence[Task]
     }
 
 
+def confirmer(evaluator: Evaluator, make: Any, tasks: Sequence[Task], seeds: int) -> Any:
+    """A text -> the real agent's success share on `tasks` over `seeds` sampling seeds (stored, so read back)."""
+
+    def confirm(text: str) -> float:
+        passed = [
+            t.success
+            for seed in range(TIER1_SEED, TIER1_SEED + seeds)
+            for t in evaluator.evaluate(
+                make(text), tasks, "train", "llm", seed=seed, temperature=TIER1_TEMPERATURE
+            ).scores.tasks
+        ]
+        return sum(passed) / len(passed)
+
+    return confirm
+
+
 def row(episodes: Sequence[Episode], screened: ScreenResult | None) -> dict[str, Any]:
     passes = sum(e.success for e in episodes)
     out: dict[str, Any] = {
@@ -171,6 +189,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=6, help="Tasks in the figure.")
     parser.add_argument("--candidates", type=int, default=2, help="UT proposals per round.")
     parser.add_argument("--rounds", type=int, default=1, help="Rounds of UT proposals, each followed by a CO step.")
+    parser.add_argument(
+        "--confirm",
+        type=int,
+        default=0,
+        help="Seeds of the real agent on the search's validation tasks that a child must not do worse on than its "
+        "parent (0: the screen alone decides).",
+    )
     parser.add_argument("--tier1", type=int, default=0, help="Figure tasks the real agent also runs (0: none).")
     parser.add_argument("--runs", type=Path, default=None, help="Where tier-1 episodes are stored.")
     parser.add_argument(
@@ -225,8 +250,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     tier1_rows = set(args.tier1_rows.split(","))
     if tier1_tasks and not {"none", "learned"} <= tier1_rows:
         parser.error("--tier1-rows must include none and learned (the paired comparisons are against them)")
-    if args.tier1 and args.scripted:
-        parser.error("--tier1 runs the real agent; --scripted has none")
+    if (args.tier1 or args.confirm) and args.scripted:
+        parser.error("--tier1 and --confirm run the real agent; --scripted has none")
     runs = args.runs or ROOT / "benchmarks" / "results" / f"runs_summary_{suite}_{args.target}_{args.split}"
     seed_text = guideline_at(SEED_GUIDELINE).texts.history
     default = target_default(args.target)
@@ -240,8 +265,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         compressor: Compressor, lm: OptimizerLM, model: str, evaluator: Evaluator | None = None
     ) -> dict[str, Any]:
         _log(f"learning on {len(mine)} + {len(choose)} train tasks ({model})")
+        confirm = None if evaluator is None or not args.confirm else confirmer(evaluator, make, choose, args.confirm)
         record = learn(
-            make, seed_text, mine, choose, compressor, lm, rounds=args.rounds, candidates=args.candidates, log=_log
+            make,
+            seed_text,
+            mine,
+            choose,
+            compressor,
+            lm,
+            rounds=args.rounds,
+            candidates=args.candidates,
+            confirm=confirm,
+            log=_log,
         )
         best = record.best()
         texts = {
@@ -307,7 +342,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = run_with(Compressor(client, cache), CachedOptimizer(client, cache, 200), "scripted")
     else:
         roles = {"compressor": config.endpoints.compressor, "optimizer": config.endpoints.optimizer}
-        if tier1_tasks:
+        if tier1_tasks or args.confirm:
             roles["agent"] = config.endpoints.agent
         with ModelEndpoints(roles, log=_log) as endpoints:
             compressor = Compressor(endpoints.client("compressor"), endpoints.response_cache())
@@ -323,7 +358,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 # rewrites (the same candidates) instead of drawing new ones.
                 CachedOptimizer(optimizer, endpoints.response_cache(), 300),
                 described,
-                Evaluator(config, endpoints, runs) if tier1_tasks else None,
+                Evaluator(config, endpoints, runs) if tier1_tasks or args.confirm else None,
             )
     report = {
         "benchmark": "summary_instructions",
@@ -331,7 +366,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "suite": suite,
         "target": args.target,
         "knobs": {"trigger": args.trigger, "keep": args.keep},
-        "search_budget": {"rounds": args.rounds, "candidates": args.candidates},
+        "search_budget": {"rounds": args.rounds, "candidates": args.candidates, "confirm_seeds": args.confirm},
         "summarizer": config.endpoints.compressor.model,
         "summarizer_sampling": {"temperature": config.endpoints.compressor.temperature}
         | config.endpoints.compressor.sampling(),

@@ -3,7 +3,10 @@
 A UT step's sentences are tried in both places a target's template allows (`takes_closing`): above the
 messages with the rest of the instructions, and after them, where a small summarizer still reads them; the
 better on train goes on. Every candidate is screened (`screen`) on the train tasks, whose lost facts feed
-the next rewrite, and on the validation tasks, where selection happens. A UT child must beat its parent on
+the next rewrite, and on the validation tasks, where selection happens. With `confirm` (the real agent's success
+on the validation tasks under a text), a child the screen would take must also be no worse than its parent there:
+the first optimizer lines to survive the screen cut false claims at equal facts, and the 1.5B agent solved 1 of 4
+validation-figure tasks with them where it solved 2 of 4 with their parent. A UT child must beat its parent on
 train before it is screened on validation (GEPA keeps a child only if it improves on its minibatch); a
 child replaces the best only if it is better on validation. A CO child may also win by shorter summaries
 at equal facts kept, unless it is a collapse (it dropped more than half the learned text): then only a
@@ -23,6 +26,7 @@ from optimizer.summary.target_base import SummaryTarget
 from optimizer.world.task import Task
 
 MakeTarget = Callable[[str | None], SummaryTarget]
+Confirm = Callable[[str], float]  # a text -> the real agent's success share on the validation tasks under it
 
 
 @dataclass
@@ -33,6 +37,7 @@ class Candidate:
     llm_lines: tuple[str, ...] = ()
     train: ScreenResult | None = None
     val: ScreenResult | None = None
+    tier1: float | None = None  # the real agent's success on validation, when the search confirms
 
 
 @dataclass
@@ -85,6 +90,7 @@ class SearchRecord:
                     "llm_lines": list(c.llm_lines),
                     "train": scores(c.train),
                     "val": scores(c.val),
+                    "tier1_val": c.tier1,
                 }
                 for c in self.candidates
             ],
@@ -121,6 +127,7 @@ def learn(
     candidates: int = 2,
     minibatch: int = 4,
     seed: int = 0,
+    confirm: Confirm | None = None,
     log: Callable[[str], None] = lambda _: None,
 ) -> SearchRecord:
     def scored(c: Candidate, on_val: bool = True) -> Candidate:
@@ -131,6 +138,9 @@ def learn(
         splits = [("train", c.train), *([("validation", c.val)] if c.val is not None else [])]
         log(f"screened {c.name}: " + "; ".join(f"{n} {r.kept} of {r.needed} facts kept" for n, r in splits))
         return c
+
+    def at_tier1(child: Candidate, parent: Candidate, verdict: str) -> str:
+        return _at_tier1(confirm, log, child, parent, verdict)
 
     closing = make(None).takes_closing
     start = scored(Candidate("seed+contract", with_contract(seed_text), None))
@@ -170,11 +180,11 @@ def learn(
             scored(child)
             assert child.val is not None
             record.candidates.append(child)
-            verdict = _ut_verdict(child.val, best.val)
+            verdict = at_tier1(child, best, _ut_verdict(child.val, best.val))
             record.add(Attempt(child.name, proposal, verdict))
             if verdict.startswith("chosen"):
                 best = child
-        best = _co_step(lm, best, train, seed_text, f"co{r}", scored, record)
+        best = _co_step(lm, best, train, seed_text, f"co{r}", scored, record, at_tier1)
     record.chosen = best.name
     return record
 
@@ -187,6 +197,7 @@ def _co_step(
     name: str,
     scored: Callable[[Candidate], Candidate],
     record: SearchRecord,
+    at_tier1: Callable[[Candidate, Candidate, str], str],
 ) -> Candidate:
     """ACON's CO step on the summaries that kept everything: the shorter text if it loses nothing on validation."""
     assert best.train is not None and best.val is not None
@@ -201,9 +212,26 @@ def _co_step(
     child = scored(Candidate(name, proposal.text, best.name, tuple(llm_lines(proposal.text, seed_text))))
     assert child.val is not None
     record.candidates.append(child)
-    verdict = _co_verdict(child.val, best.val, proposal.collapse)
+    verdict = at_tier1(child, best, _co_verdict(child.val, best.val, proposal.collapse))
     record.add(Attempt(name, proposal, verdict))
     return child if verdict.startswith("chosen") else best
+
+
+def _at_tier1(
+    confirm: Confirm | None, log: Callable[[str], None], child: Candidate, parent: Candidate, verdict: str
+) -> str:
+    """A verdict of the screen's, checked with the real agent when the search confirms."""
+    if confirm is None or not verdict.startswith("chosen"):
+        return verdict
+    for c in (parent, child):
+        if c.tier1 is None:
+            c.tier1 = confirm(c.text)
+            log(f"tier 1 {c.name}: {c.tier1:.2f} of the validation episodes passed")
+    assert child.tier1 is not None and parent.tier1 is not None
+    said = f"tier 1 {child.tier1:.2f} against {parent.tier1:.2f}"
+    if child.tier1 < parent.tier1:
+        return f"dropped: worse than its parent at tier 1 ({said})"
+    return f"{verdict}; {said}"
 
 
 def _placements(parent: str, proposal: Proposal, closing: bool) -> list[tuple[str, str]]:

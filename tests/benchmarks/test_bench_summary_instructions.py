@@ -63,7 +63,10 @@ def test_a_baseline_that_cannot_be_read_stops_the_run_before_any_model_starts(be
 def test_tier1_needs_a_real_agent(bench, capsys):
     with pytest.raises(SystemExit) as exit_:
         bench.main(["--config", str(CONFIG), "--tier1", "2", "--scripted"])
-    assert exit_.value.code == 2 and "--tier1 runs the real agent" in capsys.readouterr().err
+    assert exit_.value.code == 2 and "--tier1 and --confirm run the real agent" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        bench.main(["--config", str(CONFIG), "--confirm", "2", "--scripted"])
+    assert exit_.value.code == 2
 
 
 def test_the_table_shows_tier1_columns_and_intervals(bench):

@@ -434,3 +434,26 @@ def test_a_child_better_on_train_is_taken_at_a_tie_on_validation_and_never_when_
     assert _ut_verdict(_screened(kept=2, claims=1), parent).startswith("dropped")
     assert _ut_verdict(_screened(kept=1, claims=0), parent).startswith("dropped")
     assert _ut_verdict(parent, _screened(kept=2, claims=2)) == "chosen: better on validation"
+
+
+def test_a_child_the_screen_takes_is_dropped_when_the_real_agent_does_worse_with_it(compressor_for):  # noqa: F811
+    compressor, _ = compressor_for(claiming_summarizer)
+
+    def lm(prompt, temperature):
+        return AGAINST_CLAIMS if "had not done that step" in prompt else "Be brief."
+
+    asked: list[str] = []
+
+    def confirm(text: str) -> float:
+        asked.append(text)
+        return 0.5 if AGAINST_CLAIMS in text else 1.0
+
+    record = learn(target, SEED, [task()], [task()], compressor, lm, candidates=1, confirm=confirm)
+    verdicts = {a.candidate: a.verdict for a in record.attempts}
+    assert verdicts["ut1.0"] == "dropped: worse than its parent at tier 1 (tier 1 0.50 against 1.00)"
+    assert record.best().name == "seed+contract" and len(asked) == len(set(asked))  # each text run once
+    assert record.to_dict()["candidates"][0]["tier1_val"] == 1.0
+
+    kept = learn(target, SEED, [task()], [task()], compressor, lm, candidates=1, confirm=lambda text: 1.0)
+    assert kept.best().llm_lines == (AGAINST_CLAIMS,)
+    assert {a.candidate: a.verdict for a in kept.attempts}["ut1.0"].endswith("; tier 1 1.00 against 1.00")
