@@ -39,7 +39,7 @@ from optimizer.summary.call import CachedOptimizer
 from optimizer.summary.contract_text import with_contract
 from optimizer.summary.export import target_guideline
 from optimizer.summary.screen import screen
-from optimizer.summary.search import SearchRecord, learn
+from optimizer.summary.search import Confirm, SearchRecord, learn
 from optimizer.world.task import Task
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ class SummaryJob:
     def run(self) -> SummaryReport:
         started = time.monotonic()
         roles = {"compressor": self.config.endpoints.compressor, "optimizer": self.config.endpoints.optimizer}
-        if self.options.report.final_llm_limit > 0 or self.options.screen_agent == "llm":
+        if self.options.report.final_llm_limit > 0 or self.options.screen_agent == "llm" or self.target.confirm_seeds:
             roles["agent"] = self.config.endpoints.agent
         notes: list[str] = []
         with ModelEndpoints(roles, log=self.log) as endpoints:
@@ -89,6 +89,7 @@ class SummaryJob:
                 f"{self.target.type} target: learning on {len(self.train)} train tasks, choosing on "
                 f"{len(self.val)} {self.chosen_on} tasks"
             )
+            evaluator = Evaluator(self.config, endpoints, self.dir.path / "runs", progress=self.progress)
             record = learn(
                 self.target.strategy,
                 self.seed_text,
@@ -100,12 +101,12 @@ class SummaryJob:
                 candidates=self.target.proposals,
                 minibatch=self.target.minibatch,
                 seed=self.config.seed,
+                confirm=self._confirmer(evaluator),
                 log=self.log,
             )
             self.dir.write_json(CHECKPOINT, record.to_dict())
             best = record.best()
             self.log(f"chosen: {best.name} ({len(best.llm_lines)} optimizer line(s) in it)")
-            evaluator = Evaluator(self.config, endpoints, self.dir.path / "runs", progress=self.progress)
             texts: dict[str, str | None] = {
                 "learned": best.text,
                 "default": None,
@@ -140,6 +141,23 @@ class SummaryJob:
         self.dir.write_json("report.json", {**report.to_dict(), "wall_s": round(time.monotonic() - started, 1)})
         self.dir.write_text("report.md", report.markdown())
         return report
+
+    def _confirmer(self, evaluator: Evaluator) -> Confirm | None:
+        """The real agent's success share on the validation tasks under a text, over `confirm_seeds` seeds."""
+        seeds = self.target.confirm_seeds
+        if not seeds:
+            return None
+        temperature = self.options.selection.tier1_temperature
+
+        def confirm(text: str) -> float:
+            strategy = self.target.strategy(text)
+            runs = [
+                evaluator.evaluate(strategy, self.val, "val", "llm", seed=seed, temperature=temperature).scores
+                for seed in range(1, seeds + 1)
+            ]
+            return sum(t.success for r in runs for t in r.tasks) / sum(r.n for r in runs)
+
+        return confirm
 
     def _row(self, name: str, text: str | None, compressor: Compressor, evaluator: Evaluator) -> TextRow:
         strategy = self.target.strategy(text)

@@ -44,12 +44,21 @@ def _calls(server) -> list[dict]:
 
 
 def _config(
-    tmp_path, url: str, target: str, train_limit: int, trigger: int, extra: str = "", tracking: bool = False
+    tmp_path,
+    url: str,
+    target: str,
+    train_limit: int,
+    trigger: int,
+    extra: str = "",
+    tracking: bool = False,
+    target_extra: str = "",
 ) -> str:
     seed = read_guideline(SEED_GUIDELINE).model_copy(update={"history": SEED, "name": "plain"})
     (tmp_path / "plain.md").write_text(seed.to_markdown())
     endpoint = f'base_url = "{url}"\nmodel = "scripted"\nbackoff_s = 0.0\n'
-    knobs = f"trigger_tokens = {trigger}" + ("\nkeep_messages = 4" if target == "langchain" else "")
+    knobs = (
+        f"trigger_tokens = {trigger}" + ("\nkeep_messages = 4" if target == "langchain" else "") + f"\n{target_extra}"
+    )
     text = f"""name = "target-job"
 out = "{tmp_path / "job"}"
 guideline = "{tmp_path / "plain.md"}"
@@ -85,9 +94,16 @@ type = "{target}"
 def job(run_cli, stub, tmp_path):
     """`acon optimize` on a target config: (exit code, stdout, stderr, the job directory, the server)."""
 
-    def start(target: str, train_limit: int = 12, trigger: int = 1000, extra: str = "", tracking: bool = False):
+    def start(
+        target: str,
+        train_limit: int = 12,
+        trigger: int = 1000,
+        extra: str = "",
+        tracking: bool = False,
+        target_extra: str = "",
+    ):
         server = stub(responder)
-        config = _config(tmp_path, server.base_url, target, train_limit, trigger, extra, tracking)
+        config = _config(tmp_path, server.base_url, target, train_limit, trigger, extra, tracking, target_extra)
         code, out, err = run_cli("optimize", config)
         return code, out, err, tmp_path / "job", server, config
 
@@ -162,6 +178,19 @@ def test_the_job_learns_a_line_reports_it_beside_the_baselines_and_exports_the_m
     assert code == 0, err
     assert calls and _calls(server) == calls
     assert json.loads((job_dir / "report.json").read_text())["rows"] == report["rows"]
+
+
+def test_with_confirm_seeds_the_real_agent_also_judges_a_rewrite_the_screen_would_take(job):
+    code, _, err, job_dir, _, _ = job("langchain", target_extra="confirm_seeds = 1")
+    assert code == 0, err
+    search = json.loads((job_dir / "report.json").read_text())["search"]
+    # The scripted agent solves nothing, with the child's text or its parent's: a tie at tier 1, so the child the
+    # screen prefers goes on, and the verdict says what tier 1 saw.
+    verdicts = {a["candidate"]: a["verdict"] for a in search["attempts"]}
+    assert verdicts["ut1.0"].startswith("chosen") and verdicts["ut1.0"].endswith("; tier 1 0.00 against 0.00")
+    tier1 = {c["name"]: c["tier1_val"] for c in search["candidates"]}
+    assert tier1["seed+contract"] == 0.0 and tier1["ut1.0"] == 0.0
+    assert any("-llm-val-" in run.name for run in (job_dir / "runs").iterdir())
 
 
 def test_the_anthropic_job_exports_the_compaction_edit_with_the_learned_instructions(job, run_cli, tmp_path):

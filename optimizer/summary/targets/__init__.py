@@ -31,6 +31,13 @@ class TargetConfig(BaseModel, ABC):
     type: str
     proposals: int = Field(2, ge=1, le=10, description="UT rewrites the optimizer writes per round.")
     minibatch: int = Field(4, ge=1, le=20, description="Lost facts shown to the optimizer per UT rewrite.")
+    confirm_seeds: int = Field(
+        0,
+        ge=0,
+        le=5,
+        description="Seeds of the real agent (`[endpoints.agent]`) on the validation tasks: a rewrite the screen "
+        "would take must pass at least as many of those episodes as its parent. 0: the screen alone decides.",
+    )
 
     @abstractmethod
     def strategy(self, instructions: str | None) -> SummaryTarget:
