@@ -49,7 +49,7 @@ class TargetConfig(BaseModel, ABC):
 
     def knobs(self) -> JSONObject:
         """The target's settings, as the report and the export's provenance show them."""
-        return self.model_dump(exclude={"type", "proposals", "minibatch"}, exclude_none=True)
+        return self.model_dump(exclude={"type", "proposals", "minibatch", "confirm_seeds"}, exclude_none=True)
 
 
 TARGETS: Registry[TargetConfig] = Registry("acon.targets", TargetConfig, what="target")
