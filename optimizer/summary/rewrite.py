@@ -20,8 +20,9 @@ summaries that kept everything it rewrites the learned part shorter; a closing p
 Refused, each with its reason: a line naming a value or id from the examples or any id-like token, or copying
 five words in a row of the example (it would fit one task); a line that is not an instruction (a `name =
 value` row, a fragment, no instructing verb); a UT line naming no kind of fact that was lost (untargeted); a
-line already present; an empty reply. A CO rewrite that drops more than half the learned text is marked a
-collapse: `search` then takes it only if it wins outright, never at equal scores.
+line already present; an empty reply. A CO rewrite that states a number (a made-up summary, not instructions) or
+no longer names a kind of fact its parent protected is refused whole; one that drops more than half the learned
+text is marked a collapse: `search` then takes it only if it wins outright, never at equal scores.
 """
 
 from __future__ import annotations
