@@ -12,7 +12,7 @@ seed and the draw), so a resumed job replays the search it had made (the same re
 candidates and the same stored runs) instead of drawing new ones, and a repeated job makes no optimizer call at
 all. The n-th time a search asks the same prompt is draw n, a sample of its own: keyed by prompt alone, every
 candidate of a round asked about the same lost facts got the first draw's reply back from the cache (a
-validation run with 3 candidates and 2 rounds screened one rewrite six times).
+validation run with 3 candidates and 2 rounds got one cached rewrite for four of its six proposals).
 """
 
 from __future__ import annotations
