@@ -58,6 +58,7 @@ from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.llm.cache import ResponseCache  # noqa: E402
 from optimizer.llm.client import ChatClient  # noqa: E402
 from optimizer.search.evaluator import Evaluator  # noqa: E402
+from optimizer.search.summary_job import confirm_at_tier1  # noqa: E402
 from optimizer.search.task_order import spread  # noqa: E402
 from optimizer.summary.anthropic_target import AnthropicCompaction  # noqa: E402
 from optimizer.summary.call import CachedOptimizer  # noqa: E402
@@ -109,22 +110,6 @@ def tier1(evaluator: Evaluator, strategy: ContextStrategy, tasks: Sequence[Task]
         "tier1_peak_mean": scores.peak_mean,
         "tier1_by_task": {t.task_id: t.success for t in scores.tasks},
     }
-
-
-def confirmer(evaluator: Evaluator, make: Any, tasks: Sequence[Task], seeds: int) -> Any:
-    """A text -> the real agent's success share on `tasks` over `seeds` sampling seeds (stored, so read back)."""
-
-    def confirm(text: str) -> float:
-        passed = [
-            t.success
-            for seed in range(TIER1_SEED, TIER1_SEED + seeds)
-            for t in evaluator.evaluate(
-                make(text), tasks, "train", "llm", seed=seed, temperature=TIER1_TEMPERATURE
-            ).scores.tasks
-        ]
-        return sum(passed) / len(passed)
-
-    return confirm
 
 
 def row(episodes: Sequence[Episode], screened: ScreenResult | None) -> dict[str, Any]:
@@ -265,7 +250,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         compressor: Compressor, lm: OptimizerLM, model: str, evaluator: Evaluator | None = None
     ) -> dict[str, Any]:
         _log(f"learning on {len(mine)} + {len(choose)} train tasks ({model})")
-        confirm = None if evaluator is None or not args.confirm else confirmer(evaluator, make, choose, args.confirm)
+        confirm = None
+        if evaluator is not None and args.confirm:
+            confirm = confirm_at_tier1(evaluator, make, choose, "train", args.confirm, TIER1_TEMPERATURE)
         record = learn(
             make,
             seed_text,

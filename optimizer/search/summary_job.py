@@ -18,7 +18,7 @@ evaluation is a keyed run directory, so a resumed or repeated job replays what i
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,7 +39,7 @@ from optimizer.summary.call import CachedOptimizer
 from optimizer.summary.contract_text import with_contract
 from optimizer.summary.export import target_guideline
 from optimizer.summary.screen import screen
-from optimizer.summary.search import Confirm, SearchRecord, learn
+from optimizer.summary.search import Confirm, MakeTarget, SearchRecord, learn
 from optimizer.world.task import Task
 
 if TYPE_CHECKING:
@@ -143,21 +143,11 @@ class SummaryJob:
         return report
 
     def _confirmer(self, evaluator: Evaluator) -> Confirm | None:
-        """The real agent's success share on the validation tasks under a text, over `confirm_seeds` seeds."""
         seeds = self.target.confirm_seeds
         if not seeds:
             return None
         temperature = self.options.selection.tier1_temperature
-
-        def confirm(text: str) -> float:
-            strategy = self.target.strategy(text)
-            runs = [
-                evaluator.evaluate(strategy, self.val, "val", "llm", seed=seed, temperature=temperature).scores
-                for seed in range(1, seeds + 1)
-            ]
-            return sum(t.success for r in runs for t in r.tasks) / sum(r.n for r in runs)
-
-        return confirm
+        return confirm_at_tier1(evaluator, self.target.strategy, self.val, "val", seeds, temperature)
 
     def _row(self, name: str, text: str | None, compressor: Compressor, evaluator: Evaluator) -> TextRow:
         strategy = self.target.strategy(text)
@@ -226,3 +216,19 @@ class SummaryJob:
             },
         )
         return path
+
+
+def confirm_at_tier1(
+    evaluator: Evaluator, make: MakeTarget, tasks: Sequence[Task], split: str, seeds: int, temperature: float
+) -> Confirm:
+    """A text -> the real agent's success share on `tasks` over sampling seeds 1..`seeds` (stored, so read back)."""
+
+    def confirm(text: str) -> float:
+        strategy = make(text)
+        runs = [
+            evaluator.evaluate(strategy, tasks, split, "llm", seed=seed, temperature=temperature).scores
+            for seed in range(1, seeds + 1)
+        ]
+        return sum(t.success for r in runs for t in r.tasks) / sum(r.n for r in runs)
+
+    return confirm
