@@ -2,7 +2,7 @@
 
     python benchmarks/bench_summary_instructions.py [--config experiments/builtin.toml] [--target langchain]
         [--trigger 1500] [--keep 4] [--learn 6] [--split val|test] [--limit N] [--candidates 2] [--rounds 1]
-        [--tier1 N] [--confirm S] [--summarizer MODEL] [--frequency-penalty X] [--scripted]
+        [--tier1 N] [--confirm S] [--confirm-tasks 4] [--summarizer MODEL] [--frequency-penalty X] [--scripted]
         [--out benchmarks/results/summary_instructions_<suite>_<target>[_fp<X>][_<MODEL>]_<split>.json]
 
 Learning sees only the train split (taken in turns from each task family): its first `--learn` tasks, the
@@ -22,7 +22,8 @@ tasks, taken in turns from each family, for the rows in `--tier1-rows` (`none` a
 oracle, which reads the reference solution): success, mean
 peak and the same paired intervals at tier 1. Its episodes are stored under `--runs` and read back on a
 re-run (an interrupted run resumes there). `--confirm S` puts the real agent in the search: a child the
-screen would take must also pass at least as many of the search's validation tasks x S seeds as its parent.
+screen would take must also pass at least as many episodes as its parent on `--confirm-tasks` train tasks x S
+seeds, chosen among the train tasks neither mined nor in the figure as those full context solves on every seed.
 `--scripted` swaps every model for a deterministic stand-in to
 check the plumbing: its numbers say nothing about any model and are labelled so.
 """
@@ -58,7 +59,7 @@ from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.llm.cache import ResponseCache  # noqa: E402
 from optimizer.llm.client import ChatClient  # noqa: E402
 from optimizer.search.evaluator import Evaluator  # noqa: E402
-from optimizer.search.summary_job import confirm_at_tier1  # noqa: E402
+from optimizer.search.summary_job import confirm_at_tier1, solved_at_tier1  # noqa: E402
 from optimizer.search.task_order import spread  # noqa: E402
 from optimizer.summary.anthropic_target import AnthropicCompaction  # noqa: E402
 from optimizer.summary.call import CachedOptimizer  # noqa: E402
@@ -178,8 +179,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--confirm",
         type=int,
         default=0,
-        help="Seeds of the real agent on the search's validation tasks that a child must not do worse on than its "
+        help="Seeds of the real agent on the confirmation tasks that a child must not do worse on than its "
         "parent (0: the screen alone decides).",
+    )
+    parser.add_argument(
+        "--confirm-tasks",
+        type=int,
+        default=4,
+        help="Confirmation tasks: the first this many train tasks outside mining and the figure (the choice tasks "
+        "first) that full context solves at tier 1 on every seed.",
     )
     parser.add_argument("--tier1", type=int, default=0, help="Figure tasks the real agent also runs (0: none).")
     parser.add_argument("--runs", type=Path, default=None, help="Where tier-1 episodes are stored.")
@@ -219,6 +227,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         figure = train_all[args.learn : args.learn + args.limit]
     else:
         figure = select_tasks(config, "test", args.limit)
+    # The real agent confirms on train tasks neither mined nor in a validation figure, the choice tasks first, and
+    # only on those full context solves (the first confirmation, on tasks it failed, could not tell texts apart).
+    confirm_pool = choose + train_all[args.learn + (args.limit if args.split == "val" else 0) :]
+    confirm_on: list[Task] = []
     suite = config.suite.type
     # A summarizer setting is a different method: its figures never overwrite, nor stand in for, the plain ones.
     penalised = f"_fp{args.frequency_penalty:g}" if args.frequency_penalty else ""
@@ -252,7 +264,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         _log(f"learning on {len(mine)} + {len(choose)} train tasks ({model})")
         confirm = None
         if evaluator is not None and args.confirm:
-            confirm = confirm_at_tier1(evaluator, make, choose, "train", args.confirm, TIER1_TEMPERATURE)
+            confirm_on[:] = solved_at_tier1(
+                evaluator, confirm_pool, "train", args.confirm, TIER1_TEMPERATURE, args.confirm_tasks
+            )
+            if not confirm_on:
+                raise SystemExit(
+                    f"--confirm: full context solves none of {len(confirm_pool)} train tasks on every seed at tier 1"
+                )
+            _log(f"tier 1 confirms on {len(confirm_on)} train task(s) full context solves on every seed")
+            confirm = confirm_at_tier1(evaluator, make, confirm_on, "train", args.confirm, TIER1_TEMPERATURE)
         record = learn(
             make,
             seed_text,
@@ -353,14 +373,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         "suite": suite,
         "target": args.target,
         "knobs": {"trigger": args.trigger, "keep": args.keep},
-        "search_budget": {"rounds": args.rounds, "candidates": args.candidates, "confirm_seeds": args.confirm},
+        "search_budget": {
+            "rounds": args.rounds,
+            "candidates": args.candidates,
+            "confirm_seeds": args.confirm,
+            "confirm_tasks": args.confirm_tasks,
+        },
         "summarizer": config.endpoints.compressor.model,
         "summarizer_sampling": {"temperature": config.endpoints.compressor.temperature}
         | config.endpoints.compressor.sampling(),
         "default_source": default.source,
         "default_note": default.note,
         "split": args.split,
-        "tasks": {"mine": [t.id for t in mine], "choose": [t.id for t in choose], "figure": len(figure)},
+        "tasks": {
+            "mine": [t.id for t in mine],
+            "choose": [t.id for t in choose],
+            "confirm": [t.id for t in confirm_on],
+            "figure": len(figure),
+        },
         "tier1": (
             {"tasks": len(tier1_tasks), "seed": TIER1_SEED, "temperature": TIER1_TEMPERATURE, "runs": str(runs)}
             if tier1_tasks

@@ -147,7 +147,14 @@ class SummaryJob:
         if not seeds:
             return None
         temperature = self.options.selection.tier1_temperature
-        return confirm_at_tier1(evaluator, self.target.strategy, self.val, "val", seeds, temperature)
+        tasks = solved_at_tier1(evaluator, self.val, "val", seeds, temperature, self.target.confirm_tasks)
+        if not tasks:
+            raise ConfigError(
+                f"confirm_seeds: full context solves none of the {len(self.val)} validation tasks at tier 1 on every "
+                "seed, so a confirmation there could not tell a rewrite from its parent"
+            )
+        self.log(f"tier 1 confirms on the {len(tasks)} validation task(s) full context solves on every seed")
+        return confirm_at_tier1(evaluator, self.target.strategy, tasks, "val", seeds, temperature)
 
     def _row(self, name: str, text: str | None, compressor: Compressor, evaluator: Evaluator) -> TextRow:
         strategy = self.target.strategy(text)
@@ -232,3 +239,27 @@ def confirm_at_tier1(
         return sum(t.success for r in runs for t in r.tasks) / sum(r.n for r in runs)
 
     return confirm
+
+
+def solved_at_tier1(
+    evaluator: Evaluator, tasks: Sequence[Task], split: str, seeds: int, temperature: float, want: int | None = None
+) -> list[Task]:
+    """The first `want` of `tasks` (all, when None) the real agent solves with full context on every seed 1..`seeds`.
+
+    A confirmation tells a child from its parent only on tasks the agent can solve: on the first one's two
+    validation tasks the parent passed 0 of 4 episodes, and no child could do worse. Tasks are tried a batch at a
+    time (at least two, so both server slots work), each batch's episodes stored like any other run."""
+    full_context = parse_strategy("none")
+    want = len(tasks) if want is None else want
+    solved: list[Task] = []
+    start = 0
+    while len(solved) < want and start < len(tasks):
+        batch = list(tasks[start : start + max(2, want - len(solved))])
+        start += len(batch)
+        passed = {task.id: True for task in batch}
+        for seed in range(1, seeds + 1):
+            scores = evaluator.evaluate(full_context, batch, split, "llm", seed=seed, temperature=temperature).scores
+            for score in scores.tasks:
+                passed[score.task_id] = passed[score.task_id] and score.success
+        solved += [task for task in batch if passed[task.id]]
+    return solved[:want]

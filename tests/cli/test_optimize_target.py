@@ -180,8 +180,17 @@ def test_the_job_learns_a_line_reports_it_beside_the_baselines_and_exports_the_m
     assert json.loads((job_dir / "report.json").read_text())["rows"] == report["rows"]
 
 
-def test_with_confirm_seeds_the_real_agent_also_judges_a_rewrite_the_screen_would_take(job):
-    code, _, err, job_dir, _, _ = job("langchain", target_extra="confirm_seeds = 1")
+def test_with_confirm_seeds_the_real_agent_also_judges_a_rewrite_the_screen_would_take(job, run_cli, monkeypatch):
+    code, _, err, job_dir, _, config = job("langchain", target_extra="confirm_seeds = 1")
+    # The scripted agent solves no validation task with full context: a confirmation there could not tell a rewrite
+    # from its parent, and the job says so in one line instead of letting the screen decide unconfirmed.
+    assert code == 2 and "full context solves none of the 4 validation tasks" in err
+    assert any("none-llm-val-" in run.name for run in (job_dir / "runs").iterdir())
+    # As if the agent solved them all (the stand-in agent cannot): the resumed job confirms on them.
+    from optimizer.search import summary_job
+
+    monkeypatch.setattr(summary_job, "solved_at_tier1", lambda evaluator, tasks, *args: list(tasks))
+    code, _, err = run_cli("optimize", config, "--resume")
     assert code == 0, err
     search = json.loads((job_dir / "report.json").read_text())["search"]
     # The scripted agent solves nothing, with the child's text or its parent's: a tie at tier 1, so the child the

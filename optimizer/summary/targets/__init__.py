@@ -38,6 +38,13 @@ class TargetConfig(BaseModel, ABC):
         description="Seeds of the real agent (`[endpoints.agent]`) on the validation tasks: a rewrite the screen "
         "would take must pass at least as many of those episodes as its parent. 0: the screen alone decides.",
     )
+    confirm_tasks: int | None = Field(
+        None,
+        ge=1,
+        le=50,
+        description="Validation tasks the confirmation runs on: the first this many that full context solves at tier "
+        "1 on every seed (None: every such task).",
+    )
 
     @abstractmethod
     def strategy(self, instructions: str | None) -> SummaryTarget:
@@ -49,7 +56,9 @@ class TargetConfig(BaseModel, ABC):
 
     def knobs(self) -> JSONObject:
         """The target's settings, as the report and the export's provenance show them."""
-        return self.model_dump(exclude={"type", "proposals", "minibatch", "confirm_seeds"}, exclude_none=True)
+        return self.model_dump(
+            exclude={"type", "proposals", "minibatch", "confirm_seeds", "confirm_tasks"}, exclude_none=True
+        )
 
 
 TARGETS: Registry[TargetConfig] = Registry("acon.targets", TargetConfig, what="target")
