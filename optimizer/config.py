@@ -185,6 +185,15 @@ class SelectionConfig(_Strict):
         "success within the tolerance, of a move set the others lack. Tier 0 is most optimistic where guidelines "
         "cut most, so the real agent is also asked about the mildest cut that still meets the goal. None: off.",
     )
+    confirm_baselines: int = Field(
+        0,
+        ge=0,
+        le=5,
+        description="Warm-start baselines the real agent also confirms beside the search's own candidates: of "
+        "those that cut and keep full context's success at tier 0 on the confirmation split, the lowest peaks "
+        "first. One of them is chosen when it does best at tier 1, so the job never picks a child that the "
+        "guideline it grew from beats with the real agent.",
+    )
 
 
 class ReportConfig(_Strict):
@@ -320,12 +329,14 @@ class OptimizeSettings(_Strict):
         return section
 
     def confirmation_episodes(self) -> int:
-        """Tier-1 episodes the confirmation needs at most: full context and each of the `confirm_top` candidates on
-        `confirm_limit` tasks, `tier1_repeats` seeds each. Mining at tier 1 may not spend them."""
+        """Tier-1 episodes the confirmation needs at most: full context, each of the `confirm_top` candidates and
+        the `confirm_baselines` on `confirm_limit` tasks, `tier1_repeats` seeds each. Mining at tier 1 may not spend
+        them."""
         selection = self.selection
         if selection.confirm_top == 0 or selection.confirm_limit == 0:
             return 0
-        return (selection.confirm_top + 1) * selection.confirm_limit * selection.tier1_repeats
+        confirmed = selection.confirm_top + selection.confirm_baselines + 1
+        return confirmed * selection.confirm_limit * selection.tier1_repeats
 
     def changed(self) -> list[str]:
         """The keys (`budget.rounds`, a search's `acon.parents`) set to other than their default."""
@@ -362,7 +373,7 @@ class OptimizeSettings(_Strict):
             # Otherwise the job would run its tier-1 budget dry and choose by tier 0 alone, saying so only in a log.
             raise ValueError(
                 f"budget.max_agent_episodes = {agent_episodes} cannot pay for the tier-1 confirmation "
-                f"({confirmation} episodes: (confirm_top + 1) x confirm_limit x tier1_repeats)"
+                f"({confirmation} episodes: (confirm_top + confirm_baselines + 1) x confirm_limit x tier1_repeats)"
             )
         return self
 

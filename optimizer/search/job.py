@@ -268,7 +268,8 @@ class OptimizationJob:
         confirmed: list[Candidate] = []
         # A guideline without moves is full context, which the real agent has just run.
         compressing = [c for c in order if move_signature(c)]
-        for candidate in self._to_confirm(ctx, compressing):
+        own = self._to_confirm(ctx, compressing)
+        for candidate in own + self._baselines_to_confirm(ctx, own):
             if "confirm" not in candidate.screens:
                 if not ctx.agent_budget_left(runs):
                     self.log("tier-1 episode budget spent; remaining candidates stay unconfirmed")
@@ -320,6 +321,41 @@ class OptimizationJob:
             f" (peak {mildest.screens[screen].peak_mean:,.0f})"
         )
         return [*picks[:-1], mildest]
+
+    def _baselines_to_confirm(self, ctx: SearchContext, have: Sequence[Candidate]) -> list[Candidate]:
+        """The `confirm_baselines` warm-start baselines tier 1 also confirms: those that cut something and keep full
+        context's success at tier 0 on the confirmation split, lowest peak first (what a user would pick from tier 0
+        alone, and what the report's tier-1 rows put beside the choice)."""
+        count = self.options.selection.confirm_baselines
+        if count == 0:
+            return []
+        asked = {c.version for c in have}
+        baselines = [
+            c
+            for c in self.state.candidates.values()
+            if c.origin.startswith("baseline:") and move_signature(c) and c.version not in asked
+        ]
+        if self.val and self.none_val is not None:
+            screen, tasks, none = "val", self.val, self.none_val
+        else:
+            screen, tasks, none = "train", self.train, ctx.none_train.scores
+        for candidate in baselines:
+            if screen not in candidate.screens:
+                agent = self.options.screen_agent
+                candidate.screens[screen] = ctx.evaluate(candidate, screen, tasks, screen, agent).scores
+        # One that cuts nothing here is full context, which the real agent has already run.
+        keeping = [
+            c
+            for c in baselines
+            if ctx.feasible(c.screens[screen], none) and c.screens[screen].peak_mean < none.peak_mean
+        ]
+        picks = sorted(keeping, key=lambda c: c.screens[screen].peak_mean)[:count]
+        for candidate in picks:
+            self.log(
+                f"tier 1 also asks about the baseline {candidate.origin.removeprefix('baseline:')} "
+                f"(peak {candidate.screens[screen].peak_mean:,.0f})"
+            )
+        return picks
 
     def _mildest(
         self, ctx: SearchContext, order: Sequence[Candidate], have: Sequence[Candidate], screen: str, none: Scores

@@ -206,6 +206,53 @@ def test_when_tier1_rejects_every_candidate_the_job_chooses_full_context(run_cli
     assert "do not compress" in exported.description and "confirmed_by" not in exported.provenance
 
 
+def test_a_baseline_the_real_agent_does_better_with_is_chosen_over_the_searchs_own_candidates(
+    run_cli, tmp_path, scripted_url, monkeypatch
+):
+    # The sixth reach_long job chose a child of its warm start that the report's tier-1 rows then showed the warm
+    # start beating: with `confirm_baselines` the real agent judges the lowest-peak baselines on validation too.
+    from dataclasses import replace
+
+    from optimizer.search.searches.base import SearchContext
+    from optimizer.search.tier1 import Repeats
+
+    shipped = "guidelines/learned/builtin.md"
+    real = SearchContext.repeats
+
+    def children_lose(self, strategy, tasks, split):
+        started = {v for v, c in self.state.candidates.items() if c.origin == f"baseline:{shipped}"}
+        solved = strategy.type == "none" or strategy.spec.version in started
+        outcomes = []
+        for evaluation in real(self, strategy, tasks, split).evaluations:
+            scores = evaluation.scores
+            scores = replace(scores, tasks=tuple(replace(t, success=solved) for t in scores.tasks))
+            outcomes.append(replace(evaluation, scores=scores))
+        return Repeats(tuple(outcomes))
+
+    monkeypatch.setattr(SearchContext, "repeats", children_lose)
+    # The shipped built-in guideline cuts the built-in suite at full success at tier 0; the other baselines do not.
+    config = job_config(
+        tmp_path,
+        scripted_url,
+        train_limit=4,
+        test_limit=1,
+        val_fraction=0.5,
+        warm_start=["none", "fifo", shipped],
+        budget={"rounds": 1, "max_agent_episodes": 3},
+        acon={"llm_proposers": False},
+        selection={"confirm_top": 1, "confirm_limit": 1, "confirm_baselines": 1},
+    )
+    code, _, err = run_cli("optimize", str(tmp_path / "job.toml"))
+    assert code == 0, err
+    asked = re.search(r"tier 1 also asks about the baseline (\S+) \(peak ([\d,]+)\)", err)
+    assert asked, err
+    report = json.loads((config.out_dir / "report.json").read_text())
+    assert report["chosen"]["origin"] == f"baseline:{asked.group(1)}", err
+    confirmation = report["confirmation"]
+    assert confirmation["verdict"] == "confirmed" and len(confirmation["candidates"]) == 2
+    assert sum(c["rejected"] is None for c in confirmation["candidates"]) == 1
+
+
 def test_a_tier1_budget_spent_before_any_confirmation_chooses_full_context(
     run_cli, tmp_path, scripted_url, monkeypatch
 ):
