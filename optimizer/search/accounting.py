@@ -32,8 +32,15 @@ def spent(job_dir: Path, *, optimizer_tokens: int, candidates: int) -> Budget:
     )
 
 
-def agent_episodes(job_dir: Path) -> int:
-    return sum(len(EpisodeStore(run).latest()) for run in run_dirs(job_dir) if "-llm-" in run.name)
+def search_agent_episodes(job_dir: Path) -> int:
+    """Tier-1 episodes the search spent (mining on train, confirmation on validation): what `max_agent_episodes`
+    limits. The test report's rows run after the choice and are not the search's: counted against it, stored ones
+    (a job resumed after its report, or started on a copy of another's runs) left the search no budget at all."""
+    return sum(
+        len(EpisodeStore(run).latest())
+        for run in run_dirs(job_dir)
+        if "-llm-train-" in run.name or "-llm-val-" in run.name
+    )
 
 
 def infrastructure(job_dir: Path) -> Infrastructure:

@@ -286,7 +286,7 @@ class SearchContext:
 
     def agent_budget_left(self, episodes: int) -> bool:
         """Whether `episodes` more tier-1 episodes fit the job's budget (stored ones are not run again)."""
-        return accounting.agent_episodes(self.dir.path) + episodes <= self.options.budget.max_agent_episodes
+        return accounting.search_agent_episodes(self.dir.path) + episodes <= self.options.budget.max_agent_episodes
 
     def repeats(self, strategy: ContextStrategy, tasks: Sequence[Task], split: str) -> Repeats:
         """`strategy` run by the real agent on `tasks`, `tier1_repeats` times (stored runs are read back)."""
