@@ -99,3 +99,49 @@ def test_the_langchain_example_on_the_local_model(endpoint):
     assert printed == messages[-1]["content"].strip()
     assert result["stats"]["requests"] >= 2 and result["stats"]["compressions"] >= 1
     print(json.dumps({"calls": calls, "answer": printed, "stats": result["stats"]}))
+
+
+SUMMARY_REPORT = """
+import json as _json
+_messages = [m.model_dump(include={"type", "content", "tool_calls", "name"}) for m in result["messages"]]
+print("ACON-RESULT " + _json.dumps({"messages": _messages}))
+"""
+SUMMARY_LEAD = "Here is a summary of the conversation to date"
+
+
+def test_the_summary_export_example_on_the_local_model(endpoint, run_cli, stub, tmp_path):
+    """A summary-target job's `acon export --format langchain`, loaded as the README says, in a real `create_agent`
+    loop: the summarizer and the agent are the local model; the job that wrote the export is scripted (which text
+    it learned is not what this checks, but that the export runs as LangChain's own middleware)."""
+    pytest.importorskip("langchain")
+    from tests.cli.test_optimize_target import _config, responder
+
+    server = stub(responder)
+    config = _config(tmp_path, server.base_url, "langchain", train_limit=6, trigger=1500)
+    code, _, err = run_cli("optimize", config)
+    assert code == 0, err
+    code, _, err = run_cli(
+        "export", str(tmp_path / "job"), "--format", "langchain", "--out", str(tmp_path / "summary_middleware.json")
+    )
+    assert code == 0, err
+    program = readme_block("summary-export-example")
+    assert program.count(EXAMPLE_URL) == 1
+    for _ in range(2):  # the model varies with the server's cache state even at temperature 0; garbage fails both
+        done = subprocess.run(
+            [sys.executable, "-c", program.replace(EXAMPLE_URL, endpoint) + "\n" + SUMMARY_REPORT],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,  # where the export was written, as in the README
+            timeout=1500,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        printed, _, report = done.stdout.rpartition("ACON-RESULT ")
+        if FACT in printed:
+            break
+    messages = json.loads(report)["messages"]
+    # The doc was summarized away: no tool result is left, a summary stands in its place, and it kept the rule.
+    summaries = [m["content"] for m in messages if m["type"] == "human" and m["content"].startswith(SUMMARY_LEAD)]
+    assert len(summaries) == 1 and not [m for m in messages if m["type"] == "tool"], messages
+    assert FACT in summaries[0], summaries[0]
+    assert messages[-1]["type"] == "ai" and FACT in messages[-1]["content"], messages[-1]
+    print(json.dumps({"summary": summaries[0][:400], "answer": messages[-1]["content"]}))
