@@ -165,9 +165,9 @@ def confirming_job(run_cli, tmp_path, url: str, *, confirm_top: int, episodes: i
     return config, err
 
 
-def test_when_tier1_rejects_every_candidate_the_job_chooses_full_context(run_cli, tmp_path, scripted_url, monkeypatch):
-    # The real agent solves every task with full context and loses every compressed episode (the 1.5B agent
-    # on reach_long validation came close), to reach the verdict a user must see.
+def tier1_solves(monkeypatch, solves) -> None:
+    """The real agent's episodes, their verdicts replaced: every task passes when `solves(ctx, strategy)`, else
+    fails (the scripted agent solves nothing, and a verdict is what these tests need to reach)."""
     from dataclasses import replace
 
     from optimizer.search.searches.base import SearchContext
@@ -175,8 +175,8 @@ def test_when_tier1_rejects_every_candidate_the_job_chooses_full_context(run_cli
 
     real = SearchContext.repeats
 
-    def losing(self, strategy, tasks, split):
-        solved = strategy.type == "none"
+    def scripted_verdicts(self, strategy, tasks, split):
+        solved = solves(self, strategy)
         outcomes = []
         for evaluation in real(self, strategy, tasks, split).evaluations:
             scores = evaluation.scores
@@ -184,7 +184,13 @@ def test_when_tier1_rejects_every_candidate_the_job_chooses_full_context(run_cli
             outcomes.append(replace(evaluation, scores=scores))
         return Repeats(tuple(outcomes))
 
-    monkeypatch.setattr(SearchContext, "repeats", losing)
+    monkeypatch.setattr(SearchContext, "repeats", scripted_verdicts)
+
+
+def test_when_tier1_rejects_every_candidate_the_job_chooses_full_context(run_cli, tmp_path, scripted_url, monkeypatch):
+    # The real agent solves every task with full context and loses every compressed episode (the 1.5B agent
+    # on reach_long validation came close), to reach the verdict a user must see.
+    tier1_solves(monkeypatch, lambda ctx, strategy: strategy.type == "none")
     config, err = confirming_job(run_cli, tmp_path, scripted_url, confirm_top=2, episodes=6)
     assert "tier 1 rejected every confirmed candidate" in err and "chosen: none" in err
     report = json.loads((config.out_dir / "report.json").read_text())
@@ -211,25 +217,13 @@ def test_a_baseline_the_real_agent_does_better_with_is_chosen_over_the_searchs_o
 ):
     # The sixth reach_long job chose a child of its warm start that the report's tier-1 rows then showed the warm
     # start beating: with `confirm_baselines` the real agent judges the lowest-peak baselines on validation too.
-    from dataclasses import replace
-
-    from optimizer.search.searches.base import SearchContext
-    from optimizer.search.tier1 import Repeats
-
     shipped = "guidelines/learned/builtin.md"
-    real = SearchContext.repeats
 
-    def children_lose(self, strategy, tasks, split):
-        started = {v for v, c in self.state.candidates.items() if c.origin == f"baseline:{shipped}"}
-        solved = strategy.type == "none" or strategy.spec.version in started
-        outcomes = []
-        for evaluation in real(self, strategy, tasks, split).evaluations:
-            scores = evaluation.scores
-            scores = replace(scores, tasks=tuple(replace(t, success=solved) for t in scores.tasks))
-            outcomes.append(replace(evaluation, scores=scores))
-        return Repeats(tuple(outcomes))
+    def only_the_start_solves(ctx, strategy):
+        started = {v for v, c in ctx.state.candidates.items() if c.origin == f"baseline:{shipped}"}
+        return strategy.type == "none" or strategy.spec.version in started
 
-    monkeypatch.setattr(SearchContext, "repeats", children_lose)
+    tier1_solves(monkeypatch, only_the_start_solves)
     # The shipped built-in guideline cuts the built-in suite at full success at tier 0; the other baselines do not.
     config = job_config(
         tmp_path,
