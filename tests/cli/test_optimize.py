@@ -148,7 +148,9 @@ def test_mining_leaves_the_confirmation_its_episodes(run_cli, tmp_path, scripted
     assert [p for p in report["points"] if p["kind"] == "candidate" and p["confirm_success"] is not None]
 
 
-def confirming_job(run_cli, tmp_path, url: str, *, confirm_top: int, episodes: int, **selection):
+def confirming_job(
+    run_cli, tmp_path, url: str, *, confirm_top: int, episodes: int, warm_start: list[str] | None = None, **selection
+):
     """A one-round job that confirms `confirm_top` candidates on one validation task; its config and stderr."""
     config = job_config(
         tmp_path,
@@ -156,6 +158,7 @@ def confirming_job(run_cli, tmp_path, url: str, *, confirm_top: int, episodes: i
         train_limit=4,
         test_limit=1,
         val_fraction=0.5,
+        **({"warm_start": warm_start} if warm_start else {}),
         budget={"rounds": 1, "max_agent_episodes": episodes},
         acon={"llm_proposers": False},
         selection={"confirm_top": confirm_top, "confirm_limit": 1, **selection},
@@ -225,19 +228,15 @@ def test_a_baseline_the_real_agent_does_better_with_is_chosen_over_the_searchs_o
 
     tier1_solves(monkeypatch, only_the_start_solves)
     # The shipped built-in guideline cuts the built-in suite at full success at tier 0; the other baselines do not.
-    config = job_config(
+    config, err = confirming_job(
+        run_cli,
         tmp_path,
         scripted_url,
-        train_limit=4,
-        test_limit=1,
-        val_fraction=0.5,
+        confirm_top=1,
+        episodes=3,
         warm_start=["none", "fifo", shipped],
-        budget={"rounds": 1, "max_agent_episodes": 3},
-        acon={"llm_proposers": False},
-        selection={"confirm_top": 1, "confirm_limit": 1, "confirm_baselines": 1},
+        confirm_baselines=1,
     )
-    code, _, err = run_cli("optimize", str(tmp_path / "job.toml"))
-    assert code == 0, err
     asked = re.search(r"tier 1 also asks about the baseline (\S+) \(peak ([\d,]+)\)", err)
     assert asked, err
     report = json.loads((config.out_dir / "report.json").read_text())
