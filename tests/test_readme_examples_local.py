@@ -111,13 +111,16 @@ SUMMARY_LEAD = "Here is a summary of the conversation to date"
 
 def test_the_summary_export_example_on_the_local_model(endpoint, run_cli, stub, tmp_path):
     """A summary-target job's `acon export --format langchain`, loaded as the README says, in a real `create_agent`
-    loop: the summarizer and the agent are the local model; the job that wrote the export is scripted (which text
-    it learned is not what this checks, but that the export runs as LangChain's own middleware)."""
+    loop: the summarizer and the agent are the local model. The job that wrote the export starts from acon's seed
+    text, as a real one does, with a scripted optimizer and summarizer (what it adds is not what this checks, but
+    that the exported text runs as LangChain's own middleware and its summary keeps the rule)."""
     pytest.importorskip("langchain")
+    from optimizer.context.guideline import SEED_GUIDELINE, read_guideline
     from tests.cli.test_optimize_target import _config, responder
 
     server = stub(responder)
     config = _config(tmp_path, server.base_url, "langchain", train_limit=6, trigger=1500)
+    (tmp_path / "plain.md").write_text(read_guideline(SEED_GUIDELINE).to_markdown())
     code, _, err = run_cli("optimize", config)
     assert code == 0, err
     code, _, err = run_cli(
