@@ -308,10 +308,7 @@ class OptimizationJob:
         picks = distinct_moves(order, self.options.selection.confirm_top)
         if len(picks) < 2:
             return picks
-        if self.val and self.none_val is not None:
-            screen, none = "val", self.none_val
-        else:
-            screen, none = "train", ctx.none_train.scores
+        screen, _, none = self._choice_screen(ctx)
         # Of a move set none of the others has, so never one of them.
         mildest = self._mildest(ctx, order, picks[:-1], screen, none)
         if mildest is None:
@@ -321,6 +318,13 @@ class OptimizationJob:
             f" (peak {mildest.screens[screen].peak_mean:,.0f})"
         )
         return [*picks[:-1], mildest]
+
+    def _choice_screen(self, ctx: SearchContext) -> tuple[str, list[Task], Scores]:
+        """The tier-0 screen the choice was made on (validation, or train without it), its tasks and full
+        context's scores there: what the confirmations are picked by."""
+        if self.val and self.none_val is not None:
+            return "val", self.val, self.none_val
+        return "train", self.train, ctx.none_train.scores
 
     def _baselines_to_confirm(self, ctx: SearchContext, have: Sequence[Candidate]) -> list[Candidate]:
         """The `confirm_baselines` warm-start baselines tier 1 also confirms: those that cut something and keep full
@@ -335,10 +339,7 @@ class OptimizationJob:
             for c in self.state.candidates.values()
             if c.origin.startswith("baseline:") and move_signature(c) and c.version not in asked
         ]
-        if self.val and self.none_val is not None:
-            screen, tasks, none = "val", self.val, self.none_val
-        else:
-            screen, tasks, none = "train", self.train, ctx.none_train.scores
+        screen, tasks, none = self._choice_screen(ctx)
         for candidate in baselines:
             if screen not in candidate.screens:
                 agent = self.options.screen_agent
