@@ -132,6 +132,7 @@ def row(episodes: Sequence[Episode], screened: ScreenResult | None) -> dict[str,
             "summary_tokens_mean": screened.summary_tokens,
             "summaries_looped": screened.looped,
             "summaries_claiming": screened.claimed,
+            "summaries_inventing": screened.inventing,
             "lost_by_kind": screened.lost_by_kind,
         }
     return out
@@ -419,6 +420,7 @@ def table(report: dict[str, Any]) -> str:
         "per summary",
         "looping summaries",
         "false claims",
+        "invented values",
         "tier-0 success",
         "summary tokens",
         "mean peak",
@@ -437,7 +439,9 @@ def table(report: dict[str, Any]) -> str:
         tokens = f"{r['summary_tokens_mean']:.0f}" if "summary_tokens_mean" in r else "-"
         looping = f"{r['summaries_looped']} of {r['summaries']}" if "summaries_looped" in r else "-"
         claiming = f"{r['summaries_claiming']} of {r['summaries']}" if "summaries_claiming" in r else "-"
-        cells = [name, kept, per, looping, claiming, f"{r['tier0_success']:.2f}", tokens, f"{r['peak_mean']:.0f}"]
+        inventing = f"{r['summaries_inventing']} of {r['summaries']}" if "summaries_inventing" in r else "-"
+        cells = [name, kept, per, looping, claiming, inventing, f"{r['tier0_success']:.2f}", tokens]
+        cells.append(f"{r['peak_mean']:.0f}")
         if with_tier1:
             cells += (
                 [f"{r['tier1_success']:.2f}", f"{r['tier1_peak_mean']:.0f}"] if "tier1_success" in r else ["-", "-"]

@@ -102,7 +102,8 @@ def target_table(report: SummaryReport) -> Table:
         title=f"Summary instructions for the {report.target} target, test split ({report.tasks['test']} tasks, "
         f"{report.suite}): learned vs the target's default and the seed"
     )
-    columns = ["text", "version", "facts kept", "per summary", "false claims", "summary tokens", "tier-0 success"]
+    columns = ["text", "version", "facts kept", "per summary", "false claims", "invented values", "summary tokens"]
+    columns.append("tier-0 success")
     for column in [*columns, "95% CI", "peak mean", *(["tier-1 success"] if tier1 else [])]:
         table.add_column(column, justify="left" if column in ("text", "version") else "right")
     for r in report.rows:
@@ -114,6 +115,7 @@ def target_table(report: SummaryReport) -> Table:
             f"{r.screen.kept}/{r.screen.needed}" if r.screen is not None else "–",
             f"{per:.2f}" if per is not None else "–",
             f"{r.screen.claimed} of {len(r.screen.summaries)}" if r.screen is not None else "–",
+            f"{r.screen.inventing} of {len(r.screen.summaries)}" if r.screen is not None else "–",
             fmt(r.screen.summary_tokens) if r.screen is not None else "–",
             f"{r.tier0.success:.2f}",
             f"[{low:.2f}, {high:.2f}]",
@@ -125,7 +127,8 @@ def target_table(report: SummaryReport) -> Table:
     table.caption = (
         f"chosen {report.search.chosen} on {report.chosen_on} · default: {report.default_source} · "
         "facts kept: needed literals the summaries kept (screen) · false claims: summaries saying a step not yet "
-        "taken was done · tier 0: the reference agent"
+        "taken was done · invented values: summaries stating an id or amount no message held · tier 0: the "
+        "reference agent"
     )
     return table
 

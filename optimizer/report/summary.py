@@ -80,6 +80,7 @@ class TextRow:
                 "summary_tokens_mean": self.screen.summary_tokens,
                 "summaries_looped": self.screen.looped,
                 "summaries_claiming": self.screen.claimed,
+                "summaries_inventing": self.screen.inventing,
                 "lost_by_kind": self.screen.lost_by_kind,
             }
         if self.tier1 is not None:
@@ -167,7 +168,7 @@ class SummaryReport:
         }
 
     def markdown(self) -> str:
-        test = self.tasks["test"]
+        test, tier1 = self.tasks["test"], any(r.tier1 for r in self.rows)
         lines = [
             f"# Summary instructions for the {self.target} target: {self.experiment}",
             "",
@@ -176,9 +177,9 @@ class SummaryReport:
             f"{'validation' if self.chosen_on == 'val' else 'train (no validation tasks)'} tasks; every row below "
             f"on the same {test} test tasks with the same summarizer.",
             "",
-            "| row | version | facts kept | per summary | false claims | summary tokens | tier-0 success | 95% CI "
-            "| mean peak |" + (" tier-1 success |" if any(r.tier1 for r in self.rows) else ""),
-            "|---|---|---|---|---|---|---|---|---|" + ("---|" if any(r.tier1 for r in self.rows) else ""),
+            "| row | version | facts kept | per summary | false claims | invented values | summary tokens "
+            "| tier-0 success | 95% CI | mean peak |" + (" tier-1 success |" if tier1 else ""),
+            "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if tier1 else ""),
         ]
         for r in self.rows:
             low, high = r.tier0_ci
@@ -188,12 +189,13 @@ class SummaryReport:
                 f"{r.screen.kept}/{r.screen.needed}" if r.screen else "–",
                 _num(r.per_summary(), ".2f"),
                 f"{r.screen.claimed} of {len(r.screen.summaries)}" if r.screen else "–",
+                f"{r.screen.inventing} of {len(r.screen.summaries)}" if r.screen else "–",
                 _num(r.screen.summary_tokens if r.screen else None, ".0f"),
                 f"{r.tier0.success:.2f}",
                 f"[{low:.2f}, {high:.2f}]",
                 f"{r.tier0.peak_mean:,.0f}",
             ]
-            if any(x.tier1 for x in self.rows):
+            if tier1:
                 cells.append(f"{r.tier1.success:.2f} ({r.tier1.n})" if r.tier1 else "–")
             lines.append("| " + " | ".join(cells) + " |")
         lines += ["", "Paired over tasks (learned minus baseline, mean [95% interval]):", ""]

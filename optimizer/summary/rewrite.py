@@ -8,7 +8,8 @@ paragraph under every heading, or one sentence up to its cap, in 5 of its summar
 tasks), one more question shows the repeated sentence, values hidden, and asks for a sentence that stops the
 repetition: a loop loses facts by crowding them out, which no per-kind question names. When summaries claimed a
 step the agent had not taken (`optimizer.summary.claims`), one more question shows the claim, values and tool
-names hidden, and asks for a sentence that stops such claims. Whether such a line helps
+names hidden, and asks for a sentence that stops such claims; when summaries stated values no message held
+(`optimizer.summary.invented`), one more shows such a line, values hidden. Whether such a line helps
 is the screen's to say, as for any line: a hand-written one ("never repeat a sentence") placed after the
 messages made the 0.5B model loop in 10 of 11 summaries on the same tasks
 (`benchmarks/probe_summary_layout.py`), and a frequency penalty of 0.5 left 4 of 9 looping. One narrow question
@@ -62,6 +63,22 @@ KIND_WORDS: dict[str, tuple[str, ...]] = {
         "executed",
         "occurred",
         "progress",
+    ),
+    "invented": (
+        "exact",
+        "exactly",
+        "verbatim",
+        "invent",
+        "guess",
+        "seen",
+        "shown",
+        "appears",
+        "appeared",
+        "given",
+        "unknown",
+        "placeholder",
+        "placeholders",
+        "make",
     ),
 }
 # What each kind of lost fact is, in the words the optimizer is asked about it.
@@ -122,6 +139,17 @@ class StopFalseClaims:
 
 
 @dataclass(frozen=True)
+class StopInventing:
+    """A summarizer condenses the earlier steps of an AI agent's work. Its summary wrote the line below (values
+    hidden), and the values in it appear in no message the summarizer read: it made them up, and an agent that
+    trusts the summary uses a wrong value. Write one instruction sentence for the summarizer that stops it from
+    writing values it did not read. The sentence must fit any task, so it names no value, id or name. Reply with
+    that one sentence only."""
+
+    invented: str
+
+
+@dataclass(frozen=True)
 class ShortenInstructions:
     """Rewrite the summary instructions below so that the summaries they produce are shorter, while every
     summary still keeps every fact it keeps now. Keep each sentence that protects a kind of fact; merge and cut
@@ -150,7 +178,7 @@ class Proposal:
     reply: str = ""
 
 
-Question = ProtectKind | StopRepeating | StopFalseClaims
+Question = ProtectKind | StopRepeating | StopFalseClaims | StopInventing
 
 
 def render(signature: Question | ShortenInstructions, cue: str = "") -> str:
@@ -211,21 +239,24 @@ def ut_step(
     seed: int = 0,
     repeats: Sequence[str] = (),
     claims: Sequence[str] = (),
+    invented: Sequence[str] = (),
 ) -> Proposal:
     """One question per kind of fact lost in a minibatch (at most three kinds), one about the first of `repeats`
-    (sentences looping summaries repeated) and one about the first of `claims` (sentences saying a step was done
-    that was not) when there are any; of each reply, the first line that passes every check is added, and the
-    rest are refused with their reason."""
+    (sentences looping summaries repeated), one about the first of `claims` (sentences saying a step was done
+    that was not) and one about the first of `invented` (lines stating values no message held) when there are
+    any; of each reply, the first line that passes every check is added, and the rest are refused with their
+    reason."""
     batch = minibatch(lost, size, seed)
     base = learned_part(parent)
     present = "\n".join((base, closing_part(parent)))
-    loop, claim = list(repeats[:1]), [_hide_tools(c) for c in claims[:1]]
-    literals = _literals(batch, [*loop, *claims[:1]]) | {t for c in claims[:1] for t in _TOOL.findall(c)}
+    loop, claim, made_up = list(repeats[:1]), [_hide_tools(c) for c in claims[:1]], list(invented[:1])
+    literals = _literals(batch, [*loop, *claims[:1], *made_up]) | {t for c in claims[:1] for t in _TOOL.findall(c)}
     examples = {fact.kind: fact for fact in reversed(batch)}  # the first of each kind in minibatch order
     # (kind, question, the line it shows): the loop first, since a loop crowds out every kind at once.
     questions: list[tuple[str, Question, str]] = [
         *(("loop", StopRepeating(fence(_hide_ids(r), "example")), r) for r in loop),
         *(("claim", StopFalseClaims(fence(_hide_ids(c), "example")), c) for c in claim),
+        *(("invented", StopInventing(fence(_hide_ids(line), "example")), line) for line in made_up),
     ]
     for kind in sorted(examples)[:MAX_LINES]:
         shown = fence(masked(examples[kind]), "example")

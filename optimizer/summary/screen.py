@@ -4,7 +4,8 @@ The task's reference solution is replayed through the target strategy (the traje
 takes; no agent model), and each summary is scored against the literals later reference steps need
 that were in what it folded: a value, a receipt id, an error, a paging warning by its literal, a skill
 rule only when its whole line is there verbatim (a paraphrased rule is how rules get lost). Each summary's
-loops and false claims of progress are counted beside (`repeated`, `optimizer.summary.claims`). Summaries go
+loops, false claims of progress and invented values are counted beside (`repeated`, `optimizer.summary.claims`,
+`optimizer.summary.invented`). Summaries go
 through the cached summarizer call, so tier 0 on the same trajectory then costs nothing more.
 """
 
@@ -22,6 +23,7 @@ from optimizer.context.moves.base import current_summary
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.runtime import ContextRuntime
 from optimizer.summary.claims import false_claims
+from optimizer.summary.invented import invented_values, lines_with
 from optimizer.tokens import count_tokens
 from optimizer.world.needs import occurs
 from optimizer.world.task import Need, NeedKind, ReferenceStep, Task
@@ -53,6 +55,9 @@ class SummaryScore:
     repeated: str = ""
     # Sentences saying a step was done that the agent had not done yet (`optimizer.summary.claims`).
     claims: tuple[str, ...] = ()
+    # Ids and amounts the summary states that no message of the history holds, and the lines stating them.
+    invented: tuple[str, ...] = ()
+    invented_lines: tuple[str, ...] = ()
 
     @property
     def looped(self) -> bool:
@@ -125,6 +130,20 @@ class ScreenResult:
     def claims(self) -> list[str]:
         return [c for s in self.summaries for c in s.claims]
 
+    @property
+    def inventing(self) -> int:
+        """Summaries stating a value no message held."""
+        return sum(bool(s.invented) for s in self.summaries)
+
+    @property
+    def misleading(self) -> int:
+        """Summaries a real agent may act wrongly on: a false claim of progress, or a value no message held."""
+        return sum(bool(s.claims or s.invented) for s in self.summaries)
+
+    @property
+    def invented_lines(self) -> list[str]:
+        return [line for s in self.summaries for line in s.invented_lines]
+
 
 def screen(strategy: ContextStrategy, tasks: Sequence[Task], compressor: Compressor) -> ScreenResult:
     results = tuple(screen_task(strategy, task, compressor) for task in tasks)
@@ -194,6 +213,7 @@ def _score(
                 summary.summary,
             )
         )
+    invented = invented_values(summary.summary, (e.content for e in entries))
     return SummaryScore(
         task.id,
         index,
@@ -203,6 +223,8 @@ def _score(
         tuple(lost),
         repeated(summary.summary, "\n".join(entries[i].content for i in summary.entry_ids)),
         false_claims(summary.summary, not_called),
+        invented,
+        lines_with(summary.summary, invented),
     )
 
 

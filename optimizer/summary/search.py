@@ -77,6 +77,7 @@ class SearchRecord:
                 "summary_tokens": round(s.summary_tokens, 1),
                 "summaries_looped": s.looped,
                 "summaries_claiming": s.claimed,
+                "summaries_inventing": s.inventing,
                 "lost_by_kind": s.lost_by_kind,
             }
 
@@ -111,8 +112,9 @@ class SearchRecord:
 
 def rank(s: ScreenResult) -> tuple[float, float, int]:
     """Tasks whose every needed fact stayed visible, then facts kept by the summaries, then fewer summaries that
-    claim a step the agent has not done (tier 0's agent never reads them; a real agent may skip the step)."""
-    return (s.visible_share, s.kept_share, -s.claimed)
+    mislead: claim a step the agent has not done, or state a value no message held (tier 0's agent never reads
+    them; a real agent may skip the step or use the value)."""
+    return (s.visible_share, s.kept_share, -s.misleading)
 
 
 def learn(
@@ -149,7 +151,7 @@ def learn(
     for r in range(1, rounds + 1):
         for i in range(candidates):
             assert best.train is not None and best.val is not None
-            if not best.train.lost and not best.train.repeats and not best.train.claims:
+            if not (best.train.lost or best.train.repeats or best.train.claims or best.train.invented_lines):
                 break
             proposal = ut_step(
                 lm,
@@ -159,6 +161,7 @@ def learn(
                 seed=seed * 1000 + r * 10 + i,
                 repeats=best.train.repeats,
                 claims=best.train.claims,
+                invented=best.train.invented_lines,
             )
             name = f"ut{r}.{i}"
             if not proposal.llm_lines:

@@ -79,6 +79,7 @@ def test_the_table_shows_tier1_columns_and_intervals(bench):
         "summaries": 2,
         "summaries_looped": 1,
         "summaries_claiming": 2,
+        "summaries_inventing": 1,
     }
     interval = {"mean": 0.25, "low": 0.0, "high": 0.5}
     report = {
@@ -93,6 +94,6 @@ def test_the_table_shows_tier1_columns_and_intervals(bench):
     }
     text = bench.table(report)
     assert "| tier-1 success (4 tasks) | tier-1 mean peak |" in text
-    assert "| learned | 3/4 | 0.50 | 1 of 2 | 2 of 2 | 1.00 | 120 | 3000 | 0.75 | 2900 |" in text
-    assert "| none | - | - | - | - | 1.00 | - | 3000 | 0.75 | 2900 |" in text
+    assert "| learned | 3/4 | 0.50 | 1 of 2 | 2 of 2 | 1 of 2 | 1.00 | 120 | 3000 | 0.75 | 2900 |" in text
+    assert "| none | - | - | - | - | - | 1.00 | - | 3000 | 0.75 | 2900 |" in text
     assert "learned-none: tier-1 success +0.25 [+0.00, +0.50]" in text

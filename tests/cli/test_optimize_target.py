@@ -16,7 +16,7 @@ from optimizer.context.guideline import SEED_GUIDELINE, read_guideline
 
 SEED = "Summarize the conversation so far."
 LEARNED_LINE = "Keep every identifier and amount the later steps use, exactly as written."
-IDS = re.compile(r"\b[A-Z]{1,5}-\d+")
+IDS = re.compile(r"(?<![\w-])[A-Z]{1,5}-\d+(?![\w-])")  # whole ids: a tail of RULE-X-03 would be an invented id
 
 
 def responder(request: dict) -> str:

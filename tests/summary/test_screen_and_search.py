@@ -418,6 +418,58 @@ def test_the_search_learns_a_line_against_false_claims_at_equal_facts(compressor
     assert record.to_dict()["candidates"][0]["train"]["summaries_claiming"] == start.train.claimed
 
 
+INVENTED = "VARIABLES: widget = W-778, bin = B-97, price = 12.50"
+AGAINST_INVENTING = "Write a value only exactly as a message showed it; never guess one."
+
+
+def inventing_summarizer(request: dict) -> str:
+    """Keeps what `summarizer` keeps, and adds a bin and a price no message held unless told not to guess."""
+    kept = summarizer(request)
+    return kept if "never guess" in request["messages"][-1]["content"] else f"{kept}\n{INVENTED}"
+
+
+def test_the_screen_counts_a_summary_that_states_values_no_message_held(compressor_for):  # noqa: F811
+    compressor, _ = compressor_for(inventing_summarizer)
+    made_up = screen(target(SEED), [task()], compressor)
+    assert made_up.inventing == len(made_up.summaries) > 0 and made_up.invented_lines[0] == INVENTED
+    assert made_up.summaries[0].invented == ("B-97", "12.50")  # the widget is the task statement's own
+    assert made_up.misleading == made_up.inventing and made_up.claimed == 0
+    honest = screen(target(f"{SEED}\n{AGAINST_INVENTING}"), [task()], compressor)
+    assert honest.inventing == 0 and honest.invented_lines == []
+
+
+def test_an_invented_value_gets_a_question_of_its_own_with_values_hidden():
+    asked = []
+
+    def lm(prompt, temperature):
+        asked.append(prompt)
+        if "made them up" in prompt:
+            return "Never write B-97.\nKeep the answer short and clear.\n" + AGAINST_INVENTING
+        return "Keep every identifier and location code the task names."
+
+    proposal = ut_step(lm, with_contract(SEED), [FACT], invented=[INVENTED])
+    assert len(asked) == 2 and "bin = <value>, price = <value>" in asked[0]
+    assert "B-97" not in asked[0] and "12.50" not in asked[0]
+    assert proposal.llm_lines == (AGAINST_INVENTING, "Keep every identifier and location code the task names.")
+    refused = dict(proposal.refused)
+    assert refused["Never write B-97."] == "names a value or id from the examples"
+    assert refused["Keep the answer short and clear."].startswith("names no kind")
+
+
+def test_the_search_learns_a_line_against_invented_values_at_equal_facts(compressor_for):  # noqa: F811
+    compressor, _ = compressor_for(inventing_summarizer)
+
+    def lm(prompt, temperature):
+        return AGAINST_INVENTING if "made them up" in prompt else "Be brief."
+
+    record = learn(target, SEED, [task()], [task()], compressor, lm, candidates=1)
+    start, best = record.candidates[0], record.best()
+    assert start.train is not None and start.train.inventing > 0
+    assert best.llm_lines == (AGAINST_INVENTING,) and best.val is not None and best.val.inventing == 0
+    assert start.val is not None and best.val.kept == start.val.kept  # chosen on invented values alone
+    assert record.to_dict()["candidates"][0]["train"]["summaries_inventing"] == start.train.inventing
+
+
 def _screened(kept: int, claims: int) -> ScreenResult:
     summaries = tuple(
         SummaryScore(
