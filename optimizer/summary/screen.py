@@ -15,6 +15,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from optimizer.agent.llm import FINISH
 from optimizer.context.compressor import Compressor
@@ -134,6 +135,13 @@ class ScreenResult:
     def inventing(self) -> int:
         """Summaries stating a value no message held."""
         return sum(bool(s.invented) for s in self.summaries)
+
+    @property
+    def back_to_back(self) -> int:
+        """Summaries made at the step right after another summary: what the target kept after a summary already
+        reached its trigger, so it summarizes on every call from there (LangChain keeping 4 messages of 1,000-token
+        product sheets under a 2,000-token trigger). The knobs' fault, not the text's: no instruction stops it."""
+        return sum(b.step == a.step + 1 for t in self.tasks for a, b in pairwise(t.summaries))
 
     @property
     def misleading(self) -> int:

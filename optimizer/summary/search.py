@@ -78,6 +78,7 @@ class SearchRecord:
                 "summaries_looped": s.looped,
                 "summaries_claiming": s.claimed,
                 "summaries_inventing": s.inventing,
+                "summaries_back_to_back": s.back_to_back,
                 "lost_by_kind": s.lost_by_kind,
             }
 
@@ -139,6 +140,12 @@ def learn(
             c.val = screen(make(c.text), val, compressor)
         splits = [("train", c.train), *([("validation", c.val)] if c.val is not None else [])]
         log(f"screened {c.name}: " + "; ".join(f"{n} {r.kept} of {r.needed} facts kept" for n, r in splits))
+        if c.parent is None and c.train.back_to_back:  # the knobs' doing, said once, on the first text screened
+            log(
+                f"{c.train.back_to_back} of {len(c.train.summaries)} train summaries came at the step right after "
+                "another: the messages kept after a summary already reach the trigger, so the target summarizes on "
+                "every call (a higher trigger or fewer kept messages avoids it; no instruction text does)"
+            )
         return c
 
     def at_tier1(child: Candidate, parent: Candidate, verdict: str) -> str:

@@ -7,6 +7,7 @@ decided by the text, as it is with a real model, and every score below follows f
 from __future__ import annotations
 
 import dataclasses
+from itertools import pairwise
 
 import pytest
 
@@ -509,3 +510,19 @@ def test_a_child_the_screen_takes_is_dropped_when_the_real_agent_does_worse_with
     kept = learn(target, SEED, [task()], [task()], compressor, lm, candidates=1, confirm=lambda text: 1.0)
     assert kept.best().llm_lines == (AGAINST_CLAIMS,)
     assert {a.candidate: a.verdict for a in kept.attempts}["ut1.0"].endswith("; tier 1 1.00 against 1.00")
+
+
+def test_summaries_at_consecutive_steps_are_counted_and_said_to_be_the_knobs_doing(compressor_for):  # noqa: F811
+    compressor, _ = compressor_for(summarizer)
+    # The workbench's results are large: four kept messages already reach a 1,500-token trigger after a summary.
+    churning = screen(LangChainSummary(trigger_tokens=1500, keep_messages=4, instructions=SEED), [task()], compressor)
+    steps = [s.step for s in churning.summaries]
+    assert churning.back_to_back == sum(b == a + 1 for a, b in pairwise(steps)) > 0
+    settled = screen(LangChainSummary(trigger_tokens=2500, keep_messages=4, instructions=SEED), [task()], compressor)
+    assert settled.summaries and settled.back_to_back == 0
+    said: list[str] = []
+    record = learn(
+        target, SEED, [task()], [task()], compressor, lambda p, t: "Be brief.", candidates=1, log=said.append
+    )
+    assert record.to_dict()["candidates"][0]["train"]["summaries_back_to_back"] > 0
+    assert sum("summarizes on every call" in line for line in said) == 1
