@@ -6,7 +6,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from optimizer.evaluate.store import EpisodeStore
+from optimizer.evaluate.store import EpisodeStore, read_meta
 from optimizer.jsontypes import JSON
 from optimizer.report.model import Budget, Infrastructure
 
@@ -21,7 +21,7 @@ def spent(job_dir: Path, *, optimizer_tokens: int, candidates: int) -> Budget:
     agent_episodes = compressor_calls = 0
     for run in run_dirs(job_dir):
         latest = EpisodeStore(run).load()
-        if "-llm-" in run.name:
+        if _agent_and_split(run)[0] == "llm":
             agent_episodes += len(latest)
         compressor_calls += sum(1 for e in latest for r in e.records if r.compressor_usage and not r.compressor_cached)
     return Budget(
@@ -39,8 +39,19 @@ def search_agent_episodes(job_dir: Path) -> int:
     return sum(
         len(EpisodeStore(run).latest())
         for run in run_dirs(job_dir)
-        if "-llm-train-" in run.name or "-llm-val-" in run.name
+        if _agent_and_split(run) in (("llm", "train"), ("llm", "val"))
     )
+
+
+def _agent_and_split(run: Path) -> tuple[str, str]:
+    """Who ran a run directory's episodes and on which split, as its meta.json says; from its name
+    (`<strategy>-<agent>-<split>-<key>`) when the meta is unreadable. A strategy's own name may hold `-llm-`."""
+    meta = read_meta(run) or {}
+    agent, split = meta.get("agent"), meta.get("split")
+    if isinstance(agent, str) and isinstance(split, str):
+        return agent, split
+    parts = run.name.rsplit("-", 3)
+    return (parts[1], parts[2]) if len(parts) == 4 else ("", "")
 
 
 def infrastructure(job_dir: Path) -> Infrastructure:
