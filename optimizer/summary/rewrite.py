@@ -64,21 +64,28 @@ KIND_WORDS: dict[str, tuple[str, ...]] = {
         "occurred",
         "progress",
     ),
+    # "The summarizer should refrain from generating values not present in the original input." (the 1.5B
+    # optimizer's answer on `reach_long` train tasks): words for where a value must come from, and for making one up.
     "invented": (
         "exact",
         "exactly",
         "verbatim",
         "invent",
         "guess",
+        "generate",
+        "generating",
+        "fabricate",
+        "hallucinate",
         "seen",
         "shown",
+        "read",
+        "present",
         "appears",
         "appeared",
         "given",
+        "original",
         "unknown",
         "placeholder",
-        "placeholders",
-        "make",
     ),
 }
 # What each kind of lost fact is, in the words the optimizer is asked about it.

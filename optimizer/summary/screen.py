@@ -145,8 +145,11 @@ class ScreenResult:
 
     @property
     def misleading(self) -> int:
-        """Summaries a real agent may act wrongly on: a false claim of progress, or a value no message held."""
-        return sum(bool(s.claims or s.invented) for s in self.summaries)
+        """Faults a real agent may act on, counted per summary and kind: a false claim of progress, a value no
+        message held. Per kind, so that a text curing one of two faults is better (the 1.5B summarizer invented
+        values in 7 of 8 train summaries under the seed's sections, and a line that cut its false claims from 3
+        to 1 counted for nothing when both were one tally)."""
+        return self.claimed + self.inventing
 
     @property
     def invented_lines(self) -> list[str]:

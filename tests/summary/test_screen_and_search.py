@@ -17,7 +17,7 @@ from optimizer.summary.contract_text import HEADER, closing_part, learned_part, 
 from optimizer.summary.langchain_target import LangChainSummary
 from optimizer.summary.rewrite import SHORTEN_CUE, co_step, llm_lines, minibatch, placed, ut_step
 from optimizer.summary.screen import LostFact, ScreenResult, SummaryScore, TaskScreen, repeated, screen
-from optimizer.summary.search import _ut_verdict, learn
+from optimizer.summary.search import _ut_verdict, learn, rank
 from optimizer.world import Need, NeedKind
 from tests.context.conftest import compressor_for, make_task  # noqa: F401 - fixture
 
@@ -455,6 +455,26 @@ def test_an_invented_value_gets_a_question_of_its_own_with_values_hidden():
     refused = dict(proposal.refused)
     assert refused["Never write B-97."] == "names a value or id from the examples"
     assert refused["Keep the answer short and clear."].startswith("names no kind")
+
+
+def test_the_1_5b_optimizers_answer_to_the_invented_value_question_is_kept():
+    line = "The summarizer should refrain from generating values not present in the original input."
+
+    def lm(prompt, temperature):
+        return line if "made them up" in prompt else "Be brief."
+
+    assert ut_step(lm, with_contract(SEED), [], invented=[INVENTED]).llm_lines == (line,)
+
+
+def test_a_child_that_cures_one_of_two_faults_of_its_summaries_ranks_above_its_parent():
+    def screened(claims: bool, invented: bool) -> ScreenResult:
+        claim = ("The agent has called finish.",) if claims else ()
+        score = SummaryScore("t", 0, 2, 2, 50, claims=claim, invented=("B-97",) if invented else ())
+        return ScreenResult((TaskScreen("t", (score,), 3, 3, 900),))
+
+    parent = screened(claims=True, invented=True)
+    assert parent.misleading == 2 and rank(screened(claims=False, invented=True)) > rank(parent)
+    assert rank(screened(claims=False, invented=False)) > rank(screened(claims=True, invented=False))
 
 
 def test_the_search_learns_a_line_against_invented_values_at_equal_facts(compressor_for):  # noqa: F811
