@@ -372,10 +372,17 @@ CLAIM = "The agent has called finish with the answer for order ORD-5521."
 AGAINST_CLAIMS = "Never report a step as done unless its result appears in the conversation."
 
 
-def claiming_summarizer(request: dict) -> str:
-    """Keeps what `summarizer` keeps, and says the task is finished unless told what counts as done."""
-    kept = summarizer(request)
-    return kept if "unless its result" in request["messages"][-1]["content"] else f"{kept}\n{CLAIM}"
+def adding(line: str, *, unless: str):
+    """A summarizer that keeps what `summarizer` keeps and adds `line`, unless its instructions say `unless`."""
+
+    def summarize(request: dict) -> str:
+        kept = summarizer(request)
+        return kept if unless in request["messages"][-1]["content"] else f"{kept}\n{line}"
+
+    return summarize
+
+
+claiming_summarizer = adding(CLAIM, unless="unless its result")  # says the task is finished
 
 
 def test_the_screen_counts_a_summary_that_says_a_step_not_yet_taken_is_done(compressor_for):  # noqa: F811
@@ -405,28 +412,11 @@ def test_a_false_claim_gets_a_question_of_its_own_with_values_and_tools_hidden()
     assert refused["Keep every identifier a later step needs."].startswith("names no kind")
 
 
-def test_the_search_learns_a_line_against_false_claims_at_equal_facts(compressor_for):  # noqa: F811
-    compressor, _ = compressor_for(claiming_summarizer)
-
-    def lm(prompt, temperature):
-        return AGAINST_CLAIMS if "had not done that step" in prompt else "Be brief."
-
-    record = learn(target, SEED, [task()], [task()], compressor, lm, candidates=1)
-    start, best = record.candidates[0], record.best()
-    assert start.train is not None and start.train.claimed > 0
-    assert best.llm_lines == (AGAINST_CLAIMS,) and best.val is not None and best.val.claimed == 0
-    assert start.val is not None and best.val.kept == start.val.kept  # chosen on claims alone
-    assert record.to_dict()["candidates"][0]["train"]["summaries_claiming"] == start.train.claimed
-
-
 INVENTED = "VARIABLES: widget = W-778, bin = B-97, price = 12.50"
 AGAINST_INVENTING = "Write a value only exactly as a message showed it; never guess one."
 
 
-def inventing_summarizer(request: dict) -> str:
-    """Keeps what `summarizer` keeps, and adds a bin and a price no message held unless told not to guess."""
-    kept = summarizer(request)
-    return kept if "never guess" in request["messages"][-1]["content"] else f"{kept}\n{INVENTED}"
+inventing_summarizer = adding(INVENTED, unless="never guess")  # a bin and a price no message held
 
 
 def test_the_screen_counts_a_summary_that_states_values_no_message_held(compressor_for):  # noqa: F811
@@ -477,18 +467,32 @@ def test_a_child_that_cures_one_of_two_faults_of_its_summaries_ranks_above_its_p
     assert rank(screened(claims=False, invented=False)) > rank(screened(claims=True, invented=False))
 
 
-def test_the_search_learns_a_line_against_invented_values_at_equal_facts(compressor_for):  # noqa: F811
-    compressor, _ = compressor_for(inventing_summarizer)
+@pytest.mark.parametrize(
+    ("faulty", "question", "cure", "count", "column"),
+    [
+        (claiming_summarizer, "had not done that step", AGAINST_CLAIMS, "claimed", "summaries_claiming"),
+        (inventing_summarizer, "made them up", AGAINST_INVENTING, "inventing", "summaries_inventing"),
+    ],
+)
+def test_the_search_learns_a_line_against_a_misleading_fault_at_equal_facts(
+    compressor_for,  # noqa: F811
+    faulty,
+    question,
+    cure,
+    count,
+    column,
+):
+    compressor, _ = compressor_for(faulty)
 
     def lm(prompt, temperature):
-        return AGAINST_INVENTING if "made them up" in prompt else "Be brief."
+        return cure if question in prompt else "Be brief."
 
     record = learn(target, SEED, [task()], [task()], compressor, lm, candidates=1)
     start, best = record.candidates[0], record.best()
-    assert start.train is not None and start.train.inventing > 0
-    assert best.llm_lines == (AGAINST_INVENTING,) and best.val is not None and best.val.inventing == 0
-    assert start.val is not None and best.val.kept == start.val.kept  # chosen on invented values alone
-    assert record.to_dict()["candidates"][0]["train"]["summaries_inventing"] == start.train.inventing
+    assert start.train is not None and getattr(start.train, count) > 0
+    assert best.llm_lines == (cure,) and best.val is not None and getattr(best.val, count) == 0
+    assert start.val is not None and best.val.kept == start.val.kept  # chosen on the fault alone
+    assert record.to_dict()["candidates"][0]["train"][column] == getattr(start.train, count)
 
 
 def _screened(kept: int, claims: int) -> ScreenResult:
