@@ -3,8 +3,8 @@
 Facts kept counts the needed literals a summary carries; it cannot see a summary that carries them and also
 states values it made up. Under the seed's `name = value` section the 1.5B local summarizer wrote, on a
 `reach_long` train task, `sku = SKU-123, unit_price = 10.00, reservation_id = RSV-456` beside the customer id it
-kept: the screen counted the summary as keeping the facts, and the real agent answered with a stock count that
-was never read. A value is invented when it has the shape of an id (letters and digits in one token, as in
+kept: the screen counted the summary among those that kept their facts, and a real agent reads every value in a
+summary as true. A value is invented when it has the shape of an id (letters and digits in one token, as in
 `RSV-456`) or an amount (digits around a decimal point) and occurs in no text the summarizer could have copied
 it from. Bare integers are left out: "10" occurs somewhere in almost any history, so the check would only
 ever miss them, and a heuristic that can only miss should not pretend to look.

@@ -140,7 +140,8 @@ class ScreenResult:
     def back_to_back(self) -> int:
         """Summaries made at the step right after another summary: what the target kept after a summary already
         reached its trigger, so it summarizes on every call from there (LangChain keeping 4 messages of 1,000-token
-        product sheets under a 2,000-token trigger). The knobs' fault, not the text's: no instruction stops it."""
+        product sheets under a 2,000-token trigger; keeping 2 did not stop it for the real agent, whose repeated reads
+        tier 0 does not make). The knobs' fault, not the text's: no instruction stops it."""
         return sum(b.step == a.step + 1 for t in self.tasks for a, b in pairwise(t.summaries))
 
     @property

@@ -144,7 +144,8 @@ def learn(
             log(
                 f"{c.train.back_to_back} of {len(c.train.summaries)} train summaries came at the step right after "
                 "another: the messages kept after a summary already reach the trigger, so the target summarizes on "
-                "every call (a higher trigger or fewer kept messages avoids it; no instruction text does)"
+                "every call (only a trigger above a summary plus the kept messages avoids it; no instruction text "
+                "does)"
             )
         return c
 
