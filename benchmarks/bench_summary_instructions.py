@@ -441,8 +441,17 @@ def table(report: dict[str, Any]) -> str:
         looping = f"{r['summaries_looped']} of {r['summaries']}" if "summaries_looped" in r else "-"
         claiming = f"{r['summaries_claiming']} of {r['summaries']}" if "summaries_claiming" in r else "-"
         inventing = f"{r['summaries_inventing']} of {r['summaries']}" if "summaries_inventing" in r else "-"
-        cells = [name, kept, per, looping, claiming, inventing, f"{r['tier0_success']:.2f}", tokens]
-        cells.append(f"{r['peak_mean']:.0f}")
+        cells = [
+            name,
+            kept,
+            per,
+            looping,
+            claiming,
+            inventing,
+            f"{r['tier0_success']:.2f}",
+            tokens,
+            f"{r['peak_mean']:.0f}",
+        ]
         if with_tier1:
             cells += (
                 [f"{r['tier1_success']:.2f}", f"{r['tier1_peak_mean']:.0f}"] if "tier1_success" in r else ["-", "-"]

@@ -102,8 +102,16 @@ def target_table(report: SummaryReport) -> Table:
         title=f"Summary instructions for the {report.target} target, test split ({report.tasks['test']} tasks, "
         f"{report.suite}): learned vs the target's default and the seed"
     )
-    columns = ["text", "version", "facts kept", "per summary", "false claims", "invented values", "summary tokens"]
-    columns.append("tier-0 success")
+    columns = [
+        "text",
+        "version",
+        "facts kept",
+        "per summary",
+        "false claims",
+        "invented values",
+        "summary tokens",
+        "tier-0 success",
+    ]
     for column in [*columns, "95% CI", "peak mean", *(["tier-1 success"] if tier1 else [])]:
         table.add_column(column, justify="left" if column in ("text", "version") else "right")
     for r in report.rows:
