@@ -2,7 +2,8 @@
 
     python benchmarks/bench_summary_instructions.py [--config experiments/builtin.toml] [--target langchain]
         [--trigger 1500] [--keep 4] [--learn 6] [--split val|test] [--limit N] [--candidates 2] [--rounds 1]
-        [--tier1 N] [--confirm S] [--confirm-tasks 4] [--summarizer MODEL] [--frequency-penalty X] [--scripted]
+        [--triggers T1,T2] [--tier1 N] [--confirm S] [--confirm-tasks 4] [--summarizer MODEL]
+        [--frequency-penalty X] [--scripted]
         [--out benchmarks/results/summary_instructions_<suite>_<target>[_fp<X>][_<MODEL>]_<split>.json]
 
 Learning sees only the train split (taken in turns from each task family): its first `--learn` tasks, the
@@ -24,6 +25,9 @@ peak and the same paired intervals at tier 1. Its episodes are stored under `--r
 re-run (an interrupted run resumes there). `--confirm S` puts the real agent in the search: a child the
 screen would take must also pass at least as many episodes as its parent on `--confirm-tasks` train tasks x S
 seeds, chosen among the train tasks neither mined nor in the figure as those full context solves on every seed.
+`--triggers` lets the trigger be chosen beside the text (`optimizer.summary.knobs`): the learned text is judged at
+`--trigger` and at each of them (tier 1 on the confirmation tasks with `--confirm`, else tier 0 on the choice
+tasks), the rows run at the winner, and `learned@T` / `default@T` rows show both texts at the user's `--trigger`.
 `--scripted` swaps every model for a deterministic stand-in to
 check the plumbing: its numbers say nothing about any model and are labelled so.
 """
@@ -59,12 +63,13 @@ from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.llm.cache import ResponseCache  # noqa: E402
 from optimizer.llm.client import ChatClient  # noqa: E402
 from optimizer.search.evaluator import Evaluator  # noqa: E402
-from optimizer.search.summary_job import confirm_at_tier1, solved_at_tier1  # noqa: E402
+from optimizer.search.summary_job import confirm_at_tier1, judge_at_tier1, solved_at_tier1  # noqa: E402
 from optimizer.search.task_order import spread  # noqa: E402
 from optimizer.summary.anthropic_target import AnthropicCompaction  # noqa: E402
 from optimizer.summary.call import CachedOptimizer  # noqa: E402
 from optimizer.summary.contract_text import with_contract  # noqa: E402
 from optimizer.summary.defaults import target_default  # noqa: E402
+from optimizer.summary.knobs import Judged, TriggerChoice, choose_trigger  # noqa: E402
 from optimizer.summary.langchain_target import LangChainSummary  # noqa: E402
 from optimizer.summary.rewrite import OptimizerLM  # noqa: E402
 from optimizer.summary.screen import ScreenResult, screen  # noqa: E402
@@ -191,6 +196,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="Confirmation tasks: the first this many train tasks outside mining and the figure (the choice tasks "
         "first) that full context solves at tier 1 on every seed.",
     )
+    parser.add_argument(
+        "--triggers",
+        default="",
+        help="Other triggers the learned text may be run at (comma-separated): each is judged with it (tier 1 on "
+        "the confirmation tasks with --confirm, else tier 0 on the choice tasks) and the rows run at the winner, "
+        "with the learned and default texts at --trigger beside them.",
+    )
     parser.add_argument("--tier1", type=int, default=0, help="Figure tasks the real agent also runs (0: none).")
     parser.add_argument("--runs", type=Path, default=None, help="Where tier-1 episodes are stored.")
     parser.add_argument(
@@ -245,6 +257,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not figure:
         parser.error("no tasks for the figure")
     make = make_target(args.target, args.trigger, args.keep)
+    try:
+        triggers = [int(t) for t in args.triggers.split(",") if t]
+    except ValueError:
+        parser.error(f"--triggers: whole numbers separated by commas, not {args.triggers!r}")
+    if any(t <= 0 for t in triggers):
+        parser.error("--triggers: every trigger must be positive")
     tier1_tasks = spread(figure)[: args.tier1]
     tier1_rows = set(args.tier1_rows.split(","))
     if tier1_tasks and not {"none", "learned"} <= tier1_rows:
@@ -259,6 +277,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (AconError, OSError, ValueError) as error:
         parser.error(f"--baselines: {' '.join(str(error).split())[:200]}")
     started = time.perf_counter()
+
+    def _choose_trigger(
+        text: str, triggers: list[int], compressor: Compressor, evaluator: Evaluator | None
+    ) -> TriggerChoice:
+        if evaluator is not None and confirm_on:
+            judge = judge_at_tier1(evaluator, confirm_on, "train", args.confirm, TIER1_TEMPERATURE)
+            judged_by = f"the real agent on {len(confirm_on)} confirmation task(s) x {args.confirm} seed(s)"
+        else:
+
+            def judge(strategy: ContextStrategy) -> Judged:
+                episodes = tier0(strategy, choose, compressor)
+                peak = statistics.mean(e.metrics.peak_tokens for e in episodes)
+                return Judged(sum(e.success for e in episodes) / len(episodes), peak, len(episodes))
+
+            judged_by = f"tier 0 on the {len(choose)} choice task(s)"
+
+        def at(trigger: int) -> SummaryTarget:
+            return make_target(args.target, trigger, args.keep)(text)
+
+        choice = choose_trigger(at, args.trigger, triggers, judge, judged_by, _log)
+        _log(choice.describe())
+        return choice
 
     def run_with(
         compressor: Compressor, lm: OptimizerLM, model: str, evaluator: Evaluator | None = None
@@ -294,15 +334,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             "seed+contract": with_contract(seed_text),
             "learned": best.text,
         }
+        choice = None
+        at = make
+        if triggers:
+            choice = _choose_trigger(best.text, triggers, compressor, evaluator)
+            at = make_target(args.target, choice.chosen, args.keep)
+        strategies = {"none": parse_strategy("none"), **{n: at(t) for n, t in texts.items()}}
+        if choice is not None and choice.chosen != args.trigger:  # the text against the default where it was learned
+            strategies |= {f"{n}@{args.trigger}": make(texts[n]) for n in ("learned", "default")}
+        strategies |= baselines
         rows: dict[str, Any] = {}
         kept: dict[str, list[float]] = {}
         success: dict[str, list[float]] = {}
-        strategies = {"none": parse_strategy("none"), **{n: make(t) for n, t in texts.items()}, **baselines}
         for name, strategy in strategies.items():
-            screened = screen(strategy, figure, compressor) if name in texts else None
+            text_row = name.split("@")[0] in texts
+            screened = screen(strategy, figure, compressor) if text_row else None
             episodes = tier0(strategy, figure, None if name == "none" else compressor)
             rows[name] = row(episodes, screened)
-            if evaluator is not None and tier1_tasks and name in tier1_rows and strategy.kind != "oracle":
+            in_tier1 = name.split("@")[0] in tier1_rows
+            if evaluator is not None and tier1_tasks and in_tier1 and strategy.kind != "oracle":
                 rows[name] |= tier1(evaluator, strategy, tier1_tasks, "test" if args.split == "test" else "train")
             success[name] = [float(e.success) for e in episodes]
             if screened is not None:
@@ -325,6 +375,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
         return {
             "model": model,
+            "trigger_choice": choice.to_dict() | {"described": choice.describe()} if choice is not None else None,
             "rows": rows,
             "paired": pairs,
             "texts": texts,
@@ -374,7 +425,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "scripted": args.scripted,
         "suite": suite,
         "target": args.target,
-        "knobs": {"trigger": args.trigger, "keep": args.keep},
+        # The knobs the rows ran at (`learned@T` / `default@T` rows ran at the asked trigger T).
+        "knobs": {"trigger": (result["trigger_choice"] or {}).get("chosen", args.trigger), "keep": args.keep},
         "search_budget": {
             "rounds": args.rounds,
             "candidates": args.candidates,
@@ -458,6 +510,8 @@ def table(report: dict[str, Any]) -> str:
             )
         lines.append(f"| {' | '.join(cells)} |")
     lines.append("")
+    if report.get("trigger_choice"):
+        lines.append(f"{report['trigger_choice']['described']}\n")
     search = report.get("search")
     if search:
         chosen = next(c for c in search["candidates"] if c["name"] == search["chosen"])

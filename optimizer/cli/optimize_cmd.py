@@ -136,7 +136,7 @@ def target_table(report: SummaryReport) -> Table:
         f"chosen {report.search.chosen} on {report.chosen_on} · default: {report.default_source} · "
         "facts kept: needed literals the summaries kept (screen) · false claims: summaries saying a step not yet "
         "taken was done · invented values: summaries stating an id or amount no message held · tier 0: the "
-        "reference agent"
+        "reference agent" + (f" · {report.trigger.describe()}" if report.trigger is not None else "")
     )
     return table
 

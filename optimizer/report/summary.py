@@ -18,6 +18,7 @@ from optimizer.evaluate.stats import paired_bootstrap_diff, wilson_interval
 from optimizer.jsontypes import JSON, JSONObject
 from optimizer.report.file import SUMMARY_KIND
 from optimizer.report.model import TIER0_LIMITS
+from optimizer.summary.knobs import TriggerChoice
 from optimizer.summary.screen import ScreenResult
 from optimizer.summary.search import SearchRecord
 
@@ -115,6 +116,7 @@ class SummaryReport:
     artifact: str  # the learned guideline file
     optimizer: dict[str, int] = field(default_factory=dict)  # calls, cache hits, tokens
     notes: tuple[str, ...] = ()
+    trigger: TriggerChoice | None = None  # the trigger chosen beside the text, when the job had choices
 
     def row(self, name: str) -> TextRow:
         return next(r for r in self.rows if r.name == name)
@@ -166,6 +168,7 @@ class SummaryReport:
             "search": self.search.to_dict(),
             "optimizer": self.optimizer,
             "notes": list(self.notes),
+            "trigger": self.trigger.to_dict() if self.trigger is not None else None,
         }
 
     def markdown(self) -> str:
@@ -178,6 +181,7 @@ class SummaryReport:
             f"{'validation' if self.chosen_on == 'val' else 'train (no validation tasks)'} tasks; every row below "
             f"on the same {test} test tasks with the same summarizer.",
             "",
+            *([f"Knobs chosen beside the text: {self.trigger.describe()}.", ""] if self.trigger is not None else []),
             "| row | version | facts kept | per summary | false claims | invented values | summary tokens "
             "| tier-0 success | 95% CI | mean peak |" + (" tier-1 success |" if tier1 else ""),
             "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if tier1 else ""),

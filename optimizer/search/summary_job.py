@@ -17,6 +17,7 @@ evaluation is a keyed run directory, so a resumed or repeated job replays what i
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -28,7 +29,7 @@ from optimizer.context.strategies import GuidelineStrategy, parse_strategy
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.errors import ConfigError
 from optimizer.evaluate.endpoints import ModelEndpoints
-from optimizer.evaluate.scores import Scores
+from optimizer.evaluate.scores import Scores, TaskScore
 from optimizer.evaluate.strategy_runs import select_tasks
 from optimizer.report.summary import SummaryReport, TextRow
 from optimizer.search.evaluator import Evaluator, Progress
@@ -38,6 +39,7 @@ from optimizer.search.task_order import spread
 from optimizer.summary.call import CachedOptimizer
 from optimizer.summary.contract_text import with_contract
 from optimizer.summary.export import target_guideline
+from optimizer.summary.knobs import Judge, Judged, TriggerChoice, choose_trigger
 from optimizer.summary.screen import screen
 from optimizer.summary.search import Confirm, MakeTarget, SearchRecord, learn
 from optimizer.world.task import Task
@@ -73,6 +75,7 @@ class SummaryJob:
         self.dir.claim(config, resume=resume, started_by=CHECKPOINT)
         self.log = log
         self.progress = progress
+        self.confirm_on: list[Task] = []  # the confirmation tasks, once the real agent has picked them
 
     def run(self) -> SummaryReport:
         started = time.monotonic()
@@ -104,9 +107,12 @@ class SummaryJob:
                 confirm=self._confirmer(evaluator),
                 log=self.log,
             )
-            self.dir.write_json(CHECKPOINT, record.to_dict())
             best = record.best()
             self.log(f"chosen: {best.name} ({len(best.llm_lines)} optimizer line(s) in it)")
+            trigger = self._choose_trigger(evaluator, best.text)
+            self.dir.write_json(
+                CHECKPOINT, record.to_dict() | ({"trigger": trigger.to_dict()} if trigger is not None else {})
+            )
             texts: dict[str, str | None] = {
                 "learned": best.text,
                 "default": None,
@@ -137,6 +143,7 @@ class SummaryJob:
             artifact=str(artifact),
             optimizer={"calls": optimizer.calls, "cache_hits": optimizer.cache_hits, "tokens": optimizer.tokens},
             notes=tuple(notes),
+            trigger=trigger,
         )
         self.dir.write_json("report.json", {**report.to_dict(), "wall_s": round(time.monotonic() - started, 1)})
         self.dir.write_text("report.md", report.markdown())
@@ -154,7 +161,30 @@ class SummaryJob:
                 "seed, so a confirmation there could not tell a rewrite from its parent"
             )
         self.log(f"tier 1 confirms on the {len(tasks)} validation task(s) full context solves on every seed")
+        self.confirm_on = tasks
         return confirm_at_tier1(evaluator, self.target.strategy, tasks, "val", seeds, temperature)
+
+    def _choose_trigger(self, evaluator: Evaluator, text: str) -> TriggerChoice | None:
+        """With `trigger_choices`: the trigger the learned text does best at (`optimizer.summary.knobs`), which every
+        row of the report and the artifact then use."""
+        target = self.target
+        if not target.trigger_choices:
+            return None
+        if self.confirm_on:
+            seeds = target.confirm_seeds
+            temperature = self.options.selection.tier1_temperature
+            judge = judge_at_tier1(evaluator, self.confirm_on, "val", seeds, temperature)
+            judged_by = f"the real agent on {len(self.confirm_on)} validation task(s) x {seeds} seed(s)"
+        else:
+            judge = judge_at_tier0(evaluator, self.val, "val", self.options.screen_agent)
+            judged_by = f"tier 0 ({self.options.screen_agent} agent) on {len(self.val)} {self.chosen_on} task(s)"
+        asked = target.strategy(text).trigger()
+        choice = choose_trigger(
+            lambda t: target.at_trigger(t).strategy(text), asked, target.trigger_choices, judge, judged_by, self.log
+        )
+        self.log(choice.describe())
+        self.target = target.at_trigger(choice.chosen)
+        return choice
 
     def _row(self, name: str, text: str | None, compressor: Compressor, evaluator: Evaluator) -> TextRow:
         strategy = self.target.strategy(text)
@@ -225,20 +255,43 @@ class SummaryJob:
         return path
 
 
-def confirm_at_tier1(
-    evaluator: Evaluator, make: MakeTarget, tasks: Sequence[Task], split: str, seeds: int, temperature: float
-) -> Confirm:
-    """A text -> the real agent's success share on `tasks` over sampling seeds 1..`seeds` (stored, so read back)."""
+def judge_at_tier1(evaluator: Evaluator, tasks: Sequence[Task], split: str, seeds: int, temperature: float) -> Judge:
+    """A strategy -> the real agent's success share and mean peak on `tasks` over sampling seeds 1..`seeds` (stored,
+    so read back)."""
 
-    def confirm(text: str) -> float:
-        strategy = make(text)
+    def judge(strategy: ContextStrategy) -> Judged:
         runs = [
             evaluator.evaluate(strategy, tasks, split, "llm", seed=seed, temperature=temperature).scores
             for seed in range(1, seeds + 1)
         ]
-        return sum(t.success for r in runs for t in r.tasks) / sum(r.n for r in runs)
+        return _judged([t for r in runs for t in r.tasks])
 
-    return confirm
+    return judge
+
+
+def judge_at_tier0(evaluator: Evaluator, tasks: Sequence[Task], split: str, agent: str) -> Judge:
+    """A strategy -> the screening agent's success share and mean peak on `tasks`."""
+
+    def judge(strategy: ContextStrategy) -> Judged:
+        return _judged(list(evaluator.evaluate(strategy, list(tasks), split, agent).scores.tasks))
+
+    return judge
+
+
+def _judged(scores: Sequence[TaskScore]) -> Judged:
+    if not scores:
+        raise ConfigError("no episode was scored (every one hit an infrastructure error)")
+    return Judged(
+        sum(t.success for t in scores) / len(scores), statistics.mean(t.peak_tokens for t in scores), len(scores)
+    )
+
+
+def confirm_at_tier1(
+    evaluator: Evaluator, make: MakeTarget, tasks: Sequence[Task], split: str, seeds: int, temperature: float
+) -> Confirm:
+    """A text -> the real agent's success share on `tasks` over sampling seeds 1..`seeds` (stored, so read back)."""
+    judge = judge_at_tier1(evaluator, tasks, split, seeds, temperature)
+    return lambda text: judge(make(text)).success
 
 
 def solved_at_tier1(

@@ -44,6 +44,7 @@ def log_summary_job(tracker: Tracker, config: ExperimentConfig, report: SummaryR
                 "refused_lines": len(report.refused),
                 "optimizer_calls": report.optimizer.get("calls", 0),
                 **{f"{name}_{key}": v["mean"] for name, pair in report.paired().items() for key, v in pair.items()},
+                **({"trigger_chosen": report.trigger.chosen} if report.trigger is not None else {}),
             }
         )
         markdown = report.markdown()

@@ -97,3 +97,31 @@ def test_the_table_shows_tier1_columns_and_intervals(bench):
     assert "| learned | 3/4 | 0.50 | 1 of 2 | 2 of 2 | 1 of 2 | 1.00 | 120 | 3000 | 0.75 | 2900 |" in text
     assert "| none | - | - | - | - | - | 1.00 | - | 3000 | 0.75 | 2900 |" in text
     assert "learned-none: tier-1 success +0.25 [+0.00, +0.50]" in text
+
+
+def test_with_triggers_the_rows_run_at_the_chosen_one_beside_both_texts_at_the_asked_one(bench, tmp_path):
+    out = tmp_path / "summary.json"
+    argv = ["--config", str(CONFIG), "--learn", "4", "--limit", "2", "--trigger", "2000", "--rounds", "0"]
+    assert bench.main([*argv, "--triggers", "3000", "--baselines", "", "--scripted", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    choice = report["trigger_choice"]
+    assert choice["asked"] == 2000 and choice["judged_by"] == "tier 0 on the 1 choice task(s)"
+    assert [t["trigger"] for t in choice["trials"]] == [2000, 3000]
+    best = max(choice["trials"], key=lambda t: (t["success"], -t["peak_mean"], t["trigger"] == 2000))
+    assert choice["chosen"] == best["trigger"] == report["knobs"]["trigger"]
+    rows = report["rows"]
+    assert list(rows) == ["none", "default", "seed", "seed+contract", "learned", "learned@2000", "default@2000"]
+    # The same text at two triggers is two rows that differ, or the asked-trigger rows are not what they say.
+    assert (rows["learned"]["summaries"], rows["learned"]["peak_mean"]) != (
+        rows["learned@2000"]["summaries"],
+        rows["learned@2000"]["peak_mean"],
+    )
+    assert {"learned-learned@2000", "learned-default@2000"} <= set(report["paired"])
+    assert f"trigger {choice['chosen']:,} chosen (asked 2,000)" in out.with_suffix(".md").read_text()
+
+
+def test_triggers_must_be_whole_positive_numbers(bench, capsys):
+    for bad in ("3000,x", "0"):
+        with pytest.raises(SystemExit) as exit_:
+            bench.main(["--config", str(CONFIG), "--triggers", bad, "--scripted"])
+        assert exit_.value.code == 2 and "--triggers:" in capsys.readouterr().err

@@ -181,7 +181,7 @@ def test_the_job_learns_a_line_reports_it_beside_the_baselines_and_exports_the_m
 
 
 def test_with_confirm_seeds_the_real_agent_also_judges_a_rewrite_the_screen_would_take(job, run_cli, monkeypatch):
-    code, _, err, job_dir, _, config = job("langchain", target_extra="confirm_seeds = 1")
+    code, _, err, job_dir, _, config = job("langchain", target_extra="confirm_seeds = 1\ntrigger_choices = [100000]")
     # The scripted agent solves no validation task with full context: a confirmation there could not tell a rewrite
     # from its parent, and the job says so in one line instead of letting the screen decide unconfirmed.
     assert code == 2 and "full context solves none of the 4 validation tasks" in err
@@ -192,7 +192,17 @@ def test_with_confirm_seeds_the_real_agent_also_judges_a_rewrite_the_screen_woul
     monkeypatch.setattr(summary_job, "solved_at_tier1", lambda evaluator, tasks, *args: list(tasks))
     code, _, err = run_cli("optimize", config, "--resume")
     assert code == 0, err
-    search = json.loads((job_dir / "report.json").read_text())["search"]
+    report = json.loads((job_dir / "report.json").read_text())
+    search = report["search"]
+    # The trigger is judged by the same agent on the same tasks as the rewrites (it solves none at either trigger,
+    # so the lower peak decides).
+    trigger = report["trigger"]
+    assert trigger["judged_by"] == "the real agent on 4 validation task(s) x 1 seed(s)"
+    assert [(t["trigger"], t["success"], t["episodes"]) for t in trigger["trials"]] == [
+        (1000, 0.0, 4),
+        (100000, 0.0, 4),
+    ]
+    assert trigger["chosen"] == 1000
     # The scripted agent solves nothing, with the child's text or its parent's: a tie at tier 1, so the child the
     # screen prefers goes on, and the verdict says what tier 1 saw.
     verdicts = {a["candidate"]: a["verdict"] for a in search["attempts"]}
@@ -276,3 +286,33 @@ def test_a_job_without_a_target_is_refused_by_a_target_export(run_cli, tmp_path)
     (tmp_path / "target.json").write_text("{}")
     code, _, err = run_cli("export", str(tmp_path), "--format", "langchain")
     assert code == 2 and "target.json is damaged" in err and "\n" not in err.strip()
+
+
+def test_with_trigger_choices_every_row_and_the_export_use_the_trigger_the_learned_text_does_best_at(
+    job, run_cli, tmp_path
+):
+    code, out, err, job_dir, _, _ = job("langchain", trigger=2000, target_extra="trigger_choices = [100000, 1000]")
+    assert code == 0, err
+    report = json.loads((job_dir / "report.json").read_text())
+    trigger = report["trigger"]
+    assert trigger["asked"] == 2000 and trigger["judged_by"].startswith("tier 0 (reference agent) on 4 val")
+    at = {t["trigger"]: t for t in trigger["trials"]}
+    assert list(at) == [2000, 100000, 1000], at
+    # The learned text loses nothing the reference agent needs at any of them, so the lowest peak decides: at
+    # 100,000 nothing is summarized (full context's peak); 1,000 summarizes earliest.
+    assert at[2000]["success"] == at[100000]["success"] == at[1000]["success"] == 1.0
+    assert at[1000]["peak_mean"] < at[2000]["peak_mean"] < at[100000]["peak_mean"]
+    assert trigger["chosen"] == 1000 and report["knobs"]["trigger_tokens"] == 1000
+    saved = json.loads((job_dir / "target.json").read_text())["target"]
+    assert saved["trigger_tokens"] == 1000 and saved["trigger_choices"] == []
+    assert "trigger 1,000 chosen (asked 2,000)" in (job_dir / "report.md").read_text()
+    assert "trigger 1,000 chosen" in " ".join(out.split())
+    # What ships is what was chosen.
+    code, _, err = run_cli("export", str(job_dir), "--format", "langchain", "--out", str(tmp_path / "lc.json"))
+    assert code == 0, err
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    from optimizer.adapters.langchain import middleware_from
+
+    (middleware,) = middleware_from(tmp_path / "lc.json", model=FakeListChatModel(responses=["s"]))
+    assert middleware.trigger == ("tokens", 1000)

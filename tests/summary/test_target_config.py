@@ -69,6 +69,10 @@ def test_no_target_keeps_the_guideline_search(tmp_path):
             "'optimize': 'acon.proposers' has no effect with a target",
         ),
         ("target = 3\n", "'optimize.target'"),
+        (
+            "[optimize.target]\ntype = 'anthropic'\ntrigger_tokens = 900\ntrigger_choices = [1200, 0]\n",
+            "'optimize.target.trigger_choices.1': Input should be greater than 0",
+        ),
     ],
 )
 def test_a_bad_target_is_one_line(tmp_path, body, message):
@@ -88,3 +92,29 @@ def test_the_example_config_runs_the_langchain_target_on_local_models():
     assert config.optimize.report.final_llm_limit == 0
     assert config.endpoints.compressor.is_local and config.endpoints.compressor.model == "qwen2.5-coder-0.5b"
     assert config.endpoints.optimizer.is_local and config.endpoints.optimizer.model == "qwen2.5-coder-1.5b"
+
+
+def test_trigger_choices_are_not_a_knob_and_a_chosen_trigger_replaces_the_asked_one(tmp_path):
+    body = "[optimize.target]\ntype = 'langchain'\ntrigger_tokens = 2000\nkeep_messages = 4\ntrigger_choices = [3000]\n"
+    target = _load(tmp_path, body).optimize.target
+    assert target.trigger_choices == (3000,) and target.knobs() == {"trigger_tokens": 2000, "keep_messages": 4}
+    chosen = target.at_trigger(3000)
+    assert chosen.knobs() == {"trigger_tokens": 3000, "keep_messages": 4} and chosen.trigger_choices == ()
+    assert chosen.strategy("Keep ids.").trigger() == 3000
+
+
+def test_a_target_without_a_trigger_cannot_be_given_choices():
+    from optimizer.summary.targets import TargetConfig
+
+    class Fixed(TargetConfig):  # a plugin's summarizer with no trigger setting
+        type: str = "fixed"
+
+        def strategy(self, instructions):
+            raise NotImplementedError
+
+        def default(self):
+            raise NotImplementedError
+
+    assert Fixed().trigger_choices == ()
+    with pytest.raises(ValueError, match="the fixed target has no trigger_tokens to choose"):
+        Fixed(trigger_choices=(1000,))

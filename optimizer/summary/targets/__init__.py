@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
 from optimizer.jsontypes import JSONObject
 from optimizer.registry import Registry
@@ -45,6 +45,23 @@ class TargetConfig(BaseModel, ABC):
         description="Validation tasks the confirmation runs on: the first this many that full context solves at tier "
         "1 on every seed (None: every such task).",
     )
+    trigger_choices: tuple[PositiveInt, ...] = Field(
+        (),
+        max_length=6,
+        description="Other triggers (tokens) the job may choose beside the text: each is judged with the learned "
+        "text (tier 1 on the confirmation tasks when confirm_seeds > 0, else tier 0 on the validation tasks) and "
+        "the most successful wins, the lower mean peak breaking a tie. Empty: the trigger stays `trigger_tokens`.",
+    )
+
+    @model_validator(mode="after")
+    def _has_a_trigger(self) -> TargetConfig:
+        if self.trigger_choices and "trigger_tokens" not in type(self).model_fields:
+            raise ValueError(f"trigger_choices: the {self.type} target has no trigger_tokens to choose")
+        return self
+
+    def at_trigger(self, trigger: int) -> TargetConfig:
+        """The same target with `trigger` as its trigger (and no choices left to make)."""
+        return self.model_copy(update={"trigger_tokens": trigger, "trigger_choices": ()})
 
     @abstractmethod
     def strategy(self, instructions: str | None) -> SummaryTarget:
@@ -57,7 +74,8 @@ class TargetConfig(BaseModel, ABC):
     def knobs(self) -> JSONObject:
         """The target's settings, as the report and the export's provenance show them."""
         return self.model_dump(
-            exclude={"type", "proposals", "minibatch", "confirm_seeds", "confirm_tasks"}, exclude_none=True
+            exclude={"type", "proposals", "minibatch", "confirm_seeds", "confirm_tasks", "trigger_choices"},
+            exclude_none=True,
         )
 
 

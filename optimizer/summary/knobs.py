@@ -1,0 +1,82 @@
+"""The target's trigger, chosen beside its text: what no instruction text can fix.
+
+A production summarizer re-summarizes whenever the messages it keeps after a summary (plus the summary) already
+reach its trigger. On the long-horizon suite at LangChain's trigger 2,000 / keep 4, two 1,200-token product sheets
+kept the compare tasks above the trigger, so every call summarized again, the real agent re-read the sheets until
+its step limit, and no text or keep setting tried changed that. The trigger is a setting the target has, so the
+job may choose it: each trigger the user allows is judged with the learned text (the real agent on the
+confirmation tasks when the job confirms, else tier 0 on the validation tasks), and the most successful wins,
+the lower mean peak breaking a tie. The user's list bounds the peak a choice may cost; every trial is reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from optimizer.jsontypes import JSONObject
+from optimizer.summary.target_base import SummaryTarget
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A strategy's success share and mean peak over `episodes` episodes."""
+
+    success: float
+    peak: float
+    episodes: int
+
+
+Judge = Callable[[SummaryTarget], Judged]
+
+
+@dataclass(frozen=True)
+class TriggerTrial:
+    trigger: int
+    judged: Judged
+
+    def to_dict(self) -> JSONObject:
+        j = self.judged
+        return {"trigger": self.trigger, "success": j.success, "peak_mean": j.peak, "episodes": j.episodes}
+
+    def describe(self) -> str:
+        j = self.judged
+        return f"{self.trigger:,}: success {j.success:.2f} over {j.episodes} episodes, mean peak {j.peak:,.0f}"
+
+
+@dataclass(frozen=True)
+class TriggerChoice:
+    asked: int  # the user's trigger, where the text was learned
+    chosen: int
+    judged_by: str  # which agent on which tasks, in words
+    trials: tuple[TriggerTrial, ...]
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "asked": self.asked,
+            "chosen": self.chosen,
+            "judged_by": self.judged_by,
+            "trials": [t.to_dict() for t in self.trials],
+        }
+
+    def describe(self) -> str:
+        tried = "; ".join(t.describe() for t in self.trials)
+        return f"trigger {self.chosen:,} chosen (asked {self.asked:,}), judged by {self.judged_by}: {tried}"
+
+
+def choose_trigger(
+    at_trigger: Callable[[int], SummaryTarget],
+    asked: int,
+    choices: Sequence[int],
+    judge: Judge,
+    judged_by: str,
+    log: Callable[[str], None] = lambda _: None,
+) -> TriggerChoice:
+    """Each of `asked` and `choices` judged once; the most successful, then the lower peak, then the user's own."""
+    trials = []
+    for trigger in dict.fromkeys((asked, *choices)):
+        trial = TriggerTrial(trigger, judge(at_trigger(trigger)))
+        log(f"trigger {trial.describe()}")
+        trials.append(trial)
+    best = max(trials, key=lambda t: (t.judged.success, -t.judged.peak, t.trigger == asked))
+    return TriggerChoice(asked, best.trigger, judged_by, tuple(trials))

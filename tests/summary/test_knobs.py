@@ -1,0 +1,50 @@
+"""The trigger chosen beside the text: each allowed trigger judged once, the most successful at the lowest peak."""
+
+from __future__ import annotations
+
+import pytest
+
+from optimizer.summary.knobs import Judged, choose_trigger
+from optimizer.summary.langchain_target import LangChainSummary
+
+
+def _at(trigger: int) -> LangChainSummary:
+    return LangChainSummary(trigger_tokens=trigger, keep_messages=4, instructions="Keep ids.")
+
+
+def _judge(results: dict[int, tuple[float, float]], judged: list[int]):
+    def judge(strategy: LangChainSummary) -> Judged:
+        judged.append(strategy.trigger_tokens)
+        success, peak = results[strategy.trigger_tokens]
+        return Judged(success, peak, 8)
+
+    return judge
+
+
+@pytest.mark.parametrize(
+    ("results", "chosen"),
+    [
+        # the churning trigger loses to one above a summary plus the kept messages, at a higher peak
+        ({2000: (0.25, 2858.0), 3000: (0.75, 3100.0), 4000: (0.75, 3400.0)}, 3000),
+        # equal success: the lower peak
+        ({2000: (0.5, 2400.0), 3000: (0.5, 2300.0), 4000: (0.5, 3400.0)}, 3000),
+        # equal success and peak: the user's own trigger
+        ({2000: (0.5, 2400.0), 3000: (0.5, 2400.0), 4000: (0.25, 2400.0)}, 2000),
+    ],
+)
+def test_the_most_successful_trigger_wins_then_the_lower_peak_then_the_users(results, chosen):
+    judged: list[int] = []
+    logged: list[str] = []
+    choice = choose_trigger(_at, 2000, [3000, 2000, 4000], _judge(results, judged), "tier 0", logged.append)
+    assert choice.chosen == chosen and choice.asked == 2000
+    assert judged == [2000, 3000, 4000]  # the user's first, and each trigger once
+    assert [t.trigger for t in choice.trials] == judged and len(logged) == 3
+    data = choice.to_dict()
+    assert data["chosen"] == chosen and data["judged_by"] == "tier 0"
+    assert data["trials"][0] == {
+        "trigger": 2000,
+        "success": results[2000][0],
+        "peak_mean": results[2000][1],
+        "episodes": 8,
+    }
+    assert f"trigger {chosen:,} chosen (asked 2,000)" in choice.describe()
