@@ -3,7 +3,7 @@
     python benchmarks/bench_summary_instructions.py [--config experiments/builtin.toml] [--target langchain]
         [--trigger 1500] [--keep 4] [--learn 6] [--split val|test] [--limit N] [--candidates 2] [--rounds 1]
         [--triggers T1,T2] [--tier1 N] [--confirm S] [--confirm-tasks 4] [--summarizer MODEL]
-        [--frequency-penalty X] [--scripted]
+        [--frequency-penalty X] [--seed GUIDELINE] [--scripted]
         [--out benchmarks/results/summary_instructions_<suite>_<target>[_fp<X>][_<MODEL>]_<split>.json]
 
 Learning sees only the train split (taken in turns from each task family): its first `--learn` tasks, the
@@ -208,6 +208,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--tier1-rows", default="none,default,seed,seed+contract,learned", help="Rows the real agent runs."
     )
+    parser.add_argument(
+        "--seed",
+        type=Path,
+        default=None,
+        help="A guideline file whose history text the search starts from (default: acon's seed guideline).",
+    )
     parser.add_argument("--summarizer", default=None, help="the summarizer model (default: the config's compressor)")
     parser.add_argument(
         "--frequency-penalty",
@@ -249,6 +255,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # A summarizer setting is a different method: its figures never overwrite, nor stand in for, the plain ones.
     penalised = f"_fp{args.frequency_penalty:g}" if args.frequency_penalty else ""
     penalised += f"_{args.summarizer}" if args.summarizer else ""
+    penalised += f"_seed-{args.seed.stem}" if args.seed else ""
     out = args.out or ROOT / "benchmarks" / "results" / (
         f"summary_instructions_{suite}_{args.target}{penalised}_{args.split}{'_scripted' if args.scripted else ''}.json"
     )
@@ -270,7 +277,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     if (args.tier1 or args.confirm) and args.scripted:
         parser.error("--tier1 and --confirm run the real agent; --scripted has none")
     runs = args.runs or ROOT / "benchmarks" / "results" / f"runs_summary_{suite}_{args.target}_{args.split}"
-    seed_text = guideline_at(SEED_GUIDELINE).texts.history
+    try:
+        seed_text = guideline_at(args.seed or SEED_GUIDELINE).texts.history
+    except AconError as error:
+        parser.error(f"--seed: {' '.join(str(error).split())[:200]}")
     default = target_default(args.target)
     try:
         baselines = {name: strategy_named(config, name) for name in args.baselines.split(",") if name}
@@ -438,6 +448,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         | config.endpoints.compressor.sampling(),
         "default_source": default.source,
         "default_note": default.note,
+        "seed_file": str(args.seed) if args.seed else "acon's seed guideline (seed.md)",
         "split": args.split,
         "tasks": {
             "mine": [t.id for t in mine],

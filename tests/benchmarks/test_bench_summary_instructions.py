@@ -125,3 +125,23 @@ def test_triggers_must_be_whole_positive_numbers(bench, capsys):
         with pytest.raises(SystemExit) as exit_:
             bench.main(["--config", str(CONFIG), "--triggers", bad, "--scripted"])
         assert exit_.value.code == 2 and "--triggers:" in capsys.readouterr().err
+
+
+def test_the_search_can_start_from_another_seed_and_the_file_names_it(bench, tmp_path, capsys):
+    from optimizer.context.guideline import SEED_GUIDELINE, read_guideline
+
+    plain = read_guideline(SEED_GUIDELINE).model_copy(update={"history": "Summarize; keep every id as written."})
+    (tmp_path / "plain.md").write_text(plain.to_markdown())
+    argv = ["--config", str(CONFIG), "--learn", "4", "--limit", "1", "--trigger", "2000", "--rounds", "0"]
+    out = tmp_path / "summary.json"
+    assert (
+        bench.main([*argv, "--seed", str(tmp_path / "plain.md"), "--baselines", "", "--scripted", "--out", str(out)])
+        == 0
+    )
+    report = json.loads(out.read_text())
+    assert report["texts"]["seed"] == "Summarize; keep every id as written."
+    assert report["texts"]["seed+contract"].startswith("Summarize; keep every id as written.\n\nAlways keep")
+    assert report["seed_file"] == str(tmp_path / "plain.md")
+    with pytest.raises(SystemExit) as exit_:
+        bench.main([*argv, "--seed", str(tmp_path / "nope.md"), "--scripted"])
+    assert exit_.value.code == 2 and "--seed: guideline file not found" in capsys.readouterr().err
