@@ -4,6 +4,8 @@
              UT rewrites from the facts its summaries lost on the mined train tasks and a CO shortening,
              each candidate screened (what its summaries keep) and chosen on the validation tasks
              (`optimizer.summary.search`)
+    knobs    with `trigger_choices`, the trigger the learned text does best at (`optimizer.summary.knobs`);
+             every row of the report and the artifact use it
     report   on the test split, the same summarizer under every text: the learned one, the target's own
              default (read from the installed package), the seed, the seed with the contract, and `none`:
              facts kept per summary, tier-0 success and mean peak (tier 1 on `final_llm_limit` of them,
