@@ -22,7 +22,8 @@ from optimizer.summary.knobs import TriggerChoice
 from optimizer.summary.screen import ScreenResult
 from optimizer.summary.search import SearchRecord
 
-# The rows, in the order every renderer shows them; `learned` is compared with the two after it.
+# The rows, in the order every renderer shows them; `learned` is compared with the two after it (and with the
+# default at the user's trigger, `default@T`, when the job chose another).
 ROWS = ("learned", "default", "seed", "seed+contract", "none")
 BASELINES = ("default", "seed")
 # Raise it whenever a key of report.json changes meaning or goes away (adding one does not break a reader).
@@ -134,7 +135,8 @@ class SummaryReport:
         """Learned minus each baseline, per task, with bootstrap intervals: facts kept and tier-0 success."""
         learned = self.row("learned")
         out = {}
-        for name in BASELINES:
+        asked = [r.name for r in self.rows if r.name.startswith("default@")]  # the default at the user's trigger
+        for name in (*BASELINES, *asked):
             other = self.row(name)
             kept_a, kept_b = learned.kept_by_task(), other.kept_by_task()
             ok_a = {t.task_id: float(t.success) for t in learned.tier0.tasks}

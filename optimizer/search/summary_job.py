@@ -122,6 +122,10 @@ class SummaryJob:
                 "seed+contract": with_contract(self.seed_text),
             }
             rows = [self._row(name, text, compressor, evaluator) for name, text in texts.items()]
+            if trigger is not None and trigger.chosen != trigger.asked:
+                # What the user would run without the choice: their summarizer as it ships, at their trigger.
+                asked = self.target.at_trigger(trigger.asked)
+                rows.append(self._row(f"default@{trigger.asked}", None, compressor, evaluator, asked))
             if self.deterministic is not None:
                 version = self.deterministic.version()
                 rows.append(self._baseline_row("deterministic", self.deterministic, evaluator, version))
@@ -188,8 +192,15 @@ class SummaryJob:
         self.target = target.at_trigger(choice.chosen)
         return choice
 
-    def _row(self, name: str, text: str | None, compressor: Compressor, evaluator: Evaluator) -> TextRow:
-        strategy = self.target.strategy(text)
+    def _row(
+        self,
+        name: str,
+        text: str | None,
+        compressor: Compressor,
+        evaluator: Evaluator,
+        target: TargetConfig | None = None,
+    ) -> TextRow:
+        strategy = (target or self.target).strategy(text)
         self.log(f"test split: {name} ({strategy.label()})")
         screened = screen(strategy, self.test, compressor)
         tier0, tier1 = self._tiers(evaluator, strategy)

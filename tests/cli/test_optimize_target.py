@@ -307,6 +307,12 @@ def test_with_trigger_choices_every_row_and_the_export_use_the_trigger_the_learn
     assert saved["trigger_tokens"] == 1000 and saved["trigger_choices"] == []
     assert "trigger 1,000 chosen (asked 2,000)" in (job_dir / "report.md").read_text()
     assert "trigger 1,000 chosen" in " ".join(out.split())
+    # Beside the rows at the chosen trigger, the default as it ships at the user's own trigger, compared with.
+    rows = {r["row"]: r for r in report["rows"]}
+    assert list(rows) == ["learned", "default", "seed", "seed+contract", "default@2000", "none"]
+    assert rows["default@2000"]["text"] == rows["default"]["text"] and rows["default@2000"]["summaries"] > 0
+    assert rows["default@2000"]["peak_mean"] > rows["default"]["peak_mean"]
+    assert set(report["paired"]) == {"learned-default", "learned-seed", "learned-default@2000"}
     # What ships is what was chosen.
     code, _, err = run_cli("export", str(job_dir), "--format", "langchain", "--out", str(tmp_path / "lc.json"))
     assert code == 0, err
