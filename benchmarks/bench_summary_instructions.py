@@ -2,7 +2,7 @@
 
     python benchmarks/bench_summary_instructions.py [--config experiments/builtin.toml] [--target langchain]
         [--trigger 1500] [--keep 4] [--learn 6] [--split val|test] [--limit N] [--candidates 2] [--rounds 1]
-        [--triggers T1,T2] [--tier1 N] [--confirm S] [--confirm-tasks 4] [--summarizer MODEL]
+        [--triggers T1,T2] [--max-peak P] [--tier1 N] [--confirm S] [--confirm-tasks 4] [--summarizer MODEL]
         [--frequency-penalty X] [--seed GUIDELINE] [--scripted]
         [--out benchmarks/results/summary_instructions_<suite>_<target>[_fp<X>][_<MODEL>]_<split>.json]
 
@@ -203,6 +203,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "the confirmation tasks with --confirm, else tier 0 on the choice tasks) and the rows run at the winner, "
         "with the learned and default texts at --trigger beside them.",
     )
+    parser.add_argument(
+        "--max-peak",
+        type=int,
+        default=None,
+        help="With --triggers: a trigger whose trials' mean peak (server tokens) is above this is not chosen.",
+    )
     parser.add_argument("--tier1", type=int, default=0, help="Figure tasks the real agent also runs (0: none).")
     parser.add_argument("--runs", type=Path, default=None, help="Where tier-1 episodes are stored.")
     parser.add_argument(
@@ -306,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         def at(trigger: int) -> SummaryTarget:
             return make_target(args.target, trigger, args.keep)(text)
 
-        choice = choose_trigger(at, args.trigger, triggers, judge, judged_by, _log)
+        choice = choose_trigger(at, args.trigger, triggers, judge, judged_by, _log, args.max_peak)
         _log(choice.describe())
         return choice
 

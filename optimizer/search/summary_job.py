@@ -186,7 +186,13 @@ class SummaryJob:
             judged_by = f"tier 0 ({self.options.screen_agent} agent) on {len(self.val)} {self.chosen_on} task(s)"
         asked = target.strategy(text).trigger()
         choice = choose_trigger(
-            lambda t: target.at_trigger(t).strategy(text), asked, target.trigger_choices, judge, judged_by, self.log
+            lambda t: target.at_trigger(t).strategy(text),
+            asked,
+            target.trigger_choices,
+            judge,
+            judged_by,
+            self.log,
+            target.max_peak_tokens,
         )
         self.log(choice.describe())
         self.target = target.at_trigger(choice.chosen)

@@ -6,7 +6,10 @@ kept the compare tasks above the trigger, so every call summarized again, the re
 its step limit, and no text or keep setting tried changed that. The trigger is a setting the target has, so the
 job may choose it: each trigger the user allows is judged with the learned text (the real agent on the
 confirmation tasks when the job confirms, else tier 0 on the validation tasks), and the most successful wins,
-the lower mean peak breaking a tie. The user's list bounds the peak a choice may cost; every trial is reported.
+the lower mean peak breaking a tie. Without a peak goal that rule prefers a trigger at which nothing is summarized:
+at LangChain's 3,000 (its approximate count runs below the server's) the test tasks never summarized and every row
+equalled no compression. So `max_peak_tokens` (the server's count, as every peak acon reports) leaves out a trigger
+whose trials peaked above it; the user's own trigger stays when none is left. Every trial is reported.
 """
 
 from __future__ import annotations
@@ -50,18 +53,21 @@ class TriggerChoice:
     chosen: int
     judged_by: str  # which agent on which tasks, in words
     trials: tuple[TriggerTrial, ...]
+    max_peak: int | None = None  # the peak goal a trial had to meet to be chosen (None: none)
 
     def to_dict(self) -> JSONObject:
         return {
             "asked": self.asked,
             "chosen": self.chosen,
             "judged_by": self.judged_by,
+            "max_peak_tokens": self.max_peak,
             "trials": [t.to_dict() for t in self.trials],
         }
 
     def describe(self) -> str:
         tried = "; ".join(t.describe() for t in self.trials)
-        return f"trigger {self.chosen:,} chosen (asked {self.asked:,}), judged by {self.judged_by}: {tried}"
+        goal = f" under a mean peak of {self.max_peak:,}" if self.max_peak is not None else ""
+        return f"trigger {self.chosen:,} chosen (asked {self.asked:,}){goal}, judged by {self.judged_by}: {tried}"
 
 
 def choose_trigger(
@@ -71,12 +77,18 @@ def choose_trigger(
     judge: Judge,
     judged_by: str,
     log: Callable[[str], None] = lambda _: None,
+    max_peak: int | None = None,
 ) -> TriggerChoice:
-    """Each of `asked` and `choices` judged once; the most successful, then the lower peak, then the user's own."""
+    """Each of `asked` and `choices` judged once; of those within `max_peak`, the most successful, then the lower
+    peak, then the user's own (the user's own when none is within it)."""
     trials = []
     for trigger in dict.fromkeys((asked, *choices)):
         trial = TriggerTrial(trigger, judge(at_trigger(trigger)))
         log(f"trigger {trial.describe()}")
         trials.append(trial)
-    best = max(trials, key=lambda t: (t.judged.success, -t.judged.peak, t.trigger == asked))
-    return TriggerChoice(asked, best.trigger, judged_by, tuple(trials))
+    within = [t for t in trials if max_peak is None or t.judged.peak <= max_peak]
+    if not within:
+        log(f"no trigger kept the mean peak within {max_peak:,}: the asked {asked:,} stays")
+        return TriggerChoice(asked, asked, judged_by, tuple(trials), max_peak)
+    best = max(within, key=lambda t: (t.judged.success, -t.judged.peak, t.trigger == asked))
+    return TriggerChoice(asked, best.trigger, judged_by, tuple(trials), max_peak)

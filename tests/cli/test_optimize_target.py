@@ -291,7 +291,9 @@ def test_a_job_without_a_target_is_refused_by_a_target_export(run_cli, tmp_path)
 def test_with_trigger_choices_every_row_and_the_export_use_the_trigger_the_learned_text_does_best_at(
     job, run_cli, tmp_path
 ):
-    code, out, err, job_dir, _, _ = job("langchain", trigger=2000, target_extra="trigger_choices = [100000, 1000]")
+    code, out, err, job_dir, _, _ = job(
+        "langchain", trigger=2000, target_extra="trigger_choices = [100000, 1000]\nmax_peak_tokens = 4200"
+    )
     assert code == 0, err
     report = json.loads((job_dir / "report.json").read_text())
     trigger = report["trigger"]
@@ -303,9 +305,10 @@ def test_with_trigger_choices_every_row_and_the_export_use_the_trigger_the_learn
     assert at[2000]["success"] == at[100000]["success"] == at[1000]["success"] == 1.0
     assert at[1000]["peak_mean"] < at[2000]["peak_mean"] < at[100000]["peak_mean"]
     assert trigger["chosen"] == 1000 and report["knobs"]["trigger_tokens"] == 1000
+    assert trigger["max_peak_tokens"] == 4200 and "max_peak_tokens" not in report["knobs"]  # 1,000 alone is within
     saved = json.loads((job_dir / "target.json").read_text())["target"]
     assert saved["trigger_tokens"] == 1000 and saved["trigger_choices"] == []
-    assert "trigger 1,000 chosen (asked 2,000)" in (job_dir / "report.md").read_text()
+    assert "trigger 1,000 chosen (asked 2,000) under a mean peak of 4,200" in (job_dir / "report.md").read_text()
     assert "trigger 1,000 chosen" in " ".join(out.split())
     # Beside the rows at the chosen trigger, the default as it ships at the user's own trigger, compared with.
     rows = {r["row"]: r for r in report["rows"]}

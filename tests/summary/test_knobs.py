@@ -48,3 +48,17 @@ def test_the_most_successful_trigger_wins_then_the_lower_peak_then_the_users(res
         "episodes": 8,
     }
     assert f"trigger {chosen:,} chosen (asked 2,000)" in choice.describe()
+
+
+def test_a_peak_goal_leaves_out_the_trigger_that_buys_success_by_not_summarizing():
+    # As on the test tasks: at 3,000 nothing was summarized, so it solved what full context solves, at its peak.
+    results = {2000: (0.25, 2371.0), 3000: (0.5, 3303.0), 2500: (0.375, 2900.0)}
+    judged: list[int] = []
+    choice = choose_trigger(_at, 2000, [2500, 3000], _judge(results, judged), "tier 1", max_peak=3000)
+    assert choice.chosen == 2500 and choice.max_peak == 3000 and choice.to_dict()["max_peak_tokens"] == 3000
+    assert len(choice.trials) == 3  # the trigger left out is still reported
+    assert "chosen (asked 2,000) under a mean peak of 3,000" in choice.describe()
+    # No trigger within the goal, the user's own included: the user's own stays, and the log says why.
+    logged: list[str] = []
+    choice = choose_trigger(_at, 2000, [3000], _judge(results, []), "tier 1", logged.append, max_peak=2000)
+    assert choice.chosen == 2000 and logged[-1] == "no trigger kept the mean peak within 2,000: the asked 2,000 stays"

@@ -95,11 +95,16 @@ def test_the_example_config_runs_the_langchain_target_on_local_models():
 
 
 def test_trigger_choices_are_not_a_knob_and_a_chosen_trigger_replaces_the_asked_one(tmp_path):
-    body = "[optimize.target]\ntype = 'langchain'\ntrigger_tokens = 2000\nkeep_messages = 4\ntrigger_choices = [3000]\n"
+    body = (
+        "[optimize.target]\ntype = 'langchain'\ntrigger_tokens = 2000\nkeep_messages = 4\ntrigger_choices = [3000]\n"
+        "max_peak_tokens = 3200\n"
+    )
     target = _load(tmp_path, body).optimize.target
-    assert target.trigger_choices == (3000,) and target.knobs() == {"trigger_tokens": 2000, "keep_messages": 4}
+    assert target.trigger_choices == (3000,) and target.max_peak_tokens == 3200
+    assert target.knobs() == {"trigger_tokens": 2000, "keep_messages": 4}
     chosen = target.at_trigger(3000)
     assert chosen.knobs() == {"trigger_tokens": 3000, "keep_messages": 4} and chosen.trigger_choices == ()
+    assert chosen.max_peak_tokens is None
     assert chosen.strategy("Keep ids.").trigger() == 3000
 
 

@@ -23,6 +23,10 @@ if TYPE_CHECKING:
     from optimizer.summary.target_base import SummaryTarget
 
 
+# How the search runs, not what the summarizer is: never a knob in a report or an export.
+SEARCH_SETTINGS = ("proposals", "minibatch", "confirm_seeds", "confirm_tasks", "trigger_choices", "max_peak_tokens")
+
+
 class TargetConfig(BaseModel, ABC):
     """A production summarizer with free instruction text, and how the search over that text runs."""
 
@@ -53,6 +57,13 @@ class TargetConfig(BaseModel, ABC):
         "the most successful wins, the lower mean peak breaking a tie. Empty: the trigger stays `trigger_tokens`.",
     )
 
+    max_peak_tokens: PositiveInt | None = Field(
+        None,
+        description="With trigger_choices: a trigger whose trials' mean peak (the server's token count) is above "
+        "this is not chosen; the asked trigger stays when every trial is. None: no goal, and the most successful "
+        "trigger wins even where it never summarizes.",
+    )
+
     @model_validator(mode="after")
     def _has_a_trigger(self) -> TargetConfig:
         if self.trigger_choices and "trigger_tokens" not in type(self).model_fields:
@@ -61,7 +72,7 @@ class TargetConfig(BaseModel, ABC):
 
     def at_trigger(self, trigger: int) -> TargetConfig:
         """The same target with `trigger` as its trigger (and no choices left to make)."""
-        return self.model_copy(update={"trigger_tokens": trigger, "trigger_choices": ()})
+        return self.model_copy(update={"trigger_tokens": trigger, "trigger_choices": (), "max_peak_tokens": None})
 
     @abstractmethod
     def strategy(self, instructions: str | None) -> SummaryTarget:
@@ -73,10 +84,7 @@ class TargetConfig(BaseModel, ABC):
 
     def knobs(self) -> JSONObject:
         """The target's settings, as the report and the export's provenance show them."""
-        return self.model_dump(
-            exclude={"type", "proposals", "minibatch", "confirm_seeds", "confirm_tasks", "trigger_choices"},
-            exclude_none=True,
-        )
+        return self.model_dump(exclude={"type", *SEARCH_SETTINGS}, exclude_none=True)
 
 
 TARGETS: Registry[TargetConfig] = Registry("acon.targets", TargetConfig, what="target")
