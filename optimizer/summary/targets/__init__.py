@@ -56,7 +56,6 @@ class TargetConfig(BaseModel, ABC):
         "text (tier 1 on the confirmation tasks when confirm_seeds > 0, else tier 0 on the validation tasks) and "
         "the most successful wins, the lower mean peak breaking a tie. Empty: the trigger stays `trigger_tokens`.",
     )
-
     max_peak_tokens: PositiveInt | None = Field(
         None,
         description="With trigger_choices: a trigger whose trials' mean peak (the server's token count) is above "
