@@ -304,8 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             def judge(strategy: ContextStrategy) -> Judged:
                 episodes = tier0(strategy, choose, compressor)
-                peak = statistics.mean(e.metrics.peak_tokens for e in episodes)
-                return Judged(sum(e.success for e in episodes) / len(episodes), peak, len(episodes))
+                return Judged.of([e.success for e in episodes], [e.metrics.peak_tokens for e in episodes])
 
             judged_by = f"tier 0 on the {len(choose)} choice task(s)"
 
@@ -363,12 +362,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         kept: dict[str, list[float]] = {}
         success: dict[str, list[float]] = {}
         for name, strategy in strategies.items():
-            text_row = name.split("@")[0] in texts
-            screened = screen(strategy, figure, compressor) if text_row else None
+            base = name.split("@")[0]  # `learned@2000` is the learned text at the asked trigger
+            screened = screen(strategy, figure, compressor) if base in texts else None
             episodes = tier0(strategy, figure, None if name == "none" else compressor)
             rows[name] = row(episodes, screened)
-            in_tier1 = name.split("@")[0] in tier1_rows
-            if evaluator is not None and tier1_tasks and in_tier1 and strategy.kind != "oracle":
+            if evaluator is not None and tier1_tasks and base in tier1_rows and strategy.kind != "oracle":
                 rows[name] |= tier1(evaluator, strategy, tier1_tasks, "test" if args.split == "test" else "train")
             success[name] = [float(e.success) for e in episodes]
             if screened is not None:

@@ -19,7 +19,6 @@ evaluation is a keyed run directory, so a resumed or repeated job replays what i
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -109,12 +108,13 @@ class SummaryJob:
                 confirm=self._confirmer(evaluator),
                 log=self.log,
             )
+            # Written before the trigger trials: their tier-1 episodes take long, and the file marks the job as started.
+            self.dir.write_json(CHECKPOINT, record.to_dict())
             best = record.best()
             self.log(f"chosen: {best.name} ({len(best.llm_lines)} optimizer line(s) in it)")
             trigger = self._choose_trigger(evaluator, best.text)
-            self.dir.write_json(
-                CHECKPOINT, record.to_dict() | ({"trigger": trigger.to_dict()} if trigger is not None else {})
-            )
+            if trigger is not None:
+                self.dir.write_json(CHECKPOINT, record.to_dict() | {"trigger": trigger.to_dict()})
             texts: dict[str, str | None] = {
                 "learned": best.text,
                 "default": None,
@@ -300,9 +300,7 @@ def judge_at_tier0(evaluator: Evaluator, tasks: Sequence[Task], split: str, agen
 def _judged(scores: Sequence[TaskScore]) -> Judged:
     if not scores:
         raise ConfigError("no episode was scored (every one hit an infrastructure error)")
-    return Judged(
-        sum(t.success for t in scores) / len(scores), statistics.mean(t.peak_tokens for t in scores), len(scores)
-    )
+    return Judged.of([t.success for t in scores], [t.peak_tokens for t in scores])
 
 
 def confirm_at_tier1(

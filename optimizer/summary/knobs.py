@@ -14,6 +14,7 @@ whose trials peaked above it; the user's own trigger stays when none is left. Ev
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -28,6 +29,11 @@ class Judged:
     success: float
     peak: float
     episodes: int
+
+    @classmethod
+    def of(cls, successes: Sequence[bool], peaks: Sequence[float]) -> Judged:
+        """Over one episode per entry (at least one)."""
+        return cls(sum(successes) / len(successes), statistics.mean(peaks), len(successes))
 
 
 Judge = Callable[[SummaryTarget], Judged]
