@@ -2,8 +2,8 @@
 
     python benchmarks/bench_summary_instructions.py [--config experiments/builtin.toml] [--target langchain]
         [--trigger 1500] [--keep 4] [--learn 6] [--split val|test] [--limit N] [--candidates 2] [--rounds 1]
-        [--triggers T1,T2] [--max-peak P] [--tier1 N] [--confirm S] [--confirm-tasks 4] [--summarizer MODEL]
-        [--frequency-penalty X] [--seed GUIDELINE] [--scripted]
+        [--triggers T1,T2] [--max-peak P] [--tier1 N] [--tier1-seeds S] [--confirm S] [--confirm-tasks 4]
+        [--summarizer MODEL] [--frequency-penalty X] [--seed GUIDELINE] [--scripted]
         [--out benchmarks/results/summary_instructions_<suite>_<target>[_fp<X>][_<MODEL>]_<split>.json]
 
 Learning sees only the train split (taken in turns from each task family): its first `--learn` tasks, the
@@ -18,7 +18,7 @@ runs at tier 0 only, and acon's shipped built-in guideline, which calls no model
 summarizer at all achieves.
 Per row: facts kept per summary (screen), tier-0 success (reference agent), summary tokens, mean peak;
 paired bootstrap intervals of learned minus each other row, per task. `--tier1 N` also runs
-the real agent (the config's `[endpoints.agent]`, one sampling seed at temperature 0.3) on N of the figure
+the real agent (the config's `[endpoints.agent]`, `--tier1-seeds` sampling seeds at temperature 0.3) on N of the figure
 tasks, taken in turns from each family, for the rows in `--tier1-rows` (`none` and the summaries by default; never the
 oracle, which reads the reference solution): success, mean
 peak and the same paired intervals at tier 1. Its episodes are stored under `--runs` and read back on a
@@ -106,15 +106,31 @@ TIER1_SEED = 1
 TIER1_TEMPERATURE = 0.3
 
 
-def tier1(evaluator: Evaluator, strategy: ContextStrategy, tasks: Sequence[Task], split: str) -> dict[str, Any]:
-    """The real agent on `tasks` under `strategy`, one seeded sample each (stored, so a re-run reads it back)."""
-    scores = evaluator.evaluate(strategy, tasks, split, "llm", seed=TIER1_SEED, temperature=TIER1_TEMPERATURE).scores
-    passes = sum(t.success for t in scores.tasks)
+def tier1(
+    evaluator: Evaluator, strategy: ContextStrategy, tasks: Sequence[Task], split: str, seeds: int = 1
+) -> dict[str, Any]:
+    """The real agent on `tasks` under `strategy`, one sample per sampling seed `TIER1_SEED`.. (stored, so a re-run
+    reads it back). `tier1_by_task` is each task's success share over its seeds: the paired intervals resample
+    tasks, not episodes, since two seeds of one task are not independent evidence."""
+    scored = [
+        task
+        for seed in range(TIER1_SEED, TIER1_SEED + seeds)
+        for task in evaluator.evaluate(
+            strategy, tasks, split, "llm", seed=seed, temperature=TIER1_TEMPERATURE
+        ).scores.tasks
+    ]
+    if not scored:
+        raise SystemExit("bench_summary_instructions: no tier-1 episode was scored (infrastructure errors)")
+    by_task: dict[str, list[bool]] = {}
+    for task in scored:
+        by_task.setdefault(task.task_id, []).append(task.success)
+    passes = sum(t.success for t in scored)
     return {
-        "tier1_success": scores.success,
-        "tier1_success_ci": wilson_interval(passes, scores.n),
-        "tier1_peak_mean": scores.peak_mean,
-        "tier1_by_task": {t.task_id: t.success for t in scores.tasks},
+        "tier1_success": passes / len(scored),
+        "tier1_success_ci": wilson_interval(passes, len(scored)),
+        "tier1_episodes": len(scored),
+        "tier1_peak_mean": statistics.mean(t.peak_tokens for t in scored),
+        "tier1_by_task": {task_id: statistics.mean(map(float, wins)) for task_id, wins in by_task.items()},
     }
 
 
@@ -210,6 +226,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="With --triggers: a trigger whose trials' mean peak (server tokens) is above this is not chosen.",
     )
     parser.add_argument("--tier1", type=int, default=0, help="Figure tasks the real agent also runs (0: none).")
+    parser.add_argument(
+        "--tier1-seeds", type=int, default=1, help="Sampling seeds of the real agent per tier-1 task (default 1)."
+    )
     parser.add_argument("--runs", type=Path, default=None, help="Where tier-1 episodes are stored.")
     parser.add_argument(
         "--tier1-rows", default="none,default,seed,seed+contract,learned", help="Rows the real agent runs."
@@ -280,6 +299,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     tier1_rows = set(args.tier1_rows.split(","))
     if tier1_tasks and not {"none", "learned"} <= tier1_rows:
         parser.error("--tier1-rows must include none and learned (the paired comparisons are against them)")
+    if args.tier1_seeds < 1:
+        parser.error("--tier1-seeds must be at least 1")
     if (args.tier1 or args.confirm) and args.scripted:
         parser.error("--tier1 and --confirm run the real agent; --scripted has none")
     runs = args.runs or ROOT / "benchmarks" / "results" / f"runs_summary_{suite}_{args.target}_{args.split}"
@@ -367,7 +388,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             episodes = tier0(strategy, figure, None if name == "none" else compressor)
             rows[name] = row(episodes, screened)
             if evaluator is not None and tier1_tasks and base in tier1_rows and strategy.kind != "oracle":
-                rows[name] |= tier1(evaluator, strategy, tier1_tasks, "test" if args.split == "test" else "train")
+                split = "test" if args.split == "test" else "train"
+                rows[name] |= tier1(evaluator, strategy, tier1_tasks, split, args.tier1_seeds)
             success[name] = [float(e.success) for e in episodes]
             if screened is not None:
                 kept[name] = per_task_kept(screened)
@@ -461,7 +483,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             "figure": len(figure),
         },
         "tier1": (
-            {"tasks": len(tier1_tasks), "seed": TIER1_SEED, "temperature": TIER1_TEMPERATURE, "runs": str(runs)}
+            {
+                "tasks": len(tier1_tasks),
+                "seed": TIER1_SEED,
+                "seeds": args.tier1_seeds,
+                "temperature": TIER1_TEMPERATURE,
+                "runs": str(runs),
+            }
             if tier1_tasks
             else "not run"
         ),
@@ -494,7 +522,9 @@ def table(report: dict[str, Any]) -> str:
         "mean peak",
     ]
     if with_tier1:
-        columns += [f"tier-1 success ({report['tier1']['tasks']} tasks)", "tier-1 mean peak"]
+        seeds = report["tier1"].get("seeds", 1)
+        episodes = f"{report['tier1']['tasks']} tasks" + (f" x {seeds} seeds" if seeds > 1 else "")
+        columns += [f"tier-1 success ({episodes})", "tier-1 mean peak"]
     head = (
         f"summary instructions, {report['suite']} suite, {report['target']} target, split {report['split']}, "
         f"model: {report['model']}{' (SCRIPTED: not a model)' if report['scripted'] else ''}\n\n"

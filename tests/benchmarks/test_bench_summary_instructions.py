@@ -145,3 +145,41 @@ def test_the_search_can_start_from_another_seed_and_the_file_names_it(bench, tmp
     with pytest.raises(SystemExit) as exit_:
         bench.main([*argv, "--seed", str(tmp_path / "nope.md"), "--scripted"])
     assert exit_.value.code == 2 and "--seed: guideline file not found" in capsys.readouterr().err
+
+
+def test_tier1_over_seeds_pairs_tasks_by_their_share_of_seeds_solved(bench):
+    from types import SimpleNamespace
+
+    from optimizer.evaluate.scores import TaskScore
+
+    won = {(1, "a"): True, (1, "b"): False, (2, "a"): False, (2, "b"): False}
+    seen = []
+
+    class Evaluator:
+        def evaluate(self, strategy, tasks, split, agent, seed, temperature):
+            seen.append(seed)
+            scored = [TaskScore(task_id=t, success=won[seed, t], peak_tokens=1000 * seed) for t in tasks]
+            return SimpleNamespace(scores=SimpleNamespace(tasks=scored))
+
+    result = bench.tier1(Evaluator(), None, ["a", "b"], "train", seeds=2)
+    assert seen == [1, 2]
+    assert result["tier1_by_task"] == {"a": 0.5, "b": 0.0}
+    assert result["tier1_success"] == 0.25 and result["tier1_episodes"] == 4 and result["tier1_peak_mean"] == 1500
+
+
+def test_tier1_seeds_must_be_positive_and_show_in_the_header(bench, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        bench.main(["--config", str(CONFIG), "--tier1-seeds", "0", "--scripted"])
+    assert exit_.value.code == 2 and "--tier1-seeds must be at least 1" in capsys.readouterr().err
+    row = {"tier0_success": 1.0, "peak_mean": 3000.0, "tier1_success": 0.5, "tier1_peak_mean": 2900.0}
+    report = {
+        "suite": "reach_long",
+        "target": "langchain",
+        "split": "val",
+        "model": "m",
+        "scripted": False,
+        "tier1": {"tasks": 6, "seeds": 2},
+        "rows": {"none": row},
+        "paired": {},
+    }
+    assert "| tier-1 success (6 tasks x 2 seeds) |" in bench.table(report)
