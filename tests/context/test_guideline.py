@@ -13,6 +13,7 @@ from optimizer.context.guideline import SEED_GUIDELINE, Guideline, RetentionPoli
 from optimizer.context.strategies import GuidelineStrategy, parse_strategy
 from optimizer.errors import ConfigError
 from optimizer.world import RetentionClass
+from tests.conftest import ROOT
 from tests.context.conftest import (
     CATALOG,
     PROBE,
@@ -273,3 +274,14 @@ def test_an_unpinned_guideline_runs_only_under_an_explicit_override_that_says_so
     seed = parse_strategy("guideline")
     assert seed.contract_override() is None and "allow_unpinned" not in seed.model_dump()
     assert GuidelineStrategy(allow_unpinned=True).contract_override() is None
+
+
+SHIPPED = sorted((ROOT / "guidelines").rglob("*.md"))
+
+
+@pytest.mark.parametrize("path", SHIPPED, ids=lambda p: str(p.relative_to(ROOT / "guidelines")))
+def test_every_shipped_guideline_file_reads(path):
+    """A guideline file is read only when a user or a benchmark names it: one that YAML cannot read (a colon in
+    a description) would otherwise ship unnoticed."""
+    guideline = read_guideline(path)
+    assert guideline.name and guideline.texts.history.strip()
