@@ -22,9 +22,8 @@ from optimizer.summary.knobs import TriggerChoice
 from optimizer.summary.screen import ScreenResult
 from optimizer.summary.search import SearchRecord
 
-# The rows, in the order every renderer shows them; `learned` is compared with the two after it (and with the
-# default at the user's trigger, `default@T`, when the job chose another).
-ROWS = ("learned", "default", "seed", "seed+contract", "none")
+# The rows `learned` is paired against (and the default at the user's trigger, `default@T`, when the job chose
+# another).
 BASELINES = ("default", "seed")
 # Raise it whenever a key of report.json changes meaning or goes away (adding one does not break a reader).
 SCHEMA_VERSION = 1
