@@ -69,6 +69,12 @@ def test_tier1_needs_a_real_agent(bench, capsys):
     assert exit_.value.code == 2
 
 
+def tier1_report(tier1: dict, rows: dict, paired: dict) -> dict:
+    """A report with tier-1 rows, as `table` reads it."""
+    head = {"suite": "reach_long", "target": "langchain", "split": "val", "model": "m", "scripted": False}
+    return head | {"tier1": tier1, "rows": rows, "paired": paired}
+
+
 def test_the_table_shows_tier1_columns_and_intervals(bench):
     row = {"tier0_success": 1.0, "peak_mean": 3000.0, "tier1_success": 0.75, "tier1_peak_mean": 2900.0}
     summarized = row | {
@@ -82,17 +88,8 @@ def test_the_table_shows_tier1_columns_and_intervals(bench):
         "summaries_inventing": 1,
     }
     interval = {"mean": 0.25, "low": 0.0, "high": 0.5}
-    report = {
-        "suite": "reach_long",
-        "target": "langchain",
-        "split": "val",
-        "model": "m",
-        "scripted": False,
-        "tier1": {"tasks": 4},
-        "rows": {"none": row, "learned": summarized},
-        "paired": {"learned-none": {"tier1_success": interval}},
-    }
-    text = bench.table(report)
+    paired = {"learned-none": {"tier1_success": interval}}
+    text = bench.table(tier1_report({"tasks": 4}, {"none": row, "learned": summarized}, paired))
     assert "| tier-1 success (4 tasks) | tier-1 mean peak |" in text
     assert "| learned | 3/4 | 0.50 | 1 of 2 | 2 of 2 | 1 of 2 | 1.00 | 120 | 3000 | 0.75 | 2900 |" in text
     assert "| none | - | - | - | - | - | 1.00 | - | 3000 | 0.75 | 2900 |" in text
@@ -172,14 +169,5 @@ def test_tier1_seeds_must_be_positive_and_show_in_the_header(bench, capsys):
         bench.main(["--config", str(CONFIG), "--tier1-seeds", "0", "--scripted"])
     assert exit_.value.code == 2 and "--tier1-seeds must be at least 1" in capsys.readouterr().err
     row = {"tier0_success": 1.0, "peak_mean": 3000.0, "tier1_success": 0.5, "tier1_peak_mean": 2900.0}
-    report = {
-        "suite": "reach_long",
-        "target": "langchain",
-        "split": "val",
-        "model": "m",
-        "scripted": False,
-        "tier1": {"tasks": 6, "seeds": 2},
-        "rows": {"none": row},
-        "paired": {},
-    }
+    report = tier1_report({"tasks": 6, "seeds": 2}, {"none": row}, {})
     assert "| tier-1 success (6 tasks x 2 seeds) |" in bench.table(report)
