@@ -131,21 +131,21 @@ class SummaryReport:
         return [Refusal(a.candidate, line, why) for a in self.search.attempts for line, why in a.proposal.refused]
 
     def paired(self) -> dict[str, dict[str, dict[str, float]]]:
-        """Learned minus each baseline, per task, with bootstrap intervals: facts kept and tier-0 success."""
+        """Learned minus each baseline, per task, with bootstrap intervals: facts kept and tier-0 success, and
+        tier-1 success when both rows ran the real agent."""
         learned = self.row("learned")
         out = {}
         asked = [r.name for r in self.rows if r.name.startswith("default@")]  # the default at the user's trigger
         for name in (*BASELINES, *asked):
             other = self.row(name)
-            kept_a, kept_b = learned.kept_by_task(), other.kept_by_task()
-            ok_a = {t.task_id: float(t.success) for t in learned.tier0.tasks}
-            ok_b = {t.task_id: float(t.success) for t in other.tier0.tasks}
             out[f"learned-{name}"] = {
-                "facts_kept": _diff(
-                    [kept_a[k] for k in kept_a if k in kept_b], [kept_b[k] for k in kept_a if k in kept_b]
-                ),
-                "tier0_success": _diff([ok_a[k] for k in ok_a if k in ok_b], [ok_b[k] for k in ok_a if k in ok_b]),
+                "facts_kept": _paired_by_task(learned.kept_by_task(), other.kept_by_task()),
+                "tier0_success": _paired_by_task(_success_by_task(learned.tier0), _success_by_task(other.tier0)),
             }
+            if learned.tier1 is not None and other.tier1 is not None:
+                out[f"learned-{name}"]["tier1_success"] = _paired_by_task(
+                    _success_by_task(learned.tier1), _success_by_task(other.tier1)
+                )
         return out
 
     def to_dict(self) -> JSONObject:
@@ -205,12 +205,10 @@ class SummaryReport:
                 cells.append(f"{r.tier1.success:.2f} ({r.tier1.n})" if r.tier1 else "–")
             lines.append("| " + " | ".join(cells) + " |")
         lines += ["", "Paired over tasks (learned minus baseline, mean [95% interval]):", ""]
+        labels = {"facts_kept": "facts kept", "tier0_success": "tier-0 success", "tier1_success": "tier-1 success"}
         for name, p in self.paired().items():
-            f, s = p["facts_kept"], p["tier0_success"]
-            lines.append(
-                f"- {name}: facts kept {f['mean']:+.2f} [{f['low']:+.2f}, {f['high']:+.2f}], "
-                f"tier-0 success {s['mean']:+.2f} [{s['low']:+.2f}, {s['high']:+.2f}]"
-            )
+            said = [f"{labels[k]} {d['mean']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]" for k, d in p.items()]
+            lines.append(f"- {name}: {', '.join(said)}")
         lines += [
             "",
             f"The default row: {self.default_source}" + (f"; {self.default_note}" if self.default_note else "") + ".",
@@ -251,6 +249,20 @@ class SummaryReport:
         ]
         lines += [f"Note: {n}" for n in self.notes]
         return "\n".join(lines) + "\n"
+
+
+def _success_by_task(scores: Scores) -> dict[str, float]:
+    """Each task's success share over its episodes (one per sampling seed, when a row ran several)."""
+    wins: dict[str, list[float]] = {}
+    for task in scores.tasks:
+        wins.setdefault(task.task_id, []).append(float(task.success))
+    return {task_id: sum(w) / len(w) for task_id, w in wins.items()}
+
+
+def _paired_by_task(a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, float]:
+    """`a` minus `b` over the tasks both have."""
+    shared = [k for k in a if k in b]
+    return _diff([a[k] for k in shared], [b[k] for k in shared])
 
 
 def _diff(a: Sequence[float], b: Sequence[float]) -> dict[str, float]:

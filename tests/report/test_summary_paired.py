@@ -1,0 +1,53 @@
+"""The summary job's report pairs learned against each baseline per task, at tier 1 too when both rows ran the real
+agent, with every seed of a task counted as that task's share."""
+
+from __future__ import annotations
+
+from optimizer.evaluate.scores import Scores, TaskScore
+from optimizer.report.summary import SummaryReport, TextRow
+from optimizer.summary.search import Candidate, SearchRecord
+
+
+def scores(*outcomes: tuple[str, bool]) -> Scores:
+    return Scores(tasks=tuple(TaskScore(task_id=t, success=ok, peak_tokens=1000) for t, ok in outcomes))
+
+
+def report(tier1_learned: Scores | None, tier1_default: Scores | None) -> SummaryReport:
+    tier0 = scores(("a", True), ("b", True))
+    seed = Candidate("seed+contract", "Keep ids.", None)
+    return SummaryReport(
+        experiment="e",
+        suite="reach_long",
+        target="langchain",
+        knobs={"trigger_tokens": 2000},
+        default_source="installed",
+        default_note="",
+        tasks={"train": 2, "val": 1, "test": 2},
+        chosen_on="val",
+        rows=(
+            TextRow("learned", "Keep ids.", "v1", None, tier0, tier1_learned),
+            TextRow("default", None, None, None, tier0, tier1_default),
+            TextRow("seed", "Keep.", "v0", None, tier0, None),
+        ),
+        search=SearchRecord(seed=seed, candidates=[seed], chosen="seed+contract"),
+        artifact="g.md",
+    )
+
+
+def test_tier1_is_paired_by_each_tasks_share_of_its_seeds():
+    # Two seeds per task: learned solves a on both and b on one, the default a on one and b on neither.
+    learned = scores(("a", True), ("b", False), ("a", True), ("b", True))
+    default = scores(("a", False), ("b", False), ("a", True), ("b", False))
+    pairs = report(learned, default).paired()
+    tier1 = pairs["learned-default"]["tier1_success"]
+    assert tier1["tasks"] == 2 and tier1["mean"] == 0.5  # (1 - 0.5 + 0.5 - 0) / 2 tasks
+    # The seed row never ran the real agent: its pair has no tier-1 figure rather than a zero.
+    assert "tier1_success" not in pairs["learned-seed"]
+    assert "- learned-default: facts kept +0.00" in report(learned, default).markdown()
+    assert "tier-1 success +0.50 [" in report(learned, default).markdown()
+
+
+def test_without_tier1_the_pairs_say_nothing_of_it():
+    pairs = report(None, None).paired()
+    assert all("tier1_success" not in p for p in pairs.values())
+    assert pairs["learned-default"]["tier0_success"] == {"mean": 0.0, "low": 0.0, "high": 0.0, "tasks": 2}
