@@ -57,6 +57,7 @@ from optimizer.context.strategies import ContextStrategy, parse_strategy  # noqa
 from optimizer.errors import AconError  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.evaluate.runner import AgentSpec  # noqa: E402
+from optimizer.evaluate.scores import Scores  # noqa: E402
 from optimizer.evaluate.stats import paired_bootstrap_diff, wilson_interval  # noqa: E402
 from optimizer.evaluate.strategy_runs import select_tasks, strategy_named  # noqa: E402
 from optimizer.interrupts import run_main  # noqa: E402
@@ -112,25 +113,23 @@ def tier1(
     """The real agent on `tasks` under `strategy`, one sample per sampling seed `TIER1_SEED`.. (stored, so a re-run
     reads it back). `tier1_by_task` is each task's success share over its seeds: the paired intervals resample
     tasks, not episodes, since two seeds of one task are not independent evidence."""
-    scored = [
-        task
-        for seed in range(TIER1_SEED, TIER1_SEED + seeds)
-        for task in evaluator.evaluate(
-            strategy, tasks, split, "llm", seed=seed, temperature=TIER1_TEMPERATURE
-        ).scores.tasks
-    ]
-    if not scored:
+    scored = Scores(
+        tuple(
+            task
+            for seed in range(TIER1_SEED, TIER1_SEED + seeds)
+            for task in evaluator.evaluate(
+                strategy, tasks, split, "llm", seed=seed, temperature=TIER1_TEMPERATURE
+            ).scores.tasks
+        )
+    )
+    if not scored.n:
         raise SystemExit("bench_summary_instructions: no tier-1 episode was scored (infrastructure errors)")
-    by_task: dict[str, list[bool]] = {}
-    for task in scored:
-        by_task.setdefault(task.task_id, []).append(task.success)
-    passes = sum(t.success for t in scored)
     return {
-        "tier1_success": passes / len(scored),
-        "tier1_success_ci": wilson_interval(passes, len(scored)),
-        "tier1_episodes": len(scored),
-        "tier1_peak_mean": statistics.mean(t.peak_tokens for t in scored),
-        "tier1_by_task": {task_id: statistics.mean(map(float, wins)) for task_id, wins in by_task.items()},
+        "tier1_success": scored.success,
+        "tier1_success_ci": wilson_interval(sum(t.success for t in scored.tasks), scored.n),
+        "tier1_episodes": scored.n,
+        "tier1_peak_mean": scored.peak_mean,
+        "tier1_by_task": scored.success_by_task(),
     }
 
 

@@ -160,6 +160,14 @@ class Scores:
     def by_task(self) -> dict[str, TaskScore]:
         return {t.task_id: t for t in self.tasks}
 
+    def success_by_task(self) -> dict[str, float]:
+        """Each task's success share over its episodes (several when the scores hold more than one sampling seed):
+        what a paired comparison resamples, since two seeds of one task are not independent evidence."""
+        wins: dict[str, list[float]] = {}
+        for task in self.tasks:
+            wins.setdefault(task.task_id, []).append(float(task.success))
+        return {task_id: sum(w) / len(w) for task_id, w in wins.items()}
+
     def headline(self) -> JSONObject:
         """The figures reports and trackers show."""
         return {

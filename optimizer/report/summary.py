@@ -140,11 +140,11 @@ class SummaryReport:
             other = self.row(name)
             out[f"learned-{name}"] = {
                 "facts_kept": _paired_by_task(learned.kept_by_task(), other.kept_by_task()),
-                "tier0_success": _paired_by_task(_success_by_task(learned.tier0), _success_by_task(other.tier0)),
+                "tier0_success": _paired_by_task(learned.tier0.success_by_task(), other.tier0.success_by_task()),
             }
             if learned.tier1 is not None and other.tier1 is not None:
                 out[f"learned-{name}"]["tier1_success"] = _paired_by_task(
-                    _success_by_task(learned.tier1), _success_by_task(other.tier1)
+                    learned.tier1.success_by_task(), other.tier1.success_by_task()
                 )
         return out
 
@@ -249,14 +249,6 @@ class SummaryReport:
         ]
         lines += [f"Note: {n}" for n in self.notes]
         return "\n".join(lines) + "\n"
-
-
-def _success_by_task(scores: Scores) -> dict[str, float]:
-    """Each task's success share over its episodes (one per sampling seed, when a row ran several)."""
-    wins: dict[str, list[float]] = {}
-    for task in scores.tasks:
-        wins.setdefault(task.task_id, []).append(float(task.success))
-    return {task_id: sum(w) / len(w) for task_id, w in wins.items()}
 
 
 def _paired_by_task(a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, float]:
