@@ -113,14 +113,11 @@ def tier1(
     """The real agent on `tasks` under `strategy`, one sample per sampling seed `TIER1_SEED`.. (stored, so a re-run
     reads it back). `tier1_by_task` is each task's success share over its seeds: the paired intervals resample
     tasks, not episodes, since two seeds of one task are not independent evidence."""
-    scored = Scores(
-        tuple(
-            task
+    scored = Scores.pooled(
+        [
+            evaluator.evaluate(strategy, tasks, split, "llm", seed=seed, temperature=TIER1_TEMPERATURE).scores
             for seed in range(TIER1_SEED, TIER1_SEED + seeds)
-            for task in evaluator.evaluate(
-                strategy, tasks, split, "llm", seed=seed, temperature=TIER1_TEMPERATURE
-            ).scores.tasks
-        )
+        ]
     )
     if not scored.n:
         raise SystemExit("bench_summary_instructions: no tier-1 episode was scored (infrastructure errors)")

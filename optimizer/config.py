@@ -204,6 +204,12 @@ class ReportConfig(_Strict):
         description="Baselines in the final test-split report, beside the seed and the chosen guideline.",
     )
     final_llm_limit: int = Field(0, ge=0, description="Test tasks also run with the llm agent in the report.")
+    final_llm_seeds: int = Field(
+        1,
+        ge=1,
+        description="Sampling seeds the llm agent runs each of those tasks with (1: one run as configured; more: "
+        "seeds 1..N at temperature 0.3, and the paired intervals resample tasks by their share over the seeds).",
+    )
     seed_test_limit: int | None = Field(
         None,
         gt=0,
@@ -229,6 +235,7 @@ TARGET_KEYS = (
     "screen_agent",
     "budget.rounds",
     "report.final_llm_limit",
+    "report.final_llm_seeds",
     "report.deterministic_guideline",
 )
 

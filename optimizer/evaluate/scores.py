@@ -96,9 +96,28 @@ class Scores:
             dict(summary),
         )
 
+    @classmethod
+    def pooled(cls, runs: Sequence[Scores]) -> Scores:
+        """The episodes of several runs of the same strategy (one per sampling seed) as one set of scores: a task
+        then has one episode per run, and the per-task figures (`success_by_task`, `peak_by_task`) average them."""
+        if len(runs) == 1:
+            return runs[0]
+        return cls(
+            tuple(t for run in runs for t in run.tasks),
+            sum(run.compressor_tokens for run in runs),
+            sum(run.blocking for run in runs),
+            None,  # a cost per success over pooled runs is not what any one run projected
+            "; ".join(run.directory for run in runs if run.directory),
+        )
+
     @property
     def n(self) -> int:
+        """Episodes scored: the task count, or tasks x seeds when runs were pooled."""
         return len(self.tasks)
+
+    @property
+    def distinct_tasks(self) -> int:
+        return len({t.task_id for t in self.tasks})
 
     @property
     def success(self) -> float:
@@ -168,10 +187,18 @@ class Scores:
             wins.setdefault(task.task_id, []).append(float(task.success))
         return {task_id: sum(w) / len(w) for task_id, w in wins.items()}
 
+    def peak_by_task(self) -> dict[str, float]:
+        """Each task's mean peak over its episodes (the peak counterpart of `success_by_task`)."""
+        peaks: dict[str, list[int]] = {}
+        for task in self.tasks:
+            peaks.setdefault(task.task_id, []).append(task.peak_tokens)
+        return {task_id: sum(p) / len(p) for task_id, p in peaks.items()}
+
     def headline(self) -> JSONObject:
         """The figures reports and trackers show."""
         return {
-            "tasks": self.n,
+            "tasks": self.distinct_tasks,
+            "episodes": self.n,
             "success": self.success,
             "success_ci": list(self.success_ci),
             "peak_tokens_mean": self.peak_mean,

@@ -126,7 +126,7 @@ def row_cells(r: ReportRow) -> list[str]:
     return [
         r.strategy,
         r.tier,
-        f"{f.tasks}",
+        f"{f.tasks} x {f.episodes // f.tasks}" if f.episodes and f.tasks and f.episodes > f.tasks else f"{f.tasks}",
         f"{f.success:.2f}",
         f"[{low:.2f}, {high:.2f}]",
         f"{f.success_without_recall:.2f}",

@@ -61,6 +61,7 @@ class Figures:
     blocking: int
     cost_per_success: float | None
     facts_visible: float | None
+    episodes: int | None = None  # tasks x seeds when runs on several sampling seeds were pooled
 
     @classmethod
     def of(cls, scores: Scores) -> Figures:
@@ -87,6 +88,7 @@ class Figures:
             blocking=integer(data["blocking"]),
             cost_per_success=optional_number(data["cost_per_success"]),
             facts_visible=optional_number(data["facts_visible"]),
+            episodes=optional_integer(data.get("episodes")),
         )
 
 

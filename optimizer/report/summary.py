@@ -87,7 +87,8 @@ class TextRow:
             }
         if self.tier1 is not None:
             data |= {
-                "tier1_tasks": self.tier1.n,
+                "tier1_tasks": self.tier1.distinct_tasks,
+                "tier1_episodes": self.tier1.n,
                 "tier1_success": self.tier1.success,
                 "tier1_peak_mean": self.tier1.peak_mean,
             }
@@ -202,7 +203,7 @@ class SummaryReport:
                 f"{r.tier0.peak_mean:,.0f}",
             ]
             if tier1:
-                cells.append(f"{r.tier1.success:.2f} ({r.tier1.n})" if r.tier1 else "–")
+                cells.append(f"{r.tier1.success:.2f} ({_episodes(r.tier1)})" if r.tier1 else "–")
             lines.append("| " + " | ".join(cells) + " |")
         lines += ["", "Paired over tasks (learned minus baseline, mean [95% interval]):", ""]
         labels = {"facts_kept": "facts kept", "tier0_success": "tier-0 success", "tier1_success": "tier-1 success"}
@@ -274,3 +275,9 @@ def _share(s: ScreenResult | None) -> str:
 
 def _knobs(knobs: Mapping[str, JSON]) -> str:
     return ", ".join(f"{k} = {v}" for k, v in knobs.items()) or "none"
+
+
+def _episodes(scores: Scores) -> str:
+    """`6`, or `6 x 2` for six tasks each run on two sampling seeds."""
+    tasks = scores.distinct_tasks
+    return f"{tasks} x {scores.n // tasks}" if tasks and scores.n > tasks else f"{scores.n}"

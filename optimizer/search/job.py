@@ -487,14 +487,16 @@ class OptimizationJob:
         if self.options.report.final_llm_limit <= 0:
             return []
         subset = spread(self.test)[: self.options.report.final_llm_limit]
+        seeds = self.options.report.final_llm_seeds
+        learned = screened(chosen.guideline)
         rows = [
-            report_row(evaluator, "chosen", "learned", screened(chosen.guideline), subset, "llm", chosen.version),
-            report_row(evaluator, "none", "control", parse_strategy("none"), subset, "llm"),
+            report_row(evaluator, "chosen", "learned", learned, subset, "llm", chosen.version, seeds),
+            report_row(evaluator, "none", "control", parse_strategy("none"), subset, "llm", seeds=seeds),
         ]
         # Those baselines are the two with the lowest tier-0 peak that keep full context's success.
         for baseline in tier1_baselines(tier0_rows, none_row, ctx.tolerance):
             strategy = strategy_named(self.config, baseline.name)
-            rows.append(report_row(evaluator, baseline.name, "baseline", strategy, subset, "llm"))
+            rows.append(report_row(evaluator, baseline.name, "baseline", strategy, subset, "llm", seeds=seeds))
         return rows
 
     def _report_inputs(
@@ -647,9 +649,12 @@ def report_row(
     tasks: Sequence[Task],
     agent: str,
     version: str | None = None,
+    seeds: int = 1,
 ) -> Row:
-    """`strategy`'s row of the report: its scores on `tasks` of the test split, run by `agent`."""
-    return Row(name, kind, agent, evaluator.evaluate(strategy, tasks, "test", agent).scores, version)
+    """`strategy`'s row of the report: its scores on `tasks` of the test split, run by `agent` (`seeds` runs of
+    it pooled, one per sampling seed, when more than one)."""
+    runs = evaluator.repeated(strategy, tasks, "test", agent, seeds)
+    return Row(name, kind, agent, Scores.pooled([run.scores for run in runs]), version)
 
 
 def tier1_baselines(rows: Sequence[Row], none: Row, tolerance: float, count: int = 2) -> list[Row]:

@@ -163,16 +163,16 @@ def best_baseline(rows: Sequence[Row], none: Row, tolerance: float) -> Row | Non
 
 
 def paired(a: Scores, b: Scores) -> Paired:
-    """Mean differences a − b over the tasks both have, with 95 % bootstrap intervals."""
-    theirs = b.by_task()
-    common = [t for t in a.tasks if t.task_id in theirs]
+    """Mean differences a − b over the tasks both have, with 95 % bootstrap intervals. A task run on several
+    sampling seeds counts once, by its mean over them: two seeds of one task are not independent evidence."""
+    a_success, b_success = a.success_by_task(), b.success_by_task()
+    a_peak, b_peak = a.peak_by_task(), b.peak_by_task()
+    common = [task_id for task_id in a_success if task_id in b_success]
     if not common:
         return Paired(0)
-    peak = paired_bootstrap_diff([t.peak_tokens for t in common], [theirs[t.task_id].peak_tokens for t in common])
-    success = paired_bootstrap_diff(
-        [float(t.success) for t in common], [float(theirs[t.task_id].success) for t in common]
-    )
-    other_peak = sum(theirs[t.task_id].peak_tokens for t in common) / len(common)
+    peak = paired_bootstrap_diff([a_peak[t] for t in common], [b_peak[t] for t in common])
+    success = paired_bootstrap_diff([a_success[t] for t in common], [b_success[t] for t in common])
+    other_peak = sum(b_peak[t] for t in common) / len(common)
     return Paired(
         tasks=len(common),
         peak_diff=peak[0],

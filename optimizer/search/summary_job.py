@@ -223,8 +223,11 @@ class SummaryJob:
     def _tiers(self, evaluator: Evaluator, strategy: ContextStrategy) -> tuple[Scores, Scores | None]:
         tier0 = self._scores(evaluator, strategy, self.test, self.options.screen_agent)
         tier1 = None
-        if self.options.report.final_llm_limit > 0:
-            tier1 = self._scores(evaluator, strategy, spread(self.test)[: self.options.report.final_llm_limit], "llm")
+        report = self.options.report
+        if report.final_llm_limit > 0:
+            subset = spread(self.test)[: report.final_llm_limit]
+            runs = evaluator.repeated(strategy, subset, "test", "llm", report.final_llm_seeds)
+            tier1 = Scores.pooled([run.scores for run in runs])
         return tier0, tier1
 
     @staticmethod

@@ -147,7 +147,7 @@ def test_the_search_can_start_from_another_seed_and_the_file_names_it(bench, tmp
 def test_tier1_over_seeds_pairs_tasks_by_their_share_of_seeds_solved(bench):
     from types import SimpleNamespace
 
-    from optimizer.evaluate.scores import TaskScore
+    from optimizer.evaluate.scores import Scores, TaskScore
 
     won = {(1, "a"): True, (1, "b"): False, (2, "a"): False, (2, "b"): False}
     seen = []
@@ -156,7 +156,7 @@ def test_tier1_over_seeds_pairs_tasks_by_their_share_of_seeds_solved(bench):
         def evaluate(self, strategy, tasks, split, agent, seed, temperature):
             seen.append(seed)
             scored = [TaskScore(task_id=t, success=won[seed, t], peak_tokens=1000 * seed) for t in tasks]
-            return SimpleNamespace(scores=SimpleNamespace(tasks=scored))
+            return SimpleNamespace(scores=Scores(tuple(scored)))
 
     result = bench.tier1(Evaluator(), None, ["a", "b"], "train", seeds=2)
     assert seen == [1, 2]

@@ -71,6 +71,28 @@ def test_report_adds_llm_agent_rows_on_the_first_test_tasks(run_cli, tmp_path, s
     assert out.count(" llm ") >= 2  # chosen and none printed with the llm tier
 
 
+def test_final_llm_seeds_pools_the_seeds_of_each_tier1_task_and_pairs_by_task(run_cli, tmp_path, scripted_url):
+    config = job_config(
+        tmp_path,
+        scripted_url,
+        train_limit=3,
+        test_limit=2,
+        budget={"rounds": 1},
+        acon={"llm_proposers": False},
+        report={"final_llm_limit": 2, "final_llm_seeds": 2},
+    )
+    code, _, err = run_cli("optimize", str(tmp_path / "job.toml"))
+    assert code == 0, err
+    report = json.loads((config.out_dir / "report.json").read_text())
+    tier1 = next(r for r in report["rows"] if r["strategy"] == "chosen" and r["tier"] == "llm")
+    assert (tier1["tasks"], tier1["episodes"]) == (2, 4)
+    assert report["paired_tier1"]["none"]["tasks"] == 2  # a task's seeds count once
+    seeded = [p.name for p in (config.out_dir / "runs").iterdir() if "-llm-test-" in p.name]
+    llm_rows = [r for r in report["rows"] if r["tier"] == "llm"]
+    assert len(seeded) == 2 * len(llm_rows)
+    assert "| 2 x 2 |" in (config.out_dir / "report.md").read_text()
+
+
 def test_pareto_table_shows_the_tier1_confirmation_beside_the_screen(run_cli, tmp_path, scripted_url):
     config = job_config(
         tmp_path,

@@ -212,6 +212,22 @@ def test_with_confirm_seeds_the_real_agent_also_judges_a_rewrite_the_screen_woul
     assert any("-llm-val-" in run.name for run in (job_dir / "runs").iterdir())
 
 
+def test_final_llm_seeds_runs_each_tier1_task_on_every_seed_and_pairs_by_task(job):
+    code, _, err, job_dir, _, _ = job(
+        "anthropic", train_limit=3, trigger=2500, extra="final_llm_limit = 2\nfinal_llm_seeds = 2"
+    )
+    assert code == 0, err
+    report = json.loads((job_dir / "report.json").read_text())
+    rows = {r["row"]: r for r in report["rows"]}
+    for name in ("learned", "default", "none"):
+        assert (rows[name]["tier1_tasks"], rows[name]["tier1_episodes"]) == (2, 4), name
+    # One run per seed on the same two test tasks, each its own stored run.
+    test_runs = [run.name for run in (job_dir / "runs").iterdir() if "-llm-test-" in run.name]
+    assert len(test_runs) == 2 * len([n for n in rows if rows[n].get("tier1_tasks")])
+    assert report["paired"]["learned-default"]["tier1_success"]["tasks"] == 2  # tasks, not episodes
+    assert "(2 x 2)" in (job_dir / "report.md").read_text()
+
+
 def test_the_anthropic_job_exports_the_compaction_edit_with_the_learned_instructions(job, run_cli, tmp_path):
     # Small: the stand-in folds the whole prefix at every step past the trigger, a summary per step.
     code, out, err, job_dir, _, _ = job("anthropic", train_limit=3, trigger=2500)

@@ -45,6 +45,7 @@ def test_tier1_is_paired_by_each_tasks_share_of_its_seeds():
     assert "tier1_success" not in pairs["learned-seed"]
     assert "- learned-default: facts kept +0.00" in report(learned, default).markdown()
     assert "tier-1 success +0.50 [" in report(learned, default).markdown()
+    assert "0.75 (2 x 2)" in report(learned, default).markdown()  # the learned row's tier-1 cell: tasks x seeds
 
 
 def test_without_tier1_the_pairs_say_nothing_of_it():
