@@ -45,7 +45,9 @@ def test_optimize_refuses_to_overwrite_a_job_without_resume(run_cli, tmp_path, s
     assert run_cli("optimize", str(tmp_path / "job.toml"), "--resume")[0] == 0
 
 
-def test_report_adds_llm_agent_rows_on_the_first_test_tasks(run_cli, tmp_path, scripted_url):
+def _job_with_tier1_rows(run_cli, tmp_path, scripted_url, report: dict) -> tuple:
+    """A small job whose report runs the real agent (`[optimize.report]` = `report`): (config, stdout, report.json,
+    the chosen guideline's tier-1 row)."""
     config = job_config(
         tmp_path,
         scripted_url,
@@ -53,12 +55,17 @@ def test_report_adds_llm_agent_rows_on_the_first_test_tasks(run_cli, tmp_path, s
         test_limit=2,
         budget={"rounds": 1},
         acon={"llm_proposers": False},
-        report={"final_llm_limit": 1},
+        report=report,
     )
     code, out, err = run_cli("optimize", str(tmp_path / "job.toml"))
     assert code == 0, err
-    report = json.loads((config.out_dir / "report.json").read_text())
-    tier1 = next(r for r in report["rows"] if r["strategy"] == "chosen" and r["tier"] == "llm")
+    data = json.loads((config.out_dir / "report.json").read_text())
+    tier1 = next(r for r in data["rows"] if r["strategy"] == "chosen" and r["tier"] == "llm")
+    return config, out, data, tier1
+
+
+def test_report_adds_llm_agent_rows_on_the_first_test_tasks(run_cli, tmp_path, scripted_url):
+    _, out, report, tier1 = _job_with_tier1_rows(run_cli, tmp_path, scripted_url, {"final_llm_limit": 1})
     assert tier1["tasks"] == 1
     assert tier1["peak_tokens_mean"] > 0  # the scripted server reports usage, as llama-server does
     llm_rows = {r["strategy"] for r in report["rows"] if r["tier"] == "llm"}
@@ -72,24 +79,13 @@ def test_report_adds_llm_agent_rows_on_the_first_test_tasks(run_cli, tmp_path, s
 
 
 def test_final_llm_seeds_pools_the_seeds_of_each_tier1_task_and_pairs_by_task(run_cli, tmp_path, scripted_url):
-    config = job_config(
-        tmp_path,
-        scripted_url,
-        train_limit=3,
-        test_limit=2,
-        budget={"rounds": 1},
-        acon={"llm_proposers": False},
-        report={"final_llm_limit": 2, "final_llm_seeds": 2},
-    )
-    code, _, err = run_cli("optimize", str(tmp_path / "job.toml"))
-    assert code == 0, err
-    report = json.loads((config.out_dir / "report.json").read_text())
-    tier1 = next(r for r in report["rows"] if r["strategy"] == "chosen" and r["tier"] == "llm")
+    seeded = {"final_llm_limit": 2, "final_llm_seeds": 2}
+    config, _, report, tier1 = _job_with_tier1_rows(run_cli, tmp_path, scripted_url, seeded)
     assert (tier1["tasks"], tier1["episodes"]) == (2, 4)
     assert report["paired_tier1"]["none"]["tasks"] == 2  # a task's seeds count once
-    seeded = [p.name for p in (config.out_dir / "runs").iterdir() if "-llm-test-" in p.name]
+    runs = [p.name for p in (config.out_dir / "runs").iterdir() if "-llm-test-" in p.name]
     llm_rows = [r for r in report["rows"] if r["tier"] == "llm"]
-    assert len(seeded) == 2 * len(llm_rows)
+    assert len(runs) == 2 * len(llm_rows)
     assert "| 2 x 2 |" in (config.out_dir / "report.md").read_text()
 
 
