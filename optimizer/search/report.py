@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from optimizer.evaluate.scores import Scores
+from optimizer.evaluate.scores import Scores, TaskScore
 from optimizer.evaluate.stats import paired_bootstrap_diff
 from optimizer.report.checks import Acceptance, BarCheck, Check, Paired, PairedEvidence, PeerCheck, TierVerdict
 from optimizer.report.front import Point
@@ -183,6 +183,17 @@ def paired(a: Scores, b: Scores) -> Paired:
     )
 
 
+def _episodes(scores: Scores) -> list[tuple[tuple[str, int], TaskScore]]:
+    """Each episode keyed by its task and which of that task's episodes it is: pooled runs keep seed order, so
+    the same key in two pooled scores is the same task on the same seed."""
+    seen: dict[str, int] = {}
+    keyed = []
+    for t in scores.tasks:
+        seen[t.task_id] = seen.get(t.task_id, -1) + 1
+        keyed.append(((t.task_id, seen[t.task_id]), t))
+    return keyed
+
+
 def behaviour(tier1: Scores, tier0: Scores) -> Behaviour:
     """Of the tasks where tier 0 saw every needed fact in the request when its step came, the share the
     tier-1 agent solved under the same strategy: the behaviour layer, apart from the data flow.
@@ -214,8 +225,8 @@ def both_solved(chosen: Scores, other: Scores) -> BothSolved:
     A failed episode often ends early, before its largest context, so a strategy that breaks tasks can
     show a lower mean peak than one that solves them; on the tasks both solved, peaks compare like for like.
     """
-    solved = {t.task_id: t.peak_tokens for t in chosen.tasks if t.success}
-    pairs = [(solved[t.task_id], t.peak_tokens) for t in other.tasks if t.success and t.task_id in solved]
+    solved = {key: t.peak_tokens for key, t in _episodes(chosen) if t.success}
+    pairs = [(solved[key], t.peak_tokens) for key, t in _episodes(other) if t.success and key in solved]
     if not pairs:
         return BothSolved(tasks=0, chosen_peak_mean=None, peak_mean=None)
     return BothSolved(

@@ -35,3 +35,13 @@ def test_paired_counts_a_task_once_by_its_mean_over_seeds():
     # With one episode per task it is the plain per-task difference, as before pooling existed.
     single = paired(run(("a", True, 1000)), run(("a", False, 1500)))
     assert (single.tasks, single.success_diff, single.peak_diff) == (1, 1.0, -500.0)
+
+
+def test_both_solved_pairs_the_same_task_on_the_same_seed():
+    from optimizer.search.report import both_solved
+
+    chosen = Scores.pooled([run(("a", True, 1000)), run(("a", False, 1200))])
+    other = Scores.pooled([run(("a", True, 3000)), run(("a", True, 5000))])
+    # Only seed 1 was solved by both: its peaks, not seed 2's 5,000 against seed 1's 1,000.
+    both = both_solved(chosen, other)
+    assert (both.tasks, both.chosen_peak_mean, both.peak_mean) == (1, 1000, 3000)
