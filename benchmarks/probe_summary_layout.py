@@ -10,7 +10,8 @@ On the first `--tasks` train tasks (in turns from each family), LangChain's `Sum
 `default`; the `seed` with the retention contract (`seed+contract`, where the summary search starts); the same
 with one reminder after the messages (`+remind`); a short extractive text (`extract`) and the same with the
 reminder; the seed with the contract and a line against repetition after the messages (`+once`), alone and
-with the reminder. The reminder is written here, not learned: it asks whether lines after the conversation are
+with the reminder; the seed with a length budget above the contract (`+budget`) or after the messages
+(`+budget-after`). The reminder is written here, not learned: it asks whether lines after the conversation are
 read at all, which decides whether the search should try them. Per text: facts kept, tasks with every needed fact
 visible, summary tokens, summaries that loop (one sentence said three times or more) and summaries that claim a
 step the agent has not done (`optimizer.summary.claims`). `--model` and `--frequency-penalty` change the
@@ -56,6 +57,9 @@ EXTRACT = (
     "every write returned, and every warning that a result was partial (page 1 of 2).\n"
     "Then say in one sentence what is done and what is left."
 )
+# A length budget: the learned text's summaries ran twice the default's length (380 vs 172 tokens with the 1.5B
+# summarizer on reach_long), which is where its higher tier-1 peak came from. Does a stated budget bound them?
+BUDGET = "Keep the whole summary under 120 words: values, ids, rules and warnings first, prose last."
 
 
 def texts() -> dict[str, str]:
@@ -68,6 +72,8 @@ def texts() -> dict[str, str]:
         "extract+remind": with_closing(EXTRACT, REMIND),
         "seed+contract+once": with_closing(seed, f"{CLOSING_LEAD}\n{ONCE}"),
         "seed+contract+remind+once": with_closing(seed, f"{REMIND} {ONCE}"),
+        "seed+contract+budget": with_contract(f"{guideline_at(SEED_GUIDELINE).texts.history.rstrip()}\n{BUDGET}"),
+        "seed+contract+budget-after": with_closing(seed, f"{CLOSING_LEAD}\n{BUDGET}"),
     }
 
 
