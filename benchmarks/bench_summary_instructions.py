@@ -3,8 +3,8 @@
     python benchmarks/bench_summary_instructions.py [--config experiments/builtin.toml] [--target langchain]
         [--trigger 1500] [--keep 4] [--learn 6] [--split val|test] [--limit N] [--candidates 2] [--rounds 1]
         [--triggers T1,T2] [--max-peak P] [--tier1 N] [--tier1-seeds S] [--confirm S] [--confirm-tasks 4]
-        [--summarizer MODEL] [--frequency-penalty X] [--seed GUIDELINE] [--scripted]
-        [--out benchmarks/results/summary_instructions_<suite>_<target>[_fp<X>][_<MODEL>]_<split>.json]
+        [--summarizer MODEL] [--frequency-penalty X] [--seed GUIDELINE] [--summary-max-tokens N] [--scripted]
+        [--out benchmarks/results/summary_instructions_<suite>_<target>[_fp<X>][_<MODEL>][_cap<N>]_<split>.json]
 
 Learning sees only the train split (taken in turns from each task family): its first `--learn` tasks, the
 first three quarters to mine lost facts and the last quarter to choose on. The figure is on `--split`: `val`
@@ -28,7 +28,8 @@ seeds, chosen among the train tasks neither mined nor in the figure as those ful
 `--triggers` lets the trigger be chosen beside the text (`optimizer.summary.knobs`): the learned text is judged at
 `--trigger` and at each of them (tier 1 on the confirmation tasks with `--confirm`, else tier 0 on the choice
 tasks), the rows run at the winner, and `learned@T` / `default@T` rows show both texts at the user's `--trigger`.
-`--scripted` swaps every model for a deterministic stand-in to
+`--summary-max-tokens N` caps every summary row's completion alike (a cap cuts a summary's end; a sentence asking
+for brevity did not shorten the 1.5B model's summaries). `--scripted` swaps every model for a deterministic stand-in to
 check the plumbing: its numbers say nothing about any model and are labelled so.
 """
 
@@ -54,6 +55,7 @@ from optimizer.config import load_experiment  # noqa: E402
 from optimizer.context.compressor import Compressor  # noqa: E402
 from optimizer.context.guideline import SEED_GUIDELINE, guideline_at  # noqa: E402
 from optimizer.context.strategies import ContextStrategy, parse_strategy  # noqa: E402
+from optimizer.context.thresholds import SUMMARY_MAX_TOKENS  # noqa: E402
 from optimizer.errors import AconError  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.evaluate.runner import AgentSpec  # noqa: E402
@@ -83,11 +85,13 @@ def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def make_target(kind: str, trigger: int, keep: int):
+def make_target(kind: str, trigger: int, keep: int, max_tokens: int = SUMMARY_MAX_TOKENS):
     def make(text: str | None) -> SummaryTarget:
         if kind == "langchain":
-            return LangChainSummary(trigger_tokens=trigger, keep_messages=keep, instructions=text)
-        return AnthropicCompaction(trigger_tokens=trigger, instructions=text)
+            return LangChainSummary(
+                trigger_tokens=trigger, keep_messages=keep, instructions=text, max_tokens=max_tokens
+            )
+        return AnthropicCompaction(trigger_tokens=trigger, instructions=text, max_tokens=max_tokens)
 
     return make
 
@@ -243,6 +247,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="the summarizer's frequency penalty (default: the config's)",
     )
     parser.add_argument(
+        "--summary-max-tokens",
+        type=int,
+        default=SUMMARY_MAX_TOKENS,
+        help=f"Completion cap of every summary, every row alike (default {SUMMARY_MAX_TOKENS}): a bound the "
+        "summarizer cannot ignore, where a sentence asking for brevity was (benchmarks/probe_summary_layout.py).",
+    )
+    parser.add_argument(
         "--baselines",
         default="oracle,guidelines/learned/builtin.md",
         help="Deterministic rows beside the summaries: strategy names or guideline files ('' for none).",
@@ -277,6 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     penalised = f"_fp{args.frequency_penalty:g}" if args.frequency_penalty else ""
     penalised += f"_{args.summarizer}" if args.summarizer else ""
     penalised += f"_seed-{args.seed.stem}" if args.seed else ""
+    penalised += f"_cap{args.summary_max_tokens}" if args.summary_max_tokens != SUMMARY_MAX_TOKENS else ""
     out = args.out or ROOT / "benchmarks" / "results" / (
         f"summary_instructions_{suite}_{args.target}{penalised}_{args.split}{'_scripted' if args.scripted else ''}.json"
     )
@@ -284,7 +296,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"{out} exists: the test figure is produced once")
     if not figure:
         parser.error("no tasks for the figure")
-    make = make_target(args.target, args.trigger, args.keep)
+    if args.summary_max_tokens <= 0:
+        parser.error("--summary-max-tokens must be positive")
+    make = make_target(args.target, args.trigger, args.keep, args.summary_max_tokens)
     try:
         triggers = [int(t) for t in args.triggers.split(",") if t]
     except ValueError:
@@ -326,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             judged_by = f"tier 0 on the {len(choose)} choice task(s)"
 
         def at(trigger: int) -> SummaryTarget:
-            return make_target(args.target, trigger, args.keep)(text)
+            return make_target(args.target, trigger, args.keep, args.summary_max_tokens)(text)
 
         choice = choose_trigger(at, args.trigger, triggers, judge, judged_by, _log, args.max_peak)
         _log(choice.describe())
@@ -370,7 +384,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         at = make
         if triggers:
             choice = _choose_trigger(best.text, triggers, compressor, evaluator)
-            at = make_target(args.target, choice.chosen, args.keep)
+            at = make_target(args.target, choice.chosen, args.keep, args.summary_max_tokens)
         strategies = {"none": parse_strategy("none"), **{n: at(t) for n, t in texts.items()}}
         if choice is not None and choice.chosen != args.trigger:  # the text against the default where it was learned
             strategies |= {f"{n}@{args.trigger}": make(texts[n]) for n in ("learned", "default")}
@@ -458,7 +472,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "suite": suite,
         "target": args.target,
         # The knobs the rows ran at (`learned@T` / `default@T` rows ran at the asked trigger T).
-        "knobs": {"trigger": (result["trigger_choice"] or {}).get("chosen", args.trigger), "keep": args.keep},
+        "knobs": {
+            "trigger": (result["trigger_choice"] or {}).get("chosen", args.trigger),
+            "keep": args.keep,
+            "summary_max_tokens": args.summary_max_tokens,
+        },
         "search_budget": {
             "rounds": args.rounds,
             "candidates": args.candidates,

@@ -53,6 +53,20 @@ def test_a_summarizer_model_and_penalty_are_sent_and_recorded(bench, tmp_path, m
     assert sent and all(r.get("frequency_penalty") == 0.5 for r in sent)
 
 
+def test_a_summary_cap_bounds_every_summary_row_and_is_recorded(bench, tmp_path, monkeypatch):
+    from optimizer.context.thresholds import SUMMARY_MAX_TOKENS
+
+    sent = []
+    responder = bench.scripted_responder
+    monkeypatch.setattr(bench, "scripted_responder", lambda request: sent.append(request) or responder(request))
+    argv = ["--config", str(CONFIG), "--learn", "4", "--limit", "1", "--trigger", "2000", "--rounds", "0"]
+    out = tmp_path / "summary.json"
+    assert bench.main([*argv, "--summary-max-tokens", "180", "--baselines", "", "--scripted", "--out", str(out)]) == 0
+    summaries = [r for r in sent if r.get("max_tokens") in (180, SUMMARY_MAX_TOKENS)]
+    assert summaries and all(r["max_tokens"] == 180 for r in summaries)
+    assert json.loads(out.read_text())["knobs"]["summary_max_tokens"] == 180
+
+
 def test_a_baseline_that_cannot_be_read_stops_the_run_before_any_model_starts(bench, capsys):
     with pytest.raises(SystemExit) as exit_:
         bench.main(["--config", str(CONFIG), "--baselines", "oracle,guidelines/learned/nope.md", "--scripted"])
