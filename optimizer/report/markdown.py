@@ -33,6 +33,11 @@ ROW_COLUMNS = (
 )
 
 
+def task_count(tasks: int, episodes: int | None) -> str:
+    """`6`, or `6 x 2` for six tasks each run on two sampling seeds."""
+    return f"{tasks} x {episodes // tasks}" if episodes and tasks and episodes > tasks else f"{tasks}"
+
+
 def duration(seconds: float) -> str:
     minutes, rest = divmod(round(seconds), 60)
     return f"{minutes} min {rest} s" if minutes else f"{rest} s"
@@ -126,7 +131,7 @@ def row_cells(r: ReportRow) -> list[str]:
     return [
         r.strategy,
         r.tier,
-        f"{f.tasks} x {f.episodes // f.tasks}" if f.episodes and f.tasks and f.episodes > f.tasks else f"{f.tasks}",
+        task_count(f.tasks, f.episodes),
         f"{f.success:.2f}",
         f"[{low:.2f}, {high:.2f}]",
         f"{f.success_without_recall:.2f}",

@@ -17,6 +17,7 @@ from optimizer.evaluate.scores import Scores
 from optimizer.evaluate.stats import paired_bootstrap_diff, wilson_interval
 from optimizer.jsontypes import JSON, JSONObject
 from optimizer.report.file import SUMMARY_KIND
+from optimizer.report.markdown import task_count
 from optimizer.report.model import TIER0_LIMITS
 from optimizer.summary.knobs import TriggerChoice
 from optimizer.summary.screen import ScreenResult
@@ -203,7 +204,9 @@ class SummaryReport:
                 f"{r.tier0.peak_mean:,.0f}",
             ]
             if tier1:
-                cells.append(f"{r.tier1.success:.2f} ({_episodes(r.tier1)})" if r.tier1 else "–")
+                cells.append(
+                    f"{r.tier1.success:.2f} ({task_count(r.tier1.distinct_tasks, r.tier1.n)})" if r.tier1 else "–"
+                )
             lines.append("| " + " | ".join(cells) + " |")
         lines += ["", "Paired over tasks (learned minus baseline, mean [95% interval]):", ""]
         labels = {"facts_kept": "facts kept", "tier0_success": "tier-0 success", "tier1_success": "tier-1 success"}
@@ -275,9 +278,3 @@ def _share(s: ScreenResult | None) -> str:
 
 def _knobs(knobs: Mapping[str, JSON]) -> str:
     return ", ".join(f"{k} = {v}" for k, v in knobs.items()) or "none"
-
-
-def _episodes(scores: Scores) -> str:
-    """`6`, or `6 x 2` for six tasks each run on two sampling seeds."""
-    tasks = scores.distinct_tasks
-    return f"{tasks} x {scores.n // tasks}" if tasks and scores.n > tasks else f"{scores.n}"

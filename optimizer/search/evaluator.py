@@ -91,6 +91,10 @@ class Evaluator:
             self.on_run(result, agent, split, tasks)
         return Evaluation(result, Scores.of(result.episodes.summaries, result.summary, str(result.directory)))
 
+    def pooled(self, strategy: ContextStrategy, tasks: Sequence[Task], split: str, agent: str, seeds: int) -> Scores:
+        """`repeated` runs as one set of scores (`Scores.pooled`): what a report row over several seeds shows."""
+        return Scores.pooled([run.scores for run in self.repeated(strategy, tasks, split, agent, seeds)])
+
     def repeated(
         self,
         strategy: ContextStrategy,

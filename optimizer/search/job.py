@@ -653,8 +653,7 @@ def report_row(
 ) -> Row:
     """`strategy`'s row of the report: its scores on `tasks` of the test split, run by `agent` (`seeds` runs of
     it pooled, one per sampling seed, when more than one)."""
-    runs = evaluator.repeated(strategy, tasks, "test", agent, seeds)
-    return Row(name, kind, agent, Scores.pooled([run.scores for run in runs]), version)
+    return Row(name, kind, agent, evaluator.pooled(strategy, tasks, "test", agent, seeds), version)
 
 
 def tier1_baselines(rows: Sequence[Row], none: Row, tolerance: float, count: int = 2) -> list[Row]:

@@ -183,7 +183,7 @@ def paired(a: Scores, b: Scores) -> Paired:
     )
 
 
-def _episodes(scores: Scores) -> list[tuple[tuple[str, int], TaskScore]]:
+def _by_task_and_seed(scores: Scores) -> list[tuple[tuple[str, int], TaskScore]]:
     """Each episode keyed by its task and which of that task's episodes it is: pooled runs keep seed order, so
     the same key in two pooled scores is the same task on the same seed."""
     seen: dict[str, int] = {}
@@ -225,8 +225,8 @@ def both_solved(chosen: Scores, other: Scores) -> BothSolved:
     A failed episode often ends early, before its largest context, so a strategy that breaks tasks can
     show a lower mean peak than one that solves them; on the tasks both solved, peaks compare like for like.
     """
-    solved = {key: t.peak_tokens for key, t in _episodes(chosen) if t.success}
-    pairs = [(solved[key], t.peak_tokens) for key, t in _episodes(other) if t.success and key in solved]
+    solved = {key: t.peak_tokens for key, t in _by_task_and_seed(chosen) if t.success}
+    pairs = [(solved[key], t.peak_tokens) for key, t in _by_task_and_seed(other) if t.success and key in solved]
     if not pairs:
         return BothSolved(tasks=0, chosen_peak_mean=None, peak_mean=None)
     return BothSolved(

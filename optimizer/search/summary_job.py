@@ -226,8 +226,7 @@ class SummaryJob:
         report = self.options.report
         if report.final_llm_limit > 0:
             subset = spread(self.test)[: report.final_llm_limit]
-            runs = evaluator.repeated(strategy, subset, "test", "llm", report.final_llm_seeds)
-            tier1 = Scores.pooled([run.scores for run in runs])
+            tier1 = evaluator.pooled(strategy, subset, "test", "llm", report.final_llm_seeds)
         return tier0, tier1
 
     @staticmethod
