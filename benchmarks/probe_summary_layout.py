@@ -1,7 +1,7 @@
 """What a summarizer keeps under instruction texts and layouts, before any search: the probe behind the closing part.
 
     python benchmarks/probe_summary_layout.py [--config experiments/summary_reach_long.toml] [--tasks 6]
-        [--only NAME ...] [--model MODEL] [--frequency-penalty X] [--show]
+        [--only NAME ...] [--model MODEL] [--frequency-penalty X] [--summary-max-tokens N] [--show]
         [--out benchmarks/results/summary_layout_probe.json]
 
 On the first `--tasks` train tasks (in turns from each family), LangChain's `SummarizationMiddleware` (trigger
@@ -11,12 +11,13 @@ On the first `--tasks` train tasks (in turns from each family), LangChain's `Sum
 with one reminder after the messages (`+remind`); a short extractive text (`extract`) and the same with the
 reminder; the seed with the contract and a line against repetition after the messages (`+once`), alone and
 with the reminder; the seed with a length budget above the contract (`+budget`) or after the messages
-(`+budget-after`). The reminder is written here, not learned: it asks whether lines after the conversation are
-read at all, which decides whether the search should try them. Per text: facts kept, tasks with every needed fact
-visible, summary tokens, summaries that loop (one sentence said three times or more) and summaries that claim a
-step the agent has not done (`optimizer.summary.claims`). `--model` and `--frequency-penalty` change the
-summarizer; `--show` prints every summary that lost a fact, and every false claim. Summaries come from acon's
-reply cache when present.
+(`+budget-after`); the seed's sections with the facts first and progress as one last line
+(`facts-first+contract`). The reminder is written here, not learned: it asks whether lines after the
+conversation are read at all, which decides whether the search should try them. Per text: facts kept, tasks with
+every needed fact visible, summary tokens, summaries that loop (one sentence said three times or more) and
+summaries that claim a step the agent has not done (`optimizer.summary.claims`). `--model` and
+`--frequency-penalty` change the summarizer, `--summary-max-tokens` caps every summary; `--show` prints every
+summary that lost a fact, and every false claim. Summaries come from acon's reply cache when present.
 """
 
 from __future__ import annotations
@@ -60,6 +61,22 @@ EXTRACT = (
 # A length budget: the learned text's summaries ran twice the default's length (380 vs 172 tokens with the 1.5B
 # summarizer on reach_long), which is where its higher tier-1 peak came from. Does a stated budget bound them?
 BUDGET = "Keep the whole summary under 120 words: values, ids, rules and warnings first, prose last."
+# The 1.5B model follows the seed's section order, PROGRESS prose first: a token cap then cuts the facts written
+# after it (1 of 12 kept at 200 tokens, 8 of 12 uncapped). The same sections with the facts first, and progress
+# as one closing line, so that a cap can only cut prose.
+FACTS_FIRST = (
+    "You maintain the working memory of an agent that is partway through a task. Rewrite the earlier\n"
+    "steps as a short structured summary the agent can continue from without re-reading anything.\n\n"
+    "Use exactly these sections, in this order, as bullet points:\n\n"
+    "VARIABLES: every identifier, number and value the remaining work may need, as `name = value`\n"
+    "(order ids, customer ids, ticket ids, amounts, quantities, dates, file names, page numbers).\n"
+    "Copy each value exactly; never round, shorten or invent one.\n"
+    "DONE: writes that already happened (created, sent, refunded, booked), each with its id, so that\n"
+    "none is repeated.\n"
+    'ERRORS AND WARNINGS: every error message and every "partial results" warning, word for word.\n'
+    "PROGRESS: one line: what is done and the next step.\n\n"
+    "Drop pleasantries, repeated text, formatting, and tool output the task will not use again."
+)
 
 
 def texts() -> dict[str, str]:
@@ -74,6 +91,7 @@ def texts() -> dict[str, str]:
         "seed+contract+remind+once": with_closing(seed, f"{REMIND} {ONCE}"),
         "seed+contract+budget": with_contract(f"{guideline_at(SEED_GUIDELINE).texts.history.rstrip()}\n{BUDGET}"),
         "seed+contract+budget-after": with_closing(seed, f"{CLOSING_LEAD}\n{BUDGET}"),
+        "facts-first+contract": with_contract(FACTS_FIRST),
     }
 
 
@@ -114,6 +132,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--frequency-penalty", type=float, default=None, help="the summarizer frequency penalty (default: the config)"
     )
+    parser.add_argument(
+        "--summary-max-tokens", type=int, default=None, help="cap every summary's completion (default: the target's)"
+    )
     parser.add_argument("--show", action="store_true", help="print each summary that lost a fact, and what it lost")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "summary_layout_probe.json")
     args = parser.parse_args(argv)
@@ -131,9 +152,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         compressor = Compressor(endpoints.client("compressor"), endpoints.response_cache())
         for name, text in chosen.items():
             started = time.perf_counter()
-            result = screen(
-                LangChainSummary(trigger_tokens=2000, keep_messages=4, instructions=text), tasks, compressor
-            )
+            cap = {} if args.summary_max_tokens is None else {"max_tokens": args.summary_max_tokens}
+            target = LangChainSummary(trigger_tokens=2000, keep_messages=4, instructions=text, **cap)
+            result = screen(target, tasks, compressor)
             rows[name] = {
                 "kept": result.kept,
                 "needed": result.needed,
@@ -154,6 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "benchmark": "summary_layout_probe",
         "model": summarizer.model,
         "frequency_penalty": summarizer.frequency_penalty,
+        "summary_max_tokens": args.summary_max_tokens,
         "tasks": [t.id for t in tasks],
         "rows": rows,
         "texts": chosen,

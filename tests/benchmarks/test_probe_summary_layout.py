@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from optimizer.context.summary_template import CLOSING_LEAD, split_closing
+from optimizer.summary.contract_text import HEADER
 from optimizer.summary.screen import LostFact
 from tests.conftest import benchmark_module
 
@@ -39,3 +40,9 @@ def test_each_losing_summary_is_shown_once_under_everything_it_lost(probe):
     shown = probe.losses([fact("A-1", 2), fact("B-2", 2), fact("C-3", 5)])
     assert shown.count("summary at 2") == 1 and shown.count("summary at 5") == 1
     assert "--- t-1 step 2: lost value 'A-1' from 'id: A-1'; value 'B-2' from 'id: B-2'" in shown
+
+
+def test_the_facts_first_text_asks_for_the_facts_before_progress_and_carries_the_contract(probe):
+    text = probe.texts()["facts-first+contract"]
+    assert text.index("VARIABLES:") < text.index("DONE:") < text.index("PROGRESS:")
+    assert HEADER in text and text.index("PROGRESS:") < text.index(HEADER)
