@@ -72,7 +72,7 @@ from optimizer.summary.anthropic_target import AnthropicCompaction  # noqa: E402
 from optimizer.summary.call import CachedOptimizer  # noqa: E402
 from optimizer.summary.contract_text import with_contract  # noqa: E402
 from optimizer.summary.defaults import target_default  # noqa: E402
-from optimizer.summary.knobs import Judged, TriggerChoice, choose_trigger  # noqa: E402
+from optimizer.summary.knobs import DEFAULT_PEAK, Judged, PeakGoal, TriggerChoice, choose_trigger  # noqa: E402
 from optimizer.summary.langchain_target import LangChainSummary  # noqa: E402
 from optimizer.summary.rewrite import OptimizerLM  # noqa: E402
 from optimizer.summary.screen import ScreenResult, screen  # noqa: E402
@@ -94,6 +94,14 @@ def make_target(kind: str, trigger: int, keep: int, max_tokens: int = SUMMARY_MA
         return AnthropicCompaction(trigger_tokens=trigger, instructions=text, max_tokens=max_tokens)
 
     return make
+
+
+def _peak_goal(value: str) -> PeakGoal:
+    if value == DEFAULT_PEAK:
+        return DEFAULT_PEAK
+    if not value.isdigit() or int(value) <= 0:
+        raise argparse.ArgumentTypeError(f"{value!r} is neither a positive token count nor {DEFAULT_PEAK!r}")
+    return int(value)
 
 
 def tier0(strategy: ContextStrategy, tasks: Sequence[Task], compressor: Compressor | None) -> list[Episode]:
@@ -221,9 +229,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument(
         "--max-peak",
-        type=int,
+        type=_peak_goal,
         default=None,
-        help="With --triggers: a trigger whose trials' mean peak (server tokens) is above this is not chosen.",
+        help="With --triggers: a trigger whose trials' mean peak (server tokens) is above this is not chosen "
+        "('default': the default text's own mean peak at --trigger, judged alike).",
     )
     parser.add_argument("--tier1", type=int, default=0, help="Figure tasks the real agent also runs (0: none).")
     parser.add_argument(
@@ -342,7 +351,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         def at(trigger: int) -> SummaryTarget:
             return make_target(args.target, trigger, args.keep, args.summary_max_tokens)(text)
 
-        choice = choose_trigger(at, args.trigger, triggers, judge, judged_by, _log, args.max_peak)
+        def default_at(trigger: int) -> SummaryTarget:
+            return make_target(args.target, trigger, args.keep, args.summary_max_tokens)(default.text)
+
+        choice = choose_trigger(at, args.trigger, triggers, judge, judged_by, _log, args.max_peak, default_at)
         _log(choice.describe())
         return choice
 

@@ -193,6 +193,7 @@ class SummaryJob:
             judged_by,
             self.log,
             target.max_peak_tokens,
+            lambda t: target.at_trigger(t).strategy(None),
         )
         self.log(choice.describe())
         self.target = target.at_trigger(choice.chosen)

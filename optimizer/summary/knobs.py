@@ -10,13 +10,20 @@ the lower mean peak breaking a tie. Without a peak goal that rule prefers a trig
 at LangChain's 3,000 (its approximate count runs below the server's) the test tasks never summarized and every row
 equalled no compression. So `max_peak_tokens` (the server's count, as every peak acon reports) leaves out a trigger
 whose trials peaked above it; the user's own trigger stays when none is left. Every trial is reported.
+
+The goal that answers "does the learned text beat the default at no more peak" is the default's own peak:
+`max_peak_tokens = "default"` judges the target's default text at the asked trigger once, by the same judge on
+the same tasks, and takes its mean peak as the goal. The learned text's longer summaries raised the tier-1 peak
+8 % above the default's at the same trigger; under this goal it may only take a trigger at which that gap is gone.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from optimizer.jsontypes import JSONObject
 from optimizer.summary.target_base import SummaryTarget
@@ -37,6 +44,8 @@ class Judged:
 
 
 Judge = Callable[[SummaryTarget], Judged]
+PeakGoal = int | Literal["default"] | None  # a token count, the default text's own peak, or no goal
+DEFAULT_PEAK: Literal["default"] = "default"
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,7 @@ class TriggerChoice:
     judged_by: str  # which agent on which tasks, in words
     trials: tuple[TriggerTrial, ...]
     max_peak: int | None = None  # the peak goal a trial had to meet to be chosen (None: none)
+    max_peak_from: Judged | None = None  # the default text's judgement at the asked trigger, when it set the goal
 
     def to_dict(self) -> JSONObject:
         return {
@@ -67,12 +77,17 @@ class TriggerChoice:
             "chosen": self.chosen,
             "judged_by": self.judged_by,
             "max_peak_tokens": self.max_peak,
+            "max_peak_from_default": None
+            if self.max_peak_from is None
+            else TriggerTrial(self.asked, self.max_peak_from).to_dict(),
             "trials": [t.to_dict() for t in self.trials],
         }
 
     def describe(self) -> str:
         tried = "; ".join(t.describe() for t in self.trials)
         goal = f" under a mean peak of {self.max_peak:,}" if self.max_peak is not None else ""
+        if self.max_peak_from is not None:
+            goal += f" (the default text's at {self.asked:,}, success {self.max_peak_from.success:.2f})"
         return f"trigger {self.chosen:,} chosen (asked {self.asked:,}){goal}, judged by {self.judged_by}: {tried}"
 
 
@@ -83,18 +98,30 @@ def choose_trigger(
     judge: Judge,
     judged_by: str,
     log: Callable[[str], None] = lambda _: None,
-    max_peak: int | None = None,
+    max_peak: PeakGoal = None,
+    default_at: Callable[[int], SummaryTarget] | None = None,
 ) -> TriggerChoice:
     """Each of `asked` and `choices` judged once; of those within `max_peak`, the most successful, then the lower
-    peak, then the user's own (the user's own when none is within it)."""
+    peak, then the user's own (the user's own when none is within it). `max_peak = "default"` takes the goal from
+    `default_at(asked)` (the target's default text), judged once before the trials."""
+    from_default = None
+    goal: int | None
+    if isinstance(max_peak, str):  # DEFAULT_PEAK, the only text a goal may be
+        if default_at is None:
+            raise ValueError('max_peak "default" needs the target\'s default text to judge')
+        from_default = judge(default_at(asked))
+        goal = math.ceil(from_default.peak)  # an equal peak is within it
+        log(f"peak goal: the default text at {asked:,}, success {from_default.success:.2f}, mean peak {goal:,}")
+    else:
+        goal = max_peak
     trials = []
     for trigger in dict.fromkeys((asked, *choices)):
         trial = TriggerTrial(trigger, judge(at_trigger(trigger)))
         log(f"trigger {trial.describe()}")
         trials.append(trial)
-    within = [t for t in trials if max_peak is None or t.judged.peak <= max_peak]
+    within = [t for t in trials if goal is None or t.judged.peak <= goal]
     if not within:
-        log(f"no trigger kept the mean peak within {max_peak:,}: the asked {asked:,} stays")
-        return TriggerChoice(asked, asked, judged_by, tuple(trials), max_peak)
+        log(f"no trigger kept the mean peak within {goal:,}: the asked {asked:,} stays")
+        return TriggerChoice(asked, asked, judged_by, tuple(trials), goal, from_default)
     best = max(within, key=lambda t: (t.judged.success, -t.judged.peak, t.trigger == asked))
-    return TriggerChoice(asked, best.trigger, judged_by, tuple(trials), max_peak)
+    return TriggerChoice(asked, best.trigger, judged_by, tuple(trials), goal, from_default)

@@ -8,6 +8,7 @@ rules verbatim, errors), so what a text keeps is decided by the text, as with a 
 from __future__ import annotations
 
 import json
+import math
 import re
 
 import pytest
@@ -341,3 +342,19 @@ def test_with_trigger_choices_every_row_and_the_export_use_the_trigger_the_learn
 
     (middleware,) = middleware_from(tmp_path / "lc.json", model=FakeListChatModel(responses=["s"]))
     assert middleware.trigger == ("tokens", 1000)
+
+
+def test_a_default_peak_goal_is_the_default_texts_own_peak_at_the_asked_trigger(job):
+    code, _, err, job_dir, _, _ = job(
+        "langchain", trigger=2000, target_extra="trigger_choices = [100000, 1000]\nmax_peak_tokens = 'default'"
+    )
+    assert code == 0, err
+    report = json.loads((job_dir / "report.json").read_text())
+    trigger = report["trigger"]
+    from_default = trigger["max_peak_from_default"]
+    assert from_default["trigger"] == 2000 and from_default["episodes"] == 4
+    assert trigger["max_peak_tokens"] == math.ceil(from_default["peak_mean"])
+    at = {t["trigger"]: t for t in trigger["trials"]}
+    # Full context's peak (nothing summarized at 100,000) is above what the default costs at 2,000.
+    assert at[100000]["peak_mean"] > trigger["max_peak_tokens"] and trigger["chosen"] != 100000
+    assert "(the default text's at 2,000" in (job_dir / "report.md").read_text()

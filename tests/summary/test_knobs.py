@@ -62,3 +62,36 @@ def test_a_peak_goal_leaves_out_the_trigger_that_buys_success_by_not_summarizing
     logged: list[str] = []
     choice = choose_trigger(_at, 2000, [3000], _judge(results, []), "tier 1", logged.append, max_peak=2000)
     assert choice.chosen == 2000 and logged[-1] == "no trigger kept the mean peak within 2,000: the asked 2,000 stays"
+
+
+def test_the_default_peak_goal_judges_the_default_text_once_at_the_asked_trigger_and_keeps_an_equal_peak():
+    # The learned text's longer summaries cost peak at the asked trigger; a lower trigger matches the default's.
+    results = {2000: (0.5, 2354.0), 1800: (0.375, 2175.6), 1600: (0.25, 2001.0)}
+    default_judged: list[str | None] = []
+
+    def judge(strategy: LangChainSummary) -> Judged:
+        if strategy.instructions is None:
+            default_judged.append(f"default@{strategy.trigger_tokens}")
+            return Judged(1 / 12, 2175.6, 12)
+        return Judged(*results[strategy.trigger_tokens], 12)
+
+    def default_at(trigger: int) -> LangChainSummary:
+        return LangChainSummary(trigger_tokens=trigger, keep_messages=4, instructions=None)
+
+    logged: list[str] = []
+    choice = choose_trigger(_at, 2000, [1800, 1600], judge, "tier 1", logged.append, "default", default_at)
+    assert default_judged == ["default@2000"]
+    assert choice.max_peak == 2176 and choice.chosen == 1800  # 2,175.6 is within the goal the default set
+    assert choice.to_dict()["max_peak_from_default"] == {
+        "trigger": 2000,
+        "success": 1 / 12,
+        "peak_mean": 2175.6,
+        "episodes": 12,
+    }
+    assert "under a mean peak of 2,176 (the default text's at 2,000, success 0.08)" in choice.describe()
+    assert logged[0] == "peak goal: the default text at 2,000, success 0.08, mean peak 2,176"
+
+
+def test_a_default_peak_goal_without_the_default_text_is_refused():
+    with pytest.raises(ValueError, match="needs the target's default text"):
+        choose_trigger(_at, 2000, [1800], lambda s: Judged(1.0, 1.0, 1), "tier 0", max_peak="default")

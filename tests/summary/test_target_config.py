@@ -123,3 +123,11 @@ def test_a_target_without_a_trigger_cannot_be_given_choices():
     assert Fixed().trigger_choices == ()
     with pytest.raises(ValueError, match="the fixed target has no trigger_tokens to choose"):
         Fixed(trigger_choices=(1000,))
+
+
+def test_the_peak_goal_may_be_the_default_texts_own_and_nothing_else_but_a_token_count(tmp_path):
+    head = "[optimize.target]\ntype = 'langchain'\ntrigger_tokens = 2000\nkeep_messages = 4\ntrigger_choices = [1800]\n"
+    target = _load(tmp_path, head + "max_peak_tokens = 'default'\n").optimize.target
+    assert target.max_peak_tokens == "default" and target.at_trigger(1800).max_peak_tokens is None
+    with pytest.raises(ConfigError, match="max_peak_tokens"):
+        _load(tmp_path, head + "max_peak_tokens = 'lowest'\n")

@@ -11,7 +11,7 @@ extension point, so a plugin's summarizer (an OpenHands condenser, say) joins th
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
@@ -56,11 +56,12 @@ class TargetConfig(BaseModel, ABC):
         "text (tier 1 on the confirmation tasks when confirm_seeds > 0, else tier 0 on the validation tasks) and "
         "the most successful wins, the lower mean peak breaking a tie. Empty: the trigger stays `trigger_tokens`.",
     )
-    max_peak_tokens: PositiveInt | None = Field(
+    max_peak_tokens: PositiveInt | Literal["default"] | None = Field(
         None,
         description="With trigger_choices: a trigger whose trials' mean peak (the server's token count) is above "
-        "this is not chosen; the asked trigger stays when every trial is. None: no goal, and the most successful "
-        "trigger wins even where it never summarizes.",
+        'this is not chosen; the asked trigger stays when every trial is. "default": the goal is the target\'s '
+        "default text's own mean peak at the asked trigger, judged alike (the learned text may cost no more peak "
+        "than what it replaces). None: no goal, and the most successful trigger wins even where it never summarizes.",
     )
 
     @model_validator(mode="after")
