@@ -36,12 +36,13 @@ check the plumbing: its numbers say nothing about any model and are labelled so.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import platform
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +84,25 @@ from optimizer.world.task import Task  # noqa: E402
 
 def _log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def episode_lines(label: str, total: int) -> Iterator[Callable[[Episode], None]]:
+    """One line per tier-1 episode as it ends: with the 0.5B summarizer one episode takes up to 7 minutes, and a row
+    of them printed nothing for half an hour. Episodes read back from a stored run print nothing."""
+    started = time.perf_counter()
+    done = solved = 0
+
+    def advance(episode: Episode) -> None:
+        nonlocal done, solved
+        done, solved = done + 1, solved + int(episode.success)
+        outcome = "solved" if episode.success else "failed"
+        _log(
+            f"    {label}: {done} of {total}, {solved} solved ({episode.task_id} {outcome}, peak "
+            f"{episode.metrics.peak_tokens:,}; {time.perf_counter() - started:,.0f} s)"
+        )
+
+    yield advance
 
 
 def make_target(kind: str, trigger: int, keep: int, max_tokens: int = SUMMARY_MAX_TOKENS):
@@ -476,7 +496,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 # rewrites (the same candidates) instead of drawing new ones.
                 CachedOptimizer(optimizer, endpoints.response_cache(), 300),
                 described,
-                Evaluator(config, endpoints, runs) if tier1_tasks or args.confirm else None,
+                Evaluator(config, endpoints, runs, progress=episode_lines) if tier1_tasks or args.confirm else None,
             )
     report = {
         "benchmark": "summary_instructions",

@@ -185,3 +185,28 @@ def test_tier1_seeds_must_be_positive_and_show_in_the_header(bench, capsys):
     row = {"tier0_success": 1.0, "peak_mean": 3000.0, "tier1_success": 0.5, "tier1_peak_mean": 2900.0}
     report = tier1_report({"tasks": 6, "seeds": 2}, {"none": row}, {})
     assert "| tier-1 success (6 tasks x 2 seeds) |" in bench.table(report)
+
+
+def test_the_peak_goal_is_a_token_count_or_the_default_texts_own(bench, capsys):
+    assert bench._peak_goal("default") == "default" and bench._peak_goal("2176") == 2176
+    for bad in ("lowest", "0", "-5"):
+        with pytest.raises(SystemExit) as exit_:
+            bench.main(["--config", str(CONFIG), "--triggers", "1800", "--max-peak", bad, "--scripted"])
+        assert exit_.value.code == 2 and "--max-peak" in capsys.readouterr().err
+
+
+def test_each_tier1_episode_prints_one_line_as_it_ends(bench, capsys):
+    class Metrics:
+        peak_tokens = 2043
+
+    class Ended:
+        def __init__(self, task_id: str, success: bool) -> None:
+            self.task_id, self.success, self.metrics = task_id, success, Metrics()
+
+    with bench.episode_lines("default [llm, train, 2 tasks, seed 1]", 2) as advance:
+        advance(Ended("t-1", False))
+        advance(Ended("t-2", True))
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith("    default [llm, train, 2 tasks, seed 1]: 1 of 2, 0 solved (t-1 failed, peak 2,043;")
+    assert "2 of 2, 1 solved (t-2 solved" in lines[1]
