@@ -89,7 +89,7 @@ def _log(message: str) -> None:
 @contextlib.contextmanager
 def episode_lines(label: str, total: int) -> Iterator[Callable[[Episode], None]]:
     """One line per tier-1 episode as it ends: with the 0.5B summarizer one episode takes up to 7 minutes, and a row
-    of them printed nothing for half an hour. Episodes read back from a stored run print nothing."""
+    of them printed nothing for half an hour. Episodes read back from a stored run print at once (0 s)."""
     started = time.perf_counter()
     done = solved = 0
 
