@@ -37,6 +37,7 @@ from optimizer.config import load_experiment  # noqa: E402
 from optimizer.context.compressor import Compressor  # noqa: E402
 from optimizer.context.guideline import SEED_GUIDELINE, guideline_at  # noqa: E402
 from optimizer.context.summary_template import CLOSING_LEAD, with_closing  # noqa: E402
+from optimizer.context.thresholds import SUMMARY_MAX_TOKENS  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.evaluate.strategy_runs import select_tasks  # noqa: E402
 from optimizer.interrupts import run_main  # noqa: E402
@@ -133,7 +134,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--frequency-penalty", type=float, default=None, help="the summarizer frequency penalty (default: the config)"
     )
     parser.add_argument(
-        "--summary-max-tokens", type=int, default=None, help="cap every summary's completion (default: the target's)"
+        "--summary-max-tokens",
+        type=int,
+        default=SUMMARY_MAX_TOKENS,
+        metavar="N",
+        help="cap every summary (%(default)s)",
     )
     parser.add_argument("--show", action="store_true", help="print each summary that lost a fact, and what it lost")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "summary_layout_probe.json")
@@ -152,8 +157,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         compressor = Compressor(endpoints.client("compressor"), endpoints.response_cache())
         for name, text in chosen.items():
             started = time.perf_counter()
-            cap = {} if args.summary_max_tokens is None else {"max_tokens": args.summary_max_tokens}
-            target = LangChainSummary(trigger_tokens=2000, keep_messages=4, instructions=text, **cap)
+            target = LangChainSummary(
+                trigger_tokens=2000, keep_messages=4, instructions=text, max_tokens=args.summary_max_tokens
+            )
             result = screen(target, tasks, compressor)
             rows[name] = {
                 "kept": result.kept,
