@@ -3,7 +3,8 @@
     python benchmarks/bench_summary_instructions.py [--config experiments/builtin.toml] [--target langchain]
         [--trigger 1500] [--keep 4] [--learn 6] [--split val|test] [--limit N] [--candidates 2] [--rounds 1]
         [--triggers T1,T2] [--max-peak P] [--tier1 N] [--tier1-seeds S] [--confirm S] [--confirm-tasks 4]
-        [--summarizer MODEL] [--frequency-penalty X] [--seed GUIDELINE] [--summary-max-tokens N] [--scripted]
+        [--summarizer MODEL] [--frequency-penalty X] [--seed GUIDELINE] [--seed-only] [--summary-max-tokens N]
+        [--scripted]
         [--out benchmarks/results/summary_instructions_<suite>_<target>[_fp<X>][_<MODEL>][_cap<N>]_<split>.json]
 
 Learning sees only the train split (taken in turns from each task family): its first `--learn` tasks, the
@@ -12,7 +13,8 @@ first three quarters to mine lost facts and the last quarter to choose on. The f
 (`--split test` refuses an existing file).
 Rows, all on the same tasks with the same summarizer model: `none`, the target's `default` (read from the
 installed package; Anthropic's is server-side, so its row is the stand-in with no instructions), the
-`seed` text, `seed+contract` (the code-appended rules alone: what the LLM lines must beat), `learned`, and the
+`seed` text, `seed+contract` (the code-appended rules alone), the search's start when it is another layout
+(`optimizer.summary.layouts`; with the contract: what the LLM lines must beat), `learned`, and the
 deterministic strategies of `--baselines` (default: the oracle, which keeps each needed unit until its last use and
 runs at tier 0 only, and acon's shipped built-in guideline, which calls no model): a summary must beat what no
 summarizer at all achieves.
@@ -28,6 +30,8 @@ seeds, chosen among the train tasks neither mined nor in the figure as those ful
 `--triggers` lets the trigger be chosen beside the text (`optimizer.summary.knobs`): the learned text is judged at
 `--trigger` and at each of them (tier 1 on the confirmation tasks with `--confirm`, else tier 0 on the choice
 tasks), the rows run at the winner, and `learned@T` / `default@T` rows show both texts at the user's `--trigger`.
+`--seed-only` starts the search from the seed alone, as before the written layouts (results up to that change);
+a `--seed` of one's own always does.
 `--summary-max-tokens N` caps every summary row's completion alike (a cap cuts a summary's end; a sentence asking
 for brevity did not shorten the 1.5B model's summaries). `--scripted` swaps every model for a deterministic stand-in to
 check the plumbing: its numbers say nothing about any model and are labelled so.
@@ -75,6 +79,7 @@ from optimizer.summary.contract_text import with_contract  # noqa: E402
 from optimizer.summary.defaults import target_default  # noqa: E402
 from optimizer.summary.knobs import DEFAULT_PEAK, Judged, PeakGoal, TriggerChoice, choose_trigger  # noqa: E402
 from optimizer.summary.langchain_target import LangChainSummary  # noqa: E402
+from optimizer.summary.layouts import starts_for  # noqa: E402
 from optimizer.summary.rewrite import OptimizerLM  # noqa: E402
 from optimizer.summary.screen import ScreenResult, screen  # noqa: E402
 from optimizer.summary.search import learn  # noqa: E402
@@ -268,6 +273,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=None,
         help="A guideline file whose history text the search starts from (default: acon's seed guideline).",
     )
+    parser.add_argument(
+        "--seed-only", action="store_true", help="Start the search from the seed alone, without the written layouts."
+    )
     parser.add_argument("--summarizer", default=None, help="the summarizer model (default: the config's compressor)")
     parser.add_argument(
         "--frequency-penalty",
@@ -317,6 +325,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     penalised = f"_fp{args.frequency_penalty:g}" if args.frequency_penalty else ""
     penalised += f"_{args.summarizer}" if args.summarizer else ""
     penalised += f"_seed-{args.seed.stem}" if args.seed else ""
+    penalised += "_seed-only" if args.seed_only else ""
     penalised += f"_cap{args.summary_max_tokens}" if args.summary_max_tokens != SUMMARY_MAX_TOKENS else ""
     out = args.out or ROOT / "benchmarks" / "results" / (
         f"summary_instructions_{suite}_{args.target}{penalised}_{args.split}{'_scripted' if args.scripted else ''}.json"
@@ -403,6 +412,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             rounds=args.rounds,
             candidates=args.candidates,
             confirm=confirm,
+            starts={} if args.seed_only else starts_for(seed_text),
             log=_log,
         )
         best = record.best()
@@ -412,6 +422,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             "seed+contract": with_contract(seed_text),
             "learned": best.text,
         }
+        if record.start != "seed+contract":  # what the optimizer's lines must beat
+            texts[record.start] = next(c.text for c in record.candidates if c.name == record.start)
         choice = None
         at = make
         if triggers:

@@ -45,6 +45,7 @@ from optimizer.search.task_order import spread  # noqa: E402
 from optimizer.summary.contract_text import with_contract  # noqa: E402
 from optimizer.summary.defaults import target_default  # noqa: E402
 from optimizer.summary.langchain_target import LangChainSummary  # noqa: E402
+from optimizer.summary.layouts import FACTS_FIRST  # noqa: E402
 from optimizer.summary.screen import LostFact, screen  # noqa: E402
 
 REMIND = (
@@ -62,22 +63,6 @@ EXTRACT = (
 # A length budget: the learned text's summaries ran twice the default's length (380 vs 172 tokens with the 1.5B
 # summarizer on reach_long), which is where its higher tier-1 peak came from. Does a stated budget bound them?
 BUDGET = "Keep the whole summary under 120 words: values, ids, rules and warnings first, prose last."
-# The 1.5B model follows the seed's section order, PROGRESS prose first: a token cap then cuts the facts written
-# after it (1 of 12 kept at 200 tokens, 8 of 12 uncapped). The same sections with the facts first, and progress
-# as one closing line, so that a cap can only cut prose.
-FACTS_FIRST = (
-    "You maintain the working memory of an agent that is partway through a task. Rewrite the earlier\n"
-    "steps as a short structured summary the agent can continue from without re-reading anything.\n\n"
-    "Use exactly these sections, in this order, as bullet points:\n\n"
-    "VARIABLES: every identifier, number and value the remaining work may need, as `name = value`\n"
-    "(order ids, customer ids, ticket ids, amounts, quantities, dates, file names, page numbers).\n"
-    "Copy each value exactly; never round, shorten or invent one.\n"
-    "DONE: writes that already happened (created, sent, refunded, booked), each with its id, so that\n"
-    "none is repeated.\n"
-    'ERRORS AND WARNINGS: every error message and every "partial results" warning, word for word.\n'
-    "PROGRESS: one line: what is done and the next step.\n\n"
-    "Drop pleasantries, repeated text, formatting, and tool output the task will not use again."
-)
 
 
 def texts() -> dict[str, str]:

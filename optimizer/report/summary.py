@@ -228,7 +228,10 @@ class SummaryReport:
             "|---|---|---|---|---|",
         ]
         verdicts = {a.candidate: a.verdict for a in self.search.attempts}
+        start = self.search.start
         for c in self.search.candidates:
+            if c.parent is None:
+                verdicts[c.name] = "start" if c.name == start else f"start, not taken: {start} ranked higher on train"
             lines.append(
                 f"| {c.name} | {c.parent or '–'} | {_share(c.train)} | {_share(c.val)} | "
                 f"{verdicts.get(c.name, 'start')} |"

@@ -1,6 +1,7 @@
 """`acon optimize` with `[optimize.target]`: learn a production summarizer's instruction text.
 
-    learn    the seed guideline's history text with the retention contract appended by code, then ACON's
+    learn    the seed guideline's history text or a written layout of its sections (`optimizer.summary.layouts`),
+             whichever keeps more on train, with the retention contract appended by code, then ACON's
              UT rewrites from the facts its summaries lost on the mined train tasks and a CO shortening,
              each candidate screened (what its summaries keep) and chosen on the validation tasks
              (`optimizer.summary.search`)
@@ -41,6 +42,7 @@ from optimizer.summary.call import CachedOptimizer
 from optimizer.summary.contract_text import with_contract
 from optimizer.summary.export import target_guideline
 from optimizer.summary.knobs import Judge, Judged, TriggerChoice, choose_trigger
+from optimizer.summary.layouts import starts_for
 from optimizer.summary.screen import screen
 from optimizer.summary.search import Confirm, MakeTarget, SearchRecord, learn
 from optimizer.world.task import Task
@@ -106,6 +108,7 @@ class SummaryJob:
                 minibatch=self.target.minibatch,
                 seed=self.config.seed,
                 confirm=self._confirmer(evaluator),
+                starts=starts_for(self.seed_text),
                 log=self.log,
             )
             # Written before the trigger trials: their tier-1 episodes take long, and the file marks the job as started.
@@ -121,6 +124,8 @@ class SummaryJob:
                 "seed": self.seed_text,
                 "seed+contract": with_contract(self.seed_text),
             }
+            if record.start != "seed+contract":  # what the optimizer's lines must beat
+                texts[record.start] = next(c.text for c in record.candidates if c.name == record.start)
             rows = [self._row(name, text, compressor, evaluator) for name, text in texts.items()]
             if trigger is not None and trigger.chosen != trigger.asked:
                 # What the user would run without the choice: their summarizer as it ships, at their trigger.

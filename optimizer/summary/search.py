@@ -1,4 +1,7 @@
-"""The loop: seed text with the contract appended, UT rewrites from lost facts, a CO shortening, selection.
+"""The loop: a start with the contract appended, UT rewrites from lost facts, a CO shortening, selection.
+
+The start is the seed text, or a written alternative layout of it (`optimizer.summary.layouts`) that keeps more on
+train with this summarizer; the optimizer's lines are counted against the start they were added to.
 
 A UT step's sentences are tried in both places a target's template allows (`takes_closing`): above the
 messages with the rest of the instructions, and after them, where a small summarizer still reads them; the
@@ -15,7 +18,7 @@ strict win on facts counts. The test split is never seen here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from optimizer.context.compressor import Compressor
@@ -55,6 +58,7 @@ class SearchRecord:
     candidates: list[Candidate] = field(default_factory=list)
     attempts: list[Attempt] = field(default_factory=list)
     chosen: str = ""
+    start: str = "seed+contract"  # the start the search went on from (`learn`'s `starts`)
     # A search screens each candidate with minutes of summarizer calls on a small machine: every verdict is said.
     log: Callable[[str], None] = field(default=lambda _: None, repr=False, compare=False)
 
@@ -84,6 +88,7 @@ class SearchRecord:
 
         return {
             "chosen": self.chosen,
+            "start": self.start,
             "candidates": [
                 {
                     "name": c.name,
@@ -131,8 +136,12 @@ def learn(
     minibatch: int = 4,
     seed: int = 0,
     confirm: Confirm | None = None,
+    starts: Mapping[str, str] | None = None,
     log: Callable[[str], None] = lambda _: None,
 ) -> SearchRecord:
+    """`starts`: other written texts (name -> text) screened on train beside the seed; the search goes on from the
+    best of them by `rank`, the seed on a tie."""
+
     def scored(c: Candidate, on_val: bool = True) -> Candidate:
         if c.train is None:  # a UT child was screened on train to pick its placement
             c.train = screen(make(c.text), train, compressor)
@@ -140,7 +149,7 @@ def learn(
             c.val = screen(make(c.text), val, compressor)
         splits = [("train", c.train), *([("validation", c.val)] if c.val is not None else [])]
         log(f"screened {c.name}: " + "; ".join(f"{n} {r.kept} of {r.needed} facts kept" for n, r in splits))
-        if c.parent is None and c.train.back_to_back:  # the knobs' doing, said once, on the first text screened
+        if c.name == "seed+contract" and c.val is None and c.train.back_to_back:  # the knobs' doing, said once
             log(
                 f"{c.train.back_to_back} of {len(c.train.summaries)} train summaries came at the step right after "
                 "another: the messages kept after a summary already reach the trigger, so the target summarizes on "
@@ -153,8 +162,14 @@ def learn(
         return _at_tier1(confirm, log, child, parent, verdict)
 
     closing = make(None).takes_closing
-    start = scored(Candidate("seed+contract", with_contract(seed_text), None))
-    record = SearchRecord(start, [start], chosen=start.name, log=log)
+    seeded = scored(Candidate("seed+contract", with_contract(seed_text), None), False)
+    others = [scored(Candidate(f"{n}+contract", with_contract(t), None), False) for n, t in (starts or {}).items()]
+    start = max([seeded, *others], key=lambda c: rank(c.train))  # type: ignore[arg-type]
+    scored(start)
+    start_text = seed_text if start is seeded else dict(starts or {})[start.name.removesuffix("+contract")]
+    record = SearchRecord(seeded, [seeded, *others], chosen=start.name, start=start.name, log=log)
+    if others:
+        log(f"starting from {start.name}: " + "; ".join(f"{c.name} {_said(c.train)}" for c in (seeded, *others)))
     best = start
     for r in range(1, rounds + 1):
         for i in range(candidates):
@@ -177,7 +192,7 @@ def learn(
                 continue
             child = _placed_best(
                 [
-                    scored(Candidate(f"{name}{suffix}", text, best.name, tuple(llm_lines(text, seed_text))), False)
+                    scored(Candidate(f"{name}{suffix}", text, best.name, tuple(llm_lines(text, start_text))), False)
                     for suffix, text in _placements(best.text, proposal, closing)
                 ],
                 record,
@@ -195,16 +210,21 @@ def learn(
             record.add(Attempt(child.name, proposal, verdict))
             if verdict.startswith("chosen"):
                 best = child
-        best = _co_step(lm, best, train, seed_text, f"co{r}", scored, record, at_tier1)
+        best = _co_step(lm, best, train, start_text, f"co{r}", scored, record, at_tier1)
     record.chosen = best.name
     return record
+
+
+def _said(s: ScreenResult | None) -> str:
+    assert s is not None
+    return f"{s.kept} of {s.needed} train facts kept, {s.visible_share:.2f} of tasks with all visible"
 
 
 def _co_step(
     lm: OptimizerLM,
     best: Candidate,
     train: Sequence[Task],
-    seed_text: str,
+    start_text: str,
     name: str,
     scored: Callable[[Candidate], Candidate],
     record: SearchRecord,
@@ -220,7 +240,7 @@ def _co_step(
     if not proposal.llm_lines and proposal.text == best.text:
         record.add(Attempt(name, proposal, "refused: nothing usable"))
         return best
-    child = scored(Candidate(name, proposal.text, best.name, tuple(llm_lines(proposal.text, seed_text))))
+    child = scored(Candidate(name, proposal.text, best.name, tuple(llm_lines(proposal.text, start_text))))
     assert child.val is not None
     record.candidates.append(child)
     verdict = at_tier1(child, best, _co_verdict(child.val, best.val, proposal.collapse))

@@ -52,3 +52,13 @@ def test_without_tier1_the_pairs_say_nothing_of_it():
     pairs = report(None, None).paired()
     assert all("tier1_success" not in p for p in pairs.values())
     assert pairs["learned-default"]["tier0_success"] == {"mean": 0.0, "low": 0.0, "high": 0.0, "tasks": 2}
+
+
+def test_the_report_names_the_start_the_search_went_on_from_and_the_one_it_did_not():
+    made = report(None, None)
+    other = Candidate("facts-first+contract", "Ids first.", None)
+    made.search.candidates.append(other)
+    made.search.start = "facts-first+contract"
+    text = made.markdown()
+    assert "| facts-first+contract | – | – | – | start |" in text
+    assert "| seed+contract | – | – | – | start, not taken: facts-first+contract ranked higher on train |" in text

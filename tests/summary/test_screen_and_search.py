@@ -550,3 +550,57 @@ def test_summaries_at_consecutive_steps_are_counted_and_said_to_be_the_knobs_doi
     )
     assert record.to_dict()["candidates"][0]["train"]["summaries_back_to_back"] > 0
     assert sum("summarizes on every call" in line for line in said) == 1
+
+
+def picky_summarizer(request: dict) -> str:
+    """Ids when asked for identifiers; rules only when told to copy them (the contract alone does not do it)."""
+    instructions, _, history = request["messages"][-1]["content"].partition("<messages>")
+    lines = [line.strip() for line in history.splitlines()]
+    keep = [line for line in lines if "identifier" in instructions and line.startswith("FACT-")]
+    keep += [line for line in lines if "Copy every rule" in instructions and line.startswith("RULE-")]
+    return "Summary of the work so far.\n" + "\n".join(dict.fromkeys(keep))
+
+
+def test_the_search_goes_on_from_the_start_that_keeps_more_and_counts_only_its_own_lines_as_learned(
+    compressor_for,  # noqa: F811
+):
+    compressor, _ = compressor_for(picky_summarizer)
+    layout = "List every identifier first.\nThen say what is done."
+    line = "Copy every rule verbatim, word for word, with its code."
+    said: list[str] = []
+    record = learn(
+        target,
+        SEED,
+        [task()],
+        [task()],
+        compressor,
+        lambda p, t: line,
+        candidates=1,
+        starts={"ids": layout},
+        log=said.append,
+    )
+    assert record.start == "ids+contract" and record.to_dict()["start"] == "ids+contract"
+    starts = {c.name: c for c in record.candidates if c.parent is None}
+    assert set(starts) == {"seed+contract", "ids+contract"}
+    # Only the start goes on to validation.
+    assert starts["ids+contract"].val is not None and starts["seed+contract"].val is None
+    assert "starting from ids+contract: seed+contract 0 of 5 train facts kept" in "\n".join(said)
+    best = record.best()
+    assert best.parent == "ids+contract" and learned_part(best.text).startswith(layout)
+    # The layout's lines are acon's, not the optimizer's.
+    assert best.llm_lines == (line,)
+
+
+def test_the_seed_stays_the_start_when_another_layout_keeps_no_more(compressor_for):  # noqa: F811
+    compressor, _ = compressor_for(picky_summarizer)
+    plain = "Say what happened, briefly."
+    record = learn(target, SEED, [task()], [task()], compressor, lambda p, t: "", candidates=1, starts={"plain": plain})
+    assert record.start == "seed+contract" and record.seed.val is not None
+
+
+def test_the_written_layouts_start_only_a_search_from_acons_seed():
+    from optimizer.context.guideline import SEED_GUIDELINE, read_guideline
+    from optimizer.summary.layouts import STARTS, starts_for
+
+    assert starts_for(read_guideline(SEED_GUIDELINE).history) == STARTS
+    assert starts_for("Summarize what my agent did.") == {}
