@@ -174,6 +174,23 @@ class SummaryReport:
             "trigger": self.trigger.to_dict() if self.trigger is not None else None,
         }
 
+    def _candidate_table(self) -> list[str]:
+        """Every start and candidate the search screened, with what became of it."""
+        lines = ["| candidate | parent | train facts kept | val facts kept | verdict |", "|---|---|---|---|---|"]
+        verdicts = {a.candidate: a.verdict for a in self.search.attempts}
+        start = self.search.start
+        for c in self.search.candidates:
+            if c.parent is None:
+                verdicts[c.name] = "start" if c.name == start else f"start, not taken: {start} ranked higher on train"
+            lines.append(
+                f"| {c.name} | {c.parent or '–'} | {_share(c.train)} | {_share(c.val)} | "
+                f"{verdicts.get(c.name, 'start')} |"
+            )
+        for a in self.search.attempts:
+            if a.candidate not in {c.name for c in self.search.candidates}:
+                lines.append(f"| {a.candidate} | – | – | – | {a.verdict} |")
+        return lines
+
     def markdown(self) -> str:
         test, tier1 = self.tasks["test"], any(r.tier1 for r in self.rows)
         lines = [
@@ -224,21 +241,8 @@ class SummaryReport:
             "",
             *(f"- {line}" for line in self.llm_parts),
             "",
-            "| candidate | parent | train facts kept | val facts kept | verdict |",
-            "|---|---|---|---|---|",
+            *self._candidate_table(),
         ]
-        verdicts = {a.candidate: a.verdict for a in self.search.attempts}
-        start = self.search.start
-        for c in self.search.candidates:
-            if c.parent is None:
-                verdicts[c.name] = "start" if c.name == start else f"start, not taken: {start} ranked higher on train"
-            lines.append(
-                f"| {c.name} | {c.parent or '–'} | {_share(c.train)} | {_share(c.val)} | "
-                f"{verdicts.get(c.name, 'start')} |"
-            )
-        for a in self.search.attempts:
-            if a.candidate not in {c.name for c in self.search.candidates}:
-                lines.append(f"| {a.candidate} | – | – | – | {a.verdict} |")
         refused = self.refused
         lines += ["", f"Refused lines ({len(refused)}):", ""]
         lines += [f'- {r.candidate}: "{r.line}" ({r.reason})' for r in refused] or ["- none"]

@@ -139,9 +139,6 @@ def learn(
     starts: Mapping[str, str] | None = None,
     log: Callable[[str], None] = lambda _: None,
 ) -> SearchRecord:
-    """`starts`: other written texts (name -> text) screened on train beside the seed; the search goes on from the
-    best of them by `rank`, the seed on a tie."""
-
     def scored(c: Candidate, on_val: bool = True) -> Candidate:
         if c.train is None:  # a UT child was screened on train to pick its placement
             c.train = screen(make(c.text), train, compressor)
@@ -162,15 +159,8 @@ def learn(
         return _at_tier1(confirm, log, child, parent, verdict)
 
     closing = make(None).takes_closing
-    seeded = scored(Candidate("seed+contract", with_contract(seed_text), None), False)
-    others = [scored(Candidate(f"{n}+contract", with_contract(t), None), False) for n, t in (starts or {}).items()]
-    start = max([seeded, *others], key=lambda c: rank(c.train))  # type: ignore[arg-type]
-    scored(start)
-    start_text = seed_text if start is seeded else dict(starts or {})[start.name.removesuffix("+contract")]
-    record = SearchRecord(seeded, [seeded, *others], chosen=start.name, start=start.name, log=log)
-    if others:
-        log(f"starting from {start.name}: " + "; ".join(f"{c.name} {_said(c.train)}" for c in (seeded, *others)))
-    best = start
+    record, start_text = _start(seed_text, starts or {}, scored, log)
+    best = record.best()
     for r in range(1, rounds + 1):
         for i in range(candidates):
             assert best.train is not None and best.val is not None
@@ -213,6 +203,22 @@ def learn(
         best = _co_step(lm, best, train, start_text, f"co{r}", scored, record, at_tier1)
     record.chosen = best.name
     return record
+
+
+def _start(
+    seed_text: str, starts: Mapping[str, str], scored: Callable[..., Candidate], log: Callable[[str], None]
+) -> tuple[SearchRecord, str]:
+    """`learn`'s `starts` (name -> written text) and the seed, each screened on train; the best by `rank` (the seed on
+    a tie) also on validation. The record the search goes on with, and the start's text without the contract (what
+    the optimizer's lines are counted against)."""
+    seeded = scored(Candidate("seed+contract", with_contract(seed_text), None), False)
+    others = [scored(Candidate(f"{n}+contract", with_contract(t), None), False) for n, t in starts.items()]
+    start = max([seeded, *others], key=lambda c: rank(c.train))  # type: ignore[arg-type]
+    scored(start)
+    if others:
+        log(f"starting from {start.name}: " + "; ".join(f"{c.name} {_said(c.train)}" for c in (seeded, *others)))
+    text = seed_text if start is seeded else starts[start.name.removesuffix("+contract")]
+    return SearchRecord(seeded, [seeded, *others], chosen=start.name, start=start.name, log=log), text
 
 
 def _said(s: ScreenResult | None) -> str:
