@@ -423,7 +423,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "learned": best.text,
         }
         if record.start != "seed+contract":  # what the optimizer's lines must beat
-            texts[record.start] = next(c.text for c in record.candidates if c.name == record.start)
+            texts[record.start] = record.named(record.start).text
         choice = None
         at = make
         if triggers:

@@ -125,7 +125,7 @@ class SummaryJob:
                 "seed+contract": with_contract(self.seed_text),
             }
             if record.start != "seed+contract":  # what the optimizer's lines must beat
-                texts[record.start] = next(c.text for c in record.candidates if c.name == record.start)
+                texts[record.start] = record.named(record.start).text
             rows = [self._row(name, text, compressor, evaluator) for name, text in texts.items()]
             if trigger is not None and trigger.chosen != trigger.asked:
                 # What the user would run without the choice: their summarizer as it ships, at their trigger.

@@ -67,7 +67,10 @@ class SearchRecord:
         self.log(f"{attempt.candidate} ({attempt.proposal.step}): {attempt.verdict}")
 
     def best(self) -> Candidate:
-        return next(c for c in self.candidates if c.name == self.chosen)
+        return self.named(self.chosen)
+
+    def named(self, name: str) -> Candidate:
+        return next(c for c in self.candidates if c.name == name)
 
     def to_dict(self) -> dict:
         def scores(s: ScreenResult | None) -> dict | None:
@@ -146,13 +149,6 @@ def learn(
             c.val = screen(make(c.text), val, compressor)
         splits = [("train", c.train), *([("validation", c.val)] if c.val is not None else [])]
         log(f"screened {c.name}: " + "; ".join(f"{n} {r.kept} of {r.needed} facts kept" for n, r in splits))
-        if c.name == "seed+contract" and c.val is None and c.train.back_to_back:  # the knobs' doing, said once
-            log(
-                f"{c.train.back_to_back} of {len(c.train.summaries)} train summaries came at the step right after "
-                "another: the messages kept after a summary already reach the trigger, so the target summarizes on "
-                "every call (only a trigger above a summary plus the kept messages avoids it; no instruction text "
-                "does)"
-            )
         return c
 
     def at_tier1(child: Candidate, parent: Candidate, verdict: str) -> str:
@@ -212,6 +208,13 @@ def _start(
     a tie) also on validation. The record the search goes on with, and the start's text without the contract (what
     the optimizer's lines are counted against)."""
     seeded = scored(Candidate("seed+contract", with_contract(seed_text), None), False)
+    assert seeded.train is not None
+    if seeded.train.back_to_back:  # the knobs' doing, not any text's: said once, on the first text screened
+        log(
+            f"{seeded.train.back_to_back} of {len(seeded.train.summaries)} train summaries came at the step right "
+            "after another: the messages kept after a summary already reach the trigger, so the target summarizes on "
+            "every call (only a trigger above a summary plus the kept messages avoids it; no instruction text does)"
+        )
     others = [scored(Candidate(f"{n}+contract", with_contract(t), None), False) for n, t in starts.items()]
     start = max([seeded, *others], key=lambda c: rank(c.train))  # type: ignore[arg-type]
     scored(start)
