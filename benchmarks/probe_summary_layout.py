@@ -63,6 +63,17 @@ EXTRACT = (
 # A length budget: the learned text's summaries ran twice the default's length (380 vs 172 tokens with the 1.5B
 # summarizer on reach_long), which is where its higher tier-1 peak came from. Does a stated budget bound them?
 BUDGET = "Keep the whole summary under 120 words: values, ids, rules and warnings first, prose last."
+# A small model follows a shown format more readily than a described one: the facts-first layout with a worked
+# example whose values are made up (the invented-values count says whether the summarizer copies them).
+EXAMPLE = (
+    "An example of the form (made-up values; write the real ones from the messages, never these):\n"
+    "- customer_id = CUS-1234\n"
+    "- order_id = ORD-5678 (from page 2 of 2)\n"
+    "- unit price = 10.00 EUR\n"
+    "- rule (skill gift_cards): <the rule line, word for word>\n"
+    "- DONE: reserve_stock returned RSV-00001\n"
+    "- PROGRESS: skill and order read; next: call get_product."
+)
 
 
 def texts() -> dict[str, str]:
@@ -78,6 +89,7 @@ def texts() -> dict[str, str]:
         "seed+contract+budget": with_contract(f"{guideline_at(SEED_GUIDELINE).texts.history.rstrip()}\n{BUDGET}"),
         "seed+contract+budget-after": with_closing(seed, f"{CLOSING_LEAD}\n{BUDGET}"),
         "facts-first+contract": with_contract(FACTS_FIRST),
+        "facts-first+example+contract": with_contract(f"{FACTS_FIRST}\n\n{EXAMPLE}"),
     }
 
 
