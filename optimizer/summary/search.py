@@ -143,12 +143,14 @@ def learn(
     log: Callable[[str], None] = lambda _: None,
 ) -> SearchRecord:
     def scored(c: Candidate, on_val: bool = True) -> Candidate:
-        if c.train is None:  # a UT child was screened on train to pick its placement
+        fresh = []  # what this call screened: a start or a UT child was screened on train already
+        if c.train is None:
             c.train = screen(make(c.text), train, compressor)
+            fresh.append(("train", c.train))
         if on_val:
             c.val = screen(make(c.text), val, compressor)
-        splits = [("train", c.train), *([("validation", c.val)] if c.val is not None else [])]
-        log(f"screened {c.name}: " + "; ".join(f"{n} {r.kept} of {r.needed} facts kept" for n, r in splits))
+            fresh.append(("validation", c.val))
+        log(f"screened {c.name}: " + "; ".join(f"{n} {r.kept} of {r.needed} facts kept" for n, r in fresh))
         return c
 
     def at_tier1(child: Candidate, parent: Candidate, verdict: str) -> str:

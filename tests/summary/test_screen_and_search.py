@@ -286,6 +286,10 @@ def test_the_search_says_each_screen_and_verdict_as_it_goes(compressor_for):  # 
     assert said[0].startswith("screened seed+contract: train 0 of ")
     assert "ut1.0 (ut): dropped: ut1.0c placed better on train" in said
     assert any(s.startswith("ut1.0c (ut): chosen") for s in said)
+    # each screen is said once, when it runs: the start's validation screen does not repeat its train line
+    screens = [s for s in said if s.startswith("screened ")]
+    assert screens[1].startswith("screened seed+contract: validation ")
+    assert len([s for s in screens if s.startswith("screened seed+contract: train")]) == 1
 
 
 def test_no_candidate_is_screened_twice_on_the_same_tasks(compressor_for, monkeypatch):  # noqa: F811
