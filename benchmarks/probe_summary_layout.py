@@ -1,18 +1,19 @@
 """What a summarizer keeps under instruction texts and layouts, before any search: the probe behind the closing part.
 
     python benchmarks/probe_summary_layout.py [--config experiments/summary_reach_long.toml] [--tasks 6]
-        [--only NAME ...] [--model MODEL] [--frequency-penalty X] [--summary-max-tokens N] [--show]
-        [--out benchmarks/results/summary_layout_probe.json]
+        [--only NAME ...] [--model MODEL] [--frequency-penalty X] [--summary-max-tokens N] [--trigger T] [--keep K]
+        [--show] [--out benchmarks/results/summary_layout_probe.json]
 
 On the first `--tasks` train tasks (in turns from each family), LangChain's `SummarizationMiddleware` (trigger
-2,000 tokens, keep 4 messages) summarizes with the config's compressor model under each text; the screen
-(`optimizer.summary.screen`) counts the needed facts each summary folded and kept. Texts: LangChain's
+`--trigger`, 2,000 tokens, keep `--keep`, 4 messages) summarizes with the config's compressor model under each
+text; the screen (`optimizer.summary.screen`) counts the needed facts each summary folded and kept. Texts: LangChain's
 `default`; the `seed` with the retention contract (`seed+contract`, where the summary search starts); the same
 with one reminder after the messages (`+remind`); a short extractive text (`extract`) and the same with the
 reminder; the seed with the contract and a line against repetition after the messages (`+once`), alone and
 with the reminder; the seed with a length budget above the contract (`+budget`) or after the messages
 (`+budget-after`); the seed's sections with the facts first and progress as one last line
-(`facts-first+contract`). The reminder is written here, not learned: it asks whether lines after the
+(`facts-first+contract`); the same with a worked example of made-up values (`facts-first+example+contract`). The
+reminder is written here, not learned: it asks whether lines after the
 conversation are read at all, which decides whether the search should try them. Per text: facts kept, tasks with
 every needed fact visible, summary tokens, summaries that loop (one sentence said three times or more) and
 summaries that claim a step the agent has not done (`optimizer.summary.claims`). `--model` and
@@ -137,6 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="N",
         help="cap every summary (%(default)s)",
     )
+    parser.add_argument("--trigger", type=int, default=2000, help="LangChain's trigger, in tokens (%(default)s)")
+    parser.add_argument("--keep", type=int, default=4, help="LangChain's keep=('messages', N) (%(default)s)")
     parser.add_argument("--show", action="store_true", help="print each summary that lost a fact, and what it lost")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "summary_layout_probe.json")
     args = parser.parse_args(argv)
@@ -155,7 +158,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for name, text in chosen.items():
             started = time.perf_counter()
             target = LangChainSummary(
-                trigger_tokens=2000, keep_messages=4, instructions=text, max_tokens=args.summary_max_tokens
+                trigger_tokens=args.trigger,
+                keep_messages=args.keep,
+                instructions=text,
+                max_tokens=args.summary_max_tokens,
             )
             result = screen(target, tasks, compressor)
             rows[name] = {
@@ -179,6 +185,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "model": summarizer.model,
         "frequency_penalty": summarizer.frequency_penalty,
         "summary_max_tokens": args.summary_max_tokens,
+        "suite": config.suite.type,
+        "trigger": args.trigger,
+        "keep": args.keep,
         "tasks": [t.id for t in tasks],
         "rows": rows,
         "texts": chosen,

@@ -46,3 +46,9 @@ def test_the_facts_first_text_asks_for_the_facts_before_progress_and_carries_the
     text = probe.texts()["facts-first+contract"]
     assert text.index("VARIABLES:") < text.index("DONE:") < text.index("PROGRESS:")
     assert HEADER in text and text.index("PROGRESS:") < text.index(HEADER)
+
+
+def test_the_worked_example_follows_the_facts_first_sections_and_precedes_the_contract(probe):
+    text = probe.texts()["facts-first+example+contract"]
+    assert text.index("PROGRESS:") < text.index(probe.EXAMPLE) < text.index(HEADER)
+    assert "made-up values" in probe.EXAMPLE  # so that a summary copying them is counted as inventing, not keeping
