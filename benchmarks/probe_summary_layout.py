@@ -2,7 +2,7 @@
 
     python benchmarks/probe_summary_layout.py [--config experiments/summary_reach_long.toml] [--tasks 6]
         [--only NAME ...] [--model MODEL] [--frequency-penalty X] [--summary-max-tokens N] [--trigger T] [--keep K]
-        [--show] [--out benchmarks/results/summary_layout_probe.json]
+        [--tier0] [--show] [--out benchmarks/results/summary_layout_probe.json]
 
 On the first `--tasks` train tasks (in turns from each family), LangChain's `SummarizationMiddleware` (trigger
 `--trigger`, 2,000 tokens, keep `--keep`, 4 messages) summarizes with the config's compressor model under each
@@ -18,13 +18,16 @@ conversation are read at all, which decides whether the search should try them. 
 every needed fact visible, summary tokens, summaries that loop (one sentence said three times or more) and
 summaries that claim a step the agent has not done (`optimizer.summary.claims`). `--model` and
 `--frequency-penalty` change the summarizer, `--summary-max-tokens` caps every summary; `--show` prints every
-summary that lost a fact, and every false claim. Summaries come from acon's reply cache when present.
+summary that lost a fact, and every false claim; `--tier0` also runs the reference agent on the summaries (tier-0
+success and mean peak per text: what a knob such as `--keep` costs). Summaries come from acon's reply cache when
+present.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import time
 from collections.abc import Sequence
@@ -32,6 +35,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_summary_instructions import tier0  # noqa: E402
 
 from optimizer import _offline  # noqa: E402,F401
 from optimizer.config import load_experiment  # noqa: E402
@@ -96,16 +102,18 @@ def texts() -> dict[str, str]:
 
 def table(rows: dict[str, dict]) -> str:
     lines = [
-        "| text | facts kept | share | tasks all visible | summary tokens | looping summaries | false claims |",
-        "|---|---|---|---|---|---|---|",
+        "| text | facts kept | share | tasks all visible | summary tokens | looping summaries | false claims "
+        "| tier-0 success | mean peak |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, r in rows.items():
         share = r["kept"] / r["needed"] if r["needed"] else 1.0
         looping = f"{r['looped']} of {r['summaries']}" if "looped" in r else "-"
         claiming = f"{r['claimed']} of {r['summaries']}" if "claimed" in r else "-"
+        solved = f"{r['tier0_success']:.2f} | {r['peak']:,.0f}" if "tier0_success" in r else "- | -"
         lines.append(
             f"| {name} | {r['kept']} of {r['needed']} | {share:.2f} | {r['visible']:.2f} | {r['tokens']:.0f} "
-            f"| {looping} | {claiming} |"
+            f"| {looping} | {claiming} | {solved} |"
         )
     return "\n".join(lines)
 
@@ -140,6 +148,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--trigger", type=int, default=2000, help="LangChain's trigger, in tokens (%(default)s)")
     parser.add_argument("--keep", type=int, default=4, help="LangChain's keep=('messages', N) (%(default)s)")
+    parser.add_argument(
+        "--tier0",
+        action="store_true",
+        help="also run the reference agent on the summaries: tier-0 success and mean peak per text",
+    )
     parser.add_argument("--show", action="store_true", help="print each summary that lost a fact, and what it lost")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "summary_layout_probe.json")
     args = parser.parse_args(argv)
@@ -173,8 +186,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "looped": result.looped,
                 "claimed": result.claimed,
                 "lost_by_kind": result.lost_by_kind,
-                "seconds": round(time.perf_counter() - started, 1),
             }
+            if args.tier0:
+                episodes = tier0(target, tasks, compressor)
+                rows[name] |= {
+                    "tier0_success": sum(e.success for e in episodes) / len(episodes),
+                    "peak": statistics.mean(e.metrics.peak_tokens for e in episodes),
+                }
+            rows[name]["seconds"] = round(time.perf_counter() - started, 1)
             print(f"{name}: {rows[name]}", file=sys.stderr, flush=True)
             if args.show:
                 print(losses(result.lost), file=sys.stderr, flush=True)

@@ -52,3 +52,13 @@ def test_the_worked_example_follows_the_facts_first_sections_and_precedes_the_co
     text = probe.texts()["facts-first+example+contract"]
     assert text.index("PROGRESS:") < text.index(probe.EXAMPLE) < text.index(HEADER)
     assert "made-up values" in probe.EXAMPLE  # so that a summary copying them is counted as inventing, not keeping
+
+
+def test_the_table_shows_tier0_success_and_peak_only_where_the_reference_agent_ran(probe):
+    rows = {
+        "ran": {"kept": 6, "needed": 12, "visible": 0.5, "tokens": 403.5, "tier0_success": 0.375, "peak": 2139.4},
+        "screened": {"kept": 1, "needed": 12, "visible": 0.0, "tokens": 117.0},
+    }
+    text = probe.table(rows)
+    assert "| ran | 6 of 12 |" in text and text.splitlines()[2].endswith("| 0.38 | 2,139 |")
+    assert text.splitlines()[3].endswith("| - | - |")
