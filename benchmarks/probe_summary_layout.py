@@ -5,29 +5,27 @@
         [--tier0] [--show] [--out benchmarks/results/summary_layout_probe.json]
 
 On the first `--tasks` train tasks (in turns from each family), LangChain's `SummarizationMiddleware` (trigger
-`--trigger`, 2,000 tokens, keep `--keep`, 4 messages) summarizes with the config's compressor model under each
-text; the screen (`optimizer.summary.screen`) counts the needed facts each summary folded and kept. Texts: LangChain's
-`default`; the `seed` with the retention contract (`seed+contract`, where the summary search starts); the same
-with one reminder after the messages (`+remind`); a short extractive text (`extract`) and the same with the
-reminder; the seed with the contract and a line against repetition after the messages (`+once`), alone and
-with the reminder; the seed with a length budget above the contract (`+budget`) or after the messages
-(`+budget-after`); the seed's sections with the facts first and progress as one last line
+`--trigger` tokens, 2,000 unless given; keep `--keep` messages, 4 unless given) summarizes with the config's
+compressor model under each text; the screen (`optimizer.summary.screen`) counts the needed facts each summary
+folded and kept. Texts: LangChain's `default`; the `seed` with the retention contract (`seed+contract`, where the
+summary search starts); the same with one reminder after the messages (`+remind`); a short extractive text
+(`extract`) and the same with the reminder; the seed with the contract and a line against repetition after the
+messages (`+once`), alone and with the reminder; the seed with a length budget above the contract (`+budget`) or
+after the messages (`+budget-after`); the seed's sections with the facts first and progress as one last line
 (`facts-first+contract`); the same with a worked example of made-up values (`facts-first+example+contract`). The
-reminder is written here, not learned: it asks whether lines after the
-conversation are read at all, which decides whether the search should try them. Per text: facts kept, tasks with
-every needed fact visible, summary tokens, summaries that loop (one sentence said three times or more) and
-summaries that claim a step the agent has not done (`optimizer.summary.claims`). `--model` and
-`--frequency-penalty` change the summarizer, `--summary-max-tokens` caps every summary; `--show` prints every
-summary that lost a fact, and every false claim; `--tier0` also runs the reference agent on the summaries (tier-0
-success and mean peak per text: what a knob such as `--keep` costs). Summaries come from acon's reply cache when
-present.
+reminder is written here, not learned: it asks whether lines after the conversation are read at all, which decides
+whether the search should try them. Per text: facts kept, tasks with every needed fact visible, summary tokens,
+summaries that loop (one sentence said three times or more) and summaries that claim a step the agent has not done
+(`optimizer.summary.claims`). `--model` and `--frequency-penalty` change the summarizer, `--summary-max-tokens` caps
+every summary; `--show` prints every summary that lost a fact, and every false claim; `--tier0` also runs the
+reference agent on the summaries (tier-0 success and mean peak per text: what a knob such as `--keep` costs).
+Summaries come from acon's reply cache when present.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from collections.abc import Sequence
@@ -51,6 +49,7 @@ from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.search.task_order import spread  # noqa: E402
 from optimizer.summary.contract_text import with_contract  # noqa: E402
 from optimizer.summary.defaults import target_default  # noqa: E402
+from optimizer.summary.knobs import Judged  # noqa: E402
 from optimizer.summary.langchain_target import LangChainSummary  # noqa: E402
 from optimizer.summary.layouts import FACTS_FIRST  # noqa: E402
 from optimizer.summary.screen import LostFact, screen  # noqa: E402
@@ -189,10 +188,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             }
             if args.tier0:
                 episodes = tier0(target, tasks, compressor)
-                rows[name] |= {
-                    "tier0_success": sum(e.success for e in episodes) / len(episodes),
-                    "peak": statistics.mean(e.metrics.peak_tokens for e in episodes),
-                }
+                judged = Judged.of([e.success for e in episodes], [e.metrics.peak_tokens for e in episodes])
+                rows[name] |= {"tier0_success": judged.success, "peak": judged.peak}
             rows[name]["seconds"] = round(time.perf_counter() - started, 1)
             print(f"{name}: {rows[name]}", file=sys.stderr, flush=True)
             if args.show:
