@@ -64,8 +64,9 @@ KIND_WORDS: dict[str, tuple[str, ...]] = {
         "occurred",
         "progress",
     ),
-    # "The summarizer should refrain from generating values not present in the original input." (the 1.5B
-    # optimizer's answer on `reach_long` train tasks): words for where a value must come from, and for making one up.
+    # "The summarizer should refrain from generating values not present in the original input." and "... from
+    # writing values that were not input to it." (the 1.5B optimizer's answers on `reach_long` train tasks): words
+    # for where a value must come from, and for making one up.
     "invented": (
         "exact",
         "exactly",
@@ -83,6 +84,7 @@ KIND_WORDS: dict[str, tuple[str, ...]] = {
         "appears",
         "appeared",
         "given",
+        "input",
         "original",
         "unknown",
         "placeholder",

@@ -451,9 +451,15 @@ def test_an_invented_value_gets_a_question_of_its_own_with_values_hidden():
     assert refused["Keep the answer short and clear."].startswith("names no kind")
 
 
-def test_the_1_5b_optimizers_answer_to_the_invented_value_question_is_kept():
-    line = "The summarizer should refrain from generating values not present in the original input."
-
+@pytest.mark.parametrize(
+    "line",
+    [
+        "The summarizer should refrain from generating values not present in the original input.",
+        # refused as naming no kind of lost fact in the four-proposal run on reach_long train tasks
+        "The summarizer must refrain from writing values that were not input to it.",
+    ],
+)
+def test_the_1_5b_optimizers_answers_to_the_invented_value_question_are_kept(line):
     def lm(prompt, temperature):
         return line if "made them up" in prompt else "Be brief."
 
