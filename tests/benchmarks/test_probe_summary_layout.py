@@ -48,6 +48,13 @@ def test_the_facts_first_text_asks_for_the_facts_before_progress_and_carries_the
     assert HEADER in text and text.index("PROGRESS:") < text.index(HEADER)
 
 
+def test_the_rules_first_text_puts_rules_on_top_and_gives_no_example_kinds_to_fill_in(probe):
+    text = probe.texts()["rules-first+contract"]
+    assert text.index("RULES:") < text.index("VALUES:") < text.index("DONE:") < text.index("PROGRESS:")
+    # the list a small model filled with made-up values under facts first
+    assert "(order ids" in probe.FACTS_FIRST and "(" not in probe.RULES_FIRST and HEADER in text
+
+
 def test_the_worked_example_follows_the_facts_first_sections_and_precedes_the_contract(probe):
     text = probe.texts()["facts-first+example+contract"]
     assert text.index("PROGRESS:") < text.index(probe.EXAMPLE) < text.index(HEADER)
