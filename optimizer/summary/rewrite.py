@@ -105,7 +105,7 @@ _TOOL = re.compile(r"\b[a-z]+(?:_[a-z]+)+\b")  # snake_case: how tools are named
 _ASSIGNMENT = re.compile(r"^[\w .-]{1,40}\s*(=|:)\s*\S")
 _INSTRUCTING = re.compile(
     r"\b(keep|copy|preserve|include|retain|record|quote|list|note|mention|write|repeat|carry|state|report|"
-    r"maintain|never|always|must|should|do not|don't)\b",
+    r"maintain|never|always|must|should|do not|don't|stop|avoid)\b",
     re.IGNORECASE,
 )
 # "A summarizer ... loses the specific rule ... that a later step must follow": the 1.5B optimizer's account of the
@@ -326,7 +326,8 @@ def co_step(lm: OptimizerLM, parent: str, successes: Sequence[SummaryScore], lit
 def _lines(reply: str) -> list[str]:
     out = []
     for raw in reply.splitlines():
-        line = raw.strip().strip("`").strip()
+        # bold or underline markup, which would otherwise pass into the text as stray asterisks
+        line = re.sub(r"\*\*|__", "", raw).strip().strip("`").strip()
         line = re.sub(r"^(\d+[.)]|[-*•])\s*", "", line).strip()
         if line and not line.startswith(("#", "<data", "</data")):  # a heading, or the fence echoed
             out.append(line)

@@ -347,6 +347,14 @@ def test_a_looping_summary_gets_a_question_of_its_own_with_its_values_hidden():
     assert dict(proposal.refused)["Keep every identifier a later step needs."].startswith("names no kind")
 
 
+def test_an_answer_to_the_loop_question_in_markdown_bold_with_stop_as_its_verb_is_kept_without_the_markup():
+    # the 1.5B optimizer's reply on reach_long train tasks, refused as giving no instruction before
+    def lm(prompt, temperature):
+        return "**Stop repeating** the same content." if "again and again" in prompt else "Be brief."
+
+    assert ut_step(lm, with_contract(SEED), [], repeats=[LOOPING]).llm_lines == ("Stop repeating the same content.",)
+
+
 def looping_summarizer(request: dict) -> str:
     """Loops on one sentence unless told, after the conversation, not to repeat; then keeps the facts it read."""
     prompt = request["messages"][-1]["content"]
