@@ -2,9 +2,9 @@
 
     python benchmarks/bench_summary_instructions.py [--config experiments/builtin.toml] [--target langchain]
         [--trigger 1500] [--keep 4] [--learn 6] [--split val|test] [--limit N] [--candidates 2] [--rounds 1]
-        [--triggers T1,T2] [--max-peak P] [--tier1 N] [--tier1-seeds S] [--confirm S] [--confirm-tasks 4]
-        [--summarizer MODEL] [--frequency-penalty X] [--seed GUIDELINE] [--seed-only] [--summary-max-tokens N]
-        [--scripted]
+        [--triggers T1,T2] [--max-peak P] [--default-triggers T1,T2] [--tier1 N] [--tier1-seeds S] [--confirm S]
+        [--confirm-tasks 4] [--summarizer MODEL] [--frequency-penalty X] [--seed GUIDELINE] [--seed-only]
+        [--summary-max-tokens N] [--scripted]
         [--out benchmarks/results/summary_instructions_<suite>_<target>[_fp<X>][_<MODEL>][_cap<N>]_<split>.json]
 
 Learning sees only the train split (taken in turns from each task family): its first `--learn` tasks, the
@@ -30,6 +30,10 @@ seeds, chosen among the train tasks neither mined nor in the figure as those ful
 `--triggers` lets the trigger be chosen beside the text (`optimizer.summary.knobs`): the learned text is judged at
 `--trigger` and at each of them (tier 1 on the confirmation tasks with `--confirm`, else tier 0 on the choice
 tasks), the rows run at the winner, and `learned@T` / `default@T` rows show both texts at the user's `--trigger`.
+`--default-triggers T1,T2` adds `default@T` rows, the default text at other triggers: a text that keeps more facts
+writes longer summaries, so beside the default at the same trigger it also runs at a higher peak; the report names
+the default row that peaks least while at least as high as the learned text (`equal_peak`, per tier) and the
+success gap there, which is what the learned text buys that peak cannot.
 `--seed-only` starts the search from the seed alone, as before the written layouts (results up to that change);
 a `--seed` of one's own always does.
 `--summary-max-tokens N` caps every summary row's completion alike (a cap cuts a summary's end; a sentence asking
@@ -259,6 +263,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="With --triggers: a trigger whose trials' mean peak (server tokens) is above this is not chosen "
         "('default': the default text's own mean peak at --trigger, judged alike).",
     )
+    parser.add_argument(
+        "--default-triggers",
+        default="",
+        help="Triggers the default text also runs at (comma-separated), each a `default@T` row: where one peaks "
+        "at least as high as the learned text, the report compares the two at equal peak.",
+    )
     parser.add_argument("--tier1", type=int, default=0, help="Figure tasks the real agent also runs (0: none).")
     parser.add_argument(
         "--tier1-seeds", type=int, default=1, help="Sampling seeds of the real agent per tier-1 task (default 1)."
@@ -337,12 +347,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.summary_max_tokens <= 0:
         parser.error("--summary-max-tokens must be positive")
     make = make_target(args.target, args.trigger, args.keep, args.summary_max_tokens)
-    try:
-        triggers = [int(t) for t in args.triggers.split(",") if t]
-    except ValueError:
-        parser.error(f"--triggers: whole numbers separated by commas, not {args.triggers!r}")
-    if any(t <= 0 for t in triggers):
-        parser.error("--triggers: every trigger must be positive")
+    triggers = _trigger_list(parser, "--triggers", args.triggers)
+    default_triggers = _trigger_list(parser, "--default-triggers", args.default_triggers)
     tier1_tasks = spread(figure)[: args.tier1]
     tier1_rows = set(args.tier1_rows.split(","))
     if tier1_tasks and not {"none", "learned"} <= tier1_rows:
@@ -432,6 +438,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         strategies = {"none": parse_strategy("none"), **{n: at(t) for n, t in texts.items()}}
         if choice is not None and choice.chosen != args.trigger:  # the text against the default where it was learned
             strategies |= {f"{n}@{args.trigger}": make(texts[n]) for n in ("learned", "default")}
+        strategies |= {
+            f"default@{t}": make_target(args.target, t, args.keep, args.summary_max_tokens)(default.text)
+            for t in default_triggers
+        }
         strategies |= baselines
         rows: dict[str, Any] = {}
         kept: dict[str, list[float]] = {}
@@ -467,6 +477,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "model": model,
             "trigger_choice": choice.to_dict() | {"described": choice.describe()} if choice is not None else None,
             "rows": rows,
+            "equal_peak": {tier: equal_peak_default(rows, tier) for tier in ("tier0", "tier1")},
             "paired": pairs,
             "texts": texts,
             "search": record.to_dict(),
@@ -566,6 +577,52 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _trigger_list(parser: argparse.ArgumentParser, flag: str, value: str) -> list[int]:
+    try:
+        triggers = [int(t) for t in value.split(",") if t]
+    except ValueError:
+        parser.error(f"{flag}: whole numbers separated by commas, not {value!r}")
+    if any(t <= 0 for t in triggers):
+        parser.error(f"{flag}: every trigger must be positive")
+    return triggers
+
+
+def equal_peak_default(rows: dict[str, Any], tier: str) -> str | None:
+    """The default-text row (`default` or `default@T`) that peaks least among those peaking at least as high as
+    the learned text at `tier`: the default given no less context than the learned text, so that a success gap
+    between the two is not bought with peak. None when every default row peaks lower (or `tier` did not run)."""
+    peak = "peak_mean" if tier == "tier0" else "tier1_peak_mean"
+    if peak not in rows.get("learned", {}):
+        return None
+    higher = {
+        name: r[peak]
+        for name, r in rows.items()
+        if name.split("@")[0] == "default" and peak in r and r[peak] >= rows["learned"][peak]
+    }
+    return min(higher, key=higher.__getitem__) if higher else None
+
+
+def equal_peak_lines(report: dict[str, Any]) -> list[str]:
+    lines = []
+    for tier, label in (("tier0", "tier 0"), ("tier1", "tier 1")):
+        if tier == "tier1" and "tier1_peak_mean" not in report["rows"].get("learned", {}):
+            continue
+        name = (report.get("equal_peak") or {}).get(tier)
+        success, peak = (f"{tier}_success", "peak_mean" if tier == "tier0" else "tier1_peak_mean")
+        learned = report["rows"]["learned"]
+        if name is None:
+            lines.append(f"at equal peak ({label}): no default row peaks as high as learned ({learned[peak]:,.0f})")
+            continue
+        other = report["rows"][name]
+        gap = report["paired"].get(f"learned-{name}", {}).get(success)
+        interval = f"; learned-{name} {gap['mean']:+.2f} [{gap['low']:+.2f}, {gap['high']:+.2f}]" if gap else ""
+        lines.append(
+            f"at equal peak ({label}): learned {learned[success]:.2f} at {learned[peak]:,.0f}, "
+            f"{name} {other[success]:.2f} at {other[peak]:,.0f}{interval}"
+        )
+    return lines
+
+
 def table(report: dict[str, Any]) -> str:
     with_tier1 = isinstance(report["tier1"], dict)
     columns = [
@@ -620,6 +677,8 @@ def table(report: dict[str, Any]) -> str:
         chosen = next(c for c in search["candidates"] if c["name"] == search["chosen"])
         written = "; ".join(f'"{line}"' for line in chosen["llm_lines"]) or "none"
         lines.append(f"learned = {chosen['name']}; the optimizer's lines in it: {written}\n")
+    if "equal_peak" in report:  # reports from before the default@T rows have no such comparison
+        lines += [*equal_peak_lines(report), ""]
     labels = {"facts_kept": "facts kept", "tier0_success": "tier-0 success", "tier1_success": "tier-1 success"}
     for name, p in report["paired"].items():
         parts = [f"{labels[k]} {v['mean']:+.2f} [{v['low']:+.2f}, {v['high']:+.2f}]" for k, v in p.items()]

@@ -131,11 +131,46 @@ def test_with_triggers_the_rows_run_at_the_chosen_one_beside_both_texts_at_the_a
     assert f"trigger {choice['chosen']:,} chosen (asked 2,000)" in out.with_suffix(".md").read_text()
 
 
-def test_triggers_must_be_whole_positive_numbers(bench, capsys):
+@pytest.mark.parametrize("flag", ["--triggers", "--default-triggers"])
+def test_triggers_must_be_whole_positive_numbers(bench, capsys, flag):
     for bad in ("3000,x", "0"):
         with pytest.raises(SystemExit) as exit_:
-            bench.main(["--config", str(CONFIG), "--triggers", bad, "--scripted"])
-        assert exit_.value.code == 2 and "--triggers:" in capsys.readouterr().err
+            bench.main(["--config", str(CONFIG), flag, bad, "--scripted"])
+        assert exit_.value.code == 2 and f"{flag}:" in capsys.readouterr().err
+
+
+def test_the_default_at_equal_peak_is_the_lowest_default_row_peaking_as_high_as_learned(bench):
+    def peaks(tier0: float, tier1: float | None = None) -> dict:
+        return {"peak_mean": tier0} | ({} if tier1 is None else {"tier1_peak_mean": tier1})
+
+    rows = {
+        "none": peaks(2990, 3629),
+        "default": peaks(1825, 2043),
+        "learned": peaks(2022, 2305),
+        "default@2800": peaks(2300, 2600),
+        "default@2400": peaks(2060),
+        "learned@2000": peaks(2100),
+    }
+    assert bench.equal_peak_default(rows, "tier0") == "default@2400"
+    assert bench.equal_peak_default(rows, "tier1") == "default@2800"  # default@2400 has no tier-1 run
+    del rows["default@2800"]
+    assert bench.equal_peak_default(rows, "tier1") is None and bench.equal_peak_default({}, "tier0") is None
+
+
+def test_default_rows_at_other_triggers_are_compared_with_learned_at_equal_peak(bench, tmp_path):
+    out = tmp_path / "summary.json"
+    argv = ["--config", str(CONFIG), "--learn", "4", "--limit", "2", "--trigger", "2000", "--rounds", "0"]
+    assert bench.main([*argv, "--default-triggers", "4000", "--baselines", "", "--scripted", "--out", str(out)]) == 0
+    report = json.loads(out.read_text())
+    rows = report["rows"]
+    assert list(rows)[-1] == "default@4000" and "learned-default@4000" in report["paired"]
+    assert rows["default@4000"]["peak_mean"] > rows["default"]["peak_mean"]  # a later trigger holds more context
+    matched = report["equal_peak"]["tier0"]
+    assert matched in rows and rows[matched]["peak_mean"] >= rows["learned"]["peak_mean"]
+    assert report["equal_peak"]["tier1"] is None
+    assert (
+        f"at equal peak (tier 0): learned {rows['learned']['tier0_success']:.2f}" in out.with_suffix(".md").read_text()
+    )
 
 
 def test_the_search_can_start_from_another_seed_and_the_file_names_it(bench, tmp_path, capsys):
