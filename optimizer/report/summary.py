@@ -19,12 +19,12 @@ from optimizer.jsontypes import JSON, JSONObject
 from optimizer.report.file import SUMMARY_KIND
 from optimizer.report.markdown import task_count
 from optimizer.report.model import TIER0_LIMITS
-from optimizer.summary.knobs import TriggerChoice
+from optimizer.summary.knobs import TriggerChoice, equal_peak
 from optimizer.summary.screen import ScreenResult
 from optimizer.summary.search import SearchRecord
 
-# The rows `learned` is paired against (and the default at the user's trigger, `default@T`, when the job chose
-# another).
+# The rows `learned` is paired against (and the default at other triggers, `default@T`: the user's own when the job
+# chose another, and `default_triggers`).
 BASELINES = ("default", "seed")
 # Raise it whenever a key of report.json changes meaning or goes away (adding one does not break a reader).
 SCHEMA_VERSION = 1
@@ -150,6 +150,37 @@ class SummaryReport:
                 )
         return out
 
+    def equal_peak(self) -> dict[str, str | None]:
+        """Per tier, the default row (`default` or `default@T`) that peaks least while peaking at least as high as
+        the learned text (`optimizer.summary.knobs.equal_peak`); tier 1 only when the learned row ran it."""
+        learned = self.row("learned")
+        out = {}
+        for tier in ("tier0", "tier1"):
+            mine = _at(learned, tier)
+            if mine is not None:
+                defaults = {r.name: _at(r, tier) for r in self.rows if r.name.split("@")[0] == "default"}
+                peaks = {name: s.peak_mean for name, s in defaults.items() if s is not None}
+                out[tier] = equal_peak(peaks, mine.peak_mean)
+        return out
+
+    def _equal_peak_lines(self) -> list[str]:
+        learned, paired = self.row("learned"), self.paired()
+        lines = []
+        for tier, name in self.equal_peak().items():
+            mine, label = _at(learned, tier), tier.replace("tier", "tier ")
+            other = _at(self.row(name), tier) if name is not None else None
+            if mine is None or other is None:
+                peak = f"{mine.peak_mean:,.0f}" if mine is not None else "–"
+                lines.append(f"- {label}: no default row peaks as high as learned ({peak})")
+                continue
+            gap = paired.get(f"learned-{name}", {}).get(f"{tier}_success")
+            said = f"; learned-{name} {gap['mean']:+.2f} [{gap['low']:+.2f}, {gap['high']:+.2f}]" if gap else ""
+            lines.append(
+                f"- {label}: learned {mine.success:.2f} at {mine.peak_mean:,.0f}, {name} {other.success:.2f} "
+                f"at {other.peak_mean:,.0f}{said}"
+            )
+        return lines
+
     def to_dict(self) -> JSONObject:
         return {
             "schema_version": SCHEMA_VERSION,
@@ -166,6 +197,7 @@ class SummaryReport:
             "artifact": self.artifact,
             "rows": [r.to_dict() for r in self.rows],
             "paired": self.paired(),
+            "equal_peak": self.equal_peak(),
             "llm_parts": list(self.llm_parts),
             "refused": [{"candidate": r.candidate, "line": r.line, "reason": r.reason} for r in self.refused],
             "search": self.search.to_dict(),
@@ -232,6 +264,10 @@ class SummaryReport:
             lines.append(f"- {name}: {', '.join(said)}")
         lines += [
             "",
+            "At equal peak (the default row that peaks least while at least as high as learned):",
+            "",
+            *self._equal_peak_lines(),
+            "",
             f"The default row: {self.default_source}" + (f"; {self.default_note}" if self.default_note else "") + ".",
             "",
             "## What the optimizer wrote",
@@ -260,6 +296,10 @@ class SummaryReport:
         ]
         lines += [f"Note: {n}" for n in self.notes]
         return "\n".join(lines) + "\n"
+
+
+def _at(row: TextRow, tier: str) -> Scores | None:
+    return row.tier0 if tier == "tier0" else row.tier1
 
 
 def _paired_by_task(a: Mapping[str, float], b: Mapping[str, float]) -> dict[str, float]:

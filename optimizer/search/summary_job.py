@@ -127,10 +127,7 @@ class SummaryJob:
             if record.start != "seed+contract":  # what the optimizer's lines must beat
                 texts[record.start] = record.named(record.start).text
             rows = [self._row(name, text, compressor, evaluator) for name, text in texts.items()]
-            if trigger is not None and trigger.chosen != trigger.asked:
-                # What the user would run without the choice: their summarizer as it ships, at their trigger.
-                asked = self.target.at_trigger(trigger.asked)
-                rows.append(self._row(f"default@{trigger.asked}", None, compressor, evaluator, asked))
+            rows += self._default_rows(trigger, compressor, evaluator)
             if self.deterministic is not None:
                 version = self.deterministic.version()
                 rows.append(self._baseline_row("deterministic", self.deterministic, evaluator, version))
@@ -203,6 +200,20 @@ class SummaryJob:
         self.log(choice.describe())
         self.target = target.at_trigger(choice.chosen)
         return choice
+
+    def _default_rows(
+        self, trigger: TriggerChoice | None, compressor: Compressor, evaluator: Evaluator
+    ) -> list[TextRow]:
+        """The default text at the triggers other than the learned text's: the user's own when the job chose
+        another (their summarizer as it ships), then `default_triggers`, for the comparison at equal peak."""
+        others = [trigger.asked] if trigger is not None and trigger.chosen != trigger.asked else []
+        others += self.options.target.default_triggers if self.options.target is not None else ()
+        learned_at = getattr(self.target, "trigger_tokens", None)  # the `default` row ran there already
+        return [
+            self._row(f"default@{t}", None, compressor, evaluator, self.target.at_trigger(t))
+            for t in dict.fromkeys(others)
+            if t != learned_at
+        ]
 
     def _row(
         self,

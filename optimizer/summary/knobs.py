@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -125,3 +125,13 @@ def choose_trigger(
         return TriggerChoice(asked, asked, judged_by, tuple(trials), goal, from_default)
     best = max(within, key=lambda t: (t.judged.success, -t.judged.peak, t.trigger == asked))
     return TriggerChoice(asked, best.trigger, judged_by, tuple(trials), goal, from_default)
+
+
+def equal_peak(default_peaks: Mapping[str, float], learned_peak: float) -> str | None:
+    """Of the default text's rows (name -> mean peak, one per trigger it ran at), the one that peaks least while
+    peaking at least as high as the learned text: the default given no less context than the learned text, so a
+    success gap between the two was not bought with peak. None when every default row peaks lower. The other way
+    round from `max_peak_tokens`, which moves the learned text's trigger: a text that keeps facts writes longer
+    summaries, and on the long-horizon suite no trigger brought its peak down to the default's."""
+    higher = {name: peak for name, peak in default_peaks.items() if peak >= learned_peak}
+    return min(higher, key=higher.__getitem__) if higher else None

@@ -344,6 +344,23 @@ def test_with_trigger_choices_every_row_and_the_export_use_the_trigger_the_learn
     assert middleware.trigger == ("tokens", 1000)
 
 
+def test_default_triggers_add_default_rows_and_the_report_compares_learned_with_one_at_equal_peak(job):
+    code, _, err, job_dir, _, _ = job("langchain", trigger=1000, target_extra="default_triggers = [3000, 1000]")
+    assert code == 0, err
+    report = json.loads((job_dir / "report.json").read_text())
+    rows = {r["row"]: r for r in report["rows"]}
+    # 1,000 is the learned text's own trigger: the `default` row ran there already.
+    assert [name for name in rows if name.startswith("default")] == ["default", "default@3000"]
+    assert rows["default@3000"]["peak_mean"] > rows["default"]["peak_mean"]
+    assert "learned-default@3000" in report["paired"] and "default_triggers" not in report["knobs"]
+    matched = report["equal_peak"]["tier0"]
+    higher = {n: r["peak_mean"] for n, r in rows.items() if n.startswith("default")}
+    higher = {n: p for n, p in higher.items() if p >= rows["learned"]["peak_mean"]}
+    assert matched == (min(higher, key=higher.__getitem__) if higher else None)
+    assert "tier1" not in report["equal_peak"]  # the real agent did not run
+    assert "At equal peak" in (job_dir / "report.md").read_text()
+
+
 def test_a_default_peak_goal_is_the_default_texts_own_peak_at_the_asked_trigger(job):
     code, _, err, job_dir, _, _ = job(
         "langchain", trigger=2000, target_extra="trigger_choices = [100000, 1000]\nmax_peak_tokens = 'default'"

@@ -3,6 +3,8 @@ agent, with every seed of a task counted as that task's share."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from optimizer.evaluate.scores import Scores, TaskScore
 from optimizer.report.summary import SummaryReport, TextRow
 from optimizer.summary.search import Candidate, SearchRecord
@@ -62,3 +64,30 @@ def test_the_report_names_the_start_the_search_went_on_from_and_the_one_it_did_n
     text = made.markdown()
     assert "| facts-first+contract | – | – | – | start |" in text
     assert "| seed+contract | – | – | – | start, not taken: facts-first+contract ranked higher on train |" in text
+
+
+def test_at_equal_peak_learned_meets_the_default_row_that_peaks_least_while_at_least_as_high():
+    def at(peak: int, *solved: bool) -> Scores:
+        return Scores(tasks=tuple(TaskScore(f"t{i}", ok, peak_tokens=peak) for i, ok in enumerate(solved)))
+
+    made = report(None, None)
+    learned = TextRow("learned", "Keep ids.", "v1", None, at(2022, True, True), at(2305, True, False))
+    later = [
+        TextRow("default@2400", None, None, None, at(2060, False, False), at(2290, False, False)),
+        TextRow("default@2600", None, None, None, at(2200, True, False), at(2450, False, True)),
+    ]
+    made = dataclasses.replace(made, rows=(learned, *made.rows[1:], *later))
+    # the default at the learned text's trigger peaks at 1,000: lower, so not the comparison
+    assert made.equal_peak() == {"tier0": "default@2400", "tier1": "default@2600"}
+    text = made.markdown()
+    assert "- tier 0: learned 1.00 at 2,022, default@2400 0.00 at 2,060; learned-default@2400 +1.00 [" in text
+    assert "- tier 1: learned 0.50 at 2,305, default@2600 0.50 at 2,450; learned-default@2600 +0.00 [" in text
+    assert made.to_dict()["equal_peak"] == made.equal_peak()
+
+
+def test_at_equal_peak_says_so_when_every_default_row_peaks_lower():
+    made = report(None, None)
+    higher = Scores(tasks=(TaskScore("a", True, peak_tokens=5000),))
+    made = dataclasses.replace(made, rows=(dataclasses.replace(made.rows[0], tier0=higher), *made.rows[1:]))
+    assert made.equal_peak() == {"tier0": None}
+    assert "- tier 0: no default row peaks as high as learned (5,000)" in made.markdown()

@@ -108,6 +108,13 @@ def test_trigger_choices_are_not_a_knob_and_a_chosen_trigger_replaces_the_asked_
     assert chosen.strategy("Keep ids.").trigger() == 3000
 
 
+def test_default_triggers_are_not_a_knob_and_are_spent_once_the_trigger_is_set(tmp_path):
+    body = "[optimize.target]\ntype = 'anthropic'\ntrigger_tokens = 2000\ndefault_triggers = [2400, 2800]\n"
+    target = _load(tmp_path, body).optimize.target
+    assert target.default_triggers == (2400, 2800) and target.knobs() == {"trigger_tokens": 2000}
+    assert target.at_trigger(2400).default_triggers == ()  # a `default@T` row runs once, not again from it
+
+
 def test_a_target_without_a_trigger_cannot_be_given_choices():
     from optimizer.summary.targets import TargetConfig
 
@@ -123,6 +130,8 @@ def test_a_target_without_a_trigger_cannot_be_given_choices():
     assert Fixed().trigger_choices == ()
     with pytest.raises(ValueError, match="the fixed target has no trigger_tokens to choose"):
         Fixed(trigger_choices=(1000,))
+    with pytest.raises(ValueError, match="default_triggers: the fixed target has no trigger_tokens"):
+        Fixed(default_triggers=(1000,))
 
 
 def test_the_peak_goal_may_be_the_default_texts_own_and_nothing_else_but_a_token_count(tmp_path):

@@ -24,7 +24,15 @@ if TYPE_CHECKING:
 
 
 # How the search runs, not what the summarizer is: never a knob in a report or an export.
-SEARCH_SETTINGS = ("proposals", "minibatch", "confirm_seeds", "confirm_tasks", "trigger_choices", "max_peak_tokens")
+SEARCH_SETTINGS = (
+    "proposals",
+    "minibatch",
+    "confirm_seeds",
+    "confirm_tasks",
+    "trigger_choices",
+    "max_peak_tokens",
+    "default_triggers",
+)
 
 
 class TargetConfig(BaseModel, ABC):
@@ -64,15 +72,25 @@ class TargetConfig(BaseModel, ABC):
         "than what it replaces). None: no goal, and the most successful trigger wins even where it never summarizes.",
     )
 
+    default_triggers: tuple[PositiveInt, ...] = Field(
+        (),
+        max_length=6,
+        description="Triggers the target's default text also runs at on the test tasks, each a `default@T` row: "
+        "the report compares the learned text with the one that peaks least while peaking at least as high "
+        "(success at equal peak, per tier). Empty: the default runs at the learned text's trigger only.",
+    )
+
     @model_validator(mode="after")
     def _has_a_trigger(self) -> TargetConfig:
-        if self.trigger_choices and "trigger_tokens" not in type(self).model_fields:
-            raise ValueError(f"trigger_choices: the {self.type} target has no trigger_tokens to choose")
+        for setting in ("trigger_choices", "default_triggers"):
+            if getattr(self, setting) and "trigger_tokens" not in type(self).model_fields:
+                raise ValueError(f"{setting}: the {self.type} target has no trigger_tokens to choose")
         return self
 
     def at_trigger(self, trigger: int) -> TargetConfig:
         """The same target with `trigger` as its trigger (and no choices left to make)."""
-        return self.model_copy(update={"trigger_tokens": trigger, "trigger_choices": (), "max_peak_tokens": None})
+        choices_made = {"trigger_choices": (), "max_peak_tokens": None, "default_triggers": ()}
+        return self.model_copy(update={"trigger_tokens": trigger, **choices_made})
 
     @abstractmethod
     def strategy(self, instructions: str | None) -> SummaryTarget:
