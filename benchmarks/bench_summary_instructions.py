@@ -81,7 +81,14 @@ from optimizer.summary.anthropic_target import AnthropicCompaction  # noqa: E402
 from optimizer.summary.call import CachedOptimizer  # noqa: E402
 from optimizer.summary.contract_text import with_contract  # noqa: E402
 from optimizer.summary.defaults import target_default  # noqa: E402
-from optimizer.summary.knobs import DEFAULT_PEAK, Judged, PeakGoal, TriggerChoice, choose_trigger  # noqa: E402
+from optimizer.summary.knobs import (  # noqa: E402
+    DEFAULT_PEAK,
+    Judged,
+    PeakGoal,
+    TriggerChoice,
+    choose_trigger,
+    equal_peak,
+)
 from optimizer.summary.langchain_target import LangChainSummary  # noqa: E402
 from optimizer.summary.layouts import starts_for  # noqa: E402
 from optimizer.summary.rewrite import OptimizerLM  # noqa: E402
@@ -588,18 +595,13 @@ def _trigger_list(parser: argparse.ArgumentParser, flag: str, value: str) -> lis
 
 
 def equal_peak_default(rows: dict[str, Any], tier: str) -> str | None:
-    """The default-text row (`default` or `default@T`) that peaks least among those peaking at least as high as
-    the learned text at `tier`: the default given no less context than the learned text, so that a success gap
-    between the two is not bought with peak. None when every default row peaks lower (or `tier` did not run)."""
+    """The default-text row (`default` or `default@T`) at equal peak with the learned text at `tier`
+    (`optimizer.summary.knobs.equal_peak`); None also when `tier` did not run."""
     peak = "peak_mean" if tier == "tier0" else "tier1_peak_mean"
     if peak not in rows.get("learned", {}):
         return None
-    higher = {
-        name: r[peak]
-        for name, r in rows.items()
-        if name.split("@")[0] == "default" and peak in r and r[peak] >= rows["learned"][peak]
-    }
-    return min(higher, key=higher.__getitem__) if higher else None
+    defaults = {name: r[peak] for name, r in rows.items() if name.split("@")[0] == "default" and peak in r}
+    return equal_peak(defaults, rows["learned"][peak])
 
 
 def equal_peak_lines(report: dict[str, Any]) -> list[str]:
