@@ -110,11 +110,16 @@ def test_the_table_shows_tier1_columns_and_intervals(bench):
     assert "learned-none: tier-1 success +0.25 [+0.00, +0.50]" in text
 
 
-def test_with_triggers_the_rows_run_at_the_chosen_one_beside_both_texts_at_the_asked_one(bench, tmp_path):
+def scripted_at_2000(bench, tmp_path, *extra: str) -> tuple[dict, str]:
+    """The scripted benchmark on 4 + 2 tasks at trigger 2,000, starts only, no baselines: its JSON and table."""
     out = tmp_path / "summary.json"
     argv = ["--config", str(CONFIG), "--learn", "4", "--limit", "2", "--trigger", "2000", "--rounds", "0"]
-    assert bench.main([*argv, "--triggers", "3000", "--baselines", "", "--scripted", "--out", str(out)]) == 0
-    report = json.loads(out.read_text())
+    assert bench.main([*argv, *extra, "--baselines", "", "--scripted", "--out", str(out)]) == 0
+    return json.loads(out.read_text()), out.with_suffix(".md").read_text()
+
+
+def test_with_triggers_the_rows_run_at_the_chosen_one_beside_both_texts_at_the_asked_one(bench, tmp_path):
+    report, table = scripted_at_2000(bench, tmp_path, "--triggers", "3000")
     choice = report["trigger_choice"]
     assert choice["asked"] == 2000 and choice["judged_by"] == "tier 0 on the 1 choice task(s)"
     assert [t["trigger"] for t in choice["trials"]] == [2000, 3000]
@@ -128,7 +133,7 @@ def test_with_triggers_the_rows_run_at_the_chosen_one_beside_both_texts_at_the_a
         rows["learned@2000"]["peak_mean"],
     )
     assert {"learned-learned@2000", "learned-default@2000"} <= set(report["paired"])
-    assert f"trigger {choice['chosen']:,} chosen (asked 2,000)" in out.with_suffix(".md").read_text()
+    assert f"trigger {choice['chosen']:,} chosen (asked 2,000)" in table
 
 
 @pytest.mark.parametrize("flag", ["--triggers", "--default-triggers"])
@@ -158,19 +163,14 @@ def test_the_default_at_equal_peak_is_the_lowest_default_row_peaking_as_high_as_
 
 
 def test_default_rows_at_other_triggers_are_compared_with_learned_at_equal_peak(bench, tmp_path):
-    out = tmp_path / "summary.json"
-    argv = ["--config", str(CONFIG), "--learn", "4", "--limit", "2", "--trigger", "2000", "--rounds", "0"]
-    assert bench.main([*argv, "--default-triggers", "4000", "--baselines", "", "--scripted", "--out", str(out)]) == 0
-    report = json.loads(out.read_text())
+    report, table = scripted_at_2000(bench, tmp_path, "--default-triggers", "4000")
     rows = report["rows"]
     assert list(rows)[-1] == "default@4000" and "learned-default@4000" in report["paired"]
     assert rows["default@4000"]["peak_mean"] > rows["default"]["peak_mean"]  # a later trigger holds more context
     matched = report["equal_peak"]["tier0"]
     assert matched in rows and rows[matched]["peak_mean"] >= rows["learned"]["peak_mean"]
     assert report["equal_peak"]["tier1"] is None
-    assert (
-        f"at equal peak (tier 0): learned {rows['learned']['tier0_success']:.2f}" in out.with_suffix(".md").read_text()
-    )
+    assert f"at equal peak (tier 0): learned {rows['learned']['tier0_success']:.2f}" in table
 
 
 def test_the_search_can_start_from_another_seed_and_the_file_names_it(bench, tmp_path, capsys):
