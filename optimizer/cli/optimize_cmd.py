@@ -85,6 +85,9 @@ def _optimize_target(config: ExperimentConfig, resume: bool, started: float) -> 
     if run_id is not None:
         out.print(f"MLflow: run {run_id}, one child run per row (acon ui {config.out_dir})")
     out.print(target_table(report))
+    out.print("at equal peak (the default row that peaks least while at least as high as learned):")
+    for line in report.equal_peak_lines():
+        out.print(f"  {line}")
     out.print(f"LLM-written lines that survived selection ({len(report.llm_parts)}):")
     for line in report.llm_parts:
         out.print(f"  + {line}")

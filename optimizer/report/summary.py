@@ -163,7 +163,7 @@ class SummaryReport:
                 out[tier] = equal_peak(peaks, mine.peak_mean)
         return out
 
-    def _equal_peak_lines(self) -> list[str]:
+    def equal_peak_lines(self) -> list[str]:
         learned, paired = self.row("learned"), self.paired()
         lines = []
         for tier, name in self.equal_peak().items():
@@ -266,7 +266,7 @@ class SummaryReport:
             "",
             "At equal peak (the default row that peaks least while at least as high as learned):",
             "",
-            *self._equal_peak_lines(),
+            *self.equal_peak_lines(),
             "",
             f"The default row: {self.default_source}" + (f"; {self.default_note}" if self.default_note else "") + ".",
             "",

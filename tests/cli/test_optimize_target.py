@@ -345,7 +345,7 @@ def test_with_trigger_choices_every_row_and_the_export_use_the_trigger_the_learn
 
 
 def test_default_triggers_add_default_rows_and_the_report_compares_learned_with_one_at_equal_peak(job):
-    code, _, err, job_dir, _, _ = job("langchain", trigger=1000, target_extra="default_triggers = [3000, 1000]")
+    code, out, err, job_dir, _, _ = job("langchain", trigger=1000, target_extra="default_triggers = [3000, 1000]")
     assert code == 0, err
     report = json.loads((job_dir / "report.json").read_text())
     rows = {r["row"]: r for r in report["rows"]}
@@ -359,6 +359,7 @@ def test_default_triggers_add_default_rows_and_the_report_compares_learned_with_
     assert matched == (min(higher, key=higher.__getitem__) if higher else None)
     assert "tier1" not in report["equal_peak"]  # the real agent did not run
     assert "At equal peak" in (job_dir / "report.md").read_text()
+    assert "at equal peak" in out and "- tier 0: " in out  # the terminal says it too
 
 
 def test_a_default_peak_goal_is_the_default_texts_own_peak_at_the_asked_trigger(job):
