@@ -168,10 +168,11 @@ class SummaryReport:
         lines = []
         for tier, name in self.equal_peak().items():
             mine, label = _at(learned, tier), tier.replace("tier", "tier ")
+            if mine is None:  # equal_peak() names only the tiers the learned row ran
+                continue
             other = _at(self.row(name), tier) if name is not None else None
-            if mine is None or other is None:
-                peak = f"{mine.peak_mean:,.0f}" if mine is not None else "–"
-                lines.append(f"- {label}: no default row peaks as high as learned ({peak})")
+            if other is None:
+                lines.append(f"- {label}: no default row peaks as high as learned ({mine.peak_mean:,.0f})")
                 continue
             gap = paired.get(f"learned-{name}", {}).get(f"{tier}_success")
             said = f"; learned-{name} {gap['mean']:+.2f} [{gap['low']:+.2f}, {gap['high']:+.2f}]" if gap else ""
