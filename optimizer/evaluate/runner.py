@@ -15,6 +15,7 @@ from optimizer.errors import AconError, ConfigError
 from optimizer.evaluate.endpoints import ModelEndpoints
 from optimizer.evaluate.executors import EpisodeWork, Executor, LocalExecutor
 from optimizer.evaluate.records import EpisodeRecords, EpisodeSummary
+from optimizer.evaluate.reuse import borrow
 from optimizer.evaluate.services import AgentSpec, services_for
 from optimizer.evaluate.store import EpisodeStore, read_meta, write_meta
 from optimizer.locking import exclusive
@@ -38,6 +39,7 @@ def run_tasks(
     endpoints: ModelEndpoints | None,
     directory: Path,
     meta: dict,
+    elsewhere: Sequence[Path] = (),
     concurrency: int = 1,
     max_total_steps: int = 200,
     on_episode: OnEpisode | None = None,
@@ -47,7 +49,8 @@ def run_tasks(
 
     An episode that ended in an infrastructure error is not reused: its task runs again and the new record
     supersedes it (the newest record of a task counts), so a flaky endpoint never leaves a hole in a run.
-    Only one process at a time runs in `directory` (`DirectoryBusy` for a second one). Each episode is on
+    A task recorded by the same run over another task list (`elsewhere`, `optimizer.evaluate.reuse`) is copied
+    in, not run. Only one process at a time runs in `directory` (`DirectoryBusy` for a second one). Each episode is on
     disk before the next is handed out, and only its summary stays in memory (`EpisodeRecords`). The
     `executor` decides where episodes run (this process's threads by default, or Ray); the records are
     written here either way, so a run resumes under any executor.
@@ -60,6 +63,7 @@ def run_tasks(
             endpoints=endpoints,
             directory=directory,
             meta=meta,
+            elsewhere=elsewhere,
             concurrency=concurrency,
             max_total_steps=max_total_steps,
             on_episode=on_episode,
@@ -75,6 +79,7 @@ def _run_locked(
     endpoints: ModelEndpoints | None,
     directory: Path,
     meta: dict,
+    elsewhere: Sequence[Path],
     concurrency: int,
     max_total_steps: int,
     on_episode: OnEpisode | None,
@@ -103,6 +108,9 @@ def _run_locked(
     offsets, summaries = store.index()
     wanted = set(order)
     done = {i for i, s in summaries.items() if s.outcome != "infra_error" and i in wanted}
+    if borrow(store, [i for i in order if i not in done], elsewhere, expected):
+        offsets, summaries = store.index()
+        done = {i for i, s in summaries.items() if s.outcome != "infra_error" and i in wanted}
     if on_episode is not None:
         for task_id in order:
             if task_id in done:

@@ -17,6 +17,7 @@ from optimizer.evaluate.bill import summarize_bills, with_bills
 from optimizer.evaluate.codec import RUN_FORMAT
 from optimizer.evaluate.endpoints import ModelEndpoints
 from optimizer.evaluate.records import EpisodeRecords, EpisodeSummary, summaries_of
+from optimizer.evaluate.reuse import KeyFor, same_run_elsewhere
 from optimizer.evaluate.runner import AgentSpec, OnEpisode, run_key, run_tasks
 from optimizer.evaluate.stats import bootstrap_ci
 from optimizer.world.suite import task_ids
@@ -105,6 +106,11 @@ class RunPlan:
     key: str
     directory: Path
     meta: dict[str, Any]
+    key_for: KeyFor  # the key this run would have over another task list
+
+    def elsewhere(self) -> tuple[Path, ...]:
+        """This run's directories over other task lists, whose episodes it may borrow."""
+        return same_run_elsewhere(self.directory, self.key_for)
 
 
 def plan_run(
@@ -121,19 +127,24 @@ def plan_run(
     # The strategy by content (`version()`: a guideline file's hash, not its path), so an edited file never
     # reads back episodes recorded under its old text; and the code that recorded them.
     code = code_version()
-    key = run_key(
-        config.suite.fingerprint(),
-        split,
-        task_ids(tasks),
-        strategy.type,
-        strategy.label(),
-        strategy.version(),
-        spec.identity(roles),
-        roles.get("compressor"),
-        code,
-        *_run_settings(config),
-        *_recall_listing(strategy),
-    )
+    fingerprint, identity = config.suite.fingerprint(), spec.identity(roles)
+
+    def key_for(ids: Sequence[str]) -> str:
+        return run_key(
+            fingerprint,
+            split,
+            list(ids),
+            strategy.type,
+            strategy.label(),
+            strategy.version(),
+            identity,
+            roles.get("compressor"),
+            code,
+            *_run_settings(config),
+            *_recall_listing(strategy),
+        )
+
+    key = key_for(task_ids(tasks))
     directory = (base or config.out_dir / "runs") / f"{strategy.type}-{agent}-{split}-{key}"
     meta = {
         "key": key,
@@ -147,7 +158,7 @@ def plan_run(
         "endpoints": roles,
         "code": code,
     }
-    return RunPlan(key, directory, meta)
+    return RunPlan(key, directory, meta, key_for)
 
 
 def _run_settings(config: ExperimentConfig) -> list[dict[str, Any]]:
@@ -206,6 +217,7 @@ def run_strategy(
         endpoints=endpoints,
         directory=plan.directory,
         meta=plan.meta,
+        elsewhere=plan.elsewhere(),
         concurrency=config.run.concurrency,
         max_total_steps=config.run.max_total_steps,
         on_episode=on_episode,
