@@ -445,9 +445,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         strategies = {"none": parse_strategy("none"), **{n: at(t) for n, t in texts.items()}}
         if choice is not None and choice.chosen != args.trigger:  # the text against the default where it was learned
             strategies |= {f"{n}@{args.trigger}": make(texts[n]) for n in ("learned", "default")}
+        rows_at = choice.chosen if choice is not None else args.trigger  # the `default` row ran there already
         strategies |= {
             f"default@{t}": make_target(args.target, t, args.keep, args.summary_max_tokens)(default.text)
             for t in default_triggers
+            if t != rows_at and f"default@{t}" not in strategies
         }
         strategies |= baselines
         rows: dict[str, Any] = {}
