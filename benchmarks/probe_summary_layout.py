@@ -5,9 +5,9 @@
         [--tier0] [--show] [--out benchmarks/results/summary_layout_probe.json]
 
 On the first `--tasks` train tasks (in turns from each family), LangChain's `SummarizationMiddleware` (trigger
-`--trigger` tokens, 2,000 unless given; keep `--keep` messages, 4 unless given) summarizes with the config's
-compressor model under each text; the screen (`optimizer.summary.screen`) counts the needed facts each summary folded
-and kept. Texts: LangChain's `default`; the `seed` with the retention contract (`seed+contract`, where the summary
+`--trigger` tokens and keep `--keep` messages: unless given, the config's `[optimize.target]`'s, else 2,000 and 4)
+summarizes with the config's compressor model under each text; the screen (`optimizer.summary.screen`) counts the
+needed facts each summary folded and kept. Texts: LangChain's `default`; the `seed` with the retention contract (`seed+contract`, where the summary
 search starts); the same with one reminder after the messages (`+remind`); a short extractive text (`extract`) and
 the same with the reminder; the seed with the contract and a line against repetition after the messages (`+once`),
 alone and with the reminder; the seed with a length budget above the contract (`+budget`) or after the messages
@@ -148,6 +148,12 @@ def losses(lost: Sequence[LostFact]) -> str:
     return "\n".join(parts)
 
 
+def knobs(configured: object, trigger: int | None, keep: int | None) -> tuple[int, int]:
+    """The trigger and keep asked for, else the config target's (the texts are measured where the job runs them)."""
+    trigger = trigger or getattr(configured, "trigger_tokens", None) or 2000
+    return trigger, keep or getattr(configured, "keep_messages", None) or 4
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", type=Path, default=ROOT / "experiments" / "summary_reach_long.toml")
@@ -164,8 +170,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="N",
         help="cap every summary (%(default)s)",
     )
-    parser.add_argument("--trigger", type=int, default=2000, help="LangChain's trigger, in tokens (%(default)s)")
-    parser.add_argument("--keep", type=int, default=4, help="LangChain's keep=('messages', N) (%(default)s)")
+    parser.add_argument(
+        "--trigger", type=int, default=None, help="LangChain's trigger, in tokens (default: the config's target, or 2000)"
+    )
+    parser.add_argument(
+        "--keep", type=int, default=None, help="LangChain's keep=('messages', N) (default: the config's target, or 4)"
+    )
     parser.add_argument(
         "--tier0",
         action="store_true",
@@ -175,6 +185,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "summary_layout_probe.json")
     args = parser.parse_args(argv)
     config = load_experiment(args.config)
+    args.trigger, args.keep = knobs(config.optimize.target, args.trigger, args.keep)
     tasks = spread(select_tasks(config, "train", None))[: args.tasks]
     chosen = {k: v for k, v in texts().items() if args.only is None or k in args.only}
     rows: dict[str, dict] = {}

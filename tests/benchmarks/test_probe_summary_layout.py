@@ -69,3 +69,13 @@ def test_the_table_shows_tier0_success_and_peak_only_where_the_reference_agent_r
     text = probe.table(rows)
     assert "| ran | 6 of 12 |" in text and text.splitlines()[2].endswith("| 0.38 | 2,139 |")
     assert text.splitlines()[3].endswith("| - | - |")
+
+
+def test_the_knobs_are_the_config_targets_unless_asked(probe):
+    from optimizer.config import load_experiment
+    from tests.conftest import ROOT
+
+    builtin = load_experiment(ROOT / "experiments" / "summary_builtin.toml").optimize.target
+    assert probe.knobs(builtin, None, None) == (1500, 4)
+    assert probe.knobs(builtin, 2400, 2) == (2400, 2)
+    assert probe.knobs(None, None, None) == (2000, 4)
