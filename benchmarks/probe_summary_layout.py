@@ -6,20 +6,20 @@
 
 On the first `--tasks` train tasks (in turns from each family), LangChain's `SummarizationMiddleware` (trigger
 `--trigger` tokens and keep `--keep` messages: unless given, the config's `[optimize.target]`'s, else 2,000 and 4)
-summarizes with the config's compressor model under each text; the screen (`optimizer.summary.screen`) counts the
-needed facts each summary folded and kept. Texts: LangChain's `default`; the `seed` with the retention contract (`seed+contract`, where the summary
-search starts); the same with one reminder after the messages (`+remind`); a short extractive text (`extract`) and
-the same with the reminder; the seed with the contract and a line against repetition after the messages (`+once`),
-alone and with the reminder; the seed with a length budget above the contract (`+budget`) or after the messages
-(`+budget-after`); the seed's sections with the facts first and progress as one last line (`facts-first+contract`),
-and with the skill rules first (`rules-first+contract`); facts first with a worked example of made-up values
-(`facts-first+example+contract`). The reminder is written here, not learned: it asks whether lines after the
-conversation are read at all, which decides whether the search should try them. Per text: facts kept, tasks with
+summarizes with the config's compressor model under each text; the screen (`optimizer.summary.screen`) counts the needed
+facts each summary folded and kept. Texts: LangChain's `default`; the `seed` with the retention contract
+(`seed+contract`, where the summary search starts); the same with one reminder after the messages (`+remind`); a short
+extractive text (`extract`) and the same with the reminder; the seed with the contract and a line against repetition
+after the messages (`+once`), alone and with the reminder; the seed with a length budget above the contract (`+budget`)
+or after the messages (`+budget-after`); the seed's sections with the facts first and progress as one last line
+(`facts-first+contract`), and with the skill rules first (`rules-first+contract`); facts first with a worked example of
+made-up values (`facts-first+example+contract`). The reminder is written here, not learned: it asks whether lines after
+the conversation are read at all, which decides whether the search should try them. Per text: facts kept, tasks with
 every needed fact visible, summary tokens, summaries that loop (one sentence said three times or more) and summaries
 that claim a step the agent has not done (`optimizer.summary.claims`). `--model` and `--frequency-penalty` change the
-summarizer, `--summary-max-tokens` caps every summary; `--show` prints every summary that lost a fact, and every
-false claim; `--tier0` also runs the reference agent on the summaries (tier-0 success and mean peak per text: what a
-knob such as `--keep` costs). Summaries come from acon's reply cache when present.
+summarizer, `--summary-max-tokens` caps every summary; `--show` prints every summary that lost a fact, and every false
+claim; `--tier0` also runs the reference agent on the summaries (tier-0 success and mean peak per text: what a knob such
+as `--keep` costs). Summaries come from acon's reply cache when present.
 """
 
 from __future__ import annotations
@@ -171,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="cap every summary (%(default)s)",
     )
     parser.add_argument(
-        "--trigger", type=int, default=None, help="LangChain's trigger, in tokens (default: the config's target, or 2000)"
+        "--trigger", type=int, default=None, help="LangChain's trigger, tokens (default: the config target's, or 2000)"
     )
     parser.add_argument(
         "--keep", type=int, default=None, help="LangChain's keep=('messages', N) (default: the config's target, or 4)"
