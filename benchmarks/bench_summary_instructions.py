@@ -88,6 +88,7 @@ from optimizer.summary.knobs import (  # noqa: E402
     TriggerChoice,
     choose_trigger,
     equal_peak,
+    equal_peak_said,
 )
 from optimizer.summary.langchain_target import LangChainSummary  # noqa: E402
 from optimizer.summary.layouts import starts_for  # noqa: E402
@@ -613,17 +614,12 @@ def equal_peak_lines(report: dict[str, Any]) -> list[str]:
             continue
         name = (report.get("equal_peak") or {}).get(tier)
         success, peak = (f"{tier}_success", "peak_mean" if tier == "tier0" else "tier1_peak_mean")
-        learned = report["rows"]["learned"]
-        if name is None:
-            lines.append(f"at equal peak ({label}): no default row peaks as high as learned ({learned[peak]:,.0f})")
-            continue
-        other = report["rows"][name]
+        learned, other = report["rows"]["learned"], report["rows"].get(name or "")
         gap = report["paired"].get(f"learned-{name}", {}).get(success)
-        interval = f"; learned-{name} {gap['mean']:+.2f} [{gap['low']:+.2f}, {gap['high']:+.2f}]" if gap else ""
-        lines.append(
-            f"at equal peak ({label}): learned {learned[success]:.2f} at {learned[peak]:,.0f}, "
-            f"{name} {other[success]:.2f} at {other[peak]:,.0f}{interval}"
+        said = equal_peak_said(
+            (learned[success], learned[peak]), name, (other[success], other[peak]) if other else None, gap
         )
+        lines.append(f"at equal peak ({label}): {said}")
     return lines
 
 

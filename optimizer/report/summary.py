@@ -19,7 +19,7 @@ from optimizer.jsontypes import JSON, JSONObject
 from optimizer.report.file import SUMMARY_KIND
 from optimizer.report.markdown import task_count
 from optimizer.report.model import TIER0_LIMITS
-from optimizer.summary.knobs import TriggerChoice, equal_peak
+from optimizer.summary.knobs import TriggerChoice, equal_peak, equal_peak_said
 from optimizer.summary.screen import ScreenResult
 from optimizer.summary.search import SearchRecord
 
@@ -167,19 +167,15 @@ class SummaryReport:
         learned, paired = self.row("learned"), self.paired()
         lines = []
         for tier, name in self.equal_peak().items():
-            mine, label = _at(learned, tier), tier.replace("tier", "tier ")
+            mine = _at(learned, tier)
             if mine is None:  # equal_peak() names only the tiers the learned row ran
                 continue
             other = _at(self.row(name), tier) if name is not None else None
-            if other is None:
-                lines.append(f"- {label}: no default row peaks as high as learned ({mine.peak_mean:,.0f})")
-                continue
             gap = paired.get(f"learned-{name}", {}).get(f"{tier}_success")
-            said = f"; learned-{name} {gap['mean']:+.2f} [{gap['low']:+.2f}, {gap['high']:+.2f}]" if gap else ""
-            lines.append(
-                f"- {label}: learned {mine.success:.2f} at {mine.peak_mean:,.0f}, {name} {other.success:.2f} "
-                f"at {other.peak_mean:,.0f}{said}"
+            said = equal_peak_said(
+                (mine.success, mine.peak_mean), name, (other.success, other.peak_mean) if other else None, gap
             )
+            lines.append(f"- {tier.replace('tier', 'tier ')}: {said}")
         return lines
 
     def to_dict(self) -> JSONObject:

@@ -135,3 +135,14 @@ def equal_peak(default_peaks: Mapping[str, float], learned_peak: float) -> str |
     summaries, and on the long-horizon suite no trigger brought its peak down to the default's."""
     higher = {name: peak for name, peak in default_peaks.items() if peak >= learned_peak}
     return min(higher, key=higher.__getitem__) if higher else None
+
+
+def equal_peak_said(
+    learned: tuple[float, float], name: str | None, other: tuple[float, float] | None, gap: Mapping[str, float] | None
+) -> str:
+    """One tier's comparison at equal peak, as the report and the benchmark print it: (success, mean peak) of the
+    learned text and of the default row `name` that `equal_peak` chose, and their paired success gap."""
+    if name is None or other is None:
+        return f"no default row peaks as high as learned ({learned[1]:,.0f})"
+    said = f"; learned-{name} {gap['mean']:+.2f} [{gap['low']:+.2f}, {gap['high']:+.2f}]" if gap else ""
+    return f"learned {learned[0]:.2f} at {learned[1]:,.0f}, {name} {other[0]:.2f} at {other[1]:,.0f}{said}"
