@@ -17,6 +17,7 @@ from optimizer.agent.llm import LlmAgent
 from optimizer.agent.reference import RecallMode, ReferenceAgent
 from optimizer.errors import ConfigError
 from optimizer.registry import Registry
+from optimizer.world.needs import NEEDS_MATCHING
 from optimizer.world.sources import need_sources
 from optimizer.world.task import Task
 
@@ -89,7 +90,9 @@ class ReferenceAgentConfig(AgentKind):
         )
 
     def identity(self, endpoint: dict | None) -> dict[str, Any]:
-        identity: dict[str, Any] = {"agent": "reference", "recall": self.recall}
+        # The reference agent acts on what `occurs` finds visible: since a number named by its JSON key also counts
+        # rewritten under that key (`optimizer.world.needs`), episodes recorded before would read back as these.
+        identity: dict[str, Any] = {"agent": "reference", "recall": self.recall, "matching": NEEDS_MATCHING}
         if self.recall_probability != 1.0:  # only when set, so runs recorded before it keep their key
             identity["recall_probability"] = self.recall_probability
         return identity

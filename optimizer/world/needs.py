@@ -49,6 +49,8 @@ _COMMON = """
 COMMON_WORDS = frozenset(_COMMON.split())
 
 _WORD = "A-Za-z0-9_"
+# What `occurs` finds visible, as a version: part of the key of every run whose agent acts on it (tier 0).
+NEEDS_MATCHING = 2
 Path = tuple[str | int, ...]
 
 
@@ -171,14 +173,30 @@ def _renderings(value: Any, *, user: bool = False) -> list[str]:
 
 
 def occurs(needle: str, haystack: str, *, ignore_case: bool = False) -> bool:
-    """Whether `needle` is visible in `haystack` as a whole token (not inside a longer word or number)."""
+    """Whether `needle` is visible in `haystack` as a whole token (not inside a longer word or number); a number
+    named by its JSON key (`"units_in_stock": 17`) also as the same key and number rewritten (`units_in_stock = 17`)."""
     if not needle:
         return False
     if ignore_case:
         needle, haystack = needle.lower(), haystack.lower()
-    if needle not in haystack:  # fast path: most values are absent from most texts
+    if needle in haystack and re.search(_pattern(needle), haystack) is not None:
+        return True
+    pair = _NUMBER_PAIR.match(needle)
+    return pair is not None and _pair_rewritten(pair[1], pair[2], haystack)
+
+
+# A suite names a short number by its JSON key, since `17` alone occurs anywhere. A summary that rewrote the pair
+# (`units_in_stock = 17`, `**units_in_stock**: 17`) still shows that number under that key: read verbatim only,
+# the 0.5B summarizer's `units_in_stock = 17` under a text that asks for `name = value` counted as lost at tier 0.
+_NUMBER_PAIR = re.compile(r'^"(\w+)": (-?\d+(?:\.\d+)?)$')
+_MARKUP = r"[\"'`*]*"
+
+
+def _pair_rewritten(key: str, number: str, haystack: str) -> bool:
+    if key not in haystack or number not in haystack:  # fast path, as for a verbatim needle
         return False
-    return re.search(_pattern(needle), haystack) is not None
+    pattern = rf"(?<![\w]){re.escape(key)}{_MARKUP}\s*[:=]\s*{_MARKUP}{re.escape(number)}(?![\w])(?!\.\d)"
+    return re.search(pattern, haystack) is not None
 
 
 def _pattern(needle: str) -> str:

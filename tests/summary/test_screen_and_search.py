@@ -622,3 +622,29 @@ def test_the_written_layouts_start_only_a_search_from_acons_seed():
 
     assert starts_for(read_guideline(SEED_GUIDELINE).history) == STARTS
     assert starts_for("Summarize what my agent did.") == {}
+
+
+def test_a_stock_count_rewritten_as_name_equals_value_is_kept(compressor_for):  # noqa: F811
+    """`reach_long` names a stock count by its JSON key; a summary in the facts-first layout writes it
+    `units_in_stock = 17`, which still shows the count under its key."""
+    import json
+    import re
+
+    from tasks.reach_long import build_task
+
+    def rewrite_pairs(request: dict) -> str:
+        history = request["messages"][-1]["content"]
+        pairs = [f"- {k} = {v}" for k, v in re.findall(r'"(\w+)": (-?\d+)', history)]
+        return "VARIABLES:\n" + "\n".join(dict.fromkeys(pairs)) + "\nPROGRESS: " + json.dumps("stock read")
+
+    def drop_everything(request: dict) -> str:
+        return "PROGRESS: " + json.dumps("stock read")
+
+    def stock_lost(summarize) -> list[str]:
+        compressor, _ = compressor_for(summarize)
+        target = LangChainSummary(trigger_tokens=2000, keep_messages=4, instructions=SEED)
+        result = screen(target, [build_task("restock", 0)], compressor)
+        return [f.literal for f in result.lost if "units_in_stock" in f.literal]
+
+    assert stock_lost(drop_everything)  # a summary folds the stock read, and a later step needs it
+    assert stock_lost(rewrite_pairs) == []

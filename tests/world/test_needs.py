@@ -2,7 +2,9 @@ from __future__ import annotations
 
 import json
 
-from optimizer.world.needs import find_needs, guesses
+import pytest
+
+from optimizer.world.needs import find_needs, guesses, occurs
 from optimizer.world.task import NeedKind
 from optimizer.world.tool import ToolCall
 
@@ -103,3 +105,27 @@ def test_same_literal_twice_in_one_argument_is_one_need_and_results_are_determin
     first = needs(call)
     assert [(n.argument, n.literal) for n in first] == [("ids", "USR002"), ("other", "USR001")]
     assert needs(call) == first
+
+
+@pytest.mark.parametrize(
+    ("summary", "shown"),
+    [
+        ('{"sku": "SKU-1708", "units_in_stock": 17, "warehouse": "Porto"}', True),
+        ("- units_in_stock = 17", True),  # the 0.5B summarizer's VARIABLES line
+        ("- **units_in_stock**: 17", True),
+        ("`units_in_stock` = 17 left", True),
+        ("units_in_stock = 170", False),
+        ("units_in_stock = 17.5", False),
+        ("stock = 17", False),
+        ("old_units_in_stock = 17", False),
+        ("17 units in stock", False),
+    ],
+)
+def test_a_number_named_by_its_json_key_occurs_rewritten_under_the_same_key(summary, shown):
+    assert occurs('"units_in_stock": 17', summary) is shown
+
+
+def test_only_a_number_is_read_through_a_rewritten_pair():
+    # a string under a key (an error message) stays verbatim: its quotes and escapes are what a tool printed
+    assert not occurs('"error": "no such file"', "error: no such file")
+    assert occurs('"error": "no such file"', '{"error": "no such file"}')
