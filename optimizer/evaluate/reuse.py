@@ -19,19 +19,16 @@ KeyFor = Callable[[Sequence[str]], str]  # a task list -> the key this run would
 
 def same_run_elsewhere(directory: Path, key_for: KeyFor) -> tuple[Path, ...]:
     """Directories beside `directory` holding this run over other task lists, newest first."""
-    prefix, _, own = directory.name.rpartition("-")
     if not directory.parent.is_dir():
         return ()
     found = []
-    for other in directory.parent.glob(f"{prefix}-*"):
+    for other in directory.parent.glob(f"{directory.name.rpartition('-')[0]}-*"):
+        if other == directory or not other.is_dir():
+            continue
         key = other.name.rpartition("-")[2]
-        if other == directory or key == own or not other.is_dir():
-            continue
-        meta = read_meta(other)
-        tasks = meta.get("tasks") if meta else None
-        if meta is None or meta.get("key") != key or not _task_list(tasks):
-            continue
-        if key_for(tasks) == key:  # type: ignore[arg-type]
+        meta = read_meta(other) or {}
+        tasks = meta.get("tasks")
+        if meta.get("key") == key and _task_list(tasks) and key_for(tasks) == key:  # type: ignore[arg-type]
             found.append(other)
     return tuple(sorted(found, key=_mtime, reverse=True))
 

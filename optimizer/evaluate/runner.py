@@ -39,7 +39,7 @@ def run_tasks(
     endpoints: ModelEndpoints | None,
     directory: Path,
     meta: dict,
-    elsewhere: Sequence[Path] = (),
+    elsewhere: Callable[[], Sequence[Path]] = tuple,
     concurrency: int = 1,
     max_total_steps: int = 200,
     on_episode: OnEpisode | None = None,
@@ -48,12 +48,12 @@ def run_tasks(
     """Episodes for `tasks`, reusing any already recorded in `directory` (a killed run resumes).
 
     An episode that ended in an infrastructure error is not reused: its task runs again and the new record
-    supersedes it (the newest record of a task counts), so a flaky endpoint never leaves a hole in a run.
-    A task recorded by the same run over another task list (`elsewhere`, `optimizer.evaluate.reuse`) is copied
-    in, not run. Only one process at a time runs in `directory` (`DirectoryBusy` for a second one). Each episode is on
-    disk before the next is handed out, and only its summary stays in memory (`EpisodeRecords`). The
-    `executor` decides where episodes run (this process's threads by default, or Ray); the records are
-    written here either way, so a run resumes under any executor.
+    supersedes it (the newest record of a task counts), so a flaky endpoint never leaves a hole in a run. A task
+    recorded by the same run over another task list (the directories `elsewhere()` names,
+    `optimizer.evaluate.reuse`) is copied in, not run. Only one process at a time runs in `directory`
+    (`DirectoryBusy` for a second one). Each episode is on disk before the next is handed out, and only its summary
+    stays in memory (`EpisodeRecords`). The `executor` decides where episodes run (this process's threads by
+    default, or Ray); the records are written here either way, so a run resumes under any executor.
     """
     with exclusive(directory, hint=BUSY_HINT):
         return _run_locked(
@@ -79,7 +79,7 @@ def _run_locked(
     endpoints: ModelEndpoints | None,
     directory: Path,
     meta: dict,
-    elsewhere: Sequence[Path],
+    elsewhere: Callable[[], Sequence[Path]],
     concurrency: int,
     max_total_steps: int,
     on_episode: OnEpisode | None,
@@ -108,9 +108,12 @@ def _run_locked(
     offsets, summaries = store.index()
     wanted = set(order)
     done = {i for i, s in summaries.items() if s.outcome != "infra_error" and i in wanted}
-    if borrow(store, [i for i in order if i not in done], elsewhere, expected):
+    missing = [i for i in order if i not in done]
+    # Only a run with tasks left looks beside it: a finished run would read every sibling's meta for nothing.
+    borrowed = borrow(store, missing, elsewhere(), expected) if missing else []
+    if borrowed:
         offsets, summaries = store.index()
-        done = {i for i, s in summaries.items() if s.outcome != "infra_error" and i in wanted}
+        done |= set(borrowed)  # `borrow` copies final records only
     if on_episode is not None:
         for task_id in order:
             if task_id in done:

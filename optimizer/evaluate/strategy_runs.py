@@ -217,7 +217,7 @@ def run_strategy(
         endpoints=endpoints,
         directory=plan.directory,
         meta=plan.meta,
-        elsewhere=plan.elsewhere(),
+        elsewhere=plan.elsewhere,
         concurrency=config.run.concurrency,
         max_total_steps=config.run.max_total_steps,
         on_episode=on_episode,

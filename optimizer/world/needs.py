@@ -195,7 +195,7 @@ _MARKUP = r"[\"'`*]*"
 def _pair_rewritten(key: str, number: str, haystack: str) -> bool:
     if key not in haystack or number not in haystack:  # fast path, as for a verbatim needle
         return False
-    pattern = rf"(?<![\w]){re.escape(key)}{_MARKUP}\s*[:=]\s*{_MARKUP}{re.escape(number)}(?![\w])(?!\.\d)"
+    pattern = rf"(?<![\w]){re.escape(key)}{_MARKUP}\s*[:=]\s*{_MARKUP}{_pattern(number)}"
     return re.search(pattern, haystack) is not None
 
 
