@@ -247,3 +247,29 @@ def test_each_tier1_episode_prints_one_line_as_it_ends(bench, capsys):
     assert len(lines) == 2
     assert lines[0].startswith("    default [llm, train, 2 tasks, seed 1]: 1 of 2, 0 solved (t-1 failed, peak 2,043;")
     assert "2 of 2, 1 solved (t-2 solved" in lines[1]
+
+
+def test_a_test_figure_writes_no_task_id_of_the_sealed_split(bench, tmp_path):
+    from optimizer.config import load_experiment
+    from optimizer.evaluate.strategy_runs import select_tasks
+
+    out = tmp_path / "summary.json"
+    argv = ["--config", str(CONFIG), "--learn", "4", "--limit", "3", "--trigger", "2000", "--split", "test"]
+    assert bench.main([*argv, "--scripted", "--out", str(out)]) == 0
+    sealed_ids = [t.id for t in select_tasks(load_experiment(CONFIG), "test", None)]
+    written = out.read_text() + out.with_suffix(".md").read_text()
+    assert sealed_ids and not [task_id for task_id in sealed_ids if task_id in written]
+    report = json.loads(out.read_text())
+    failures = {key for r in report["rows"].values() for key in r["failures"]}
+    assert failures and failures <= {"task 1", "task 2", "task 3"}
+
+
+def test_sealing_keeps_the_rows_paired_by_the_place_of_each_task(bench):
+    rows = {
+        "none": {"tier1_by_task": {"a": 1.0, "b": 0.0}, "failures": {"b": ["x"]}},
+        "learned": {"tier1_by_task": {"a": 0.0, "b": 1.0}, "failures": {"a": ["y"]}},
+    }
+    out = bench.sealed(rows, ["a", "b"])
+    assert out["none"] == {"tier1_by_task": {"task 1": 1.0, "task 2": 0.0}, "failures": {"task 2": ["x"]}}
+    assert out["learned"]["tier1_by_task"] == {"task 1": 0.0, "task 2": 1.0}
+    assert rows["none"]["failures"] == {"b": ["x"]}  # the run's own rows are not rewritten under it
