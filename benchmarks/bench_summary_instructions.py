@@ -60,7 +60,7 @@ sys.path.insert(0, str(ROOT))
 from optimizer import _offline  # noqa: E402,F401
 from optimizer.agent.episode import Episode  # noqa: E402
 from optimizer.agent.loop import EpisodeServices, run_episode  # noqa: E402
-from optimizer.config import load_experiment  # noqa: E402
+from optimizer.config import ExperimentConfig, load_experiment  # noqa: E402
 from optimizer.context.compressor import Compressor  # noqa: E402
 from optimizer.context.guideline import SEED_GUIDELINE, guideline_at  # noqa: E402
 from optimizer.context.strategies import ContextStrategy, parse_strategy  # noqa: E402
@@ -139,6 +139,17 @@ def _peak_goal(value: str) -> PeakGoal:
     if not value.isdigit() or int(value) <= 0:
         raise argparse.ArgumentTypeError(f"{value!r} is neither a positive token count nor {DEFAULT_PEAK!r}")
     return int(value)
+
+
+def figure_tasks(
+    config: ExperimentConfig, split: str, train_all: Sequence[Task], learned_on: int, limit: int
+) -> list[Task]:
+    """The figure's tasks: on `val`, the train tasks after the `learned_on` the search used; on `test`, the test
+    split. Both in family turns: the split in file order is one family after another, and its first ten tasks
+    held two of the four families."""
+    if split == "val":
+        return list(train_all[learned_on : learned_on + limit])
+    return spread(select_tasks(config, "test", None))[:limit]
 
 
 def tier0(strategy: ContextStrategy, tasks: Sequence[Task], compressor: Compressor | None) -> list[Episode]:
@@ -330,10 +341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     held = max(1, len(learn_tasks) // 4) if len(learn_tasks) > 1 else 0
     mine = learn_tasks[: len(learn_tasks) - held]
     choose = learn_tasks[len(learn_tasks) - held :] or mine[-1:]
-    if args.split == "val":
-        figure = train_all[args.learn : args.learn + args.limit]
-    else:
-        figure = select_tasks(config, "test", args.limit)
+    figure = figure_tasks(config, args.split, train_all, args.learn, args.limit)
     # The real agent confirms on train tasks neither mined nor in a validation figure, the choice tasks first, and
     # only on those full context solves (the first confirmation, on tasks it failed, could not tell texts apart).
     confirm_pool = choose + train_all[args.learn + (args.limit if args.split == "val" else 0) :]

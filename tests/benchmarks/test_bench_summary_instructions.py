@@ -273,3 +273,17 @@ def test_sealing_keeps_the_rows_paired_by_the_place_of_each_task(bench):
     assert out["none"] == {"tier1_by_task": {"task 1": 1.0, "task 2": 0.0}, "failures": {"task 2": ["x"]}}
     assert out["learned"]["tier1_by_task"] == {"task 1": 0.0, "task 2": 1.0}
     assert rows["none"]["failures"] == {"b": ["x"]}  # the run's own rows are not rewritten under it
+
+
+def test_the_test_figure_is_taken_in_family_turns_as_the_validation_figure_is(bench):
+    from optimizer.config import load_experiment
+    from optimizer.evaluate.strategy_runs import select_tasks
+    from optimizer.search.task_order import spread
+
+    config = load_experiment(CONFIG)
+    train_all = spread(select_tasks(config, "train", None))
+    families = {
+        split: {family(t.id) for t in bench.figure_tasks(config, split, train_all, 8, 4)} for split in ("val", "test")
+    }
+    assert len(families["val"]) == len(families["test"]) == 4
+    assert len(bench.figure_tasks(config, "test", train_all, 8, 10)) == 10
