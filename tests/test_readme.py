@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+import tomllib
+
 from tests.conftest import ROOT
 
 
@@ -29,3 +32,30 @@ def test_both_readme_commands_install_through_the_pinned_constraints():
     for command in commands:
         assert ".venv/bin/pip install -c constraints.txt -e " in command
     assert (ROOT / "constraints.txt").exists()
+
+
+def _toml_blocks(readme: str) -> list[str]:
+    return re.findall(r"```toml\n(.*?)```", readme, re.S)
+
+
+def test_every_toml_block_in_the_readme_parses():
+    blocks = _toml_blocks((ROOT / "README.md").read_text())
+    assert blocks
+    for block in blocks:
+        tomllib.loads(block)
+
+
+def test_the_summary_target_block_with_every_knob_uncommented_is_a_valid_config(tmp_path):
+    """A reader uncomments what the README offers; each knob must be one the target takes, with a value it takes."""
+    from optimizer.config import load_experiment
+
+    block = next(b for b in _toml_blocks((ROOT / "README.md").read_text()) if b.startswith("[optimize.target]"))
+    uncommented = re.sub(r"^# (\w+ = )", r"\1", block, flags=re.M)
+    assert uncommented.count("\n") == block.count("\n") and uncommented != block
+    base = (ROOT / "experiments" / "summary_reach_long.toml").read_text()
+    before, _, after = base.partition("[optimize.target]")
+    rest = after[after.index("\n[", 1) :]
+    path = tmp_path / "readme_target.toml"
+    path.write_text(before + uncommented + rest)
+    target = load_experiment(path).optimize.target
+    assert target is not None and target.default_triggers == (2400, 2500) and target.max_peak_tokens == "default"
