@@ -481,9 +481,10 @@ def describe_error(exc: ValidationError) -> str:
         return f"missing key '{where}'"
     if kind == "union_tag_invalid":
         return f"'{where}': {error['msg']}"
+    message = error["msg"].removeprefix("Value error, ")  # pydantic's wrapper around our own validators' words
     if kind == "value_error" and isinstance(error.get("input"), dict):  # a whole section: the message says it
-        return f"'{where}': {error['msg'].removeprefix('Value error, ')}"
-    return f"'{where}': {error['msg']} (got {error.get('input')!r})"[:300]
+        return f"'{where}': {message}"
+    return f"'{where}': {message} (got {error.get('input')!r})"[:300]
 
 
 def _tags(union: Any, field: str = "type") -> set[str]:

@@ -66,7 +66,7 @@ def test_the_shipped_configs_use_the_sections():
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        ('[optimize]\nsearch = "gepaa"\n', "'optimize.search': Value error, unknown search 'gepaa'; known: acon, gepa"),
+        ('[optimize]\nsearch = "gepaa"\n', "'optimize.search': unknown search 'gepaa'; known: acon, gepa"),
         ("[optimize.gepa]\nmetric_calls = 5\n", "'optimize': 'gepa.metric_calls' has no effect with search = 'acon'"),
         ('[optimize]\nsearch = "gepa"\n[optimize.acon]\nparents = 3\n', "'acon.parents' has no effect with search"),
         ("[optimize.acon]\nmetric_calls = 5\n", "unknown key 'optimize.acon.metric_calls'"),

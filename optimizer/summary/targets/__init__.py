@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
 
 from optimizer.jsontypes import JSONObject
 from optimizer.registry import Registry
@@ -79,6 +79,14 @@ class TargetConfig(BaseModel, ABC):
         "the report compares the learned text with the one that peaks least while peaking at least as high "
         "(success at equal peak, per tier). Empty: the default runs at the learned text's trigger only.",
     )
+
+    @field_validator("max_peak_tokens", mode="before")
+    @classmethod
+    def _a_count_or_default(cls, value: object) -> object:
+        # Without this a misspelt "default" reads as the union's int branch failing to parse a string.
+        if isinstance(value, str) and value != "default":
+            raise ValueError('a positive token count or "default"')
+        return value
 
     @model_validator(mode="after")
     def _has_a_trigger(self) -> TargetConfig:
