@@ -49,8 +49,10 @@ import json
 import platform
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +82,7 @@ from optimizer.search.task_order import spread  # noqa: E402
 from optimizer.summary.anthropic_target import AnthropicCompaction  # noqa: E402
 from optimizer.summary.call import CachedOptimizer  # noqa: E402
 from optimizer.summary.contract_text import with_contract  # noqa: E402
-from optimizer.summary.defaults import target_default  # noqa: E402
+from optimizer.summary.defaults import TargetDefault, target_default  # noqa: E402
 from optimizer.summary.knobs import (  # noqa: E402
     DEFAULT_PEAK,
     Judged,
@@ -94,7 +96,7 @@ from optimizer.summary.langchain_target import LangChainSummary  # noqa: E402
 from optimizer.summary.layouts import starts_for  # noqa: E402
 from optimizer.summary.rewrite import OptimizerLM  # noqa: E402
 from optimizer.summary.screen import ScreenResult, screen  # noqa: E402
-from optimizer.summary.search import learn  # noqa: E402
+from optimizer.summary.search import SearchRecord, learn  # noqa: E402
 from optimizer.summary.target_base import SummaryTarget  # noqa: E402
 from optimizer.world.task import Task  # noqa: E402
 
@@ -243,7 +245,7 @@ def scripted_responder(request: dict) -> str:
     return "Summary of the conversation.\n" + "\n".join(dict.fromkeys(keep))[:1500]
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", type=Path, default=ROOT / "experiments" / "builtin.toml")
     parser.add_argument("--target", choices=("langchain", "anthropic"), default="langchain")
@@ -305,6 +307,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--seed-only", action="store_true", help="Start the search from the seed alone, without the written layouts."
     )
+    _add_summarizer_arguments(parser)
+    parser.add_argument(
+        "--baselines",
+        default="oracle,guidelines/learned/builtin.md",
+        help="Deterministic rows beside the summaries: strategy names or guideline files ('' for none).",
+    )
+    parser.add_argument("--scripted", action="store_true")
+    parser.add_argument("--out", type=Path, default=None)
+    return parser
+
+
+def _add_summarizer_arguments(parser: argparse.ArgumentParser) -> None:
+    """What the summarizer is and how it samples: each a different method, named in the output file."""
     parser.add_argument("--summarizer", default=None, help="the summarizer model (default: the config's compressor)")
     parser.add_argument(
         "--frequency-penalty",
@@ -319,14 +334,74 @@ def main(argv: Sequence[str] | None = None) -> int:
         help=f"Completion cap of every summary, every row alike (default {SUMMARY_MAX_TOKENS}): a bound the "
         "summarizer cannot ignore, where a sentence asking for brevity was (benchmarks/probe_summary_layout.py).",
     )
-    parser.add_argument(
-        "--baselines",
-        default="oracle,guidelines/learned/builtin.md",
-        help="Deterministic rows beside the summaries: strategy names or guideline files ('' for none).",
+
+
+@dataclass
+class Plan:
+    """What one run of the benchmark measures, settled from its arguments before any model starts."""
+
+    args: argparse.Namespace
+    config: ExperimentConfig
+    mine: list[Task]  # the train tasks whose lost facts the optimizer is shown
+    choose: list[Task]  # the train tasks a child is chosen on
+    figure: list[Task]
+    confirm_pool: list[Task]
+    tier1_tasks: list[Task]
+    tier1_rows: set[str]
+    triggers: list[int]
+    default_triggers: list[int]
+    seed_text: str
+    default: TargetDefault
+    baselines: dict[str, ContextStrategy]
+    runs: Path
+    out: Path
+    # Filled by the search when it confirms at tier 1: the train tasks full context solves on every seed.
+    confirm_on: list[Task] = field(default_factory=list)
+
+    def at(self, trigger: int) -> Callable[[str | None], SummaryTarget]:
+        return make_target(self.args.target, trigger, self.args.keep, self.args.summary_max_tokens)
+
+    @property
+    def make(self) -> Callable[[str | None], SummaryTarget]:
+        return self.at(self.args.trigger)
+
+    @property
+    def tier1_split(self) -> str:
+        return "test" if self.args.split == "test" else "train"
+
+
+def _out_path(args: argparse.Namespace, suite: str) -> Path:
+    if args.out:
+        return args.out
+    # A summarizer setting is a different method: its figures never overwrite, nor stand in for, the plain ones.
+    penalised = f"_fp{args.frequency_penalty:g}" if args.frequency_penalty else ""
+    penalised += f"_{args.summarizer}" if args.summarizer else ""
+    penalised += f"_seed-{args.seed.stem}" if args.seed else ""
+    penalised += "_seed-only" if args.seed_only else ""
+    penalised += f"_cap{args.summary_max_tokens}" if args.summary_max_tokens != SUMMARY_MAX_TOKENS else ""
+    scripted = "_scripted" if args.scripted else ""
+    return (
+        ROOT
+        / "benchmarks"
+        / "results"
+        / f"summary_instructions_{suite}_{args.target}{penalised}_{args.split}{scripted}.json"
     )
-    parser.add_argument("--scripted", action="store_true")
-    parser.add_argument("--out", type=Path, default=None)
-    args = parser.parse_args(argv)
+
+
+def _refuse_bad_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace, out: Path) -> None:
+    if args.split == "test" and out.exists():
+        parser.error(f"{out} exists: the test figure is produced once")
+    if args.summary_max_tokens <= 0:
+        parser.error("--summary-max-tokens must be positive")
+    if args.tier1 and not {"none", "learned"} <= set(args.tier1_rows.split(",")):
+        parser.error("--tier1-rows must include none and learned (the paired comparisons are against them)")
+    if args.tier1_seeds < 1:
+        parser.error("--tier1-seeds must be at least 1")
+    if (args.tier1 or args.confirm) and args.scripted:
+        parser.error("--tier1 and --confirm run the real agent; --scripted has none")
+
+
+def plan_from(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Plan:
     config = load_experiment(args.config).with_overrides(tracking={"enabled": False})
     if args.frequency_penalty is not None:
         config = config.with_overrides(endpoints={"compressor": {"frequency_penalty": args.frequency_penalty}})
@@ -342,207 +417,256 @@ def main(argv: Sequence[str] | None = None) -> int:
     mine = learn_tasks[: len(learn_tasks) - held]
     choose = learn_tasks[len(learn_tasks) - held :] or mine[-1:]
     figure = figure_tasks(config, args.split, train_all, args.learn, args.limit)
-    # The real agent confirms on train tasks neither mined nor in a validation figure, the choice tasks first, and
-    # only on those full context solves (the first confirmation, on tasks it failed, could not tell texts apart).
-    confirm_pool = choose + train_all[args.learn + (args.limit if args.split == "val" else 0) :]
-    confirm_on: list[Task] = []
     suite = config.suite.type
-    # A summarizer setting is a different method: its figures never overwrite, nor stand in for, the plain ones.
-    penalised = f"_fp{args.frequency_penalty:g}" if args.frequency_penalty else ""
-    penalised += f"_{args.summarizer}" if args.summarizer else ""
-    penalised += f"_seed-{args.seed.stem}" if args.seed else ""
-    penalised += "_seed-only" if args.seed_only else ""
-    penalised += f"_cap{args.summary_max_tokens}" if args.summary_max_tokens != SUMMARY_MAX_TOKENS else ""
-    out = args.out or ROOT / "benchmarks" / "results" / (
-        f"summary_instructions_{suite}_{args.target}{penalised}_{args.split}{'_scripted' if args.scripted else ''}.json"
-    )
-    if args.split == "test" and out.exists():
-        parser.error(f"{out} exists: the test figure is produced once")
+    out = _out_path(args, suite)
+    _refuse_bad_arguments(parser, args, out)
     if not figure:
         parser.error("no tasks for the figure")
-    if args.summary_max_tokens <= 0:
-        parser.error("--summary-max-tokens must be positive")
-    make = make_target(args.target, args.trigger, args.keep, args.summary_max_tokens)
-    triggers = _trigger_list(parser, "--triggers", args.triggers)
-    default_triggers = _trigger_list(parser, "--default-triggers", args.default_triggers)
-    tier1_tasks = spread(figure)[: args.tier1]
-    tier1_rows = set(args.tier1_rows.split(","))
-    if tier1_tasks and not {"none", "learned"} <= tier1_rows:
-        parser.error("--tier1-rows must include none and learned (the paired comparisons are against them)")
-    if args.tier1_seeds < 1:
-        parser.error("--tier1-seeds must be at least 1")
-    if (args.tier1 or args.confirm) and args.scripted:
-        parser.error("--tier1 and --confirm run the real agent; --scripted has none")
-    runs = args.runs or ROOT / "benchmarks" / "results" / f"runs_summary_{suite}_{args.target}_{args.split}"
     try:
         seed_text = guideline_at(args.seed or SEED_GUIDELINE).texts.history
     except AconError as error:
         parser.error(f"--seed: {' '.join(str(error).split())[:200]}")
-    default = target_default(args.target)
     try:
         baselines = {name: strategy_named(config, name) for name in args.baselines.split(",") if name}
     except (AconError, OSError, ValueError) as error:
         parser.error(f"--baselines: {' '.join(str(error).split())[:200]}")
-    started = time.perf_counter()
+    return Plan(
+        args=args,
+        config=config,
+        mine=mine,
+        choose=choose,
+        figure=figure,
+        # The real agent confirms on train tasks neither mined nor in a validation figure, the choice tasks
+        # first, and only on those full context solves (the first confirmation, on tasks it failed, could not
+        # tell texts apart).
+        confirm_pool=choose + train_all[args.learn + (args.limit if args.split == "val" else 0) :],
+        tier1_tasks=spread(figure)[: args.tier1],
+        tier1_rows=set(args.tier1_rows.split(",")),
+        triggers=_trigger_list(parser, "--triggers", args.triggers),
+        default_triggers=_trigger_list(parser, "--default-triggers", args.default_triggers),
+        seed_text=seed_text,
+        default=target_default(args.target),
+        baselines=baselines,
+        runs=args.runs or ROOT / "benchmarks" / "results" / f"runs_summary_{suite}_{args.target}_{args.split}",
+        out=out,
+    )
 
-    def _choose_trigger(
-        text: str, triggers: list[int], compressor: Compressor, evaluator: Evaluator | None
-    ) -> TriggerChoice:
-        if evaluator is not None and confirm_on:
-            judge = judge_at_tier1(evaluator, confirm_on, "train", args.confirm, TIER1_TEMPERATURE)
-            judged_by = f"the real agent on {len(confirm_on)} confirmation task(s) x {args.confirm} seed(s)"
-        else:
 
-            def judge(strategy: ContextStrategy) -> Judged:
-                episodes = tier0(strategy, choose, compressor)
-                return Judged.of([e.success for e in episodes], [e.metrics.peak_tokens for e in episodes])
-
-            judged_by = f"tier 0 on the {len(choose)} choice task(s)"
-
-        def at(trigger: int) -> SummaryTarget:
-            return make_target(args.target, trigger, args.keep, args.summary_max_tokens)(text)
-
-        def default_at(trigger: int) -> SummaryTarget:
-            return make_target(args.target, trigger, args.keep, args.summary_max_tokens)(default.text)
-
-        choice = choose_trigger(at, args.trigger, triggers, judge, judged_by, _log, args.max_peak, default_at)
-        _log(choice.describe())
-        return choice
-
-    def run_with(
-        compressor: Compressor, lm: OptimizerLM, model: str, evaluator: Evaluator | None = None
-    ) -> dict[str, Any]:
-        _log(f"learning on {len(mine)} + {len(choose)} train tasks ({model})")
-        confirm = None
-        if evaluator is not None and args.confirm:
-            confirm_on[:] = solved_at_tier1(
-                evaluator, confirm_pool, "train", args.confirm, TIER1_TEMPERATURE, args.confirm_tasks
-            )
-            if not confirm_on:
-                raise SystemExit(
-                    f"--confirm: full context solves none of {len(confirm_pool)} train tasks on every seed at tier 1"
-                )
-            _log(f"tier 1 confirms on {len(confirm_on)} train task(s) full context solves on every seed")
-            confirm = confirm_at_tier1(evaluator, make, confirm_on, "train", args.confirm, TIER1_TEMPERATURE)
-        record = learn(
-            make,
-            seed_text,
-            mine,
-            choose,
-            compressor,
-            lm,
-            rounds=args.rounds,
-            candidates=args.candidates,
-            confirm=confirm,
-            starts={} if args.seed_only else starts_for(seed_text),
-            log=_log,
-        )
-        best = record.best()
-        texts = {
-            "default": default.text,
-            "seed": seed_text,
-            "seed+contract": with_contract(seed_text),
-            "learned": best.text,
-        }
-        if record.start != "seed+contract":  # what the optimizer's lines must beat
-            texts[record.start] = record.named(record.start).text
-        choice = None
-        at = make
-        if triggers:
-            choice = _choose_trigger(best.text, triggers, compressor, evaluator)
-            at = make_target(args.target, choice.chosen, args.keep, args.summary_max_tokens)
-        strategies = {"none": parse_strategy("none"), **{n: at(t) for n, t in texts.items()}}
-        if choice is not None and choice.chosen != args.trigger:  # the text against the default where it was learned
-            strategies |= {f"{n}@{args.trigger}": make(texts[n]) for n in ("learned", "default")}
-        rows_at = choice.chosen if choice is not None else args.trigger  # the `default` row ran there already
-        strategies |= {
-            f"default@{t}": make_target(args.target, t, args.keep, args.summary_max_tokens)(default.text)
-            for t in default_triggers
-            if t != rows_at and f"default@{t}" not in strategies
-        }
-        strategies |= baselines
-        rows: dict[str, Any] = {}
-        kept: dict[str, list[float]] = {}
-        success: dict[str, list[float]] = {}
-        for name, strategy in strategies.items():
-            base = name.split("@")[0]  # `learned@2000` is the learned text at the asked trigger
-            screened = screen(strategy, figure, compressor) if base in texts else None
-            episodes = tier0(strategy, figure, None if name == "none" else compressor)
-            rows[name] = row(episodes, screened)
-            if evaluator is not None and tier1_tasks and base in tier1_rows and strategy.kind != "oracle":
-                split = "test" if args.split == "test" else "train"
-                rows[name] |= tier1(evaluator, strategy, tier1_tasks, split, args.tier1_seeds)
-            success[name] = [float(e.success) for e in episodes]
-            if screened is not None:
-                kept[name] = per_task_kept(screened)
-            _log(f"  {name}: {json.dumps({k: v for k, v in rows[name].items() if k != 'failures'}, default=str)}")
-        compared = [name for name in strategies if name not in ("none", "learned")]
-        pairs: dict[str, Any] = {
-            f"learned-{base}": {
-                **({"facts_kept": paired(kept["learned"], kept[base])} if base in kept else {}),
-                "tier0_success": paired(success["learned"], success[base]),
-            }
-            for base in compared
-        }
-        if "tier1_by_task" in rows["none"]:
-            by_task = {name: r["tier1_by_task"] for name, r in rows.items() if "tier1_by_task" in r}
-            ids = list(by_task["none"])
-            for base in [b for b in (*compared, "none") if b in by_task]:
-                pairs.setdefault(f"learned-{base}", {})["tier1_success"] = paired(
-                    [float(by_task["learned"][i]) for i in ids], [float(by_task[base][i]) for i in ids]
-                )
-        return {
-            "model": model,
-            "trigger_choice": choice.to_dict() | {"described": choice.describe()} if choice is not None else None,
-            "rows": rows,
-            "equal_peak": {tier: equal_peak_default(rows, tier) for tier in ("tier0", "tier1")},
-            "paired": pairs,
-            "texts": texts,
-            "search": record.to_dict(),
-        }
-
-    if args.scripted:
-        from optimizer.llm.endpoint import EndpointConfig
-        from optimizer.testing.stub_server import StubServer
-
-        with StubServer(scripted_responder) as url:
-            client = ChatClient(
-                EndpointConfig(
-                    base_url=url,
-                    model="scripted",
-                    max_retries=0,
-                    frequency_penalty=config.endpoints.compressor.frequency_penalty,
-                ),
-                base_url=url,
-                model="scripted",
-            )
-            cache_path = Path(__import__("tempfile").mkdtemp()) / "c.sqlite"
-            cache = ResponseCache(cache_path)
-            result = run_with(Compressor(client, cache), CachedOptimizer(client, cache, 200), "scripted")
+def choose_trigger_for(plan: Plan, text: str, compressor: Compressor, evaluator: Evaluator | None) -> TriggerChoice:
+    if evaluator is not None and plan.confirm_on:
+        judge = judge_at_tier1(evaluator, plan.confirm_on, "train", plan.args.confirm, TIER1_TEMPERATURE)
+        judged_by = f"the real agent on {len(plan.confirm_on)} confirmation task(s) x {plan.args.confirm} seed(s)"
     else:
-        roles = {"compressor": config.endpoints.compressor, "optimizer": config.endpoints.optimizer}
-        if tier1_tasks or args.confirm:
-            roles["agent"] = config.endpoints.agent
-        with ModelEndpoints(roles, log=_log) as endpoints:
-            compressor = Compressor(endpoints.client("compressor"), endpoints.response_cache())
-            optimizer = endpoints.client("optimizer")
-            summarizer = config.endpoints.compressor
-            penalty = f" (frequency penalty {summarizer.frequency_penalty})" if summarizer.frequency_penalty else ""
-            described = f"{summarizer.model} summarizer{penalty}, {config.endpoints.optimizer.model} optimizer"
-            if tier1_tasks:
-                described += f", {config.endpoints.agent.model} agent at tier 1"
-            result = run_with(
-                compressor,
-                # Cached by prompt and temperature, as the job's: a re-run after an interruption replays the same
-                # rewrites (the same candidates) instead of drawing new ones.
-                CachedOptimizer(optimizer, endpoints.response_cache(), 300),
-                described,
-                Evaluator(config, endpoints, runs, progress=episode_lines) if tier1_tasks or args.confirm else None,
+
+        def judge(strategy: ContextStrategy) -> Judged:
+            episodes = tier0(strategy, plan.choose, compressor)
+            return Judged.of([e.success for e in episodes], [e.metrics.peak_tokens for e in episodes])
+
+        judged_by = f"tier 0 on the {len(plan.choose)} choice task(s)"
+    choice = choose_trigger(
+        lambda trigger: plan.at(trigger)(text),
+        plan.args.trigger,
+        plan.triggers,
+        judge,
+        judged_by,
+        _log,
+        plan.args.max_peak,
+        lambda trigger: plan.at(trigger)(plan.default.text),
+    )
+    _log(choice.describe())
+    return choice
+
+
+def learn_text(plan: Plan, compressor: Compressor, lm: OptimizerLM, evaluator: Evaluator | None) -> SearchRecord:
+    confirm = None
+    if evaluator is not None and plan.args.confirm:
+        seeds = plan.args.confirm
+        plan.confirm_on[:] = solved_at_tier1(
+            evaluator, plan.confirm_pool, "train", seeds, TIER1_TEMPERATURE, plan.args.confirm_tasks
+        )
+        if not plan.confirm_on:
+            raise SystemExit(
+                f"--confirm: full context solves none of {len(plan.confirm_pool)} train tasks on every seed at tier 1"
             )
-    report = {
+        _log(f"tier 1 confirms on {len(plan.confirm_on)} train task(s) full context solves on every seed")
+        confirm = confirm_at_tier1(evaluator, plan.make, plan.confirm_on, "train", seeds, TIER1_TEMPERATURE)
+    return learn(
+        plan.make,
+        plan.seed_text,
+        plan.mine,
+        plan.choose,
+        compressor,
+        lm,
+        rounds=plan.args.rounds,
+        candidates=plan.args.candidates,
+        confirm=confirm,
+        starts={} if plan.args.seed_only else starts_for(plan.seed_text),
+        log=_log,
+    )
+
+
+def strategies_for(
+    plan: Plan, texts: dict[str, str | None], choice: TriggerChoice | None
+) -> dict[str, ContextStrategy]:
+    """Every row: `none`, each text at the chosen trigger (the asked one without a choice), both texts at the asked
+    trigger when another was chosen, the default at each `--default-triggers`, and the deterministic baselines."""
+    asked = plan.args.trigger
+    rows_at = choice.chosen if choice is not None else asked
+    strategies: dict[str, ContextStrategy] = {
+        "none": parse_strategy("none"),
+        **{name: plan.at(rows_at)(text) for name, text in texts.items()},
+    }
+    if rows_at != asked:  # the text against the default where it was learned
+        strategies |= {f"{name}@{asked}": plan.make(texts[name]) for name in ("learned", "default")}
+    strategies |= {
+        f"default@{t}": plan.at(t)(plan.default.text)
+        for t in plan.default_triggers
+        if t != rows_at and f"default@{t}" not in strategies  # the `default` row ran at `rows_at` already
+    }
+    return strategies | plan.baselines
+
+
+@dataclass
+class Measured:
+    rows: dict[str, Any] = field(default_factory=dict)
+    kept: dict[str, list[float]] = field(default_factory=dict)  # per task, the rows that summarize
+    success: dict[str, list[float]] = field(default_factory=dict)  # per task, tier 0
+
+
+def measure(
+    plan: Plan,
+    strategies: dict[str, ContextStrategy],
+    texts: dict[str, str | None],
+    compressor: Compressor,
+    evaluator: Evaluator | None,
+) -> Measured:
+    measured = Measured()
+    for name, strategy in strategies.items():
+        base = name.split("@")[0]  # `learned@2000` is the learned text at the asked trigger
+        screened = screen(strategy, plan.figure, compressor) if base in texts else None
+        episodes = tier0(strategy, plan.figure, None if name == "none" else compressor)
+        row_of = row(episodes, screened)
+        if evaluator is not None and plan.tier1_tasks and base in plan.tier1_rows and strategy.kind != "oracle":
+            row_of |= tier1(evaluator, strategy, plan.tier1_tasks, plan.tier1_split, plan.args.tier1_seeds)
+        measured.rows[name] = row_of
+        measured.success[name] = [float(e.success) for e in episodes]
+        if screened is not None:
+            measured.kept[name] = per_task_kept(screened)
+        _log(f"  {name}: {json.dumps({k: v for k, v in row_of.items() if k != 'failures'}, default=str)}")
+    return measured
+
+
+def paired_rows(measured: Measured, names: Sequence[str]) -> dict[str, Any]:
+    """Learned minus each other row, per task: facts kept and tier-0 success, and tier-1 success where both ran."""
+    rows, kept, success = measured.rows, measured.kept, measured.success
+    compared = [name for name in names if name not in ("none", "learned")]
+    pairs: dict[str, Any] = {
+        f"learned-{base}": {
+            **({"facts_kept": paired(kept["learned"], kept[base])} if base in kept else {}),
+            "tier0_success": paired(success["learned"], success[base]),
+        }
+        for base in compared
+    }
+    if "tier1_by_task" in rows["none"]:
+        by_task = {name: r["tier1_by_task"] for name, r in rows.items() if "tier1_by_task" in r}
+        ids = list(by_task["none"])
+        for base in [b for b in (*compared, "none") if b in by_task]:
+            pairs.setdefault(f"learned-{base}", {})["tier1_success"] = paired(
+                [float(by_task["learned"][i]) for i in ids], [float(by_task[base][i]) for i in ids]
+            )
+    return pairs
+
+
+def run_with(
+    plan: Plan, compressor: Compressor, lm: OptimizerLM, model: str, evaluator: Evaluator | None = None
+) -> dict[str, Any]:
+    _log(f"learning on {len(plan.mine)} + {len(plan.choose)} train tasks ({model})")
+    record = learn_text(plan, compressor, lm, evaluator)
+    best = record.best()
+    texts = {
+        "default": plan.default.text,
+        "seed": plan.seed_text,
+        "seed+contract": with_contract(plan.seed_text),
+        "learned": best.text,
+    }
+    if record.start != "seed+contract":  # what the optimizer's lines must beat
+        texts[record.start] = record.named(record.start).text
+    choice = choose_trigger_for(plan, best.text, compressor, evaluator) if plan.triggers else None
+    strategies = strategies_for(plan, texts, choice)
+    measured = measure(plan, strategies, texts, compressor, evaluator)
+    return {
+        "model": model,
+        "trigger_choice": choice.to_dict() | {"described": choice.describe()} if choice is not None else None,
+        "rows": measured.rows,
+        "equal_peak": {tier: equal_peak_default(measured.rows, tier) for tier in ("tier0", "tier1")},
+        "paired": paired_rows(measured, list(strategies)),
+        "texts": texts,
+        "search": record.to_dict(),
+    }
+
+
+def run_scripted(plan: Plan) -> dict[str, Any]:
+    """Every model swapped for `scripted_responder` behind the stub server: the plumbing, not a figure."""
+    from optimizer.llm.endpoint import EndpointConfig
+    from optimizer.testing.stub_server import StubServer
+
+    with StubServer(scripted_responder) as url:
+        penalty = plan.config.endpoints.compressor.frequency_penalty
+        endpoint = EndpointConfig(base_url=url, model="scripted", max_retries=0, frequency_penalty=penalty)
+        client = ChatClient(endpoint, base_url=url, model="scripted")
+        cache = ResponseCache(Path(tempfile.mkdtemp()) / "c.sqlite")
+        return run_with(plan, Compressor(client, cache), CachedOptimizer(client, cache, 200), "scripted")
+
+
+def run_on_models(plan: Plan) -> dict[str, Any]:
+    endpoints_config = plan.config.endpoints
+    roles = {"compressor": endpoints_config.compressor, "optimizer": endpoints_config.optimizer}
+    if plan.tier1_tasks or plan.args.confirm:
+        roles["agent"] = endpoints_config.agent
+    with ModelEndpoints(roles, log=_log) as endpoints:
+        summarizer = endpoints_config.compressor
+        penalty = f" (frequency penalty {summarizer.frequency_penalty})" if summarizer.frequency_penalty else ""
+        described = f"{summarizer.model} summarizer{penalty}, {endpoints_config.optimizer.model} optimizer"
+        if plan.tier1_tasks:
+            described += f", {endpoints_config.agent.model} agent at tier 1"
+        evaluator = None
+        if plan.tier1_tasks or plan.args.confirm:
+            evaluator = Evaluator(plan.config, endpoints, plan.runs, progress=episode_lines)
+        return run_with(
+            plan,
+            Compressor(endpoints.client("compressor"), endpoints.response_cache()),
+            # Cached by prompt and temperature, as the job's: a re-run after an interruption replays the same
+            # rewrites (the same candidates) instead of drawing new ones.
+            CachedOptimizer(endpoints.client("optimizer"), endpoints.response_cache(), 300),
+            described,
+            evaluator,
+        )
+
+
+def report_of(plan: Plan, result: dict[str, Any], seconds: float) -> dict[str, Any]:
+    args, compressor = plan.args, plan.config.endpoints.compressor
+    tasks: dict[str, Any] = {
+        "mine": [t.id for t in plan.mine],
+        "choose": [t.id for t in plan.choose],
+        "confirm": [t.id for t in plan.confirm_on],
+        "figure": len(plan.figure),
+    }
+    rows = result["rows"]
+    if args.split == "test":
+        rows = sealed(rows, [t.id for t in plan.figure])
+    else:
+        tasks["figure_ids"] = [t.id for t in plan.figure]
+    tier1_run = {
+        "tasks": len(plan.tier1_tasks),
+        "seed": TIER1_SEED,
+        "seeds": args.tier1_seeds,
+        "temperature": TIER1_TEMPERATURE,
+        "runs": str(plan.runs),
+    }
+    return {
         "benchmark": "summary_instructions",
         "scripted": args.scripted,
-        "suite": suite,
+        "suite": plan.config.suite.type,
         "target": args.target,
         # The knobs the rows ran at (`learned@T` / `default@T` rows ran at the asked trigger T).
         "knobs": {
@@ -556,42 +680,30 @@ def main(argv: Sequence[str] | None = None) -> int:
             "confirm_seeds": args.confirm,
             "confirm_tasks": args.confirm_tasks,
         },
-        "summarizer": config.endpoints.compressor.model,
-        "summarizer_sampling": {"temperature": config.endpoints.compressor.temperature}
-        | config.endpoints.compressor.sampling(),
-        "default_source": default.source,
-        "default_note": default.note,
+        "summarizer": compressor.model,
+        "summarizer_sampling": {"temperature": compressor.temperature} | compressor.sampling(),
+        "default_source": plan.default.source,
+        "default_note": plan.default.note,
         "seed_file": str(args.seed) if args.seed else "acon's seed guideline (seed.md)",
         "split": args.split,
-        "tasks": {
-            "mine": [t.id for t in mine],
-            "choose": [t.id for t in choose],
-            "confirm": [t.id for t in confirm_on],
-            "figure": len(figure),
-        },
-        "tier1": (
-            {
-                "tasks": len(tier1_tasks),
-                "seed": TIER1_SEED,
-                "seeds": args.tier1_seeds,
-                "temperature": TIER1_TEMPERATURE,
-                "runs": str(runs),
-            }
-            if tier1_tasks
-            else "not run"
-        ),
-        "seconds": round(time.perf_counter() - started, 1),
+        "tasks": tasks,
+        "tier1": tier1_run if plan.tier1_tasks else "not run",
+        "seconds": round(seconds, 1),
         "machine": platform.machine(),
         **result,
+        "rows": rows,
     }
-    if args.split == "test":
-        report["tasks"]["figure"] = len(figure)
-        report["rows"] = sealed(report["rows"], [t.id for t in figure])
-    else:
-        report["tasks"]["figure_ids"] = [t.id for t in figure]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2, default=str) + "\n")
-    out.with_suffix(".md").write_text(table(report) + "\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    plan = plan_from(parser, parser.parse_args(argv))
+    started = time.perf_counter()
+    result = run_scripted(plan) if plan.args.scripted else run_on_models(plan)
+    report = report_of(plan, result, time.perf_counter() - started)
+    plan.out.parent.mkdir(parents=True, exist_ok=True)
+    plan.out.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    plan.out.with_suffix(".md").write_text(table(report) + "\n")
     print(table(report))
     return 0
 
