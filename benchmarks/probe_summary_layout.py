@@ -13,7 +13,9 @@ extractive text (`extract`) and the same with the reminder; the seed with the co
 after the messages (`+once`), alone and with the reminder; the seed with a length budget above the contract (`+budget`)
 or after the messages (`+budget-after`); the seed's sections with the facts first and progress as one last line
 (`facts-first+contract`), and with the skill rules first (`rules-first+contract`); facts first with a worked example of
-made-up values (`facts-first+example+contract`). The reminder is written here, not learned: it asks whether lines after
+made-up values (`facts-first+example+contract`); facts first under rewordings that change no instruction
+(`facts-first+contract~1` ... `~4`: how far wording alone moves the count, the noise of screening one text).
+The reminder is written here, not learned: it asks whether lines after
 the conversation are read at all, which decides whether the search should try them. Per text: facts kept, tasks with
 every needed fact visible, summary tokens, summaries that loop (one sentence said three times or more) and summaries
 that claim a step the agent has not done (`optimizer.summary.claims`). `--model` and `--frequency-penalty` change the
@@ -100,6 +102,26 @@ EXAMPLE = (
 )
 
 
+# Rewordings that change no instruction: how far a meaningless edit moves what the summarizer keeps is the noise a
+# screen of one text on a few tasks carries (a UT line that keeps 4 of 12 facts against its parent's 7 is only a
+# loss if wording alone does not move the count that far).
+REWORDINGS = (
+    ("a short structured summary", "a brief structured summary"),
+    ("Rewrite the earlier", "Restate the earlier"),
+    ("in this order, as bullet points", "in this order, as a bulleted list"),
+    ("Drop pleasantries, repeated text", "Leave out pleasantries, repeated text"),
+)
+
+
+def reworded(text: str) -> dict[str, str]:
+    """`text` under each of `REWORDINGS` that applies, one edit at a time, named `~1`, `~2`, ... by the edit."""
+    out = {}
+    for n, (before, after) in enumerate(REWORDINGS, 1):
+        if before in text:
+            out[f"~{n}"] = text.replace(before, after, 1)
+    return out
+
+
 def texts() -> dict[str, str]:
     seed = with_contract(guideline_at(SEED_GUIDELINE).texts.history)
     return {
@@ -115,6 +137,7 @@ def texts() -> dict[str, str]:
         "facts-first+contract": with_contract(FACTS_FIRST),
         "rules-first+contract": with_contract(RULES_FIRST),
         "facts-first+example+contract": with_contract(f"{FACTS_FIRST}\n\n{EXAMPLE}"),
+        **{f"facts-first+contract{n}": t for n, t in reworded(with_contract(FACTS_FIRST)).items()},
     }
 
 

@@ -79,3 +79,15 @@ def test_the_knobs_are_the_config_targets_unless_asked(probe):
     assert probe.knobs(builtin, None, None) == (1500, 4)
     assert probe.knobs(builtin, 2400, 2) == (2400, 2)
     assert probe.knobs(None, None, None) == (2000, 4)
+
+
+def test_each_rewording_of_facts_first_changes_one_line_and_no_instruction_word(probe):
+    start = probe.texts()["facts-first+contract"]
+    reworded = {name: text for name, text in probe.texts().items() if name.startswith("facts-first+contract~")}
+    assert len(reworded) == len(probe.REWORDINGS)
+    for text in reworded.values():
+        changed = [(a, b) for a, b in zip(start.splitlines(), text.splitlines(), strict=True) if a != b]
+        assert len(changed) == 1
+        # The sections and the contract are untouched: only the wording around them moves.
+        assert all(section in text for section in ("VARIABLES:", "DONE:", "ERRORS AND WARNINGS:", "PROGRESS:"))
+        assert text.split("Always keep")[1] == start.split("Always keep")[1]
