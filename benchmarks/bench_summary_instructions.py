@@ -577,20 +577,29 @@ def paired_rows(measured: Measured, names: Sequence[str]) -> dict[str, Any]:
     return pairs
 
 
+def texts_of(plan: Plan, record: SearchRecord) -> dict[str, str | None]:
+    """The summary rows' texts: the default, the seed, the seed with the contract, the learned text, and the start the
+    search went on from when it is another layout and the optimizer's lines changed it (what those lines must beat;
+    when none survived, the learned text is the start and the report says so instead of repeating the row)."""
+    texts: dict[str, str | None] = {
+        "default": plan.default.text,
+        "seed": plan.seed_text,
+        "seed+contract": with_contract(plan.seed_text),
+        "learned": record.best().text,
+    }
+    start = record.named(record.start).text
+    if record.start != "seed+contract" and start != texts["learned"]:
+        texts[record.start] = start
+    return texts
+
+
 def run_with(
     plan: Plan, compressor: Compressor, lm: OptimizerLM, model: str, evaluator: Evaluator | None = None
 ) -> dict[str, Any]:
     _log(f"learning on {len(plan.mine)} + {len(plan.choose)} train tasks ({model})")
     record = learn_text(plan, compressor, lm, evaluator)
     best = record.best()
-    texts = {
-        "default": plan.default.text,
-        "seed": plan.seed_text,
-        "seed+contract": with_contract(plan.seed_text),
-        "learned": best.text,
-    }
-    if record.start != "seed+contract":  # what the optimizer's lines must beat
-        texts[record.start] = record.named(record.start).text
+    texts = texts_of(plan, record)
     choice = choose_trigger_for(plan, best.text, compressor, evaluator) if plan.triggers else None
     strategies = strategies_for(plan, texts, choice)
     measured = measure(plan, strategies, texts, compressor, evaluator)

@@ -287,3 +287,27 @@ def test_the_test_figure_is_taken_in_family_turns_as_the_validation_figure_is(be
     }
     assert len(families["val"]) == len(families["test"]) == 4
     assert len(bench.figure_tasks(config, "test", train_all, 8, 10)) == 10
+
+
+def test_the_start_gets_its_own_row_only_when_the_optimizers_lines_changed_it(bench):
+    from types import SimpleNamespace
+
+    from optimizer.summary.defaults import target_default
+
+    plan = SimpleNamespace(default=target_default("langchain"), seed_text="Summarize.")
+
+    def record(start: str, learned: str):
+        texts = {"facts-first+contract": "Facts first.", "seed+contract": "Summarize. +contract"}
+        return SimpleNamespace(
+            start=start, best=lambda: SimpleNamespace(text=learned), named=lambda n: SimpleNamespace(text=texts[n])
+        )
+
+    assert "facts-first+contract" not in bench.texts_of(plan, record("facts-first+contract", "Facts first."))
+    lined = bench.texts_of(plan, record("facts-first+contract", "Facts first. Keep ids."))
+    assert lined["facts-first+contract"] == "Facts first." and lined["learned"] == "Facts first. Keep ids."
+    assert set(bench.texts_of(plan, record("seed+contract", "Summarize. +contract"))) == {
+        "default",
+        "seed",
+        "seed+contract",
+        "learned",
+    }
