@@ -51,7 +51,7 @@ def test_the_summary_target_block_with_every_knob_uncommented_is_a_valid_config(
 
     block = next(b for b in _toml_blocks((ROOT / "README.md").read_text()) if b.startswith("[optimize.target]"))
     uncommented = re.sub(r"^# (\w+ = )", r"\1", block, flags=re.M)
-    assert uncommented.count("\n") == block.count("\n") and uncommented != block
+    assert uncommented != block  # the block offers knobs to uncomment
     base = (ROOT / "experiments" / "summary_reach_long.toml").read_text()
     before, _, after = base.partition("[optimize.target]")
     rest = after[after.index("\n[", 1) :]
