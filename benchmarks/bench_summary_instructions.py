@@ -69,6 +69,7 @@ from optimizer.context.strategies import ContextStrategy, parse_strategy  # noqa
 from optimizer.context.thresholds import SUMMARY_MAX_TOKENS  # noqa: E402
 from optimizer.errors import AconError  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
+from optimizer.evaluate.failure_causes import causes_said  # noqa: E402
 from optimizer.evaluate.runner import AgentSpec  # noqa: E402
 from optimizer.evaluate.scores import Scores  # noqa: E402
 from optimizer.evaluate.stats import paired_bootstrap_diff, wilson_interval  # noqa: E402
@@ -189,6 +190,7 @@ def tier1(
         "tier1_episodes": scored.n,
         "tier1_peak_mean": scored.peak_mean,
         "tier1_by_task": scored.success_by_task(),
+        "tier1_failures": scored.failure_causes(),
     }
 
 
@@ -821,6 +823,11 @@ def table(report: dict[str, Any]) -> str:
         chosen = next(c for c in search["candidates"] if c["name"] == search["chosen"])
         written = "; ".join(f'"{line}"' for line in chosen["llm_lines"]) or "none"
         lines.append(f"learned = {chosen['name']}; the optimizer's lines in it: {written}\n")
+    failing = {name: r["tier1_failures"] for name, r in report["rows"].items() if "tier1_failures" in r}
+    if failing:  # reports from before the causes were counted have none
+        lines.append("failed tier-1 episodes showing each cause (an episode may show several):")
+        lines += [f"  {name}: {causes_said(counts)}" for name, counts in failing.items()]
+        lines.append("")
     if "equal_peak" in report:  # reports from before the default@T rows have no such comparison
         lines += [*equal_peak_lines(report), ""]
     labels = {"facts_kept": "facts kept", "tier0_success": "tier-0 success", "tier1_success": "tier-1 success"}

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 
 from optimizer.agent.episode import Episode
+from optimizer.evaluate.failure_causes import causes_of, count_causes
 from optimizer.evaluate.records import EpisodeSummary
 from optimizer.evaluate.stats import bootstrap_ci
 from optimizer.jsontypes import (
@@ -18,6 +19,7 @@ from optimizer.jsontypes import (
     JSONRecord,
     flag,
     integer,
+    list_of,
     list_of_records,
     number,
     obj,
@@ -39,9 +41,11 @@ class TaskScore:
     # Needed facts checked at their step and how many the request showed (None: not measured, tier 1).
     facts_needed: int | None = None
     facts_visible: int | None = None
+    # A failed episode's causes (`optimizer.evaluate.failure_causes`), read off its checker's reasons.
+    causes: tuple[str, ...] = ()
 
     def to_dict(self) -> JSONObject:
-        return asdict(self)
+        return asdict(self) | {"causes": list(self.causes)}
 
     @classmethod
     def from_dict(cls, data: JSONRecord) -> TaskScore:
@@ -54,6 +58,7 @@ class TaskScore:
             cost=optional_number(data.get("cost")),
             facts_needed=optional_integer(data.get("facts_needed")),
             facts_visible=optional_integer(data.get("facts_visible")),
+            causes=tuple(list_of(data.get("causes", []), text)),
         )
 
 
@@ -83,6 +88,7 @@ class Scores:
                 e.projected_cost if isinstance(e, EpisodeSummary) else None,
                 e.metrics.facts_needed,
                 e.metrics.facts_visible,
+                () if e.success else causes_of(e.reasons),
             )
             for e in episodes
             if e.outcome != "infra_error"
@@ -186,6 +192,10 @@ class Scores:
         for task in self.tasks:
             wins.setdefault(task.task_id, []).append(float(task.success))
         return {task_id: sum(w) / len(w) for task_id, w in wins.items()}
+
+    def failure_causes(self) -> dict[str, int]:
+        """Failed episodes showing each cause (`count_causes`): what the row's failures have in common."""
+        return count_causes(t.causes for t in self.tasks if not t.success)
 
     def peak_by_task(self) -> dict[str, float]:
         """Each task's mean peak over its episodes (the peak counterpart of `success_by_task`)."""

@@ -13,6 +13,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from optimizer.evaluate.failure_causes import causes_said
 from optimizer.evaluate.scores import Scores
 from optimizer.evaluate.stats import paired_bootstrap_diff, wilson_interval
 from optimizer.jsontypes import JSON, JSONObject
@@ -92,6 +93,7 @@ class TextRow:
                 "tier1_episodes": self.tier1.n,
                 "tier1_success": self.tier1.success,
                 "tier1_peak_mean": self.tier1.peak_mean,
+                "tier1_failures": self.tier1.failure_causes(),
             }
         return data
 
@@ -254,6 +256,9 @@ class SummaryReport:
                     f"{r.tier1.success:.2f} ({task_count(r.tier1.distinct_tasks, r.tier1.n)})" if r.tier1 else "–"
                 )
             lines.append("| " + " | ".join(cells) + " |")
+        if tier1:
+            lines += ["", "Failed tier-1 episodes showing each cause (an episode may show several):", ""]
+            lines += [f"- {r.name}: {causes_said(r.tier1.failure_causes())}" for r in self.rows if r.tier1]
         lines += ["", "Paired over tasks (learned minus baseline, mean [95% interval]):", ""]
         labels = {"facts_kept": "facts kept", "tier0_success": "tier-0 success", "tier1_success": "tier-1 success"}
         for name, p in self.paired().items():

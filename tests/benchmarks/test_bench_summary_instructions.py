@@ -103,11 +103,13 @@ def test_the_table_shows_tier1_columns_and_intervals(bench):
     }
     interval = {"mean": 0.25, "low": 0.0, "high": 0.5}
     paired = {"learned-none": {"tier1_success": interval}}
-    text = bench.table(tier1_report({"tasks": 4}, {"none": row, "learned": summarized}, paired))
+    failing = summarized | {"tier1_failures": {"step limit": 1, "no answer": 1}}
+    text = bench.table(tier1_report({"tasks": 4}, {"none": row, "learned": failing}, paired))
     assert "| tier-1 success (4 tasks) | tier-1 mean peak |" in text
     assert "| learned | 3/4 | 0.50 | 1 of 2 | 2 of 2 | 1 of 2 | 1.00 | 120 | 3000 | 0.75 | 2900 |" in text
     assert "| none | - | - | - | - | - | 1.00 | - | 3000 | 0.75 | 2900 |" in text
     assert "learned-none: tier-1 success +0.25 [+0.00, +0.50]" in text
+    assert "each cause (an episode may show several):\n  learned: step limit 1, no answer 1\n" in text
 
 
 def scripted_at_2000(bench, tmp_path, *extra: str) -> tuple[dict, str]:
@@ -206,13 +208,16 @@ def test_tier1_over_seeds_pairs_tasks_by_their_share_of_seeds_solved(bench):
     class Evaluator:
         def evaluate(self, strategy, tasks, split, agent, seed, temperature):
             seen.append(seed)
-            scored = [TaskScore(task_id=t, success=won[seed, t], peak_tokens=1000 * seed) for t in tasks]
+            scored = [
+                TaskScore(t, won[seed, t], 1000 * seed, causes=() if won[seed, t] else ("step limit",)) for t in tasks
+            ]
             return SimpleNamespace(scores=Scores(tuple(scored)))
 
     result = bench.tier1(Evaluator(), None, ["a", "b"], "train", seeds=2)
     assert seen == [1, 2]
     assert result["tier1_by_task"] == {"a": 0.5, "b": 0.0}
     assert result["tier1_success"] == 0.25 and result["tier1_episodes"] == 4 and result["tier1_peak_mean"] == 1500
+    assert result["tier1_failures"] == {"step limit": 3}
 
 
 def test_tier1_seeds_must_be_positive_and_show_in_the_header(bench, capsys):

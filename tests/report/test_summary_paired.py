@@ -11,7 +11,7 @@ from optimizer.summary.search import Candidate, SearchRecord
 
 
 def scores(*outcomes: tuple[str, bool]) -> Scores:
-    return Scores(tasks=tuple(TaskScore(task_id=t, success=ok, peak_tokens=1000) for t, ok in outcomes))
+    return Scores(tuple(TaskScore(t, ok, 1000, causes=() if ok else ("write missing",)) for t, ok in outcomes))
 
 
 def report(tier1_learned: Scores | None, tier1_default: Scores | None) -> SummaryReport:
@@ -48,6 +48,8 @@ def test_tier1_is_paired_by_each_tasks_share_of_its_seeds():
     assert "- learned-default: facts kept +0.00" in report(learned, default).markdown()
     assert "tier-1 success +0.50 [" in report(learned, default).markdown()
     assert "0.75 (2 x 2)" in report(learned, default).markdown()  # the learned row's tier-1 cell: tasks x seeds
+    assert "- learned: write missing 1\n- default: write missing 3\n" in report(learned, default).markdown()
+    assert report(learned, default).row("default").to_dict()["tier1_failures"] == {"write missing": 3}
 
 
 def test_without_tier1_the_pairs_say_nothing_of_it():
