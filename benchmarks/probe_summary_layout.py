@@ -14,7 +14,8 @@ after the messages (`+once`), alone and with the reminder; the seed with a lengt
 or after the messages (`+budget-after`); the seed's sections with the facts first and progress as one last line
 (`facts-first+contract`), and with the skill rules first (`rules-first+contract`); facts first with a worked example of
 made-up values (`facts-first+example+contract`); facts first under rewordings that change no instruction
-(`facts-first+contract~1` ... `~4`: how far wording alone moves the count, the noise of screening one text).
+(`facts-first+contract~1` ... `~4`: how far wording alone moves the count, the noise of screening one text; each
+is paired with its own text over the tasks, each task's share of needed facts kept, with a bootstrap interval).
 The reminder is written here, not learned: it asks whether lines after
 the conversation are read at all, which decides whether the search should try them. Per text: facts kept, tasks with
 every needed fact visible, summary tokens, summaries that loop (one sentence said three times or more) and summaries
@@ -46,6 +47,7 @@ from optimizer.context.guideline import SEED_GUIDELINE, guideline_at  # noqa: E4
 from optimizer.context.summary_template import CLOSING_LEAD, with_closing  # noqa: E402
 from optimizer.context.thresholds import SUMMARY_MAX_TOKENS  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
+from optimizer.evaluate.stats import paired_bootstrap_diff  # noqa: E402
 from optimizer.evaluate.strategy_runs import select_tasks  # noqa: E402
 from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.search.task_order import spread  # noqa: E402
@@ -159,6 +161,25 @@ def table(rows: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
+def wording_noise(rows: dict[str, dict]) -> dict[str, dict]:
+    """Each rewording (`NAME~n`) minus its text (`NAME`), paired over tasks on each task's share of needed facts kept,
+    with a bootstrap interval: how far a change of no instruction moves a screen of this many tasks."""
+    out = {}
+    for name, row in rows.items():
+        base = name.split("~")[0]
+        if name == base or base not in rows:
+            continue
+        ids = list(rows[base]["by_task"])
+        mine, theirs = (_shares(row["by_task"], ids), _shares(rows[base]["by_task"], ids))
+        mean, low, high = paired_bootstrap_diff(mine, theirs)
+        out[name] = {"vs": base, "tasks": len(ids), "mean": mean, "low": low, "high": high}
+    return out
+
+
+def _shares(by_task: dict[str, list[int]], ids: Sequence[str]) -> list[float]:
+    return [by_task[i][0] / by_task[i][1] if by_task[i][1] else 1.0 for i in ids]
+
+
 def losses(lost: Sequence[LostFact]) -> str:
     """Each summary that lost a fact, once, under the facts it lost: what a person reads to see why."""
     by_summary: dict[tuple[str, int], list[LostFact]] = {}
@@ -238,6 +259,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "looped": result.looped,
                 "claimed": result.claimed,
                 "lost_by_kind": result.lost_by_kind,
+                "by_task": {
+                    t.task_id: [sum(x.kept for x in t.summaries), sum(x.needed for x in t.summaries)]
+                    for t in result.tasks
+                },
             }
             if args.tier0:
                 episodes = tier0(target, tasks, compressor)
@@ -259,11 +284,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         "keep": args.keep,
         "tasks": [t.id for t in tasks],
         "rows": rows,
+        "wording": wording_noise(rows),
         "texts": chosen,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(table(rows))
+    for name, gap in report["wording"].items():
+        print(
+            f"{name} minus {gap['vs']}, facts kept per task: {gap['mean']:+.2f} [{gap['low']:+.2f}, {gap['high']:+.2f}]"
+        )
     return 0
 
 

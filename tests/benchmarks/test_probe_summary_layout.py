@@ -91,3 +91,18 @@ def test_each_rewording_of_facts_first_changes_one_line_and_no_instruction_word(
         # The sections and the contract are untouched: only the wording around them moves.
         assert all(section in text for section in ("VARIABLES:", "DONE:", "ERRORS AND WARNINGS:", "PROGRESS:"))
         assert text.split("Always keep")[1] == start.split("Always keep")[1]
+
+
+def test_each_rewording_is_paired_with_its_own_text_over_the_tasks_both_screened(probe):
+    rows = {
+        "facts": {"by_task": {"a": [2, 4], "b": [1, 1], "c": [0, 0]}},
+        "facts~1": {"by_task": {"a": [1, 4], "b": [0, 1], "c": [0, 0]}},
+        "other": {"by_task": {"a": [0, 4], "b": [0, 1], "c": [0, 0]}},
+        "lonely~2": {"by_task": {"a": [0, 4]}},  # its text was not screened: nothing to pair with
+    }
+    noise = probe.wording_noise(rows)
+    assert list(noise) == ["facts~1"]
+    gap = noise["facts~1"]
+    # a: 0.25 - 0.5, b: 0 - 1, c: no needed fact in either (1.0 - 1.0): the mean over 3 tasks
+    assert gap["vs"] == "facts" and gap["tasks"] == 3 and gap["mean"] == pytest.approx((-0.25 - 1.0 + 0.0) / 3)
+    assert gap["low"] <= gap["mean"] <= gap["high"]
