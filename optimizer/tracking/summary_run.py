@@ -63,7 +63,12 @@ def _log_row(tracker: Tracker, row: TextRow) -> None:
 
 
 def _numbers(data: JSONRecord) -> dict[str, float]:
+    """The row's figures, and its failed tier-1 episodes per cause (`tier1_failed_step_limit`, ...): MLflow compares
+    runs on metrics, so a row that fails by running to its step cap is told from one that skips writes there."""
     values = {key: data.get(key) for key in ROW_METRICS}
+    failures = data.get("tier1_failures")
+    if isinstance(failures, dict):
+        values |= {f"tier1_failed_{cause.replace(' ', '_')}": n for cause, n in failures.items()}
     return {key: float(v) for key, v in values.items() if isinstance(v, int | float)}
 
 

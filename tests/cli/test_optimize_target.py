@@ -214,7 +214,7 @@ def test_with_confirm_seeds_the_real_agent_also_judges_a_rewrite_the_screen_woul
 
 
 def test_final_llm_seeds_runs_each_tier1_task_on_every_seed_and_pairs_by_task(job):
-    code, _, err, job_dir, _, _ = job(
+    code, out, err, job_dir, _, _ = job(
         "anthropic", train_limit=3, trigger=2500, extra="final_llm_limit = 2\nfinal_llm_seeds = 2"
     )
     assert code == 0, err
@@ -222,6 +222,11 @@ def test_final_llm_seeds_runs_each_tier1_task_on_every_seed_and_pairs_by_task(jo
     rows = {r["row"]: r for r in report["rows"]}
     for name in ("learned", "default", "none"):
         assert (rows[name]["tier1_tasks"], rows[name]["tier1_episodes"]) == (2, 4), name
+        # every failed episode shows at least one cause, and no cause more often than episodes failed
+        failed = round(4 * (1 - rows[name]["tier1_success"]))
+        counts = rows[name]["tier1_failures"].values()
+        assert sum(counts) >= failed and max(counts, default=0) <= failed, name
+    assert "failed tier-1 episodes showing each cause" in out
     # One run per seed on the same two test tasks, each its own stored run.
     test_runs = [run.name for run in (job_dir / "runs").iterdir() if "-llm-test-" in run.name]
     assert len(test_runs) == 2 * len([n for n in rows if rows[n].get("tier1_tasks")])
