@@ -2,7 +2,7 @@
 
     python benchmarks/probe_summary_layout.py [--config experiments/summary_reach_long.toml] [--tasks 6]
         [--only NAME ...] [--model MODEL] [--frequency-penalty X] [--summary-max-tokens N] [--trigger T] [--keep K]
-        [--tier0] [--show] [--out benchmarks/results/summary_layout_probe.json]
+        [--search-from JSON] [--tier0] [--show] [--out benchmarks/results/summary_layout_probe.json]
 
 On the first `--tasks` train tasks (in turns from each family), LangChain's `SummarizationMiddleware` (trigger
 `--trigger` tokens and keep `--keep` messages: unless given, the config's `[optimize.target]`'s, else 2,000 and 4)
@@ -16,6 +16,8 @@ or after the messages (`+budget-after`); the seed's sections with the facts firs
 made-up values (`facts-first+example+contract`); facts first under rewordings that change no instruction
 (`facts-first+contract~1` ... `~4`: how far wording alone moves the count, the noise of screening one text; each
 is paired with its own text over the tasks, each task's share of needed facts kept, with a bootstrap interval).
+`--search-from JSON` adds the candidates of a recorded search (a summary benchmark's JSON or a job's report.json),
+each paired with its parent the same way: what the optimizer's lines did, on the scale of the wording noise.
 The reminder is written here, not learned: it asks whether lines after
 the conversation are read at all, which decides whether the search should try them. Per text: facts kept, tasks with
 every needed fact visible, summary tokens, summaries that loop (one sentence said three times or more) and summaries
@@ -161,19 +163,37 @@ def table(rows: dict[str, dict]) -> str:
     return "\n".join(lines)
 
 
-def wording_noise(rows: dict[str, dict]) -> dict[str, dict]:
-    """Each rewording (`NAME~n`) minus its text (`NAME`), paired over tasks on each task's share of needed facts kept,
-    with a bootstrap interval: how far a change of no instruction moves a screen of this many tasks."""
+def parents_of(names: Sequence[str], recorded: dict[str, str]) -> dict[str, str]:
+    """What each text is paired with: a rewording (`NAME~n`) with its text, a recorded candidate with its parent."""
+    out = {name: name.split("~")[0] for name in names if "~" in name}
+    return out | {name: parent for name, parent in recorded.items() if name in names}
+
+
+def against_parents(rows: dict[str, dict], parents: dict[str, str]) -> dict[str, dict]:
+    """Each text minus its parent, paired over tasks on each task's share of needed facts kept, with a bootstrap
+    interval: for a rewording, how far a change of no instruction moves a screen of this many tasks; for an
+    optimizer's candidate, what its lines did, on the same scale."""
     out = {}
-    for name, row in rows.items():
-        base = name.split("~")[0]
-        if name == base or base not in rows:
+    for name, parent in parents.items():
+        if name not in rows or parent not in rows:
             continue
-        ids = list(rows[base]["by_task"])
-        mine, theirs = (_shares(row["by_task"], ids), _shares(rows[base]["by_task"], ids))
+        ids = list(rows[parent]["by_task"])
+        mine, theirs = _shares(rows[name]["by_task"], ids), _shares(rows[parent]["by_task"], ids)
         mean, low, high = paired_bootstrap_diff(mine, theirs)
-        out[name] = {"vs": base, "tasks": len(ids), "mean": mean, "low": low, "high": high}
+        out[name] = {"vs": parent, "tasks": len(ids), "mean": mean, "low": low, "high": high}
     return out
+
+
+def recorded_search(path: Path) -> tuple[dict[str, str], dict[str, str]]:
+    """The texts of a recorded search's candidates and each one's parent (none for a start), from a summary
+    benchmark's JSON or a job's report.json: screened again here on more tasks, by name."""
+    try:
+        candidates = json.loads(path.read_text())["search"]["candidates"]
+        texts = {c["name"]: c["text"] for c in candidates}
+        parents = {c["name"]: c["parent"] for c in candidates if c.get("parent")}
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise SystemExit(f"probe_summary_layout: --search-from {path}: no recorded search ({error!r})") from None
+    return texts, parents
 
 
 def _shares(by_task: dict[str, list[int]], ids: Sequence[str]) -> list[float]:
@@ -225,13 +245,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="store_true",
         help="also run the reference agent on the summaries: tier-0 success and mean peak per text",
     )
+    parser.add_argument(
+        "--search-from",
+        type=Path,
+        default=None,
+        metavar="JSON",
+        help="also offer the candidates of a recorded search (a summary benchmark's JSON or a job's report.json), "
+        "each paired with its parent",
+    )
     parser.add_argument("--show", action="store_true", help="print each summary that lost a fact, and what it lost")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "summary_layout_probe.json")
     args = parser.parse_args(argv)
     config = load_experiment(args.config)
     args.trigger, args.keep = knobs(config.optimize.target, args.trigger, args.keep)
     tasks = spread(select_tasks(config, "train", None))[: args.tasks]
-    chosen = {k: v for k, v in texts().items() if args.only is None or k in args.only}
+    known, recorded = texts(), dict[str, str]()
+    if args.search_from is not None:
+        found, recorded = recorded_search(args.search_from)
+        clashing = sorted(name for name, text in found.items() if known.get(name, text) != text)
+        if clashing:  # its children would be paired with a parent they were not written from
+            raise SystemExit(f"probe_summary_layout: --search-from: {', '.join(clashing)} differ from this probe's")
+        known |= found
+    unknown = sorted(set(args.only or ()) - set(known))
+    if unknown:
+        raise SystemExit(
+            f"probe_summary_layout: --only: no text named {', '.join(unknown)} (known: {', '.join(known)})"
+        )
+    chosen = {k: v for k, v in known.items() if args.only is None or k in args.only}
+    parents = parents_of(list(chosen), recorded)
     rows: dict[str, dict] = {}
     summarizer = config.endpoints.compressor
     if args.model is not None:
@@ -284,13 +325,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "keep": args.keep,
         "tasks": [t.id for t in tasks],
         "rows": rows,
-        "wording": wording_noise(rows),
+        "against_parent": against_parents(rows, parents),
         "texts": chosen,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(table(rows))
-    for name, gap in report["wording"].items():
+    for name, gap in report["against_parent"].items():
         print(
             f"{name} minus {gap['vs']}, facts kept per task: {gap['mean']:+.2f} [{gap['low']:+.2f}, {gap['high']:+.2f}]"
         )

@@ -93,16 +93,40 @@ def test_each_rewording_of_facts_first_changes_one_line_and_no_instruction_word(
         assert text.split("Always keep")[1] == start.split("Always keep")[1]
 
 
-def test_each_rewording_is_paired_with_its_own_text_over_the_tasks_both_screened(probe):
+def test_each_rewording_is_paired_with_its_own_text_and_each_candidate_with_its_parent(probe):
     rows = {
         "facts": {"by_task": {"a": [2, 4], "b": [1, 1], "c": [0, 0]}},
         "facts~1": {"by_task": {"a": [1, 4], "b": [0, 1], "c": [0, 0]}},
-        "other": {"by_task": {"a": [0, 4], "b": [0, 1], "c": [0, 0]}},
+        "ut1": {"by_task": {"a": [4, 4], "b": [1, 1], "c": [0, 0]}},
         "lonely~2": {"by_task": {"a": [0, 4]}},  # its text was not screened: nothing to pair with
     }
-    noise = probe.wording_noise(rows)
-    assert list(noise) == ["facts~1"]
-    gap = noise["facts~1"]
+    parents = probe.parents_of(list(rows), {"ut1": "facts", "co1": "facts"})
+    assert parents == {"facts~1": "facts", "lonely~2": "lonely", "ut1": "facts"}  # co1 was not screened
+    gaps = probe.against_parents(rows, parents)
+    assert list(gaps) == ["facts~1", "ut1"]
     # a: 0.25 - 0.5, b: 0 - 1, c: no needed fact in either (1.0 - 1.0): the mean over 3 tasks
+    gap = gaps["facts~1"]
     assert gap["vs"] == "facts" and gap["tasks"] == 3 and gap["mean"] == pytest.approx((-0.25 - 1.0 + 0.0) / 3)
     assert gap["low"] <= gap["mean"] <= gap["high"]
+    assert gaps["ut1"]["mean"] == pytest.approx(0.5 / 3)
+
+
+def test_a_recorded_search_gives_its_candidates_and_a_broken_file_one_line(probe, tmp_path):
+    record = tmp_path / "bench.json"
+    record.write_text(
+        '{"search": {"candidates": [{"name": "start", "text": "Keep ids.", "parent": null},'
+        ' {"name": "ut1", "text": "Keep ids. Keep rules.", "parent": "start"}]}}'
+    )
+    assert probe.recorded_search(record) == ({"start": "Keep ids.", "ut1": "Keep ids. Keep rules."}, {"ut1": "start"})
+    record.write_text('{"rows": {}}')
+    with pytest.raises(SystemExit, match=r"--search-from .*bench.json: no recorded search"):
+        probe.recorded_search(record)
+
+
+def test_unknown_names_and_a_record_that_rewrites_a_probe_text_are_refused_before_any_model(probe, tmp_path):
+    with pytest.raises(SystemExit, match="--only: no text named nope"):
+        probe.main(["--only", "nope"])
+    record = tmp_path / "bench.json"
+    record.write_text('{"search": {"candidates": [{"name": "facts-first+contract", "text": "else", "parent": null}]}}')
+    with pytest.raises(SystemExit, match=r"facts-first\+contract differ from this probe's"):
+        probe.main(["--search-from", str(record)])
