@@ -221,11 +221,7 @@ def row(episodes: Sequence[Episode], screened: ScreenResult | None) -> dict[str,
 
 
 def per_task_kept(screened: ScreenResult) -> list[float]:
-    out = []
-    for task in screened.tasks:
-        needed = sum(s.needed for s in task.summaries)
-        out.append(sum(s.kept for s in task.summaries) / needed if needed else 1.0)
-    return out
+    return list(screened.kept_by_task().values())
 
 
 def paired(a: list[float], b: list[float]) -> dict[str, float]:

@@ -58,7 +58,7 @@ from optimizer.summary.defaults import target_default  # noqa: E402
 from optimizer.summary.knobs import Judged  # noqa: E402
 from optimizer.summary.langchain_target import LangChainSummary  # noqa: E402
 from optimizer.summary.layouts import FACTS_FIRST  # noqa: E402
-from optimizer.summary.screen import LostFact, screen  # noqa: E402
+from optimizer.summary.screen import LostFact, ScreenResult, screen  # noqa: E402
 
 REMIND = (
     "Now write the summary. First copy, exactly as written, every rule line, every id or number a later step "
@@ -169,17 +169,17 @@ def parents_of(names: Sequence[str], recorded: dict[str, str]) -> dict[str, str]
     return out | {name: parent for name, parent in recorded.items() if name in names}
 
 
-def against_parents(rows: dict[str, dict], parents: dict[str, str]) -> dict[str, dict]:
+def against_parents(screens: dict[str, ScreenResult], parents: dict[str, str]) -> dict[str, dict]:
     """Each text minus its parent, paired over tasks on each task's share of needed facts kept, with a bootstrap
     interval: for a rewording, how far a change of no instruction moves a screen of this many tasks; for an
     optimizer's candidate, what its lines did, on the same scale."""
     out = {}
     for name, parent in parents.items():
-        if name not in rows or parent not in rows:
+        if name not in screens or parent not in screens:
             continue
-        ids = list(rows[parent]["by_task"])
-        mine, theirs = _shares(rows[name]["by_task"], ids), _shares(rows[parent]["by_task"], ids)
-        mean, low, high = paired_bootstrap_diff(mine, theirs)
+        mine, theirs = screens[name].kept_by_task(), screens[parent].kept_by_task()
+        ids = list(theirs)
+        mean, low, high = paired_bootstrap_diff([mine[i] for i in ids], [theirs[i] for i in ids])
         out[name] = {"vs": parent, "tasks": len(ids), "mean": mean, "low": low, "high": high}
     return out
 
@@ -194,10 +194,6 @@ def recorded_search(path: Path) -> tuple[dict[str, str], dict[str, str]]:
     except (OSError, ValueError, KeyError, TypeError) as error:
         raise SystemExit(f"probe_summary_layout: --search-from {path}: no recorded search ({error!r})") from None
     return texts, parents
-
-
-def _shares(by_task: dict[str, list[int]], ids: Sequence[str]) -> list[float]:
-    return [by_task[i][0] / by_task[i][1] if by_task[i][1] else 1.0 for i in ids]
 
 
 def losses(lost: Sequence[LostFact]) -> str:
@@ -274,6 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     chosen = {k: v for k, v in known.items() if args.only is None or k in args.only}
     parents = parents_of(list(chosen), recorded)
     rows: dict[str, dict] = {}
+    screens: dict[str, ScreenResult] = {}
     summarizer = config.endpoints.compressor
     if args.model is not None:
         summarizer = summarizer.model_copy(update={"model": args.model})
@@ -290,7 +287,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 instructions=text,
                 max_tokens=args.summary_max_tokens,
             )
-            result = screen(target, tasks, compressor)
+            result = screens[name] = screen(target, tasks, compressor)
             rows[name] = {
                 "kept": result.kept,
                 "needed": result.needed,
@@ -325,7 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "keep": args.keep,
         "tasks": [t.id for t in tasks],
         "rows": rows,
-        "against_parent": against_parents(rows, parents),
+        "against_parent": against_parents(screens, parents),
         "texts": chosen,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

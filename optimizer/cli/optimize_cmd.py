@@ -73,7 +73,6 @@ def verdict_lines(report: Report) -> list[str]:
 
 
 def _optimize_target(config: ExperimentConfig, resume: bool, started: float) -> None:
-    from optimizer.evaluate.failure_causes import causes_said
     from optimizer.search.summary_job import SummaryJob
     from optimizer.tracking import tracker_from_config
     from optimizer.tracking.summary_run import log_summary_job
@@ -86,11 +85,11 @@ def _optimize_target(config: ExperimentConfig, resume: bool, started: float) -> 
     if run_id is not None:
         out.print(f"MLflow: run {run_id}, one child run per row (acon ui {config.out_dir})")
     out.print(target_table(report))
-    failing = {r.name: r.tier1.failure_causes() for r in report.rows if r.tier1 is not None}
+    failing = report.failure_lines()
     if failing:
         out.print("failed tier-1 episodes showing each cause (an episode may show several):")
-        for name, counts in failing.items():
-            out.print(f"  {name}: {causes_said(counts)}")
+        for line in failing:
+            out.print(f"  {line}")
     out.print("at equal peak (the default row that peaks least while at least as high as learned):")
     for line in report.equal_peak_lines():
         out.print(f"  {line}")

@@ -54,14 +54,8 @@ class TextRow:
         return statistics.mean(shares) if shares else None
 
     def kept_by_task(self) -> dict[str, float]:
-        """Per task: facts its summaries kept over facts they folded (1.0 when they folded none)."""
-        if self.screen is None:
-            return {}
-        out = {}
-        for task in self.screen.tasks:
-            needed = sum(s.needed for s in task.summaries)
-            out[task.task_id] = sum(s.kept for s in task.summaries) / needed if needed else 1.0
-        return out
+        """Per task: facts its summaries kept over facts they folded (`ScreenResult.kept_by_task`)."""
+        return self.screen.kept_by_task() if self.screen is not None else {}
 
     def to_dict(self) -> JSONObject:
         data: JSONObject = {
@@ -180,6 +174,10 @@ class SummaryReport:
             lines.append(f"- {tier.replace('tier', 'tier ')}: {said}")
         return lines
 
+    def failure_lines(self) -> list[str]:
+        """Per row that ran the real agent: its failed tier-1 episodes by cause ("learned: step limit 4, ...")."""
+        return [f"{r.name}: {causes_said(r.tier1.failure_causes())}" for r in self.rows if r.tier1 is not None]
+
     def to_dict(self) -> JSONObject:
         return {
             "schema_version": SCHEMA_VERSION,
@@ -258,7 +256,7 @@ class SummaryReport:
             lines.append("| " + " | ".join(cells) + " |")
         if tier1:
             lines += ["", "Failed tier-1 episodes showing each cause (an episode may show several):", ""]
-            lines += [f"- {r.name}: {causes_said(r.tier1.failure_causes())}" for r in self.rows if r.tier1]
+            lines += [f"- {line}" for line in self.failure_lines()]
         lines += ["", "Paired over tasks (learned minus baseline, mean [95% interval]):", ""]
         labels = {"facts_kept": "facts kept", "tier0_success": "tier-0 success", "tier1_success": "tier-1 success"}
         for name, p in self.paired().items():

@@ -101,6 +101,15 @@ class ScreenResult:
         """Facts kept over facts the summaries were responsible for (1.0 when none were)."""
         return self.kept / self.needed if self.needed else 1.0
 
+    def kept_by_task(self) -> dict[str, float]:
+        """Per task: facts its summaries kept over facts they folded (1.0 when they folded none): what a paired
+        comparison of two texts resamples."""
+        out = {}
+        for task in self.tasks:
+            needed = sum(s.needed for s in task.summaries)
+            out[task.task_id] = sum(s.kept for s in task.summaries) / needed if needed else 1.0
+        return out
+
     @property
     def visible_share(self) -> float:
         return sum(t.all_visible for t in self.tasks) / len(self.tasks) if self.tasks else 0.0

@@ -6,7 +6,7 @@ import pytest
 
 from optimizer.context.summary_template import CLOSING_LEAD, split_closing
 from optimizer.summary.contract_text import HEADER
-from optimizer.summary.screen import LostFact
+from optimizer.summary.screen import LostFact, ScreenResult, SummaryScore, TaskScreen
 from tests.conftest import benchmark_module
 
 
@@ -93,16 +93,26 @@ def test_each_rewording_of_facts_first_changes_one_line_and_no_instruction_word(
         assert text.split("Always keep")[1] == start.split("Always keep")[1]
 
 
+def screened(**kept_needed: tuple[int, int]) -> ScreenResult:
+    """A screen with one summary per task keeping `kept` of `needed` facts."""
+    return ScreenResult(
+        tuple(
+            TaskScreen(t, (SummaryScore(t, 1, needed, kept, 100),), 1, 1, 1000)
+            for t, (kept, needed) in kept_needed.items()
+        )
+    )
+
+
 def test_each_rewording_is_paired_with_its_own_text_and_each_candidate_with_its_parent(probe):
-    rows = {
-        "facts": {"by_task": {"a": [2, 4], "b": [1, 1], "c": [0, 0]}},
-        "facts~1": {"by_task": {"a": [1, 4], "b": [0, 1], "c": [0, 0]}},
-        "ut1": {"by_task": {"a": [4, 4], "b": [1, 1], "c": [0, 0]}},
-        "lonely~2": {"by_task": {"a": [0, 4]}},  # its text was not screened: nothing to pair with
+    screens = {
+        "facts": screened(a=(2, 4), b=(1, 1), c=(0, 0)),
+        "facts~1": screened(a=(1, 4), b=(0, 1), c=(0, 0)),
+        "ut1": screened(a=(4, 4), b=(1, 1), c=(0, 0)),
+        "lonely~2": screened(a=(0, 4)),  # its text was not screened: nothing to pair with
     }
-    parents = probe.parents_of(list(rows), {"ut1": "facts", "co1": "facts"})
+    parents = probe.parents_of(list(screens), {"ut1": "facts", "co1": "facts"})
     assert parents == {"facts~1": "facts", "lonely~2": "lonely", "ut1": "facts"}  # co1 was not screened
-    gaps = probe.against_parents(rows, parents)
+    gaps = probe.against_parents(screens, parents)
     assert list(gaps) == ["facts~1", "ut1"]
     # a: 0.25 - 0.5, b: 0 - 1, c: no needed fact in either (1.0 - 1.0): the mean over 3 tasks
     gap = gaps["facts~1"]
