@@ -41,9 +41,9 @@ from optimizer.context.recall import RECALL_TOOL  # noqa: E402
 from optimizer.context.strategies import ContextStrategy, GuidelineStrategy, parse_strategy  # noqa: E402
 from optimizer.evaluate.calibration import Cell, fit_recall_probability  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
-from optimizer.evaluate.stats import wilson_interval  # noqa: E402
 from optimizer.evaluate.strategy_runs import RunResult, run_strategy, select_tasks  # noqa: E402
 from optimizer.interrupts import run_main  # noqa: E402
+from optimizer.stats import wilson_interval  # noqa: E402
 from optimizer.world.task import Task  # noqa: E402
 
 CONFIG = ROOT / "experiments" / "reach.toml"

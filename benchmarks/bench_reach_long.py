@@ -37,9 +37,9 @@ from optimizer.config import ExperimentConfig, load_experiment  # noqa: E402
 from optimizer.context.guideline import read_guideline  # noqa: E402
 from optimizer.context.strategies import ContextStrategy, GuidelineStrategy, parse_strategy  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
-from optimizer.evaluate.stats import wilson_interval  # noqa: E402
 from optimizer.evaluate.strategy_runs import run_strategy, select_tasks  # noqa: E402
 from optimizer.interrupts import run_main  # noqa: E402
+from optimizer.stats import wilson_interval  # noqa: E402
 from optimizer.world.task import Task  # noqa: E402
 
 CONFIG = ROOT / "experiments" / "reach_long.toml"

@@ -2,10 +2,10 @@
 
     python benchmarks/bench_summary_instructions.py [--config experiments/builtin.toml] [--target langchain]
         [--trigger 1500] [--keep 4] [--learn 6] [--split val|test] [--limit N] [--candidates 2] [--rounds 1]
-        [--triggers T1,T2] [--max-peak P] [--default-triggers T1,T2] [--tier1 N] [--tier1-seeds S] [--confirm S]
-        [--confirm-tasks 4] [--summarizer MODEL] [--frequency-penalty X] [--seed GUIDELINE] [--seed-only]
+        [--paraphrases 0] [--triggers T1,T2] [--max-peak P] [--default-triggers T1,T2] [--tier1 N] [--tier1-seeds S]
+        [--confirm S] [--confirm-tasks 4] [--summarizer MODEL] [--frequency-penalty X] [--seed GUIDELINE] [--seed-only]
         [--summary-max-tokens N] [--scripted]
-        [--out benchmarks/results/summary_instructions_<suite>_<target>[_fp<X>][_<MODEL>][_cap<N>]_<split>.json]
+        [--out benchmarks/results/summary_instructions_<suite>_<target>[_fp<X>][_<MODEL>][_pp<N>][_cap<N>]_<split>.json]
 
 Learning sees only the train split (taken in turns from each task family): its first `--learn` tasks, the
 first three quarters to mine lost facts and the last quarter to choose on. The figure is on `--split`: `val`
@@ -34,6 +34,8 @@ tasks), the rows run at the winner, and `learned@T` / `default@T` rows show both
 writes longer summaries, so beside the default at the same trigger it also runs at a higher peak; the report names
 the default row that peaks least while at least as high as the learned text (`equal_peak`, per tier) and the
 success gap there, which is what the learned text buys that peak cannot.
+`--paraphrases N` also has the optimizer say N sentences of the best text otherwise per round
+(`optimizer.summary.paraphrase`); a paraphrase child goes on only with a paired gain on train above chance.
 `--seed-only` starts the search from the seed alone, as before the written layouts (results up to that change);
 a `--seed` of one's own always does.
 `--summary-max-tokens N` caps every summary row's completion alike (a cap cuts a summary's end; a sentence asking
@@ -72,7 +74,6 @@ from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.evaluate.failure_causes import causes_said  # noqa: E402
 from optimizer.evaluate.runner import AgentSpec  # noqa: E402
 from optimizer.evaluate.scores import Scores  # noqa: E402
-from optimizer.evaluate.stats import paired_bootstrap_diff, wilson_interval  # noqa: E402
 from optimizer.evaluate.strategy_runs import select_tasks, strategy_named  # noqa: E402
 from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.llm.cache import ResponseCache  # noqa: E402
@@ -80,6 +81,7 @@ from optimizer.llm.client import ChatClient  # noqa: E402
 from optimizer.search.evaluator import Evaluator  # noqa: E402
 from optimizer.search.summary_job import confirm_at_tier1, judge_at_tier1, solved_at_tier1  # noqa: E402
 from optimizer.search.task_order import spread  # noqa: E402
+from optimizer.stats import paired_bootstrap_diff, wilson_interval  # noqa: E402
 from optimizer.summary.anthropic_target import AnthropicCompaction  # noqa: E402
 from optimizer.summary.call import CachedOptimizer  # noqa: E402
 from optimizer.summary.contract_text import with_contract  # noqa: E402
@@ -255,6 +257,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--candidates", type=int, default=2, help="UT proposals per round.")
     parser.add_argument("--rounds", type=int, default=1, help="Rounds of UT proposals, each followed by a CO step.")
     parser.add_argument(
+        "--paraphrases",
+        type=int,
+        default=0,
+        help="Sentences of the best text the optimizer says otherwise per round (optimizer.summary.paraphrase).",
+    )
+    parser.add_argument(
         "--confirm",
         type=int,
         default=0,
@@ -376,6 +384,7 @@ def _out_path(args: argparse.Namespace, suite: str) -> Path:
     penalised += f"_{args.summarizer}" if args.summarizer else ""
     penalised += f"_seed-{args.seed.stem}" if args.seed else ""
     penalised += "_seed-only" if args.seed_only else ""
+    penalised += f"_pp{args.paraphrases}" if args.paraphrases else ""
     penalised += f"_cap{args.summary_max_tokens}" if args.summary_max_tokens != SUMMARY_MAX_TOKENS else ""
     scripted = "_scripted" if args.scripted else ""
     return (
@@ -393,6 +402,8 @@ def _refuse_bad_arguments(parser: argparse.ArgumentParser, args: argparse.Namesp
         parser.error("--summary-max-tokens must be positive")
     if args.tier1 and not {"none", "learned"} <= set(args.tier1_rows.split(",")):
         parser.error("--tier1-rows must include none and learned (the paired comparisons are against them)")
+    if args.paraphrases < 0:
+        parser.error("--paraphrases must be 0 or more")
     if args.tier1_seeds < 1:
         parser.error("--tier1-seeds must be at least 1")
     if (args.tier1 or args.confirm) and args.scripted:
@@ -497,6 +508,7 @@ def learn_text(plan: Plan, compressor: Compressor, lm: OptimizerLM, evaluator: E
         lm,
         rounds=plan.args.rounds,
         candidates=plan.args.candidates,
+        paraphrases=plan.args.paraphrases,
         confirm=confirm,
         starts={} if plan.args.seed_only else starts_for(plan.seed_text),
         log=_log,

@@ -49,7 +49,6 @@ from optimizer.context.guideline import SEED_GUIDELINE, guideline_at  # noqa: E4
 from optimizer.context.summary_template import CLOSING_LEAD, with_closing  # noqa: E402
 from optimizer.context.thresholds import SUMMARY_MAX_TOKENS  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
-from optimizer.evaluate.stats import paired_bootstrap_diff  # noqa: E402
 from optimizer.evaluate.strategy_runs import select_tasks  # noqa: E402
 from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.search.task_order import spread  # noqa: E402
@@ -175,12 +174,9 @@ def against_parents(screens: dict[str, ScreenResult], parents: dict[str, str]) -
     optimizer's candidate, what its lines did, on the same scale."""
     out = {}
     for name, parent in parents.items():
-        if name not in screens or parent not in screens:
-            continue
-        mine, theirs = screens[name].kept_by_task(), screens[parent].kept_by_task()
-        ids = list(theirs)
-        mean, low, high = paired_bootstrap_diff([mine[i] for i in ids], [theirs[i] for i in ids])
-        out[name] = {"vs": parent, "tasks": len(ids), "mean": mean, "low": low, "high": high}
+        if name in screens and parent in screens:
+            gain = screens[name].gain_over(screens[parent])
+            out[name] = {"vs": parent, "tasks": gain.tasks, "mean": gain.mean, "low": gain.low, "high": gain.high}
     return out
 
 

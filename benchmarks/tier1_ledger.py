@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.scan_variance import FULL, tier1_episodes  # noqa: E402
-from optimizer.evaluate.stats import paired_bootstrap_diff  # noqa: E402
 from optimizer.interrupts import run_main  # noqa: E402
+from optimizer.stats import paired_bootstrap_diff  # noqa: E402
 
 INFRA = "infra_error"  # the server failed, not the agent: such an episode says nothing about either side
 BANDS = ((0.5, "at most 0.5 x"), (0.8, "0.5 to 0.8 x"), (float("inf"), "above 0.8 x"))

@@ -7,7 +7,7 @@ order `tests/test_import_layers.py` checks the source against (it reads it from 
     _offline
     optimizer
     errors
-    tokens, storage, locking, untrusted, registry, interrupts, jsontypes
+    tokens, storage, locking, untrusted, registry, interrupts, jsontypes, stats
     llm, world
     tasks
     context

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from optimizer.evaluate.stats import wilson_interval
+from optimizer.stats import wilson_interval
 
 GRID = tuple(i / 20 for i in range(21))
 # Finer near 1: with tens of edits an episode, u = 0.95 and u = 1 are far apart.

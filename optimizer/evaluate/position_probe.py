@@ -26,8 +26,8 @@ from optimizer.context.strategies import parse_strategy
 from optimizer.errors import ConfigError
 from optimizer.evaluate.endpoints import ModelEndpoints
 from optimizer.evaluate.services import AgentSpec, services_for
-from optimizer.evaluate.stats import wilson_interval
 from optimizer.runtime.render import request_text
+from optimizer.stats import wilson_interval
 from optimizer.tokens import count_tokens
 from optimizer.world import (
     CheckResult,

@@ -12,7 +12,6 @@ from dataclasses import asdict, dataclass, field
 from optimizer.agent.episode import Episode
 from optimizer.evaluate.failure_causes import causes_of, count_causes
 from optimizer.evaluate.records import EpisodeSummary
-from optimizer.evaluate.stats import bootstrap_ci
 from optimizer.jsontypes import (
     JSON,
     JSONObject,
@@ -27,6 +26,7 @@ from optimizer.jsontypes import (
     optional_number,
     text,
 )
+from optimizer.stats import bootstrap_ci
 
 
 @dataclass(frozen=True)

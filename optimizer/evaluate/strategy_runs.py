@@ -19,7 +19,7 @@ from optimizer.evaluate.endpoints import ModelEndpoints
 from optimizer.evaluate.records import EpisodeRecords, EpisodeSummary, summaries_of
 from optimizer.evaluate.reuse import KeyFor, same_run_elsewhere
 from optimizer.evaluate.runner import AgentSpec, OnEpisode, run_key, run_tasks
-from optimizer.evaluate.stats import bootstrap_ci
+from optimizer.stats import bootstrap_ci
 from optimizer.world.suite import task_ids
 from optimizer.world.task import Task
 

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 
 from optimizer.evaluate.failure_causes import causes_said
 from optimizer.evaluate.scores import Scores
-from optimizer.evaluate.stats import paired_bootstrap_diff, wilson_interval
 from optimizer.jsontypes import JSON, JSONObject
 from optimizer.report.file import SUMMARY_KIND
 from optimizer.report.markdown import task_count
 from optimizer.report.model import TIER0_LIMITS
+from optimizer.stats import paired_bootstrap_diff, wilson_interval
 from optimizer.summary.knobs import TriggerChoice, equal_peak, equal_peak_said
 from optimizer.summary.screen import ScreenResult
 from optimizer.summary.search import SearchRecord

@@ -16,7 +16,6 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from optimizer.evaluate.scores import Scores, TaskScore
-from optimizer.evaluate.stats import paired_bootstrap_diff
 from optimizer.report.checks import Acceptance, BarCheck, Check, Paired, PairedEvidence, PeerCheck, TierVerdict
 from optimizer.report.front import Point
 from optimizer.report.model import (
@@ -37,6 +36,7 @@ from optimizer.report.model import (
     ReportRow,
     ShortlistEntry,
 )
+from optimizer.stats import paired_bootstrap_diff
 
 if TYPE_CHECKING:
     from optimizer.config import AcceptanceConfig

@@ -105,6 +105,7 @@ class SummaryJob:
                 optimizer,
                 rounds=self.options.budget.rounds,
                 candidates=self.target.proposals,
+                paraphrases=self.target.paraphrases,
                 minibatch=self.target.minibatch,
                 seed=self.config.seed,
                 confirm=self._confirmer(evaluator),

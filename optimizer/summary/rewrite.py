@@ -37,6 +37,7 @@ from typing import Literal
 from optimizer.context.summary_template import CLOSING_LEAD
 from optimizer.summary.contract_text import closing_part, learned_part, with_contract
 from optimizer.summary.screen import LostFact, SummaryScore
+from optimizer.summary.sentences import sentences
 from optimizer.untrusted import fence
 
 OptimizerLM = Callable[[str, float], str]  # (prompt, temperature) -> reply
@@ -100,7 +101,7 @@ KIND_TEXT: dict[str, str] = {
 }
 _ID = re.compile(r"[\w-]*\d[\w-]*")
 # An id or value in a line meant to fit every task: letters and digits mixed, or three digits and more.
-_ID_LIKE = re.compile(r"\b(?=[\w-]*[A-Za-z])(?=[\w-]*\d)[\w-]+\b|\d{3,}")
+ID_LIKE = re.compile(r"\b(?=[\w-]*[A-Za-z])(?=[\w-]*\d)[\w-]+\b|\d{3,}")
 _TOOL = re.compile(r"\b[a-z]+(?:_[a-z]+)+\b")  # snake_case: how tools are named
 _ASSIGNMENT = re.compile(r"^[\w .-]{1,40}\s*(=|:)\s*\S")
 _INSTRUCTING = re.compile(
@@ -185,12 +186,14 @@ class Proposal:
     refused: list[tuple[str, str]] = field(default_factory=list)
     collapse: bool = False
     reply: str = ""
+    replaces: str = ""  # a paraphrase's: the sentence it says otherwise
 
 
 Question = ProtectKind | StopRepeating | StopFalseClaims | StopInventing
 
 
-def render(signature: Question | ShortenInstructions, cue: str = "") -> str:
+def render(signature: object, cue: str = "") -> str:
+    """A question dataclass as a prompt: its docstring, then each field under its name."""
     doc = " ".join((type(signature).__doc__ or "").split())
     fields = "\n\n".join(f"# {name}\n{value}" for name, value in vars(signature).items())
     return f"{doc}\n\n{fields}" + (f"\n\n{cue}" if cue else "")
@@ -276,7 +279,7 @@ def ut_step(
     for kind, question, source in questions:
         reply = lm(render(question), 0.7)
         replies.append(reply)
-        lines = _lines(reply)[:4]
+        lines = reply_lines(reply)[:4]
         if not lines:
             refused.append((reply.strip()[:80], "empty reply"))
         taken = False
@@ -304,7 +307,7 @@ def co_step(lm: OptimizerLM, parent: str, successes: Sequence[SummaryScore], lit
     reply = lm(render(ShortenInstructions(result, fence(base, "instructions")), SHORTEN_CUE), 0.7)
     refused: list[tuple[str, str]] = []
     kept: list[str] = []
-    for line in _lines(reply):
+    for line in reply_lines(reply):
         reason = _refusal(line, literals, "", kept) or _restated(line, (result, SHORTEN_CUE))
         if reason:
             refused.append((line, reason))
@@ -323,7 +326,7 @@ def co_step(lm: OptimizerLM, parent: str, successes: Sequence[SummaryScore], lit
     return Proposal("co", with_contract(new, closing_part(parent)), new_lines, refused, collapse, reply)
 
 
-def _lines(reply: str) -> list[str]:
+def reply_lines(reply: str) -> list[str]:
     out = []
     for raw in reply.splitlines():
         # bold or underline markup, which would otherwise pass into the text as stray asterisks
@@ -367,7 +370,7 @@ def _copied(line: str, source: str, run: int = 5) -> str | None:
 
 
 def _not_an_instruction(line: str) -> str | None:
-    if _ID_LIKE.search(line):
+    if ID_LIKE.search(line):
         return "names an id-like value"
     if _ASSIGNMENT.match(line) and not _INSTRUCTING.match(line):
         return "a `name = value` row, not an instruction"
@@ -383,14 +386,14 @@ def _not_an_instruction(line: str) -> str | None:
     return None
 
 
-def _kinds_named(text: str, kinds: Iterable[str]) -> set[str]:
+def kinds_named(text: str, kinds: Iterable[str]) -> set[str]:
     # Whole words: "id" inside "provide" or "valid" names no kind of fact.
     said = set(re.findall(r"[a-z]+", text.lower()))
     return {kind for kind in kinds if any(w in said or f"{w}s" in said for w in KIND_WORDS.get(kind, ()))}
 
 
 def _untargeted(line: str, kinds: set[str]) -> str | None:
-    if _kinds_named(line, kinds):
+    if kinds_named(line, kinds):
         return None
     return f"names no kind of fact that was lost ({', '.join(sorted(kinds))})"
 
@@ -402,14 +405,14 @@ def _not_instructions(rewrite: str, parent: str) -> str | None:
     a protecting sentence, which the question forbids, whether or not the few train tasks need that kind."""
     if re.search(r"\d", rewrite):
         return "reads as a summary, not instructions (it states numbers)"
-    dropped = _kinds_named(parent, KIND_TEXT) - _kinds_named(rewrite, KIND_TEXT)
+    dropped = kinds_named(parent, KIND_TEXT) - kinds_named(rewrite, KIND_TEXT)
     if dropped:
         return f"drops a kind of fact its parent protected ({', '.join(sorted(dropped))})"
     return None
 
 
 def llm_lines(text: str, seed: str) -> list[str]:
-    """Lines of `text`'s learned part and closing that the seed's learned part does not have: what the optimizer
-    wrote."""
-    before = {*_lines(learned_part(seed)), CLOSING_LEAD}
-    return [line for line in _lines(f"{learned_part(text)}\n{closing_part(text)}") if line not in before]
+    """Sentences of `text`'s learned part and closing that the seed's learned part does not have: what the
+    optimizer wrote (a UT line, or a sentence it said otherwise), however the text around it is wrapped."""
+    before = {*sentences(learned_part(seed)), *sentences(CLOSING_LEAD)}
+    return [s for s in sentences(f"{learned_part(text)}\n\n{closing_part(text)}") if s not in before]

@@ -23,6 +23,7 @@ from optimizer.context.history import Entry, EntryKind
 from optimizer.context.moves.base import current_summary
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.runtime import ContextRuntime
+from optimizer.stats import paired_bootstrap_diff
 from optimizer.summary.claims import false_claims
 from optimizer.summary.invented import invented_values, lines_with
 from optimizer.tokens import count_tokens
@@ -80,6 +81,17 @@ class TaskScreen:
 
 
 @dataclass(frozen=True)
+class Gain:
+    tasks: int
+    mean: float
+    low: float
+    high: float
+
+    def __str__(self) -> str:
+        return f"{self.mean:+.2f} [{self.low:+.2f}, {self.high:+.2f}] over {self.tasks} task(s)"
+
+
+@dataclass(frozen=True)
 class ScreenResult:
     tasks: tuple[TaskScreen, ...]
     lost_by_kind: dict[str, int] = field(default_factory=dict)
@@ -109,6 +121,14 @@ class ScreenResult:
             needed = sum(s.needed for s in task.summaries)
             out[task.task_id] = sum(s.kept for s in task.summaries) / needed if needed else 1.0
         return out
+
+    def gain_over(self, parent: ScreenResult) -> Gain:
+        """This text's per-task share of facts kept minus `parent`'s, over the tasks both screened, with its
+        paired bootstrap interval: a rewording moves the count on a few tasks by chance alone."""
+        mine, theirs = self.kept_by_task(), parent.kept_by_task()
+        ids = [i for i in theirs if i in mine]
+        mean, low, high = paired_bootstrap_diff([mine[i] for i in ids], [theirs[i] for i in ids])
+        return Gain(len(ids), mean, low, high)
 
     @property
     def visible_share(self) -> float:

@@ -8,7 +8,7 @@ import pytest
 
 from optimizer.agent.episode import Episode
 from optimizer.agent.episode_records import DeviationRecord, ToolCallRecord
-from optimizer.evaluate.stats import wilson_interval
+from optimizer.stats import wilson_interval
 from tasks.reach import ReachSuite
 from tests.conftest import benchmark_module
 

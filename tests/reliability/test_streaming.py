@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from optimizer import stats
 from optimizer.context.strategies import parse_strategy
-from optimizer.evaluate import stats
 from optimizer.evaluate.codec import decode_episode, encode_episode
 from optimizer.evaluate.records import EpisodeRecords, EpisodeSummary
 from optimizer.evaluate.runner import AgentSpec, run_tasks

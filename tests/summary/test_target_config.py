@@ -70,6 +70,10 @@ def test_no_target_keeps_the_guideline_search(tmp_path):
         ),
         ("target = 3\n", "'optimize.target'"),
         (
+            "[optimize.target]\ntype = 'langchain'\ntrigger_tokens = 900\nparaphrases = -1\n",
+            "'optimize.target.paraphrases': Input should be greater than or equal to 0",
+        ),
+        (
             "[optimize.target]\ntype = 'anthropic'\ntrigger_tokens = 900\ntrigger_choices = [1200, 0]\n",
             "'optimize.target.trigger_choices.1': Input should be greater than 0",
         ),
@@ -106,6 +110,12 @@ def test_trigger_choices_are_not_a_knob_and_a_chosen_trigger_replaces_the_asked_
     assert chosen.knobs() == {"trigger_tokens": 3000, "keep_messages": 4} and chosen.trigger_choices == ()
     assert chosen.max_peak_tokens is None
     assert chosen.strategy("Keep ids.").trigger() == 3000
+
+
+def test_paraphrases_are_how_the_search_runs_not_a_knob(tmp_path):
+    body = "[optimize.target]\ntype = 'langchain'\ntrigger_tokens = 2000\nkeep_messages = 4\nparaphrases = 2\n"
+    target = _load(tmp_path, body).optimize.target
+    assert target.paraphrases == 2 and target.knobs() == {"trigger_tokens": 2000, "keep_messages": 4}
 
 
 def test_default_triggers_are_not_a_knob_and_are_spent_once_the_trigger_is_set(tmp_path):

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 # How the search runs, not what the summarizer is: never a knob in a report or an export.
 SEARCH_SETTINGS = (
     "proposals",
+    "paraphrases",
     "minibatch",
     "confirm_seeds",
     "confirm_tasks",
@@ -42,6 +43,13 @@ class TargetConfig(BaseModel, ABC):
 
     type: str
     proposals: int = Field(2, ge=1, le=10, description="UT rewrites the optimizer writes per round.")
+    paraphrases: int = Field(
+        0,
+        ge=0,
+        le=10,
+        description="Sentences of the best text the optimizer says otherwise per round (no instruction added; the "
+        "child must keep more facts per train task than its parent by a paired interval above zero). 0: none.",
+    )
     minibatch: int = Field(4, ge=1, le=20, description="Lost facts shown to the optimizer per UT rewrite.")
     confirm_seeds: int = Field(
         0,

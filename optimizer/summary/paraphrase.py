@@ -1,0 +1,110 @@
+"""A paraphrase move: the optimizer LLM says one sentence of the instructions in other words, adding no instruction.
+
+Wording alone moves a small summarizer as far as an instruction does: on 24 `reach_long` train tasks
+(`benchmarks/probe_summary_layout.py`, 0.5B summarizer) "short" -> "brief" in one sentence kept 15 of 49 facts
+where the text kept 26 (-0.25 per task [-0.42, -0.07]), and "Rewrite" -> "Restate" kept 34 (+0.09 [-0.08, +0.26]);
+the effect held on the 18 tasks a 6-task screen never saw. Which words a given summarizer follows is not
+something code can write; an LLM can propose them and the screen can judge them. So the move asks for one
+sentence, chosen by the kinds of fact the parent's summaries lost (the sentence that protects the most lost facts
+first), and code checks that the reply is the same instruction: the same section names in capitals, the same
+kinds of fact named, a prohibition still a prohibition, no value or number, and a length within half to twice the
+sentence's. A kind of fact newly named is not refused: the words that name kinds are broad ("write" names a
+receipt, "name" a value), so "Write down every identifier" would read as a new instruction; the length bound
+keeps a paraphrase from growing into one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from optimizer.summary.contract_text import closing_part, learned_part, with_contract
+from optimizer.summary.rewrite import ID_LIKE, KIND_TEXT, OptimizerLM, Proposal, kinds_named, render, reply_lines
+from optimizer.summary.sentences import normal, replaced, sentences, spans
+from optimizer.untrusted import fence
+
+_SECTION = re.compile(r"\b[A-Z]{2,}(?:\s+[A-Z]{2,})*(?=\s*:)")
+# Words that tell the summarizer to leave something out: "Drop X" may become "Do not include X", never "Include X".
+_AGAINST = re.compile(
+    r"\b(?:never|not|no|none|nothing|without|avoid|drop|omit|leave out|remove|skip|exclude|discard|cut)\b|n't\b",
+    re.IGNORECASE,
+)
+_CUE = "The rewritten sentence:"
+
+
+@dataclass(frozen=True)
+class SayItOtherwise:
+    """A small summarizer model condenses the earlier steps of an AI agent's work, following the instructions
+    below. Its summaries still lost the kinds of information listed under `lost`. Rewrite only the sentence shown
+    under `sentence`, in other words, so that a small model follows it more closely. Keep every instruction the
+    sentence gives and any section name in capitals exactly as written; add no instruction of your own; name no
+    value, id or number. Reply with the one rewritten sentence only."""
+
+    lost: str
+    instructions: str
+    sentence: str
+
+
+def order(text: str, lost_by_kind: Mapping[str, int]) -> list[tuple[int, int]]:
+    """Spans of `text`'s sentences, those naming the kinds of fact lost most often first (a sentence that
+    protects what was lost is where other words may help), then the rest in reading order."""
+
+    def weight(span: tuple[int, int]) -> int:
+        named = kinds_named(text[span[0] : span[1]], KIND_TEXT)
+        return sum(lost_by_kind.get(kind, 0) for kind in named)
+
+    return sorted(spans(text), key=lambda s: -weight(s))
+
+
+def paraphrase_step(lm: OptimizerLM, parent: str, lost_by_kind: Mapping[str, int], *, index: int = 0) -> Proposal:
+    """The `index`-th sentence of `parent`'s learned part in `order`, said otherwise; the text is the parent's
+    when the reply is refused (with its reason)."""
+    base = learned_part(parent)
+    candidates = order(base, lost_by_kind)
+    if not candidates:
+        return Proposal("paraphrase", parent, (), [("", "no sentence to rewrite")])
+    span = candidates[index % len(candidates)]
+    sentence = normal(base[span[0] : span[1]])
+    lost = "\n".join(f"- {KIND_TEXT.get(k, k)}: {n} fact(s)" for k, n in lost_by_kind.items() if n) or "- nothing"
+    question = SayItOtherwise(lost, fence(base, "instructions"), fence(sentence, "sentence"))
+    reply = lm(render(question, _CUE), 0.7)
+    said = _said(reply)
+    reason = "empty reply" if not said else refusal(said, sentence, sentences(f"{base}\n{closing_part(parent)}"))
+    if reason:
+        refused = [(said or reply.strip()[:80], reason)]
+        return Proposal("paraphrase", parent, (), refused, reply=reply, replaces=sentence)
+    text = with_contract(replaced(base, span, said), closing_part(parent))
+    return Proposal("paraphrase", text, (said,), [], reply=reply, replaces=sentence)
+
+
+def _said(reply: str) -> str:
+    """The reply's first line, the cue or a quote around it taken off."""
+    for line in reply_lines(reply):
+        line = normal(line.removeprefix(_CUE).strip().strip("\"'“”").strip())
+        if line:
+            return line
+    return ""
+
+
+def refusal(new: str, old: str, present: list[str]) -> str | None:
+    """Why `new` is not `old` said otherwise (None when it is)."""
+    if new == old:
+        return "the sentence as it was"
+    if new in present:
+        return "already in the instructions"
+    if ID_LIKE.search(new) or set(re.findall(r"\d+", new)) - set(re.findall(r"\d+", old)):
+        return "names a value or number"
+    if set(_SECTION.findall(new)) != set(_SECTION.findall(old)):
+        return "changes a section name"
+    dropped = kinds_named(old, KIND_TEXT) - kinds_named(new, KIND_TEXT)
+    if dropped:
+        return f"drops a kind of fact the sentence protected ({', '.join(sorted(dropped))})"
+    if bool(_AGAINST.search(new)) != bool(_AGAINST.search(old)):
+        return "turns a prohibition into an instruction, or one into the other"
+    words, before = len(new.split()), len(old.split())
+    if words > 2 * before + 4:
+        return f"adds to the sentence ({words} words for {before})"
+    if words < before / 2:
+        return f"cuts the sentence to under half ({words} words for {before})"
+    return None
