@@ -282,6 +282,14 @@ class SummaryReport:
         refused = self.refused
         lines += ["", f"Refused lines ({len(refused)}):", ""]
         lines += [f'- {r.candidate}: "{r.line}" ({r.reason})' for r in refused] or ["- none"]
+        said = [a for a in self.search.attempts if a.proposal.replaces]
+        if said:
+            lines += ["", f"Sentences the optimizer said otherwise ({len(said)}):", ""]
+            lines += [
+                f'- {a.candidate}: "{a.proposal.replaces}" -> "{" ".join(a.proposal.llm_lines) or "(refused)"}": '
+                f"{a.verdict}"
+                for a in said
+            ]
         lines += ["", "## The texts", ""]
         for name in ("learned", "seed", "default"):
             text = self.row(name).text

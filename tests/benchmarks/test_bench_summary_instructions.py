@@ -197,6 +197,22 @@ def test_the_search_can_start_from_another_seed_and_the_file_names_it(bench, tmp
     assert exit_.value.code == 2 and "--seed: guideline file not found" in capsys.readouterr().err
 
 
+def test_paraphrases_are_tried_recorded_and_name_the_file(bench, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(bench, "ROOT", tmp_path)  # the default out path, under a throwaway root
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    argv = ["--config", str(CONFIG), "--learn", "4", "--limit", "1", "--trigger", "2000", "--candidates", "0"]
+    assert bench.main([*argv, "--paraphrases", "1", "--baselines", "", "--scripted"]) == 0
+    out = tmp_path / "benchmarks" / "results" / "summary_instructions_reach_long_langchain_pp1_val_scripted.json"
+    attempts = json.loads(out.read_text())["search"]["attempts"]
+    said = [a for a in attempts if a["step"] == "paraphrase"]
+    # The stand-in says "each" for "every": the same facts kept, so the paraphrase is screened and dropped.
+    assert len(said) == 1 and said[0]["replaces"].startswith("VARIABLES:") and said[0]["llm_lines"]
+    assert said[0]["verdict"].startswith("dropped: not clearly better than its parent on train (+0.00")
+    with pytest.raises(SystemExit) as exit_:
+        bench.main([*argv, "--paraphrases", "-1", "--scripted"])
+    assert exit_.value.code == 2 and "--paraphrases must be 0 or more" in capsys.readouterr().err
+
+
 def test_tier1_over_seeds_pairs_tasks_by_their_share_of_seeds_solved(bench):
     from types import SimpleNamespace
 

@@ -93,3 +93,21 @@ def test_at_equal_peak_says_so_when_every_default_row_peaks_lower():
     made = dataclasses.replace(made, rows=(dataclasses.replace(made.rows[0], tier0=higher), *made.rows[1:]))
     assert made.equal_peak() == {"tier0": None}
     assert "- tier 0: no default row peaks as high as learned (5,000)" in made.markdown()
+
+
+def test_the_report_shows_each_sentence_said_otherwise_beside_what_replaced_it():
+    from optimizer.summary.rewrite import Proposal
+    from optimizer.summary.search import Attempt
+
+    made = report(None, None)
+    made.search.attempts += [
+        Attempt("pp1.0", Proposal("paraphrase", "t", ("Restate the steps.",), replaces="Rewrite the steps."), "chosen"),
+        Attempt("pp1.1", Proposal("paraphrase", "t", (), [("x", "the sentence as it was")], replaces="Keep ids."), "r"),
+    ]
+    text = made.markdown()
+    assert (
+        'Sentences the optimizer said otherwise (2):\n\n- pp1.0: "Rewrite the steps." -> "Restate the steps.": chosen'
+        in text
+    )
+    assert '- pp1.1: "Keep ids." -> "(refused)": r' in text
+    assert "said otherwise" not in report(None, None).markdown()  # no paraphrase tried, no section
