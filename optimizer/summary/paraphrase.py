@@ -30,16 +30,17 @@ _AGAINST = re.compile(
     r"\b(?:never|not|no|none|nothing|without|avoid|drop|omit|leave out|remove|skip|exclude|discard|cut)\b|n't\b",
     re.IGNORECASE,
 )
-_CUE = "The rewritten sentence:"
+_CUE = "Three rewordings:"
 
 
 @dataclass(frozen=True)
 class SayItOtherwise:
     """A small summarizer model condenses the earlier steps of an AI agent's work, following the instructions
-    below. Its summaries still lost the kinds of information listed under `lost`. Rewrite only the sentence shown
-    under `sentence`, in other words, so that a small model follows it more closely. Keep every instruction the
-    sentence gives and any section name in capitals exactly as written; add no instruction of your own; name no
-    value, id or number. Reply with the one rewritten sentence only."""
+    below. Its summaries still lost the kinds of information listed under `lost`. Say the sentence shown under
+    `sentence` in other words, so that a small model follows it more closely: write three different rewordings,
+    one per line, each with words of its own. Keep every instruction the sentence gives and any section name in
+    capitals exactly as written; add no instruction of your own; name no value, id or number. Reply with the three
+    rewordings only."""
 
     lost: str
     instructions: str
@@ -69,22 +70,27 @@ def paraphrase_step(lm: OptimizerLM, parent: str, lost_by_kind: Mapping[str, int
     lost = "\n".join(f"- {KIND_TEXT.get(k, k)}: {n} fact(s)" for k, n in lost_by_kind.items() if n) or "- nothing"
     question = SayItOtherwise(lost, fence(base, "instructions"), fence(sentence, "sentence"))
     reply = lm(render(question, _CUE), 0.7)
-    said = _said(reply)
-    reason = "empty reply" if not said else refusal(said, sentence, sentences(f"{base}\n{closing_part(parent)}"))
-    if reason:
-        refused = [(said or reply.strip()[:80], reason)]
-        return Proposal("paraphrase", parent, (), refused, reply=reply, replaces=sentence)
-    text = with_contract(replaced(base, span, said), closing_part(parent))
-    return Proposal("paraphrase", text, (said,), [], reply=reply, replaces=sentence)
+    present = sentences(f"{base}\n\n{closing_part(parent)}")
+    refused: list[tuple[str, str]] = []
+    for said in _rewordings(reply):
+        reason = refusal(said, sentence, present)
+        if reason is None:
+            text = with_contract(replaced(base, span, said), closing_part(parent))
+            return Proposal("paraphrase", text, (said,), refused, reply=reply, replaces=sentence)
+        refused.append((said, reason))
+    refused = refused or [(reply.strip()[:80], "empty reply")]
+    return Proposal("paraphrase", parent, (), refused, reply=reply, replaces=sentence)
 
 
-def _said(reply: str) -> str:
-    """The reply's first line, the cue or a quote around it taken off."""
+def _rewordings(reply: str) -> list[str]:
+    """The reply's lines, the cue, a numbering or quotes around each taken off (the first that passes is used: a
+    1.5B optimizer asked for one rewording echoed the sentence as it was in three of three questions)."""
+    out = []
     for line in reply_lines(reply):
         line = normal(line.removeprefix(_CUE).strip().strip("\"'“”").strip())
-        if line:
-            return line
-    return ""
+        if line and line not in out:
+            out.append(line)
+    return out[:3]
 
 
 def refusal(new: str, old: str, present: list[str]) -> str | None:

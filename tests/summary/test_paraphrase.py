@@ -85,9 +85,11 @@ def test_a_section_name_must_stay_as_written():
 def test_the_step_replaces_one_sentence_and_credits_only_that_sentence():
     prompts = []
     parent = with_contract(SEED)
-    reply = f"The rewritten sentence: {COPIED}"
+    reply = f'Three rewordings:\n1. {NOTED}\n2. "{COPIED}"\n3. Keep the identifiers.'
     proposal = paraphrase_step(lambda p, t: prompts.append(p) or reply, parent, {"value": 2})
     assert proposal.llm_lines == (COPIED,) and proposal.replaces == NOTED
+    # The first rewording that passes is taken; the echo before it is refused with its reason.
+    assert proposal.refused == [(NOTED, "the sentence as it was")]
     assert learned_part(proposal.text) == f"You condense an agent's earlier steps.\n{COPIED}"
     # Only the new sentence is the optimizer's; the sentence beside it on the same lines is the seed's.
     assert llm_lines(proposal.text, SEED) == [COPIED]
@@ -104,7 +106,7 @@ def test_a_refused_reply_leaves_the_text_as_it_was():
 
 def test_the_loop_takes_a_paraphrase_that_keeps_more(compressor_for):  # noqa: F811
     compressor, _ = compressor_for(wording_summarizer)
-    replies = {"The rewritten sentence:": COPIED}
+    replies = {"Three rewordings:": COPIED}
 
     def lm(prompt: str, temperature: float) -> str:
         return next((r for cue, r in replies.items() if prompt.endswith(cue)), "Summarize.")
@@ -125,7 +127,7 @@ def test_a_paraphrase_that_keeps_no_more_is_dropped(compressor_for):  # noqa: F8
     other = "Write down every identifier the task names in the summary."
 
     def lm(prompt: str, temperature: float) -> str:
-        return other if prompt.endswith("The rewritten sentence:") else "Summarize."
+        return other if prompt.endswith("Three rewordings:") else "Summarize."
 
     record = learn(target, SEED, [task()], [task()], compressor, lm, candidates=0, paraphrases=1)
     assert record.best().name == "seed+contract"
