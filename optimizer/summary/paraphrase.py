@@ -30,6 +30,7 @@ _AGAINST = re.compile(
     r"\b(?:never|not|no|none|nothing|without|avoid|drop|omit|leave out|remove|skip|exclude|discard|cut)\b|n't\b",
     re.IGNORECASE,
 )
+_LABEL = re.compile(r"^[A-Z]{2,}(?:\s+[A-Z]{2,})*:\s*")
 _CUE = "Three rewordings:"
 
 
@@ -38,9 +39,8 @@ class SayItOtherwise:
     """A small summarizer model condenses the earlier steps of an AI agent's work, following the instructions
     below. Its summaries still lost the kinds of information listed under `lost`. Say the sentence shown under
     `sentence` in other words, so that a small model follows it more closely: write three different rewordings,
-    one per line, each with words of its own. Keep every instruction the sentence gives and any section name in
-    capitals exactly as written; add no instruction of your own; name no value, id or number. Reply with the three
-    rewordings only."""
+    one per line, each with words of its own. Keep every instruction the sentence gives; add no instruction of your
+    own; name no value, id or number. Reply with the three rewordings only."""
 
     lost: str
     instructions: str
@@ -67,12 +67,16 @@ def paraphrase_step(lm: OptimizerLM, parent: str, lost_by_kind: Mapping[str, int
         return Proposal("paraphrase", parent, (), [("", "no sentence to rewrite")])
     span = candidates[index % len(candidates)]
     sentence = normal(base[span[0] : span[1]])
+    # A section's name is code's to keep, as the contract is: the optimizer rewords what follows it (asked with
+    # the name, the 1.5B optimizer renamed VARIABLES in each of its three rewordings).
+    label = _label(sentence)
     lost = "\n".join(f"- {KIND_TEXT.get(k, k)}: {n} fact(s)" for k, n in lost_by_kind.items() if n) or "- nothing"
-    question = SayItOtherwise(lost, fence(base, "instructions"), fence(sentence, "sentence"))
+    question = SayItOtherwise(lost, fence(base, "instructions"), fence(sentence.removeprefix(label), "sentence"))
     reply = lm(render(question, _CUE), 0.7)
     present = sentences(f"{base}\n\n{closing_part(parent)}")
     refused: list[tuple[str, str]] = []
     for said in _rewordings(reply):
+        said = said if said.startswith(label) else f"{label}{said}"
         reason = refusal(said, sentence, present)
         if reason is None:
             text = with_contract(replaced(base, span, said), closing_part(parent))
@@ -80,6 +84,12 @@ def paraphrase_step(lm: OptimizerLM, parent: str, lost_by_kind: Mapping[str, int
         refused.append((said, reason))
     refused = refused or [(reply.strip()[:80], "empty reply")]
     return Proposal("paraphrase", parent, (), refused, reply=reply, replaces=sentence)
+
+
+def _label(sentence: str) -> str:
+    """A section line's name and colon with the space after it (`VARIABLES: `), or ""."""
+    found = _LABEL.match(sentence)
+    return found.group(0) if found else ""
 
 
 def _rewordings(reply: str) -> list[str]:

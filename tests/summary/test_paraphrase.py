@@ -134,3 +134,14 @@ def test_a_paraphrase_that_keeps_no_more_is_dropped(compressor_for):  # noqa: F8
     verdict = next(a.verdict for a in record.attempts if a.candidate == "pp1.0")
     assert verdict.startswith("dropped: not clearly better than its parent on train (+0.00")
     assert record.named("pp1.0").val is None  # never screened on validation
+
+
+def test_a_section_name_is_kept_by_code_and_never_shown_for_rewording():
+    parent = with_contract("VARIABLES: every identifier the task names, as written.\nDrop the rest.")
+    prompts = []
+    reply = "each identifier that the task names, exactly as written"
+    proposal = paraphrase_step(lambda p, t: prompts.append(p) or reply, parent, {"value": 1})
+    assert proposal.llm_lines == ("VARIABLES: each identifier that the task names, exactly as written",)
+    assert learned_part(proposal.text).startswith("VARIABLES: each identifier that the task names")
+    shown = prompts[0].split('<data source="sentence">')[1]
+    assert "VARIABLES" not in shown and "every identifier the task names" in shown
