@@ -20,7 +20,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from optimizer.summary.contract_text import closing_part, learned_part, with_contract
-from optimizer.summary.rewrite import ID_LIKE, KIND_TEXT, OptimizerLM, Proposal, kinds_named, render, reply_lines
+from optimizer.summary.rewrite import (
+    ID_LIKE,
+    KIND_TEXT,
+    KIND_WORDS,
+    OptimizerLM,
+    Proposal,
+    kinds_named,
+    render,
+    reply_lines,
+)
 from optimizer.summary.sentences import normal, replaced, sentences, spans
 from optimizer.untrusted import fence
 
@@ -40,11 +49,13 @@ class SayItOtherwise:
     below. Its summaries still lost the kinds of information listed under `lost`. Say the sentence shown under
     `sentence` in other words, so that a small model follows it more closely: write three different rewordings,
     one per line, each with words of its own. Keep every instruction the sentence gives; add no instruction of your
-    own; name no value, id or number. Reply with the three rewordings only."""
+    own; name no value, id or number. Each rewording must still use the words listed under `keep`. Reply with the
+    three rewordings only."""
 
     lost: str
     instructions: str
     sentence: str
+    keep: str
 
 
 def order(text: str, lost_by_kind: Mapping[str, int]) -> list[tuple[int, int]]:
@@ -71,7 +82,8 @@ def paraphrase_step(lm: OptimizerLM, parent: str, lost_by_kind: Mapping[str, int
     # the name, the 1.5B optimizer renamed VARIABLES in each of its three rewordings).
     label = _label(sentence)
     lost = "\n".join(f"- {KIND_TEXT.get(k, k)}: {n} fact(s)" for k, n in lost_by_kind.items() if n) or "- nothing"
-    question = SayItOtherwise(lost, fence(base, "instructions"), fence(sentence.removeprefix(label), "sentence"))
+    shown = sentence.removeprefix(label)
+    question = SayItOtherwise(lost, fence(base, "instructions"), fence(shown, "sentence"), ", ".join(anchors(shown)))
     reply = lm(render(question, _CUE), 0.7)
     present = sentences(f"{base}\n\n{closing_part(parent)}")
     refused: list[tuple[str, str]] = []
@@ -84,6 +96,17 @@ def paraphrase_step(lm: OptimizerLM, parent: str, lost_by_kind: Mapping[str, int
         refused.append((said, reason))
     refused = refused or [(reply.strip()[:80], "empty reply")]
     return Proposal("paraphrase", parent, (), refused, reply=reply, replaces=sentence)
+
+
+def anchors(sentence: str) -> list[str]:
+    """The sentence's words that the checks read: those naming a kind of fact it protects, and the first word that
+    forbids something. Told to keep them, the 1.5B optimizer's rewordings that dropped "each with its id" or "so
+    that none is repeated" (refused) are asked against up front."""
+    words = re.findall(r"[A-Za-z']+", sentence)
+    kinds = [w for w in words if any(w.lower() in (k, f"{k}s") for ws in KIND_WORDS.values() for k in ws)]
+    kinds = [w for w in kinds if kinds_named(w, KIND_TEXT) and w.removesuffix("s") not in kinds[: kinds.index(w)]]
+    against = _AGAINST.search(sentence)
+    return list(dict.fromkeys([*kinds, *([against.group(0)] if against else [])]))
 
 
 def _label(sentence: str) -> str:

@@ -145,3 +145,20 @@ def test_a_section_name_is_kept_by_code_and_never_shown_for_rewording():
     assert learned_part(proposal.text).startswith("VARIABLES: each identifier that the task names")
     shown = prompts[0].split('<data source="sentence">')[1]
     assert "VARIABLES" not in shown and "every identifier the task names" in shown
+
+
+def test_the_optimizer_is_told_which_words_the_checks_read():
+    from optimizer.summary.paraphrase import anchors
+
+    done = "writes that already happened, each with its id, so that none is repeated."
+    assert anchors(done) == ["writes", "id", "none"]
+    assert anchors("every identifier and value, ids and page numbers.") == [
+        "identifier",
+        "value",
+        "ids",
+        "page",
+        "numbers",
+    ]
+    prompts = []
+    paraphrase_step(lambda p, t: prompts.append(p) or "", with_contract(f"DONE: {done}"), {"receipt": 1})
+    assert "# keep\nwrites, id, none" in prompts[0]
