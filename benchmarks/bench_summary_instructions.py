@@ -248,6 +248,12 @@ def scripted_responder(request: dict) -> str:
     return "Summary of the conversation.\n" + "\n".join(dict.fromkeys(keep))[:1500]
 
 
+def _reworded(attempt: dict) -> str:
+    if attempt["llm_lines"]:
+        return f'"{attempt["llm_lines"][0]}"'
+    return "refused (" + "; ".join(f'"{r["line"]}": {r["reason"]}' for r in attempt["refused"]) + ")"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--config", type=Path, default=ROOT / "experiments" / "builtin.toml")
@@ -834,6 +840,11 @@ def table(report: dict[str, Any]) -> str:
         chosen = next(c for c in search["candidates"] if c["name"] == search["chosen"])
         written = "; ".join(f'"{line}"' for line in chosen["llm_lines"]) or "none"
         lines.append(f"learned = {chosen['name']}; the optimizer's lines in it: {written}\n")
+        said = [a for a in search["attempts"] if a.get("replaces")]  # older reports have no paraphrases
+        if said:
+            lines.append("sentences the optimizer said otherwise:")
+            lines += [f'  {a["candidate"]}: "{a["replaces"]}" -> {_reworded(a)}: {a["verdict"]}' for a in said]
+            lines.append("")
     failing = {name: r["tier1_failures"] for name, r in report["rows"].items() if "tier1_failures" in r}
     if failing:  # reports from before the causes were counted have none
         lines.append("failed tier-1 episodes showing each cause (an episode may show several):")

@@ -208,6 +208,9 @@ def test_paraphrases_are_tried_recorded_and_name_the_file(bench, tmp_path, capsy
     # The stand-in says "each" for "every": the same facts kept, so the paraphrase is screened and dropped.
     assert len(said) == 1 and said[0]["replaces"].startswith("VARIABLES:") and said[0]["llm_lines"]
     assert said[0]["verdict"].startswith("dropped: not clearly better than its parent on train (+0.00")
+    table = out.with_suffix(".md").read_text()
+    assert 'sentences the optimizer said otherwise:\n  pp1.0: "VARIABLES: every identifier' in table
+    assert '-> "VARIABLES: each identifier' in table
     with pytest.raises(SystemExit) as exit_:
         bench.main([*argv, "--paraphrases", "-1", "--scripted"])
     assert exit_.value.code == 2 and "--paraphrases must be 0 or more" in capsys.readouterr().err
