@@ -6,9 +6,9 @@ where the text kept 26 (-0.25 per task [-0.42, -0.07]), and "Rewrite" -> "Restat
 the effect held on the 18 tasks a 6-task screen never saw. Which words a given summarizer follows is not
 something code can write; an LLM can propose them and the screen can judge them. So the move asks for one
 sentence, chosen by the kinds of fact the parent's summaries lost (the sentence that protects the most lost facts
-first), and code checks that the reply is the same instruction: the same section names in capitals, the same
-kinds of fact named, a prohibition still a prohibition, no value or number, and a length within half to twice the
-sentence's. A kind of fact newly named is not refused: the words that name kinds are broad ("write" names a
+first), and code checks that the reply is the same instruction: the same section names in capitals, no kind of
+fact the sentence named dropped, a prohibition still a prohibition, no value or number, and a length within half
+to twice the sentence's. A kind of fact newly named is not refused: the words that name kinds are broad ("write" names a
 receipt, "name" a value), so "Write down every identifier" would read as a new instruction; the length bound
 keeps a paraphrase from growing into one.
 """
@@ -100,8 +100,8 @@ def paraphrase_step(lm: OptimizerLM, parent: str, lost_by_kind: Mapping[str, int
 
 def anchors(sentence: str) -> list[str]:
     """The sentence's words that the checks read: those naming a kind of fact it protects, and the first word that
-    forbids something. Told to keep them, the 1.5B optimizer's rewordings that dropped "each with its id" or "so
-    that none is repeated" (refused) are asked against up front."""
+    forbids something. The optimizer is told them up front: unprompted, the 1.5B optimizer's rewordings dropped
+    "each with its id" and "so that none is repeated", and all were refused."""
     words = re.findall(r"[A-Za-z']+", sentence)
     kinds = [w for w in words if any(w.lower() in (k, f"{k}s") for ws in KIND_WORDS.values() for k in ws)]
     kinds = [w for w in kinds if kinds_named(w, KIND_TEXT) and w.removesuffix("s") not in kinds[: kinds.index(w)]]
