@@ -238,7 +238,7 @@ def scripted_responder(request: dict) -> str:
         return "Keep every identifier and amount the later steps use, exactly as written.\nBe brief."
     if "Rewrite the summary instructions" in prompt:
         return "Keep each value."
-    if prompt.endswith("Three rewordings:"):  # a paraphrase: the sentence asked about, one word changed
+    if prompt.endswith("Three versions:"):  # a paraphrase: the sentence asked about, one word changed
         sentence = prompt.split('<data source="sentence">', 1)[-1].split("</data>", 1)[0].strip()
         return sentence.replace("every", "each", 1) if "every" in sentence else f"Always: {sentence}"
     instructions, _, history = prompt.partition("<messages>")

@@ -1,20 +1,24 @@
-"""A paraphrase move: the optimizer LLM says one sentence of the instructions in other words, adding no instruction.
+"""A paraphrase move: the optimizer LLM changes a few words of one sentence of the instructions, adding no instruction.
 
 Wording alone moves a small summarizer as far as an instruction does: on 24 `reach_long` train tasks
 (`benchmarks/probe_summary_layout.py`, 0.5B summarizer) "short" -> "brief" in one sentence kept 15 of 49 facts
 where the text kept 26 (-0.25 per task [-0.42, -0.07]), and "Rewrite" -> "Restate" kept 34 (+0.09 [-0.08, +0.26]);
 the effect held on the 18 tasks a 6-task screen never saw. Which words a given summarizer follows is not
-something code can write; an LLM can propose them and the screen can judge them. So the move asks for one
+something code can write; an LLM can propose them and the screen can judge them. So the move asks about one
 sentence, chosen by the kinds of fact the parent's summaries lost (the sentence that protects the most lost facts
-first), and code checks that the reply is the same instruction: the same section names in capitals, no kind of
-fact the sentence named dropped, a prohibition still a prohibition, no value or number, and a length within half
-to twice the sentence's. A kind of fact newly named is not refused: the words that name kinds are broad ("write" names a
-receipt, "name" a value), so "Write down every identifier" would read as a new instruction; the length bound
-keeps a paraphrase from growing into one.
+first), for versions that change one to three of its words, as those rewordings did: asked for free rewordings, the
+1.5B optimizer wrote shorter sentences that said less (of 6 sentences on `reach_long` train, 2 refused by the
+checks below and 4 keeping 0.02 to 0.58 fewer facts per task). Code checks that a version is the same instruction:
+the same section names in capitals, no kind of fact the sentence named dropped, a prohibition still a prohibition,
+no value or number, a length within half to twice the sentence's, and at most three words changed. A kind of fact
+newly named is not refused: the words that name kinds are broad ("write" names a receipt, "name" a value), so
+"Write down every identifier" would read as a new instruction; the word bound keeps a version from growing into
+one.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -40,17 +44,18 @@ _AGAINST = re.compile(
     re.IGNORECASE,
 )
 _LABEL = re.compile(r"^[A-Z]{2,}(?:\s+[A-Z]{2,})*:\s*")
-_CUE = "Three rewordings:"
+_CUE = "Three versions:"
+MAX_WORDS_CHANGED = 3
 
 
 @dataclass(frozen=True)
 class SayItOtherwise:
     """A small summarizer model condenses the earlier steps of an AI agent's work, following the instructions
-    below. Its summaries still lost the kinds of information listed under `lost`. Say the sentence shown under
-    `sentence` in other words, so that a small model follows it more closely: write three different rewordings,
-    one per line, each with words of its own. Keep every instruction the sentence gives; add no instruction of your
-    own; name no value, id or number. Each rewording must still use the words listed under `keep`. Reply with the
-    three rewordings only."""
+    below. Its summaries still lost the kinds of information listed under `lost`. Change one to three words of the
+    sentence shown under `sentence` (a verb, an adjective or a noun) so that a small model follows it more closely,
+    and keep every other word as written. Write three different versions, one per line. Keep every instruction the
+    sentence gives; add no instruction of your own; name no value, id or number. Each version must still use the
+    words listed under `keep`. Reply with the three versions only."""
 
     lost: str
     instructions: str
@@ -117,7 +122,7 @@ def _label(sentence: str) -> str:
 
 def _rewordings(reply: str) -> list[str]:
     """The reply's lines, the cue, a numbering or quotes around each taken off (the first that passes is used: a
-    1.5B optimizer asked for one rewording echoed the sentence as it was in three of three questions)."""
+    1.5B optimizer asked for one version echoed the sentence as it was in three of three questions)."""
     out = []
     for line in reply_lines(reply):
         line = normal(line.removeprefix(_CUE).strip().strip("\"'“”").strip())
@@ -146,4 +151,14 @@ def refusal(new: str, old: str, present: list[str]) -> str | None:
         return f"adds to the sentence ({words} words for {before})"
     if words < before / 2:
         return f"cuts the sentence to under half ({words} words for {before})"
+    changed = words_changed(new, old)
+    if changed > MAX_WORDS_CHANGED:
+        return f"changes {changed} words (at most {MAX_WORDS_CHANGED})"
     return None
+
+
+def words_changed(new: str, old: str) -> int:
+    """Words replaced, added or removed between two sentences (case and punctuation aside)."""
+    a, b = re.findall(r"[\w'-]+", old.lower()), re.findall(r"[\w'-]+", new.lower())
+    ops = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+    return sum(max(i2 - i1, j2 - j1) for tag, i1, i2, j1, j2 in ops if tag != "equal")

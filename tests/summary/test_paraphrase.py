@@ -76,6 +76,14 @@ def test_a_reply_that_is_not_the_same_instruction_is_refused(new, reason):
     assert (refusal(new, NOTED, [NOTED]) or "").startswith(reason)
 
 
+def test_a_version_may_change_at_most_three_words():
+    from optimizer.summary.paraphrase import words_changed
+
+    assert words_changed("Copy every identifier the task names into the summary.", NOTED) == 2
+    free = "Please list all identifiers that the task names for the summary."
+    assert words_changed(free, NOTED) == 6 and refusal(free, NOTED, []) == "changes 6 words (at most 3)"
+
+
 def test_a_section_name_must_stay_as_written():
     old = "DONE: writes that already happened, each with its id."
     assert refusal("COMPLETED: writes that already happened, each with its id.", old, []) == "changes a section name"
@@ -85,7 +93,7 @@ def test_a_section_name_must_stay_as_written():
 def test_the_step_replaces_one_sentence_and_credits_only_that_sentence():
     prompts = []
     parent = with_contract(SEED)
-    reply = f'Three rewordings:\n1. {NOTED}\n2. "{COPIED}"\n3. Keep the identifiers.'
+    reply = f'Three versions:\n1. {NOTED}\n2. "{COPIED}"\n3. Keep the identifiers.'
     proposal = paraphrase_step(lambda p, t: prompts.append(p) or reply, parent, {"value": 2})
     assert proposal.llm_lines == (COPIED,) and proposal.replaces == NOTED
     # The first rewording that passes is taken; the echo before it is refused with its reason.
@@ -106,7 +114,7 @@ def test_a_refused_reply_leaves_the_text_as_it_was():
 
 def test_the_loop_takes_a_paraphrase_that_keeps_more(compressor_for):  # noqa: F811
     compressor, _ = compressor_for(wording_summarizer)
-    replies = {"Three rewordings:": COPIED}
+    replies = {"Three versions:": COPIED}
 
     def lm(prompt: str, temperature: float) -> str:
         return next((r for cue, r in replies.items() if prompt.endswith(cue)), "Summarize.")
@@ -127,7 +135,7 @@ def test_a_paraphrase_that_keeps_no_more_is_dropped(compressor_for):  # noqa: F8
     other = "Write down every identifier the task names in the summary."
 
     def lm(prompt: str, temperature: float) -> str:
-        return other if prompt.endswith("Three rewordings:") else "Summarize."
+        return other if prompt.endswith("Three versions:") else "Summarize."
 
     record = learn(target, SEED, [task()], [task()], compressor, lm, candidates=0, paraphrases=1)
     assert record.best().name == "seed+contract"
