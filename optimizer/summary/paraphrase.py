@@ -152,6 +152,8 @@ def refusal(new: str, old: str, present: list[str]) -> str | None:
     if words < before / 2:
         return f"cuts the sentence to under half ({words} words for {before})"
     changed = words_changed(new, old)
+    if not changed:  # "Every" for "every", a comma: the 0.5B summarizer kept fewer facts on 6 tasks for both
+        return "changes no word (case or punctuation only)"
     if changed > MAX_WORDS_CHANGED:
         return f"changes {changed} words (at most {MAX_WORDS_CHANGED})"
     return None

@@ -82,6 +82,8 @@ def test_a_version_may_change_at_most_three_words():
     assert words_changed("Copy every identifier the task names into the summary.", NOTED) == 2
     free = "Please list all identifiers that the task names for the summary."
     assert words_changed(free, NOTED) == 6 and refusal(free, NOTED, []) == "changes 6 words (at most 3)"
+    cased = "Note every identifier, the task names, in the Summary."
+    assert refusal(cased, NOTED, []) == "changes no word (case or punctuation only)"
 
 
 def test_a_section_name_must_stay_as_written():
