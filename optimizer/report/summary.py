@@ -203,6 +203,17 @@ class SummaryReport:
             "trigger": self.trigger.to_dict() if self.trigger is not None else None,
         }
 
+    def paraphrase_lines(self) -> list[str]:
+        """Each sentence the optimizer said otherwise, beside the sentence it replaced (none when it tried none)."""
+        tried = [a for a in self.search.attempts if a.proposal.replaces]
+        if not tried:
+            return []
+        return ["", f"Sentences the optimizer said otherwise ({len(tried)}):", ""] + [
+            f'- {a.candidate}: "{a.proposal.replaces}" -> "{" ".join(a.proposal.llm_lines) or "(refused)"}": '
+            f"{a.verdict}"
+            for a in tried
+        ]
+
     def _candidate_table(self) -> list[str]:
         """Every start and candidate the search screened, with what became of it."""
         lines = ["| candidate | parent | train facts kept | val facts kept | verdict |", "|---|---|---|---|---|"]
@@ -282,14 +293,7 @@ class SummaryReport:
         refused = self.refused
         lines += ["", f"Refused lines ({len(refused)}):", ""]
         lines += [f'- {r.candidate}: "{r.line}" ({r.reason})' for r in refused] or ["- none"]
-        said = [a for a in self.search.attempts if a.proposal.replaces]
-        if said:
-            lines += ["", f"Sentences the optimizer said otherwise ({len(said)}):", ""]
-            lines += [
-                f'- {a.candidate}: "{a.proposal.replaces}" -> "{" ".join(a.proposal.llm_lines) or "(refused)"}": '
-                f"{a.verdict}"
-                for a in said
-            ]
+        lines += self.paraphrase_lines()
         lines += ["", "## The texts", ""]
         for name in ("learned", "seed", "default"):
             text = self.row(name).text
