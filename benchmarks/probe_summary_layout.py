@@ -30,6 +30,7 @@ as `--keep` costs). Summaries come from acon's reply cache when present.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -175,8 +176,7 @@ def against_parents(screens: dict[str, ScreenResult], parents: dict[str, str]) -
     out = {}
     for name, parent in parents.items():
         if name in screens and parent in screens:
-            gain = screens[name].gain_over(screens[parent])
-            out[name] = {"vs": parent, "tasks": gain.tasks, "mean": gain.mean, "low": gain.low, "high": gain.high}
+            out[name] = {"vs": parent, **dataclasses.asdict(screens[name].gain_over(screens[parent]))}
     return out
 
 

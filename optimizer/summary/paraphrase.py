@@ -37,13 +37,14 @@ from optimizer.summary.rewrite import (
 from optimizer.summary.sentences import normal, replaced, sentences, spans
 from optimizer.untrusted import fence
 
-_SECTION = re.compile(r"\b[A-Z]{2,}(?:\s+[A-Z]{2,})*(?=\s*:)")
+_SECTION_NAME = r"[A-Z]{2,}(?:\s+[A-Z]{2,})*"  # VARIABLES, ERRORS AND WARNINGS
+_SECTION = re.compile(rf"\b{_SECTION_NAME}(?=\s*:)")
 # Words that tell the summarizer to leave something out: "Drop X" may become "Do not include X", never "Include X".
 _AGAINST = re.compile(
     r"\b(?:never|not|no|none|nothing|without|avoid|drop|omit|leave out|remove|skip|exclude|discard|cut)\b|n't\b",
     re.IGNORECASE,
 )
-_LABEL = re.compile(r"^[A-Z]{2,}(?:\s+[A-Z]{2,})*:\s*")
+_LABEL = re.compile(rf"^{_SECTION_NAME}:\s*")
 _CUE = "Three versions:"
 MAX_WORDS_CHANGED = 3
 
@@ -108,8 +109,9 @@ def anchors(sentence: str) -> list[str]:
     forbids something. The optimizer is told them up front: unprompted, the 1.5B optimizer's rewordings dropped
     "each with its id" and "so that none is repeated", and all were refused."""
     words = re.findall(r"[A-Za-z']+", sentence)
-    kinds = [w for w in words if any(w.lower() in (k, f"{k}s") for ws in KIND_WORDS.values() for k in ws)]
-    kinds = [w for w in kinds if kinds_named(w, KIND_TEXT) and w.removesuffix("s") not in kinds[: kinds.index(w)]]
+    kind_words = {k for kind in KIND_TEXT for k in KIND_WORDS.get(kind, ())}
+    kinds = [w for w in words if w.lower() in kind_words or w.lower().removesuffix("s") in kind_words]
+    kinds = [w for i, w in enumerate(kinds) if w.removesuffix("s") not in kinds[:i]]
     against = _AGAINST.search(sentence)
     return list(dict.fromkeys([*kinds, *([against.group(0)] if against else [])]))
 
