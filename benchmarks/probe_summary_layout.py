@@ -1,7 +1,8 @@
 """What a summarizer keeps under instruction texts and layouts, before any search: the probe behind the closing part.
 
     python benchmarks/probe_summary_layout.py [--config experiments/summary_reach_long.toml] [--tasks 6]
-        [--only NAME ...] [--model MODEL] [--frequency-penalty X] [--summary-max-tokens N] [--trigger T] [--keep K]
+        [--only NAME ...] [--model MODEL] [--frequency-penalty X] [--temperature T] [--samples N]
+        [--summary-max-tokens N] [--trigger T] [--keep K]
         [--search-from JSON] [--tier0] [--show] [--out benchmarks/results/summary_layout_probe.json]
 
 On the first `--tasks` train tasks (in turns from each family), LangChain's `SummarizationMiddleware` (trigger
@@ -21,10 +22,13 @@ each paired with its parent the same way: what the optimizer's lines did, on the
 The reminder is written here, not learned: it asks whether lines after
 the conversation are read at all, which decides whether the search should try them. Per text: facts kept, tasks with
 every needed fact visible, summary tokens, summaries that loop (one sentence said three times or more) and summaries
-that claim a step the agent has not done (`optimizer.summary.claims`). `--model` and `--frequency-penalty` change the
-summarizer, `--summary-max-tokens` caps every summary; `--show` prints every summary that lost a fact, and every false
-claim; `--tier0` also runs the reference agent on the summaries (tier-0 success and mean peak per text: what a knob such
-as `--keep` costs). Summaries come from acon's reply cache when present.
+that claim a step the agent has not done (`optimizer.summary.claims`). `--model`, `--frequency-penalty` and
+`--temperature` change the summarizer; `--samples N` draws N summaries of each history, one per sampling seed, and
+pools each task's facts over them (at temperature 0 a one-word rewording moves a 0.5B summarizer's count by a third;
+whether that is the text or one greedy draw is what sampling asks); `--summary-max-tokens` caps every summary; `--show`
+prints every summary that lost a fact, and every false claim; `--tier0` also runs the reference agent on the summaries
+(tier-0 success and mean peak per text: what a knob such as `--keep` costs). Summaries come from acon's reply cache when
+present.
 """
 
 from __future__ import annotations
@@ -52,13 +56,14 @@ from optimizer.context.thresholds import SUMMARY_MAX_TOKENS  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.evaluate.strategy_runs import select_tasks  # noqa: E402
 from optimizer.interrupts import run_main  # noqa: E402
+from optimizer.llm.endpoint import EndpointConfig  # noqa: E402
 from optimizer.search.task_order import spread  # noqa: E402
 from optimizer.summary.contract_text import with_contract  # noqa: E402
 from optimizer.summary.defaults import target_default  # noqa: E402
 from optimizer.summary.knobs import Judged  # noqa: E402
 from optimizer.summary.langchain_target import LangChainSummary  # noqa: E402
 from optimizer.summary.layouts import FACTS_FIRST  # noqa: E402
-from optimizer.summary.screen import LostFact, ScreenResult, screen  # noqa: E402
+from optimizer.summary.screen import LostFact, ScreenResult, pooled, screen  # noqa: E402
 
 REMIND = (
     "Now write the summary. First copy, exactly as written, every rule line, every id or number a later step "
@@ -204,6 +209,30 @@ def losses(lost: Sequence[LostFact]) -> str:
     return "\n".join(parts)
 
 
+def sampled(endpoints: ModelEndpoints, summarizer: EndpointConfig, samples: int) -> list[Compressor]:
+    """One compressor per sampling seed 1..N, sharing the server and the reply cache (a seed is part of the
+    reply's key); one sample is the summarizer as configured."""
+    cache = endpoints.response_cache()
+    if samples == 1:
+        return [Compressor(endpoints.client("compressor"), cache)]
+    return [
+        Compressor(
+            endpoints.reconfigured("compressor", summarizer.model_copy(update={"seed": s})).client("compressor"), cache
+        )
+        for s in range(1, samples + 1)
+    ]
+
+
+def by_task(result: ScreenResult) -> dict[str, list[int]]:
+    """Facts kept and needed per task, pooled over its samples."""
+    out: dict[str, list[int]] = {}
+    for t in result.tasks:
+        counts = out.setdefault(t.task_id, [0, 0])
+        counts[0] += sum(x.kept for x in t.summaries)
+        counts[1] += sum(x.needed for x in t.summaries)
+    return out
+
+
 def knobs(configured: object, trigger: int | None, keep: int | None) -> tuple[int, int]:
     """The trigger and keep asked for, else the config target's (the texts are measured where the job runs them)."""
     trigger = trigger or getattr(configured, "trigger_tokens", None) or 2000
@@ -218,6 +247,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--model", default=None, help="the summarizer model (default: the config's compressor)")
     parser.add_argument(
         "--frequency-penalty", type=float, default=None, help="the summarizer frequency penalty (default: the config)"
+    )
+    parser.add_argument(
+        "--temperature", type=float, default=None, help="the summarizer temperature (default: the config's)"
+    )
+    parser.add_argument(
+        "--samples",
+        type=int,
+        default=1,
+        metavar="N",
+        help="summaries per history, one per sampling seed 1..N (1: one as configured); a task's facts are pooled "
+        "over its samples, so the pairs stay one per task",
     )
     parser.add_argument(
         "--summary-max-tokens",
@@ -272,9 +312,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         summarizer = summarizer.model_copy(update={"model": args.model})
     if args.frequency_penalty is not None:
         summarizer = summarizer.model_copy(update={"frequency_penalty": args.frequency_penalty})
+    if args.temperature is not None:
+        summarizer = summarizer.model_copy(update={"temperature": args.temperature})
+    if args.samples < 1:
+        parser.error("--samples must be at least 1")
     roles = {"compressor": summarizer}
     with ModelEndpoints(roles, log=lambda m: print(m, file=sys.stderr)) as endpoints:
-        compressor = Compressor(endpoints.client("compressor"), endpoints.response_cache())
+        compressors = sampled(endpoints, summarizer, args.samples)
+        compressor = compressors[0]
         for name, text in chosen.items():
             started = time.perf_counter()
             target = LangChainSummary(
@@ -283,7 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 instructions=text,
                 max_tokens=args.summary_max_tokens,
             )
-            result = screens[name] = screen(target, tasks, compressor)
+            result = screens[name] = pooled([t for c in compressors for t in screen(target, tasks, c).tasks])
             rows[name] = {
                 "kept": result.kept,
                 "needed": result.needed,
@@ -293,10 +338,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "looped": result.looped,
                 "claimed": result.claimed,
                 "lost_by_kind": result.lost_by_kind,
-                "by_task": {
-                    t.task_id: [sum(x.kept for x in t.summaries), sum(x.needed for x in t.summaries)]
-                    for t in result.tasks
-                },
+                "by_task": by_task(result),
             }
             if args.tier0:
                 episodes = tier0(target, tasks, compressor)
@@ -312,6 +354,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "benchmark": "summary_layout_probe",
         "model": summarizer.model,
         "frequency_penalty": summarizer.frequency_penalty,
+        "temperature": summarizer.temperature,
+        "samples": args.samples,
         "summary_max_tokens": args.summary_max_tokens,
         "suite": config.suite.type,
         "trigger": args.trigger,

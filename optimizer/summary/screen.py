@@ -115,12 +115,14 @@ class ScreenResult:
 
     def kept_by_task(self) -> dict[str, float]:
         """Per task: facts its summaries kept over facts they folded (1.0 when they folded none): what a paired
-        comparison of two texts resamples."""
-        out = {}
+        comparison of two texts resamples. A task screened more than once (one sampling seed each) pools its
+        summaries, so the pair stays one task and its share is the mean over the draws."""
+        kept: dict[str, int] = {}
+        needed: dict[str, int] = {}
         for task in self.tasks:
-            needed = sum(s.needed for s in task.summaries)
-            out[task.task_id] = sum(s.kept for s in task.summaries) / needed if needed else 1.0
-        return out
+            kept[task.task_id] = kept.get(task.task_id, 0) + sum(s.kept for s in task.summaries)
+            needed[task.task_id] = needed.get(task.task_id, 0) + sum(s.needed for s in task.summaries)
+        return {task_id: kept[task_id] / needed[task_id] if needed[task_id] else 1.0 for task_id in kept}
 
     def gain_over(self, parent: ScreenResult) -> Gain:
         """This text's per-task share of facts kept minus `parent`'s, over the tasks both screened, with its
@@ -187,9 +189,13 @@ class ScreenResult:
 
 
 def screen(strategy: ContextStrategy, tasks: Sequence[Task], compressor: Compressor) -> ScreenResult:
-    results = tuple(screen_task(strategy, task, compressor) for task in tasks)
+    return pooled([screen_task(strategy, task, compressor) for task in tasks])
+
+
+def pooled(results: Sequence[TaskScreen]) -> ScreenResult:
+    """One result over task screens, a task possibly more than once (a summarizer sampled with several seeds)."""
     kinds = Counter(f.kind for t in results for s in t.summaries for f in s.lost)
-    return ScreenResult(results, dict(kinds))
+    return ScreenResult(tuple(results), dict(kinds))
 
 
 def screen_task(strategy: ContextStrategy, task: Task, compressor: Compressor) -> TaskScreen:

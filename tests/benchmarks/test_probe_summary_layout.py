@@ -140,3 +140,17 @@ def test_unknown_names_and_a_record_that_rewrites_a_probe_text_are_refused_befor
     record.write_text('{"search": {"candidates": [{"name": "facts-first+contract", "text": "else", "parent": null}]}}')
     with pytest.raises(SystemExit, match=r"facts-first\+contract differ from this probe's"):
         probe.main(["--search-from", str(record)])
+
+
+def test_samples_of_one_task_pool_into_one_pair_and_one_row(probe):
+    draws = ScreenResult(screened(a=(1, 4)).tasks + screened(a=(3, 4), b=(0, 2)).tasks)
+    # a's two draws are one task: 4 of 8 facts, not a second pair that would narrow the interval by itself
+    assert draws.kept_by_task() == {"a": 0.5, "b": 0.0}
+    assert probe.by_task(draws) == {"a": [4, 8], "b": [0, 2]}
+    gap = draws.gain_over(screened(a=(2, 4), b=(1, 2)))
+    assert gap.tasks == 2 and gap.mean == pytest.approx((0.0 - 0.5) / 2)
+
+
+def test_fewer_than_one_sample_is_refused_before_any_model(probe):
+    with pytest.raises(SystemExit):
+        probe.main(["--samples", "0", "--only", "default"])
