@@ -319,7 +319,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     roles = {"compressor": summarizer}
     with ModelEndpoints(roles, log=lambda m: print(m, file=sys.stderr)) as endpoints:
         compressors = sampled(endpoints, summarizer, args.samples)
-        compressor = compressors[0]
         for name, text in chosen.items():
             started = time.perf_counter()
             target = LangChainSummary(
@@ -341,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "by_task": by_task(result),
             }
             if args.tier0:
-                episodes = tier0(target, tasks, compressor)
+                episodes = [e for c in compressors for e in tier0(target, tasks, c)]
                 judged = Judged.of([e.success for e in episodes], [e.metrics.peak_tokens for e in episodes])
                 rows[name] |= {"tier0_success": judged.success, "peak": judged.peak}
             rows[name]["seconds"] = round(time.perf_counter() - started, 1)
