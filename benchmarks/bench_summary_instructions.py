@@ -4,8 +4,9 @@
         [--trigger 1500] [--keep 4] [--learn 6] [--split val|test] [--limit N] [--candidates 2] [--rounds 1]
         [--paraphrases 0] [--triggers T1,T2] [--max-peak P] [--default-triggers T1,T2] [--tier1 N] [--tier1-seeds S]
         [--confirm S] [--confirm-tasks 4] [--summarizer MODEL] [--frequency-penalty X] [--seed GUIDELINE] [--seed-only]
-        [--summary-max-tokens N] [--scripted]
-        [--out benchmarks/results/summary_instructions_<suite>_<target>[_fp<X>][_<MODEL>][_pp<N>][_cap<N>]_<split>.json]
+        [--summary-max-tokens N] [--temperature T] [--samples N] [--scripted]
+        [--out benchmarks/results/summary_instructions_<suite>_<target>[_fp<X>][_<MODEL>][_pp<N>][_t<T>][_x<N>]
+               [_cap<N>]_<split>.json]
 
 Learning sees only the train split (taken in turns from each task family): its first `--learn` tasks, the
 first three quarters to mine lost facts and the last quarter to choose on. The figure is on `--split`: `val`
@@ -38,6 +39,10 @@ success gap there, which is what the learned text buys that peak cannot.
 (`optimizer.summary.paraphrase`); a paraphrase child goes on only with a paired gain on train above chance.
 `--seed-only` starts the search from the seed alone, as before the written layouts (results up to that change);
 a `--seed` of one's own always does.
+`--temperature T --samples N` has the summarizer draw N summaries of each history, one per sampling seed, in the
+search's screens and in every figure row (a task's facts and tier-0 successes pooled over its draws, so the pairs
+stay one per task): at temperature 0 a one-word rewording moved the 0.5B summarizer's count by a third and, sampled,
+not at all (`benchmarks/README.md`, "Sampled, the rewording's effect is gone on these tasks").
 `--summary-max-tokens N` caps every summary row's completion alike (a cap cuts a summary's end; a sentence asking
 for brevity did not shorten the 1.5B model's summaries). `--scripted` swaps every model for a deterministic stand-in to
 check the plumbing: its numbers say nothing about any model and are labelled so.
@@ -78,6 +83,7 @@ from optimizer.evaluate.strategy_runs import select_tasks, strategy_named  # noq
 from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.llm.cache import ResponseCache  # noqa: E402
 from optimizer.llm.client import ChatClient  # noqa: E402
+from optimizer.llm.endpoint import EndpointConfig  # noqa: E402
 from optimizer.search.evaluator import Evaluator  # noqa: E402
 from optimizer.search.summary_job import confirm_at_tier1, judge_at_tier1, solved_at_tier1  # noqa: E402
 from optimizer.search.task_order import spread  # noqa: E402
@@ -194,6 +200,31 @@ def tier1(
         "tier1_by_task": scored.success_by_task(),
         "tier1_failures": scored.failure_causes(),
     }
+
+
+def tier0_draws(strategy: ContextStrategy, tasks: Sequence[Task], compressors: Sequence[Compressor]) -> list[Episode]:
+    """`tier0` once per summarizer draw (one compressor per sampling seed), tasks in order within each draw."""
+    return [episode for compressor in compressors for episode in tier0(strategy, tasks, compressor)]
+
+
+def success_by_task(episodes: Sequence[Episode]) -> list[float]:
+    """Each task's tier-0 success share over its draws, in task order: the unit a paired interval resamples."""
+    by_task: dict[str, list[bool]] = {}
+    for episode in episodes:
+        by_task.setdefault(episode.task_id, []).append(episode.success)
+    return [sum(passes) / len(passes) for passes in by_task.values()]
+
+
+def draws(endpoints: ModelEndpoints, summarizer: EndpointConfig, samples: int) -> list[Compressor]:
+    """One compressor per sampling seed 1..N on the same server and reply cache (the seed is part of a reply's
+    key); one sample is the summarizer as configured."""
+    cache = endpoints.response_cache()
+    if samples == 1:
+        return [Compressor(endpoints.client("compressor"), cache)]
+    seeded = (
+        endpoints.reconfigured("compressor", summarizer.model_copy(update={"seed": s})) for s in range(1, samples + 1)
+    )
+    return [Compressor(view.client("compressor"), cache) for view in seeded]
 
 
 def row(episodes: Sequence[Episode], screened: ScreenResult | None) -> dict[str, Any]:
@@ -349,6 +380,17 @@ def _add_summarizer_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"Completion cap of every summary, every row alike (default {SUMMARY_MAX_TOKENS}): a bound the "
         "summarizer cannot ignore, where a sentence asking for brevity was (benchmarks/probe_summary_layout.py).",
     )
+    parser.add_argument(
+        "--temperature", type=float, default=None, help="the summarizer's temperature (default: the config's)"
+    )
+    parser.add_argument(
+        "--samples",
+        type=int,
+        default=1,
+        metavar="N",
+        help="Summaries of each history, one per sampling seed 1..N, in every screen and every tier-0 row (a task's "
+        "facts and successes pooled over its draws): at temperature 0 a text's count is one decoding path.",
+    )
 
 
 @dataclass
@@ -394,6 +436,8 @@ def _out_path(args: argparse.Namespace, suite: str) -> Path:
     penalised += f"_seed-{args.seed.stem}" if args.seed else ""
     penalised += "_seed-only" if args.seed_only else ""
     penalised += f"_pp{args.paraphrases}" if args.paraphrases else ""
+    penalised += f"_t{args.temperature:g}" if args.temperature is not None else ""
+    penalised += f"_x{args.samples}" if args.samples != 1 else ""
     penalised += f"_cap{args.summary_max_tokens}" if args.summary_max_tokens != SUMMARY_MAX_TOKENS else ""
     scripted = "_scripted" if args.scripted else ""
     return (
@@ -413,6 +457,8 @@ def _refuse_bad_arguments(parser: argparse.ArgumentParser, args: argparse.Namesp
         parser.error("--tier1-rows must include none and learned (the paired comparisons are against them)")
     if args.paraphrases < 0:
         parser.error("--paraphrases must be 0 or more")
+    if args.samples < 1:
+        parser.error("--samples must be at least 1")
     if args.tier1_seeds < 1:
         parser.error("--tier1-seeds must be at least 1")
     if (args.tier1 or args.confirm) and args.scripted:
@@ -425,6 +471,10 @@ def plan_from(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Plan
         config = config.with_overrides(endpoints={"compressor": {"frequency_penalty": args.frequency_penalty}})
     if args.summarizer is not None:
         config = config.with_overrides(endpoints={"compressor": {"model": args.summarizer}})
+    if args.temperature is not None:
+        config = config.with_overrides(endpoints={"compressor": {"temperature": args.temperature}})
+    if args.samples > 1 and config.endpoints.compressor.temperature == 0.0:
+        parser.error("--samples above 1 needs a summarizer temperature above 0 (--temperature): at 0 every draw is one")
     # In turns from each task family: a suite listed family by family would otherwise learn on one family and
     # report on another.
     train_all = spread(select_tasks(config, "train", None))
@@ -470,14 +520,16 @@ def plan_from(parser: argparse.ArgumentParser, args: argparse.Namespace) -> Plan
     )
 
 
-def choose_trigger_for(plan: Plan, text: str, compressor: Compressor, evaluator: Evaluator | None) -> TriggerChoice:
+def choose_trigger_for(
+    plan: Plan, text: str, compressors: Sequence[Compressor], evaluator: Evaluator | None
+) -> TriggerChoice:
     if evaluator is not None and plan.confirm_on:
         judge = judge_at_tier1(evaluator, plan.confirm_on, "train", plan.args.confirm, TIER1_TEMPERATURE)
         judged_by = f"the real agent on {len(plan.confirm_on)} confirmation task(s) x {plan.args.confirm} seed(s)"
     else:
 
         def judge(strategy: ContextStrategy) -> Judged:
-            episodes = tier0(strategy, plan.choose, compressor)
+            episodes = tier0_draws(strategy, plan.choose, compressors)
             return Judged.of([e.success for e in episodes], [e.metrics.peak_tokens for e in episodes])
 
         judged_by = f"tier 0 on the {len(plan.choose)} choice task(s)"
@@ -495,7 +547,9 @@ def choose_trigger_for(plan: Plan, text: str, compressor: Compressor, evaluator:
     return choice
 
 
-def learn_text(plan: Plan, compressor: Compressor, lm: OptimizerLM, evaluator: Evaluator | None) -> SearchRecord:
+def learn_text(
+    plan: Plan, compressors: Sequence[Compressor], lm: OptimizerLM, evaluator: Evaluator | None
+) -> SearchRecord:
     confirm = None
     if evaluator is not None and plan.args.confirm:
         seeds = plan.args.confirm
@@ -513,7 +567,7 @@ def learn_text(plan: Plan, compressor: Compressor, lm: OptimizerLM, evaluator: E
         plan.seed_text,
         plan.mine,
         plan.choose,
-        compressor,
+        compressors,
         lm,
         rounds=plan.args.rounds,
         candidates=plan.args.candidates,
@@ -556,19 +610,19 @@ def measure(
     plan: Plan,
     strategies: dict[str, ContextStrategy],
     texts: dict[str, str | None],
-    compressor: Compressor,
+    compressors: Sequence[Compressor],
     evaluator: Evaluator | None,
 ) -> Measured:
     measured = Measured()
     for name, strategy in strategies.items():
         base = name.split("@")[0]  # `learned@2000` is the learned text at the asked trigger
-        screened = screen(strategy, plan.figure, compressor) if base in texts else None
-        episodes = tier0(strategy, plan.figure, None if name == "none" else compressor)
+        screened = screen(strategy, plan.figure, compressors) if base in texts else None
+        episodes = tier0_draws(strategy, plan.figure, compressors[:1] if name == "none" else compressors)
         row_of = row(episodes, screened)
         if evaluator is not None and plan.tier1_tasks and base in plan.tier1_rows and strategy.kind != "oracle":
             row_of |= tier1(evaluator, strategy, plan.tier1_tasks, plan.tier1_split, plan.args.tier1_seeds)
         measured.rows[name] = row_of
-        measured.success[name] = [float(e.success) for e in episodes]
+        measured.success[name] = success_by_task(episodes)
         if screened is not None:
             measured.kept[name] = per_task_kept(screened)
         _log(f"  {name}: {json.dumps({k: v for k, v in row_of.items() if k != 'failures'}, default=str)}")
@@ -613,15 +667,15 @@ def texts_of(plan: Plan, record: SearchRecord) -> dict[str, str | None]:
 
 
 def run_with(
-    plan: Plan, compressor: Compressor, lm: OptimizerLM, model: str, evaluator: Evaluator | None = None
+    plan: Plan, compressors: Sequence[Compressor], lm: OptimizerLM, model: str, evaluator: Evaluator | None = None
 ) -> dict[str, Any]:
     _log(f"learning on {len(plan.mine)} + {len(plan.choose)} train tasks ({model})")
-    record = learn_text(plan, compressor, lm, evaluator)
+    record = learn_text(plan, compressors, lm, evaluator)
     best = record.best()
     texts = texts_of(plan, record)
-    choice = choose_trigger_for(plan, best.text, compressor, evaluator) if plan.triggers else None
+    choice = choose_trigger_for(plan, best.text, compressors, evaluator) if plan.triggers else None
     strategies = strategies_for(plan, texts, choice)
-    measured = measure(plan, strategies, texts, compressor, evaluator)
+    measured = measure(plan, strategies, texts, compressors, evaluator)
     return {
         "model": model,
         "trigger_choice": choice.to_dict() | {"described": choice.describe()} if choice is not None else None,
@@ -635,15 +689,25 @@ def run_with(
 
 def run_scripted(plan: Plan) -> dict[str, Any]:
     """Every model swapped for `scripted_responder` behind the stub server: the plumbing, not a figure."""
-    from optimizer.llm.endpoint import EndpointConfig
     from optimizer.testing.stub_server import StubServer
 
     with StubServer(scripted_responder) as url:
-        penalty = plan.config.endpoints.compressor.frequency_penalty
-        endpoint = EndpointConfig(base_url=url, model="scripted", max_retries=0, frequency_penalty=penalty)
+        summarizer = plan.config.endpoints.compressor
+        endpoint = EndpointConfig(
+            base_url=url,
+            model="scripted",
+            max_retries=0,
+            frequency_penalty=summarizer.frequency_penalty,
+            temperature=summarizer.temperature,
+        )
         client = ChatClient(endpoint, base_url=url, model="scripted")
         cache = ResponseCache(Path(tempfile.mkdtemp()) / "c.sqlite")
-        return run_with(plan, Compressor(client, cache), CachedOptimizer(client, cache, 200), "scripted")
+        seeds = range(1, plan.args.samples + 1) if plan.args.samples > 1 else [None]
+        compressors = [
+            Compressor(ChatClient(endpoint.model_copy(update={"seed": s}), base_url=url, model="scripted"), cache)
+            for s in seeds
+        ]
+        return run_with(plan, compressors, CachedOptimizer(client, cache, 200), "scripted")
 
 
 def run_on_models(plan: Plan) -> dict[str, Any]:
@@ -654,6 +718,8 @@ def run_on_models(plan: Plan) -> dict[str, Any]:
     with ModelEndpoints(roles, log=_log) as endpoints:
         summarizer = endpoints_config.compressor
         penalty = f" (frequency penalty {summarizer.frequency_penalty})" if summarizer.frequency_penalty else ""
+        if plan.args.samples > 1:
+            penalty += f" ({plan.args.samples} draws per history at temperature {summarizer.temperature:g})"
         described = f"{summarizer.model} summarizer{penalty}, {endpoints_config.optimizer.model} optimizer"
         if plan.tier1_tasks:
             described += f", {endpoints_config.agent.model} agent at tier 1"
@@ -662,7 +728,7 @@ def run_on_models(plan: Plan) -> dict[str, Any]:
             evaluator = Evaluator(plan.config, endpoints, plan.runs, progress=episode_lines)
         return run_with(
             plan,
-            Compressor(endpoints.client("compressor"), endpoints.response_cache()),
+            draws(endpoints, summarizer, plan.args.samples),
             # Cached by prompt and temperature, as the job's: a re-run after an interruption replays the same
             # rewrites (the same candidates) instead of drawing new ones.
             CachedOptimizer(endpoints.client("optimizer"), endpoints.response_cache(), 300),
@@ -709,7 +775,7 @@ def report_of(plan: Plan, result: dict[str, Any], seconds: float) -> dict[str, A
             "confirm_tasks": args.confirm_tasks,
         },
         "summarizer": compressor.model,
-        "summarizer_sampling": {"temperature": compressor.temperature} | compressor.sampling(),
+        "summarizer_sampling": {"temperature": compressor.temperature, "samples": args.samples} | compressor.sampling(),
         "default_source": plan.default.source,
         "default_note": plan.default.note,
         "seed_file": str(args.seed) if args.seed else "acon's seed guideline (seed.md)",

@@ -188,8 +188,17 @@ class ScreenResult:
         return [line for s in self.summaries for line in s.invented_lines]
 
 
-def screen(strategy: ContextStrategy, tasks: Sequence[Task], compressor: Compressor) -> ScreenResult:
-    return pooled([screen_task(strategy, task, compressor) for task in tasks])
+def screen(
+    strategy: ContextStrategy, tasks: Sequence[Task], compressor: Compressor | Sequence[Compressor]
+) -> ScreenResult:
+    """`strategy`'s summaries of each task's histories, scored. Several compressors (one sampling seed each) screen
+    every task once per draw and pool it: at temperature 0 a text's count is one decoding path, which a one-word
+    rewording can switch for every history at once (`benchmarks/README.md`, "Sampled, the rewording's effect is
+    gone on these tasks")."""
+    draws = [compressor] if isinstance(compressor, Compressor) else list(compressor)
+    if not draws:
+        raise ValueError("screen needs at least one compressor")
+    return pooled([screen_task(strategy, task, c) for c in draws for task in tasks])
 
 
 def pooled(results: Sequence[TaskScreen]) -> ScreenResult:

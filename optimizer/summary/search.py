@@ -15,7 +15,10 @@ child replaces the best only if it is better on validation. A CO child may also 
 at equal facts kept, unless it is a collapse (it dropped more than half the learned text): then only a
 strict win on facts counts. With `paraphrases`, each round also asks the optimizer to say sentences of the best
 text otherwise (`optimizer.summary.paraphrase`): wording alone moves a small summarizer, and only a paired gain
-on train that chance does not explain lets such a child on to validation. The test split is never seen here.
+on train that chance does not explain lets such a child on to validation. Given several compressors (one sampling
+seed each, at the temperature the user's summarizer runs), every screen scores each task once per draw and pools it:
+at temperature 0 a text's count is one decoding path, which a one-word rewording can switch for every history. The
+test split is never seen here.
 """
 
 from __future__ import annotations
@@ -135,7 +138,7 @@ def learn(
     seed_text: str,
     train: Sequence[Task],
     val: Sequence[Task],
-    compressor: Compressor,
+    compressor: Compressor | Sequence[Compressor],
     lm: OptimizerLM,
     *,
     rounds: int = 1,

@@ -48,7 +48,7 @@ def test_a_summarizer_model_and_penalty_are_sent_and_recorded(bench, tmp_path, m
     argv = ["--config", str(CONFIG), "--learn", "4", "--limit", "1", "--trigger", "2000", "--scripted"]
     assert bench.main([*argv, "--frequency-penalty", "0.5", "--summarizer", "m-1.5b", "--out", str(out)]) == 0
     report = json.loads(out.read_text())
-    assert report["summarizer_sampling"] == {"temperature": 0.0, "frequency_penalty": 0.5}
+    assert report["summarizer_sampling"] == {"temperature": 0.0, "samples": 1, "frequency_penalty": 0.5}
     assert report["summarizer"] == "m-1.5b"
     assert sent and all(r.get("frequency_penalty") == 0.5 for r in sent)
 
@@ -335,3 +335,30 @@ def test_the_start_gets_its_own_row_only_when_the_optimizers_lines_changed_it(be
         "seed+contract",
         "learned",
     }
+
+
+def test_samples_screen_and_run_every_row_once_per_draw_and_name_the_file(bench, tmp_path, capsys):
+    argv = ["--config", str(CONFIG), "--learn", "4", "--limit", "2", "--trigger", "2000", "--baselines", ""]
+    one, two = tmp_path / "one.json", tmp_path / "two.json"
+    assert bench.main([*argv, "--temperature", "0.7", "--scripted", "--out", str(one)]) == 0
+    assert bench.main([*argv, "--temperature", "0.7", "--samples", "2", "--scripted", "--out", str(two)]) == 0
+    once, twice = json.loads(one.read_text()), json.loads(two.read_text())
+    assert twice["summarizer_sampling"] == {"temperature": 0.7, "samples": 2}
+    # The scripted summarizer answers every seed alike: each draw folds and keeps the same facts.
+    for name in ("default", "learned"):
+        assert twice["rows"][name]["facts_needed"] == 2 * once["rows"][name]["facts_needed"]
+        assert twice["rows"][name]["tier0_success"] == once["rows"][name]["tier0_success"]
+    assert twice["paired"]["learned-default"] == once["paired"]["learned-default"]  # pairs stay one per task
+    named = bench._out_path(bench._parser().parse_args([*argv, "--temperature", "0.7", "--samples", "2"]), "reach_long")
+    assert named.name.endswith("_t0.7_x2_val.json")
+    with pytest.raises(SystemExit):
+        bench.main([*argv, "--samples", "2", "--scripted"])  # the config's summarizer runs at temperature 0
+    assert "needs a summarizer temperature above 0" in capsys.readouterr().err
+
+
+def test_tier0_success_is_pooled_per_task_over_draws(bench):
+    def episode(task_id: str, success: bool):
+        return type("E", (), {"task_id": task_id, "success": success})()
+
+    draws = [episode("a", True), episode("b", False), episode("a", False), episode("b", False)]
+    assert bench.success_by_task(draws) == [0.5, 0.0]

@@ -648,3 +648,17 @@ def test_a_stock_count_rewritten_as_name_equals_value_is_kept(compressor_for):  
 
     assert stock_lost(drop_everything)  # a summary folds the stock read, and a later step needs it
     assert stock_lost(rewrite_pairs) == []
+
+
+def test_several_compressors_screen_each_task_once_per_draw_and_pool_it(compressor_for):  # noqa: F811
+    keeping, _ = compressor_for(summarizer)
+    forgetting, _ = compressor_for(lambda request: "Summary of the work so far.")
+    text = target(with_contract("Keep every identifier."))
+    kept, lost = screen(text, [task()], keeping), screen(text, [task()], forgetting)
+    assert kept.kept > 0 and lost.kept == 0
+    both = screen(text, [task()], [keeping, forgetting])
+    assert len(both.tasks) == 2 and (both.kept, both.needed) == (kept.kept, kept.needed + lost.needed)
+    # one task, pooled over its draws: a pair stays one task
+    assert both.kept_by_task() == {task().id: kept.kept / (kept.needed + lost.needed)}
+    with pytest.raises(ValueError, match="at least one compressor"):
+        screen(text, [task()], [])
