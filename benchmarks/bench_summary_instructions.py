@@ -215,18 +215,6 @@ def success_by_task(episodes: Sequence[Episode]) -> list[float]:
     return [sum(passes) / len(passes) for passes in by_task.values()]
 
 
-def draws(endpoints: ModelEndpoints, summarizer: EndpointConfig, samples: int) -> list[Compressor]:
-    """One compressor per sampling seed 1..N on the same server and reply cache (the seed is part of a reply's
-    key); one sample is the summarizer as configured."""
-    cache = endpoints.response_cache()
-    if samples == 1:
-        return [Compressor(endpoints.client("compressor"), cache)]
-    seeded = (
-        endpoints.reconfigured("compressor", summarizer.model_copy(update={"seed": s})) for s in range(1, samples + 1)
-    )
-    return [Compressor(view.client("compressor"), cache) for view in seeded]
-
-
 def row(episodes: Sequence[Episode], screened: ScreenResult | None) -> dict[str, Any]:
     passes = sum(e.success for e in episodes)
     out: dict[str, Any] = {
@@ -728,7 +716,7 @@ def run_on_models(plan: Plan) -> dict[str, Any]:
             evaluator = Evaluator(plan.config, endpoints, plan.runs, progress=episode_lines)
         return run_with(
             plan,
-            draws(endpoints, summarizer, plan.args.samples),
+            endpoints.compressors(plan.args.samples),
             # Cached by prompt and temperature, as the job's: a re-run after an interruption replays the same
             # rewrites (the same candidates) instead of drawing new ones.
             CachedOptimizer(endpoints.client("optimizer"), endpoints.response_cache(), 300),

@@ -49,14 +49,12 @@ from bench_summary_instructions import tier0  # noqa: E402
 
 from optimizer import _offline  # noqa: E402,F401
 from optimizer.config import load_experiment  # noqa: E402
-from optimizer.context.compressor import Compressor  # noqa: E402
 from optimizer.context.guideline import SEED_GUIDELINE, guideline_at  # noqa: E402
 from optimizer.context.summary_template import CLOSING_LEAD, with_closing  # noqa: E402
 from optimizer.context.thresholds import SUMMARY_MAX_TOKENS  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.evaluate.strategy_runs import select_tasks  # noqa: E402
 from optimizer.interrupts import run_main  # noqa: E402
-from optimizer.llm.endpoint import EndpointConfig  # noqa: E402
 from optimizer.search.task_order import spread  # noqa: E402
 from optimizer.summary.contract_text import with_contract  # noqa: E402
 from optimizer.summary.defaults import target_default  # noqa: E402
@@ -209,20 +207,6 @@ def losses(lost: Sequence[LostFact]) -> str:
     return "\n".join(parts)
 
 
-def sampled(endpoints: ModelEndpoints, summarizer: EndpointConfig, samples: int) -> list[Compressor]:
-    """One compressor per sampling seed 1..N, sharing the server and the reply cache (a seed is part of the
-    reply's key); one sample is the summarizer as configured."""
-    cache = endpoints.response_cache()
-    if samples == 1:
-        return [Compressor(endpoints.client("compressor"), cache)]
-    return [
-        Compressor(
-            endpoints.reconfigured("compressor", summarizer.model_copy(update={"seed": s})).client("compressor"), cache
-        )
-        for s in range(1, samples + 1)
-    ]
-
-
 def by_task(result: ScreenResult) -> dict[str, list[int]]:
     """Facts kept and needed per task, pooled over its samples."""
     out: dict[str, list[int]] = {}
@@ -318,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--samples must be at least 1")
     roles = {"compressor": summarizer}
     with ModelEndpoints(roles, log=lambda m: print(m, file=sys.stderr)) as endpoints:
-        compressors = sampled(endpoints, summarizer, args.samples)
+        compressors = endpoints.compressors(args.samples)
         for name, text in chosen.items():
             started = time.perf_counter()
             target = LangChainSummary(

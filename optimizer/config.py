@@ -427,6 +427,16 @@ class ExperimentConfig(_Strict):
             raise ValueError(f"name {value!r} must be one path part (no '/', '\\', '.' or '..')")
         return value
 
+    @model_validator(mode="after")
+    def _draws_need_a_temperature(self) -> ExperimentConfig:
+        target = self.optimize.target
+        if target is not None and target.screen_samples > 1 and self.endpoints.compressor.temperature == 0.0:
+            raise ValueError(
+                "optimize.target.screen_samples above 1 needs [endpoints.compressor] temperature above 0 "
+                "(at 0 every draw is the same summary)"
+            )
+        return self
+
     @property
     def out_dir(self) -> Path:
         return Path(self.out.replace("{name}", self.name))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from optimizer.context.compressor import Compressor
 from optimizer.llm.cache import ResponseCache
 from optimizer.llm.client import ChatClient
 from optimizer.llm.endpoint import EndpointConfig
@@ -57,6 +58,16 @@ class ModelEndpoints:
         if self._cache is not None:
             self._cache.close()
         self._servers.close()
+
+    def compressors(self, samples: int = 1) -> list[Compressor]:
+        """The compressor role as `samples` draws, one per sampling seed 1..N, on the same server and reply cache
+        (a seed is part of a reply's key); one draw is the role as configured."""
+        cache = self.response_cache()
+        if samples == 1:
+            return [Compressor(self.client("compressor"), cache)]
+        config = self._configs["compressor"]
+        seeded = (self.reconfigured("compressor", config.model_copy(update={"seed": s})) for s in range(1, samples + 1))
+        return [Compressor(view.client("compressor"), cache) for view in seeded]
 
     def reconfigured(self, role: str, config: EndpointConfig) -> ModelEndpoints:
         """These endpoints with `role` sending `config` (a sampling seed, a temperature): the same servers,

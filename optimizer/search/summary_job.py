@@ -88,7 +88,7 @@ class SummaryJob:
         notes: list[str] = []
         with ModelEndpoints(roles, log=self.log) as endpoints:
             cache = endpoints.response_cache()
-            compressor = Compressor(endpoints.client("compressor"), cache)
+            compressors = endpoints.compressors(self.target.screen_samples)
             client = endpoints.client("optimizer")
             optimizer = CachedOptimizer(client, cache, client.config.max_tokens)
             self.log(
@@ -101,7 +101,7 @@ class SummaryJob:
                 self.seed_text,
                 self.train,
                 self.val,
-                compressor,
+                compressors,
                 optimizer,
                 rounds=self.options.budget.rounds,
                 candidates=self.target.proposals,
@@ -127,8 +127,8 @@ class SummaryJob:
             }
             if record.start != "seed+contract":  # what the optimizer's lines must beat
                 texts[record.start] = record.named(record.start).text
-            rows = [self._row(name, text, compressor, evaluator) for name, text in texts.items()]
-            rows += self._default_rows(trigger, compressor, evaluator)
+            rows = [self._row(name, text, compressors, evaluator) for name, text in texts.items()]
+            rows += self._default_rows(trigger, compressors, evaluator)
             if self.deterministic is not None:
                 version = self.deterministic.version()
                 rows.append(self._baseline_row("deterministic", self.deterministic, evaluator, version))
@@ -203,7 +203,7 @@ class SummaryJob:
         return choice
 
     def _default_rows(
-        self, trigger: TriggerChoice | None, compressor: Compressor, evaluator: Evaluator
+        self, trigger: TriggerChoice | None, compressors: Sequence[Compressor], evaluator: Evaluator
     ) -> list[TextRow]:
         """The default text at the triggers other than the learned text's: the user's own when the job chose
         another (their summarizer as it ships), then `default_triggers`, for the comparison at equal peak."""
@@ -211,7 +211,7 @@ class SummaryJob:
         others += self.options.target.default_triggers if self.options.target is not None else ()
         learned_at = getattr(self.target, "trigger_tokens", None)  # the `default` row ran there already
         return [
-            self._row(f"default@{t}", None, compressor, evaluator, self.target.at_trigger(t))
+            self._row(f"default@{t}", None, compressors, evaluator, self.target.at_trigger(t))
             for t in dict.fromkeys(others)
             if t != learned_at
         ]
@@ -220,13 +220,13 @@ class SummaryJob:
         self,
         name: str,
         text: str | None,
-        compressor: Compressor,
+        compressors: Sequence[Compressor],
         evaluator: Evaluator,
         target: TargetConfig | None = None,
     ) -> TextRow:
         strategy = (target or self.target).strategy(text)
         self.log(f"test split: {name} ({strategy.label()})")
-        screened = screen(strategy, self.test, compressor)
+        screened = screen(strategy, self.test, compressors)
         tier0, tier1 = self._tiers(evaluator, strategy)
         texts = strategy.texts()
         version = texts.version if texts is not None else None

@@ -381,3 +381,26 @@ def test_a_default_peak_goal_is_the_default_texts_own_peak_at_the_asked_trigger(
     # Full context's peak (nothing summarized at 100,000) is above what the default costs at 2,000.
     assert at[100000]["peak_mean"] > trigger["max_peak_tokens"] and trigger["chosen"] != 100000
     assert "(the default text's at 2,000" in (job_dir / "report.md").read_text()
+
+
+def test_screen_samples_draw_each_history_once_per_seed_in_the_search_and_the_test_rows(run_cli, stub, tmp_path):
+    server = stub(responder)
+    path = _config(tmp_path, server.base_url, "langchain", 12, 1000, target_extra="screen_samples = 2")
+    compressor = "[endpoints.compressor]\n"
+    config = tmp_path / "job.toml"
+    config.write_text(config.read_text().replace(compressor, f"{compressor}temperature = 0.7\n"))
+    code, _, err = run_cli("optimize", path)
+    assert code == 0, err
+    report = json.loads((tmp_path / "job" / "report.json").read_text())
+    rows = {r["row"]: r for r in report["rows"]}
+    summaries = [r for r in _calls(server) if r.get("temperature") == 0.7 and "seed" in r]
+    assert {r["seed"] for r in summaries} == {1, 2}  # every draw is its own seeded request
+    assert rows["learned"]["tier0_tasks"] == 3 and rows["learned"]["facts_needed"] > 0
+    assert report["llm_parts"] == [LEARNED_LINE]  # the scripted summarizer answers every seed alike
+
+
+def test_screen_samples_need_a_summarizer_that_samples(run_cli, stub, tmp_path):
+    server = stub(responder)
+    path = _config(tmp_path, server.base_url, "langchain", 12, 1000, target_extra="screen_samples = 2")
+    code, _, err = run_cli("optimize", path)
+    assert code != 0 and "screen_samples above 1 needs [endpoints.compressor] temperature above 0" in err

@@ -152,3 +152,14 @@ def test_the_peak_goal_may_be_the_default_texts_own_and_nothing_else_but_a_token
         _load(tmp_path, head + "max_peak_tokens = 'lowest'\n")
     assert "max_peak_tokens': a positive token count or \"default\" (got 'lowest')" in str(refused.value)
     assert "constrained-int" not in str(refused.value)
+
+
+def test_screen_samples_are_how_the_search_runs_not_a_knob(tmp_path):
+    body = (
+        "[optimize.target]\ntype = 'langchain'\ntrigger_tokens = 2000\nkeep_messages = 4\nscreen_samples = 3\n"
+        "[endpoints.compressor]\ntemperature = 0.7\n"
+    )
+    target = _load(tmp_path, body).optimize.target
+    assert target.screen_samples == 3 and target.knobs() == {"trigger_tokens": 2000, "keep_messages": 4}
+    with pytest.raises(ConfigError, match="screen_samples above 1 needs"):
+        _load(tmp_path, body.replace("temperature = 0.7", "temperature = 0.0"))

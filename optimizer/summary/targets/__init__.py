@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 SEARCH_SETTINGS = (
     "proposals",
     "paraphrases",
+    "screen_samples",
     "minibatch",
     "confirm_seeds",
     "confirm_tasks",
@@ -49,6 +50,15 @@ class TargetConfig(BaseModel, ABC):
         le=10,
         description="Sentences of the best text the optimizer says otherwise per round (no instruction added; the "
         "child must keep more facts per train task than its parent by a paired interval above zero). 0: none.",
+    )
+    screen_samples: int = Field(
+        1,
+        ge=1,
+        le=8,
+        description="Summaries the search draws of each history, one per sampling seed 1..N at the compressor's "
+        "temperature (which must then be above 0), each task's facts pooled over its draws, in every screen of the "
+        "search and of the test rows; tier 0 and tier 1 run once as configured. At temperature 0 a text's count is "
+        "one decoding path, which a one-word rewording can switch for every history. 1: one draw as configured.",
     )
     minibatch: int = Field(4, ge=1, le=20, description="Lost facts shown to the optimizer per UT rewrite.")
     confirm_seeds: int = Field(
