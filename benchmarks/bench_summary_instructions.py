@@ -209,10 +209,7 @@ def tier0_draws(strategy: ContextStrategy, tasks: Sequence[Task], compressors: S
 
 def success_by_task(episodes: Sequence[Episode]) -> list[float]:
     """Each task's tier-0 success share over its draws, in task order: the unit a paired interval resamples."""
-    by_task: dict[str, list[bool]] = {}
-    for episode in episodes:
-        by_task.setdefault(episode.task_id, []).append(episode.success)
-    return [sum(passes) / len(passes) for passes in by_task.values()]
+    return list(Scores.of(episodes, {}).success_by_task().values())
 
 
 def row(episodes: Sequence[Episode], screened: ScreenResult | None) -> dict[str, Any]:

@@ -45,7 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_summary_instructions import tier0  # noqa: E402
+from bench_summary_instructions import tier0_draws  # noqa: E402
 
 from optimizer import _offline  # noqa: E402,F401
 from optimizer.config import load_experiment  # noqa: E402
@@ -61,7 +61,7 @@ from optimizer.summary.defaults import target_default  # noqa: E402
 from optimizer.summary.knobs import Judged  # noqa: E402
 from optimizer.summary.langchain_target import LangChainSummary  # noqa: E402
 from optimizer.summary.layouts import FACTS_FIRST  # noqa: E402
-from optimizer.summary.screen import LostFact, ScreenResult, pooled, screen  # noqa: E402
+from optimizer.summary.screen import LostFact, ScreenResult, screen  # noqa: E402
 
 REMIND = (
     "Now write the summary. First copy, exactly as written, every rule line, every id or number a later step "
@@ -208,13 +208,8 @@ def losses(lost: Sequence[LostFact]) -> str:
 
 
 def by_task(result: ScreenResult) -> dict[str, list[int]]:
-    """Facts kept and needed per task, pooled over its samples."""
-    out: dict[str, list[int]] = {}
-    for t in result.tasks:
-        counts = out.setdefault(t.task_id, [0, 0])
-        counts[0] += sum(x.kept for x in t.summaries)
-        counts[1] += sum(x.needed for x in t.summaries)
-    return out
+    """Facts kept and needed per task, pooled over its samples (as the JSON stores them)."""
+    return {task_id: list(counts) for task_id, counts in result.counts_by_task().items()}
 
 
 def knobs(configured: object, trigger: int | None, keep: int | None) -> tuple[int, int]:
@@ -311,7 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 instructions=text,
                 max_tokens=args.summary_max_tokens,
             )
-            result = screens[name] = pooled([t for c in compressors for t in screen(target, tasks, c).tasks])
+            result = screens[name] = screen(target, tasks, compressors)
             rows[name] = {
                 "kept": result.kept,
                 "needed": result.needed,
@@ -324,7 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 "by_task": by_task(result),
             }
             if args.tier0:
-                episodes = [e for c in compressors for e in tier0(target, tasks, c)]
+                episodes = tier0_draws(target, tasks, compressors)
                 judged = Judged.of([e.success for e in episodes], [e.metrics.peak_tokens for e in episodes])
                 rows[name] |= {"tier0_success": judged.success, "peak": judged.peak}
             rows[name]["seconds"] = round(time.perf_counter() - started, 1)

@@ -117,12 +117,18 @@ class ScreenResult:
         """Per task: facts its summaries kept over facts they folded (1.0 when they folded none): what a paired
         comparison of two texts resamples. A task screened more than once (one sampling seed each) pools its
         summaries, so the pair stays one task and its share is the mean over the draws."""
-        kept: dict[str, int] = {}
-        needed: dict[str, int] = {}
+        return {task_id: kept / needed if needed else 1.0 for task_id, (kept, needed) in self.counts_by_task().items()}
+
+    def counts_by_task(self) -> dict[str, tuple[int, int]]:
+        """Per task: facts its summaries kept and facts they folded, pooled over the task's screens."""
+        out: dict[str, tuple[int, int]] = {}
         for task in self.tasks:
-            kept[task.task_id] = kept.get(task.task_id, 0) + sum(s.kept for s in task.summaries)
-            needed[task.task_id] = needed.get(task.task_id, 0) + sum(s.needed for s in task.summaries)
-        return {task_id: kept[task_id] / needed[task_id] if needed[task_id] else 1.0 for task_id in kept}
+            kept, needed = out.get(task.task_id, (0, 0))
+            out[task.task_id] = (
+                kept + sum(s.kept for s in task.summaries),
+                needed + sum(s.needed for s in task.summaries),
+            )
+        return out
 
     def gain_over(self, parent: ScreenResult) -> Gain:
         """This text's per-task share of facts kept minus `parent`'s, over the tasks both screened, with its
@@ -198,13 +204,9 @@ def screen(
     draws = [compressor] if isinstance(compressor, Compressor) else list(compressor)
     if not draws:
         raise ValueError("screen needs at least one compressor")
-    return pooled([screen_task(strategy, task, c) for c in draws for task in tasks])
-
-
-def pooled(results: Sequence[TaskScreen]) -> ScreenResult:
-    """One result over task screens, a task possibly more than once (a summarizer sampled with several seeds)."""
+    results = tuple(screen_task(strategy, task, c) for c in draws for task in tasks)
     kinds = Counter(f.kind for t in results for s in t.summaries for f in s.lost)
-    return ScreenResult(tuple(results), dict(kinds))
+    return ScreenResult(results, dict(kinds))
 
 
 def screen_task(strategy: ContextStrategy, task: Task, compressor: Compressor) -> TaskScreen:

@@ -357,8 +357,11 @@ def test_samples_screen_and_run_every_row_once_per_draw_and_name_the_file(bench,
 
 
 def test_tier0_success_is_pooled_per_task_over_draws(bench):
+    from types import SimpleNamespace
+
     def episode(task_id: str, success: bool):
-        return type("E", (), {"task_id": task_id, "success": success})()
+        metrics = SimpleNamespace(peak_tokens=100, recall_calls=0, compressor_calls=1, facts_needed=1, facts_visible=1)
+        return SimpleNamespace(task_id=task_id, success=success, outcome="success", metrics=metrics, reasons=[])
 
     draws = [episode("a", True), episode("b", False), episode("a", False), episode("b", False)]
     assert bench.success_by_task(draws) == [0.5, 0.0]
