@@ -85,8 +85,9 @@ def is_guideline_file(name: str) -> bool:
 
 
 def check_tier(strategy: ContextStrategy, agent: str) -> None:
-    """The oracle reads the task's reference solution, which only the tier-0 reference agent has."""
-    if strategy.kind == "oracle" and not AGENTS.get(agent).reads_reference:
+    """The oracle reads the task's reference solution, which only the tier-0 reference agent has (a ceiling, which
+    asks what the real agent does with perfect content, excepted)."""
+    if strategy.kind == "oracle" and not strategy.tier1_ceiling and not AGENTS.get(agent).reads_reference:
         raise ConfigError("the oracle reads each task's reference solution: it runs at tier 0 only (--agent reference)")
 
 

@@ -89,17 +89,29 @@ class LangChainSummary(SummaryTarget):
         return middleware
 
     def condense(self, history: History, ctx: StrategyContext) -> Condensation | None:
+        def reply(messages: list[dict[str, Any]]) -> CompressorOutput:
+            self._needs_compressor(ctx)
+            assert ctx.compressor is not None
+            return call_summarizer(ctx.compressor, messages, self.max_tokens)
+
+        return self._fold(history, ctx, reply)
+
+    def _fold(
+        self,
+        history: History,
+        ctx: StrategyContext,
+        reply: Callable[[list[dict[str, Any]]], CompressorOutput],
+    ) -> Condensation | None:
+        """The middleware's update on the current view, its summary written by `reply`, as one summary edit."""
         view = history.replay()
         calls: list[tuple[list[dict[str, Any]], CompressorOutput]] = []
 
-        def reply(messages: list[dict[str, Any]]) -> str:
-            self._needs_compressor(ctx)
-            assert ctx.compressor is not None
-            out = call_summarizer(ctx.compressor, messages, self.max_tokens)
+        def text(messages: list[dict[str, Any]]) -> str:
+            out = reply(messages)
             calls.append((messages, out))
             return out.text
 
-        update = self.middleware(reply).before_model({"messages": to_langchain(view)}, None)  # type: ignore[arg-type]
+        update = self.middleware(text).before_model({"messages": to_langchain(view)}, None)  # type: ignore[arg-type]
         if update is None or not calls:
             return None
         new = update["messages"]

@@ -8,7 +8,7 @@ exporters and the reports; `condense` is the target's own policy and never goes 
 from __future__ import annotations
 
 import hashlib
-from typing import ClassVar, Literal
+from typing import ClassVar
 
 from pydantic import Field
 
@@ -17,7 +17,7 @@ from optimizer.context.history import History, Summarize
 from optimizer.context.moves import CompressorTexts, SummarizeOld
 from optimizer.context.moves.base import Condensation, StrategyContext, current_summary, replay_record
 from optimizer.context.policy import RetentionPolicy
-from optimizer.context.strategies.base import ContextStrategy
+from optimizer.context.strategies.base import ContextStrategy, StrategyKind
 from optimizer.context.thresholds import SUMMARY_MAX_TOKENS
 from optimizer.errors import ConfigError
 
@@ -25,7 +25,7 @@ from optimizer.errors import ConfigError
 class SummaryTarget(ContextStrategy):
     """A production summarizer's policy with free instruction text (None: the target's default)."""
 
-    kind: ClassVar[Literal["llm_baseline"]] = "llm_baseline"
+    kind: ClassVar[StrategyKind] = "llm_baseline"
     target: ClassVar[str] = ""
     # Whether its prompt is a template the text may carry lines after the conversation in
     # (`optimizer.context.summary_template`); a target whose layout is not the user's to set has no closing.

@@ -37,6 +37,9 @@ if TYPE_CHECKING:
     from optimizer.context.guideline import Guideline
 
 
+StrategyKind = Literal["baseline", "llm_baseline", "learned", "oracle"]
+
+
 class ContextStrategy(BaseModel, ABC):
     """Base of all strategies. Defaults: no moves (write results verbatim, never condense)."""
 
@@ -47,7 +50,10 @@ class ContextStrategy(BaseModel, ABC):
     # What the registries need to know without building one: `baseline` (fixed, no model), `llm_baseline`
     # (fixed, calls the compressor), `learned` (a guideline), `oracle` (reads the task's reference solution:
     # tier 0 only, never exported or proposed).
-    kind: ClassVar[Literal["baseline", "llm_baseline", "learned", "oracle"]] = "baseline"
+    kind: ClassVar[StrategyKind] = "baseline"
+    # An oracle whose question is the real agent's (what it does from content no real strategy could write): it
+    # runs at tier 1 as well, as a ceiling, never as a row a strategy is chosen against.
+    tier1_ceiling: ClassVar[bool] = False
 
     def policy(self) -> RetentionPolicy:
         """The moves this strategy applies."""
