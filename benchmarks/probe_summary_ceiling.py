@@ -63,7 +63,7 @@ def rows_from(recorded: dict[str, Any], config: ExperimentConfig) -> dict[str, C
         if name == "none":
             rows[name] = parse_strategy("none")
         elif base in TEXT_ROWS:
-            rows[name] = make(recorded["texts"]["learned"] if base == "learned" else None)
+            rows[name] = make(recorded["texts"][base])
         else:
             rows[name] = strategy_named(config, name)
     rows["ceiling"] = LangChainSummaryCeiling(trigger_tokens=knobs["trigger"], keep_messages=knobs["keep"])
