@@ -3,7 +3,8 @@
     python benchmarks/probe_summary_layout.py [--config experiments/summary_reach_long.toml] [--tasks 6]
         [--only NAME ...] [--model MODEL] [--frequency-penalty X] [--temperature T] [--samples N]
         [--summary-max-tokens N] [--trigger T] [--keep K]
-        [--search-from JSON] [--tier0] [--show] [--out benchmarks/results/summary_layout_probe.json]
+        [--search-from JSON] [--text NAME=FILE ... [--against NAME]] [--tier0] [--show]
+        [--out benchmarks/results/summary_layout_probe.json]
 
 On the first `--tasks` train tasks (in turns from each family), LangChain's `SummarizationMiddleware` (trigger
 `--trigger` tokens and keep `--keep` messages: unless given, the config's `[optimize.target]`'s, else 2,000 and 4)
@@ -14,11 +15,14 @@ extractive text (`extract`) and the same with the reminder; the seed with the co
 after the messages (`+once`), alone and with the reminder; the seed with a length budget above the contract (`+budget`)
 or after the messages (`+budget-after`); the seed's sections with the facts first and progress as one last line
 (`facts-first+contract`), and with the skill rules first (`rules-first+contract`); facts first with a worked example of
-made-up values (`facts-first+example+contract`); facts first under rewordings that change no instruction
+made-up values (`facts-first+example+contract`); facts first with the values asked for under the call that returned
+them and the next tool named (`facts-by-call+contract`, the ceiling's form in words, paired with facts first); facts
+first under rewordings that change no instruction
 (`facts-first+contract~1` ... `~4`: how far wording alone moves the count, the noise of screening one text; each
 is paired with its own text over the tasks, each task's share of needed facts kept, with a bootstrap interval).
 `--search-from JSON` adds the candidates of a recorded search (a summary benchmark's JSON or a job's report.json),
 each paired with its parent the same way: what the optimizer's lines did, on the scale of the wording noise.
+`--text NAME=FILE` screens any text (a team's own summary prompt, a line written elsewhere), paired with `--against`.
 The reminder is written here, not learned: it asks whether lines after
 the conversation are read at all, which decides whether the search should try them. Per text: facts kept, tasks with
 every needed fact visible, summary tokens, summaries that loop (one sentence said three times or more) and summaries
@@ -108,6 +112,20 @@ EXAMPLE = (
     "- PROGRESS: skill and order read; next: call get_product."
 )
 
+# The ceiling's form asked for in words (`optimizer.summary.ceiling`: each needed line verbatim under the call whose
+# result held it, and the tool called next). From the ceiling's summaries the reference agent solves every
+# validation task at tier 0 and the 1.5B agent 4 of 10 at tier 1, against 1 of 10 from the learned facts-first
+# text: does a 0.5B summarizer asked for that form keep more, before any optimizer is asked to write it?
+FACTS_BY_CALL = FACTS_FIRST.replace(
+    "VARIABLES: every identifier, number and value the remaining work may need, as `name = value`\n"
+    "(order ids, customer ids, ticket ids, amounts, quantities, dates, file names, page numbers).\n",
+    "VALUES BY CALL: for each tool call whose result holds an identifier, number or value the remaining\n"
+    "work may need, the call as it was made, and under it each such line of its result, word for word.\n",
+).replace(
+    "PROGRESS: one line: what is done and the next step.", "PROGRESS: one line: what is done and the tool to call next."
+)
+# What a built-in text is measured against, paired per task: the text it changes.
+BUILT_IN_PARENTS = {"facts-by-call+contract": "facts-first+contract"}
 
 # Rewordings that change no instruction: how far a meaningless edit moves what the summarizer keeps is the noise a
 # screen of one text on a few tasks carries (a UT line that keeps 4 of 12 facts against its parent's 7 is only a
@@ -144,6 +162,7 @@ def texts() -> dict[str, str]:
         "facts-first+contract": with_contract(FACTS_FIRST),
         "rules-first+contract": with_contract(RULES_FIRST),
         "facts-first+example+contract": with_contract(f"{FACTS_FIRST}\n\n{EXAMPLE}"),
+        "facts-by-call+contract": with_contract(FACTS_BY_CALL),
         **{f"facts-first+contract{n}": t for n, t in reworded(with_contract(FACTS_FIRST)).items()},
     }
 
@@ -167,9 +186,27 @@ def table(rows: dict[str, dict]) -> str:
 
 
 def parents_of(names: Sequence[str], recorded: dict[str, str]) -> dict[str, str]:
-    """What each text is paired with: a rewording (`NAME~n`) with its text, a recorded candidate with its parent."""
+    """What each text is paired with: a rewording (`NAME~n`) with its text, a recorded candidate or a given text
+    with its parent, a built-in variant with the text it changes."""
     out = {name: name.split("~")[0] for name in names if "~" in name}
-    return out | {name: parent for name, parent in recorded.items() if name in names}
+    return out | {name: parent for name, parent in (BUILT_IN_PARENTS | recorded).items() if name in names}
+
+
+def given_texts(specs: Sequence[str], against: str | None) -> tuple[dict[str, str], dict[str, str]]:
+    """`NAME=FILE` texts (a team's own summary prompt, a candidate written elsewhere) and, with `against`, each one's
+    parent: screened and paired like a recorded search's candidates."""
+    texts: dict[str, str] = {}
+    for spec in specs:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise SystemExit(f"probe_summary_layout: --text {spec!r}: expected NAME=FILE")
+        try:
+            texts[name] = Path(path).read_text()
+        except OSError as error:
+            raise SystemExit(f"probe_summary_layout: --text {spec!r}: {error.strerror}") from None
+        if not texts[name].strip():
+            raise SystemExit(f"probe_summary_layout: --text {spec!r}: the file is empty")
+    return texts, ({name: against for name in texts} if against else {})
 
 
 def against_parents(screens: dict[str, ScreenResult], parents: dict[str, str]) -> dict[str, dict]:
@@ -218,6 +255,34 @@ def knobs(configured: object, trigger: int | None, keep: int | None) -> tuple[in
     return trigger, keep or getattr(configured, "keep_messages", None) or 4
 
 
+def chosen_texts(args: argparse.Namespace) -> tuple[dict[str, str], dict[str, str]]:
+    """The texts to screen (built in, from a recorded search, from files) and each paired one's parent; a name that
+    clashes or is unknown stops the probe before any model starts."""
+    known, recorded = texts(), dict[str, str]()
+    if args.search_from is not None:
+        found, recorded = recorded_search(args.search_from)
+        clashing = sorted(name for name, text in found.items() if known.get(name, text) != text)
+        if clashing:  # its children would be paired with a parent they were not written from
+            raise SystemExit(f"probe_summary_layout: --search-from: {', '.join(clashing)} differ from this probe's")
+        known |= found
+    given, given_parents = given_texts(args.text, args.against)
+    clashing = sorted(set(given) & set(known))
+    if clashing:
+        raise SystemExit(f"probe_summary_layout: --text: {', '.join(clashing)} already names a text")
+    if args.against is not None and args.against not in known:
+        raise SystemExit(f"probe_summary_layout: --against: no text named {args.against}")
+    known, recorded = known | given, recorded | given_parents
+    unknown = sorted(set(args.only or ()) - set(known))
+    if unknown:
+        raise SystemExit(
+            f"probe_summary_layout: --only: no text named {', '.join(unknown)} (known: {', '.join(known)})"
+        )
+    wanted = None if args.only is None else {*args.only, *given, *given_parents.values()}
+    chosen = {k: v for k, v in known.items() if wanted is None or k in wanted}
+    parents = parents_of(list(chosen), recorded)
+    return chosen, parents
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", type=Path, default=ROOT / "experiments" / "summary_reach_long.toml")
@@ -264,26 +329,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also offer the candidates of a recorded search (a summary benchmark's JSON or a job's report.json), "
         "each paired with its parent",
     )
+    parser.add_argument(
+        "--text", action="append", default=[], metavar="NAME=FILE", help="also screen the text in FILE, as NAME"
+    )
+    parser.add_argument(
+        "--against", default=None, metavar="NAME", help="pair each --text with this text (a known name)"
+    )
     parser.add_argument("--show", action="store_true", help="print each summary that lost a fact, and what it lost")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "summary_layout_probe.json")
     args = parser.parse_args(argv)
     config = load_experiment(args.config)
     args.trigger, args.keep = knobs(config.optimize.target, args.trigger, args.keep)
     tasks = spread(select_tasks(config, "train", None))[: args.tasks]
-    known, recorded = texts(), dict[str, str]()
-    if args.search_from is not None:
-        found, recorded = recorded_search(args.search_from)
-        clashing = sorted(name for name, text in found.items() if known.get(name, text) != text)
-        if clashing:  # its children would be paired with a parent they were not written from
-            raise SystemExit(f"probe_summary_layout: --search-from: {', '.join(clashing)} differ from this probe's")
-        known |= found
-    unknown = sorted(set(args.only or ()) - set(known))
-    if unknown:
-        raise SystemExit(
-            f"probe_summary_layout: --only: no text named {', '.join(unknown)} (known: {', '.join(known)})"
-        )
-    chosen = {k: v for k, v in known.items() if args.only is None or k in args.only}
-    parents = parents_of(list(chosen), recorded)
+    chosen, parents = chosen_texts(args)
     rows: dict[str, dict] = {}
     screens: dict[str, ScreenResult] = {}
     summarizer = config.endpoints.compressor

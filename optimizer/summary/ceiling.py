@@ -12,7 +12,7 @@ summary a text can elicit, and the fault is the target's folding or the agent, n
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import ClassVar, Literal
 
 from optimizer.context.compressor import CompressorOutput
@@ -73,7 +73,7 @@ def ceiling_summary(folded: Sequence[Entry], key: AnswerKey, task: str, next_up:
     users = [f"- {e.content}" for e in folded if e.kind is EntryKind.USER]
     facts = []
     for entry in (e for e in folded if e.kind is EntryKind.RESULT):
-        lines = needed_lines([entry.content], key, task)
+        lines = needed_lines(entry.content, key, task)
         source = entry.call.signature() if entry.call is not None else "a tool"
         facts += [f"- from {source}: {line}" for line in lines]
     sections: list[tuple[str, list[str]]] = [
@@ -85,17 +85,15 @@ def ceiling_summary(folded: Sequence[Entry], key: AnswerKey, task: str, next_up:
     return "\n".join(f"{head}\n" + "\n".join(body) for head, body in sections if body)
 
 
-def needed_lines(results: Iterable[str], key: AnswerKey, task: str) -> list[str]:
-    """Each result line holding a literal any reference step needs and the task statement does not show, once."""
-    texts = list(results)
+def needed_lines(result: str, key: AnswerKey, task: str) -> list[str]:
+    """Each line of `result` holding a literal any reference step needs and the task statement does not show, once."""
     out: list[str] = []
     for need in (n for step in key.steps for n in step.needs):
         if occurs(need.literal, task):
             continue
-        for text in texts:
-            line = _line_with(text, need.literal)
-            if line is not None and line not in out:
-                out.append(line)
+        line = _line_with(result, need.literal)
+        if line is not None and line not in out:
+            out.append(line)
     return out
 
 

@@ -56,3 +56,32 @@ def test_an_unreadable_source_is_refused(probe, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         probe.main(["--from", str(tmp_path / "broken.json")])
     assert exit_info.value.code == 2 and "--from" in capsys.readouterr().err
+
+
+def test_trigger_and_keep_move_the_ceiling_alone(probe):
+    recorded = json.loads((probe.ROOT / RECORDED).read_text())
+    config = load_experiment(probe.ROOT / "experiments" / "summary_reach_long.toml")
+    as_recorded, moved = probe.rows_from(recorded, config), probe.rows_from(recorded, config, (2000, 8))
+    assert moved["ceiling"].keep_messages == 8 and moved["ceiling"].trigger() == 2000
+    assert moved["ceiling"].version() != as_recorded["ceiling"].version()
+    assert all(moved[n].version() == as_recorded[n].version() for n in as_recorded if n != "ceiling")
+
+
+def test_a_moved_ceiling_is_written_beside_the_recorded_one_not_over_it(probe):
+    source, knobs = probe.ROOT / RECORDED, {"trigger": 2000, "keep": 4}
+    assert (
+        probe.out_name(source, knobs, 2000, 4)
+        == "summary_ceiling_reach_long_langchain_equal_peak2500_tier1x10_val.json"
+    )
+    assert (
+        probe.out_name(source, knobs, 2000, 8)
+        == "summary_ceiling_reach_long_langchain_equal_peak2500_tier1x10_at2000x8_val.json"
+    )
+
+
+@pytest.mark.parametrize("flag", ["--trigger", "--keep"])
+@pytest.mark.parametrize("value", ["0", "-4"])
+def test_a_knob_that_is_not_positive_is_refused(probe, capsys, flag, value):
+    with pytest.raises(SystemExit) as exit_info:
+        probe.main(["--from", str(probe.ROOT / RECORDED), flag, value])
+    assert exit_info.value.code == 2 and f"{flag}: must be positive" in capsys.readouterr().err

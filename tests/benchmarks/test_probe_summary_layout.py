@@ -154,3 +154,45 @@ def test_samples_of_one_task_pool_into_one_pair_and_one_row(probe):
 def test_fewer_than_one_sample_is_refused_before_any_model(probe):
     with pytest.raises(SystemExit):
         probe.main(["--samples", "0", "--only", "default"])
+
+
+def test_the_by_call_text_changes_only_the_values_section_and_the_progress_line(probe):
+    texts = probe.texts()
+    first, by_call = texts["facts-first+contract"].splitlines(), texts["facts-by-call+contract"].splitlines()
+    changed = [(a, b) for a, b in zip(first, by_call, strict=True) if a != b]
+    assert len(changed) == 3 and changed[0][0].startswith("VARIABLES:") and changed[2][0].startswith("PROGRESS:")
+    assert changed[0][1].startswith("VALUES BY CALL:") and "under it each such line" in changed[1][1]
+    assert changed[2][1].endswith("the tool to call next.")
+    assert probe.parents_of(["facts-by-call+contract", "facts-first+contract"], {}) == {
+        "facts-by-call+contract": "facts-first+contract"
+    }
+
+
+def test_a_text_from_a_file_is_screened_and_paired_with_the_named_parent(probe, tmp_path):
+    (tmp_path / "mine.md").write_text("Keep every id the tools returned, word for word.\n")
+    texts, parents = probe.given_texts([f"mine={tmp_path / 'mine.md'}"], "facts-first+contract")
+    assert texts == {"mine": "Keep every id the tools returned, word for word.\n"}
+    assert parents == {"mine": "facts-first+contract"}
+    args = probe.argparse.Namespace(
+        search_from=None, text=[f"mine={tmp_path / 'mine.md'}"], against="facts-first+contract", only=["default"]
+    )
+    chosen, paired = probe.chosen_texts(args)
+    assert set(chosen) == {"default", "mine", "facts-first+contract"} and paired == {"mine": "facts-first+contract"}
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--text", "nofile"], "expected NAME=FILE"),
+        (["--text", "x=/nonexistent/mine.md"], "No such file"),
+        (["--text", "default={empty}"], "the file is empty"),
+        (["--text", "default={full}"], "default already names a text"),
+        (["--text", "x={full}", "--against", "nope"], "--against: no text named nope"),
+    ],
+)
+def test_a_bad_text_argument_is_refused_in_one_line_before_any_model(probe, tmp_path, argv, message):
+    (tmp_path / "empty.md").write_text("  \n")
+    (tmp_path / "full.md").write_text("Keep ids.\n")
+    argv = [a.format(empty=tmp_path / "empty.md", full=tmp_path / "full.md") for a in argv]
+    with pytest.raises(SystemExit, match=message):
+        probe.main(argv)
