@@ -160,6 +160,17 @@ class StopInventing:
 
 
 @dataclass(frozen=True)
+class KeepUnderCall:
+    """A summarizer condenses the earlier steps of an AI agent's work. Its summaries lost facts that a later step
+    needed. Below, the lines that held them are shown the way a summary that kept them shows them (values and tool
+    names hidden): the tool call that returned each, then that line of its result, word for word. Write one
+    instruction sentence for the summarizer that makes every summary keep such lines in this form. The sentence
+    must fit any task, so it names no value, id, tool or name. Reply with that one sentence only."""
+
+    kept_form: str
+
+
+@dataclass(frozen=True)
 class ShortenInstructions:
     """Rewrite the summary instructions below so that the summaries they produce are shorter, while every
     summary still keeps every fact it keeps now. Keep each sentence that protects a kind of fact; merge and cut
@@ -189,7 +200,7 @@ class Proposal:
     replaces: str = ""  # a paraphrase's: the sentence it says otherwise
 
 
-Question = ProtectKind | StopRepeating | StopFalseClaims | StopInventing
+Question = ProtectKind | StopRepeating | StopFalseClaims | StopInventing | KeepUnderCall
 
 
 def render(signature: object, cue: str = "") -> str:
@@ -279,25 +290,67 @@ def ut_step(
     for kind, question, source in questions:
         reply = lm(render(question), 0.7)
         replies.append(reply)
-        lines = reply_lines(reply)[:4]
-        if not lines:
-            refused.append((reply.strip()[:80], "empty reply"))
-        taken = False
-        for line in lines:
-            reason = (
-                _refusal(line, literals, present, kept)
-                or _copied(line, source)
-                or _not_an_instruction(line)
-                or _untargeted(line, {kind})
-            )
-            if reason is None and taken:
-                reason = "one line per kind of fact"
-            if reason:
-                refused.append((line, reason))
-            else:
-                kept.append(line)
-                taken = True
+        _take_one(reply, Checks(literals, present, (source,), {kind}), kept, refused)
     return Proposal("ut", placed(parent, kept, "opening"), tuple(kept), refused, reply="\n---\n".join(replies))
+
+
+def by_call_step(lm: OptimizerLM, parent: str, lost: Sequence[LostFact], *, size: int = 4, seed: int = 0) -> Proposal:
+    """One question that shows a minibatch of lost facts in the ceiling's form (`optimizer.summary.ceiling`: each
+    line under the call whose result held it); the first line of the reply that passes every check is added above
+    the messages. The ceiling's summaries are what the other questions reach for one kind at a time: from them the
+    reference agent solves every validation task at tier 0 and the 1.5B agent 4 of 10 at tier 1, against 1 of 10
+    from the learned text's."""
+    batch = [f for f in minibatch(lost, size, seed) if f.source_call]
+    if not batch:
+        return Proposal("ut", with_contract(parent), (), [("", "no lost fact with the call that returned it")])
+    shown = "\n".join(f"- from {_hide_tools(_hide_ids(f.source_call))}: {_hide_tools(masked(f))}" for f in batch)
+    reply = lm(render(KeepUnderCall(fence(shown, "example"))), 0.7)
+    present = "\n".join((learned_part(parent), closing_part(parent)))
+    literals = _literals(batch, [f.source_call for f in batch]) | {
+        t for f in batch for t in _TOOL.findall(f.source_call)
+    }
+    checks = Checks(literals, present, tuple(f.source for f in batch), {f.kind for f in batch})
+    kept: list[str] = []
+    refused: list[tuple[str, str]] = []
+    _take_one(reply, checks, kept, refused)
+    return Proposal("ut", placed(parent, kept, "opening"), tuple(kept), refused, reply=reply)
+
+
+@dataclass(frozen=True)
+class Checks:
+    """What a reply's line is checked against: the values and ids the optimizer was shown, the text it adds to, the
+    example lines it must not copy, and the kinds of fact it must name."""
+
+    literals: set[str]
+    present: str
+    sources: tuple[str, ...]
+    kinds: set[str]
+
+    def refusal(self, line: str, kept: Sequence[str]) -> str | None:
+        return (
+            _refusal(line, self.literals, self.present, kept)
+            or next((r for r in (_copied(line, s) for s in self.sources) if r), None)
+            or _not_an_instruction(line)
+            or _untargeted(line, self.kinds)
+        )
+
+
+def _take_one(reply: str, checks: Checks, kept: list[str], refused: list[tuple[str, str]]) -> None:
+    """The first of the reply's first four lines that passes `checks` goes to `kept`; every other line to `refused`,
+    with its reason."""
+    lines = reply_lines(reply)[:4]
+    if not lines:
+        refused.append((reply.strip()[:80], "empty reply"))
+    taken = False
+    for line in lines:
+        reason = checks.refusal(line, kept)
+        if reason is None and taken:
+            reason = "one line per kind of fact"
+        if reason:
+            refused.append((line, reason))
+        else:
+            kept.append(line)
+            taken = True
 
 
 def co_step(lm: OptimizerLM, parent: str, successes: Sequence[SummaryScore], literals: set[str]) -> Proposal:

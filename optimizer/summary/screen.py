@@ -42,6 +42,7 @@ class LostFact:
     source_class: str  # retention class of the result it came from
     source: str  # the line of that result that held it
     summary: str
+    source_call: str = ""  # the call whose result held it, as the agent made it: `get_product({"sku": ...})`
 
 
 @dataclass(frozen=True)
@@ -269,6 +270,7 @@ def _score(
                 str(source.retention or "unknown"),
                 line,
                 summary.summary,
+                source.call.signature() if source.call is not None else "",
             )
         )
     invented = invented_values(summary.summary, (e.content for e in entries))

@@ -7,6 +7,7 @@ decided by the text, as it is with a real model, and every score below follows f
 from __future__ import annotations
 
 import dataclasses
+import re
 from itertools import pairwise
 
 import pytest
@@ -56,6 +57,8 @@ def test_the_screen_scores_what_each_summary_kept(compressor_for):  # noqa: F811
     assert ("value", "B-14", "static") in lost and ("rule", "RULE-TAIL-03", "skill") in lost
     rule = next(f for f in plain.lost if f.kind == "rule")
     assert rule.source.startswith("RULE-TAIL-03:") and "Summary of the work" in rule.summary
+    # the call whose result held each fact, as the agent made it: what the by-call question shows
+    assert all(re.fullmatch(r"\w+\(\{.*\}\)", f.source_call) for f in plain.lost)
     contract = screen(target(with_contract(SEED)), [task()], compressor)
     # The contract's skill line makes the summarizer copy rules; the bin still needs an instruction.
     assert {f.literal for f in contract.lost} == {"B-14"}

@@ -1,0 +1,168 @@
+"""Shown lost facts in the ceiling's form, does the optimizer write a line that makes the summarizer keep more?
+
+    python benchmarks/probe_by_call_line.py [--config experiments/summary_reach_long.toml] [--tasks 24] [--asks 2]
+        [--tier0] [--out benchmarks/results/summary_by_call_line24_0.5b.json]
+
+On the first `--tasks` train tasks (the layout probe's, with its trigger, keep and summary cap, so the start's
+summaries come from acon's reply cache when that probe ran), LangChain's middleware summarizes under the
+facts-first text with the contract (where the summary search starts). The screen's lost facts go to the optimizer
+`--asks` times, each a minibatch drawn with its own seed, as the by-call question
+(`optimizer.summary.rewrite.by_call_step`: each lost line shown under the call whose result held it, values and tool
+names hidden, the form of `optimizer.summary.ceiling`'s summaries). Each line that passes the UT checks is added
+above the messages, and the child is screened on the same tasks and paired per task with its parent (facts kept,
+bootstrap interval); with `--tier0` the reference agent also runs both on their summaries. What the optimizer wrote,
+what was refused and why, are in the JSON. Train tasks only: it decides whether the search should ask this question.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_summary_instructions import tier0  # noqa: E402
+from probe_summary_layout import knobs  # noqa: E402
+
+from optimizer import _offline  # noqa: E402,F401
+from optimizer.config import load_experiment  # noqa: E402
+from optimizer.context.compressor import Compressor  # noqa: E402
+from optimizer.context.thresholds import SUMMARY_MAX_TOKENS  # noqa: E402
+from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
+from optimizer.evaluate.strategy_runs import select_tasks  # noqa: E402
+from optimizer.interrupts import run_main  # noqa: E402
+from optimizer.search.task_order import spread  # noqa: E402
+from optimizer.summary.call import CachedOptimizer  # noqa: E402
+from optimizer.summary.contract_text import with_contract  # noqa: E402
+from optimizer.summary.knobs import Judged  # noqa: E402
+from optimizer.summary.langchain_target import LangChainSummary  # noqa: E402
+from optimizer.summary.layouts import FACTS_FIRST  # noqa: E402
+from optimizer.summary.rewrite import OptimizerLM, by_call_step  # noqa: E402
+from optimizer.summary.screen import ScreenResult, screen  # noqa: E402
+from optimizer.world.task import Task  # noqa: E402
+
+START = "facts-first+contract"
+
+
+def _log(message: str) -> None:
+    print(f"probe_by_call_line: {message}", file=sys.stderr, flush=True)
+
+
+def measured(result: ScreenResult, episodes: list[Any] | None) -> dict[str, Any]:
+    row: dict[str, Any] = {
+        "kept": result.kept,
+        "needed": result.needed,
+        "visible": result.visible_share,
+        "tokens": result.summary_tokens,
+        "summaries": len(result.summaries),
+        "looped": result.looped,
+        "by_task": {task_id: list(counts) for task_id, counts in result.counts_by_task().items()},
+    }
+    if episodes is not None:
+        judged = Judged.of([e.success for e in episodes], [e.metrics.peak_tokens for e in episodes])
+        row |= {"tier0_success": judged.success, "peak": judged.peak}
+    return row
+
+
+def probe(
+    lm: OptimizerLM, compressor: Compressor, tasks: Sequence[Task], at: tuple[int, int], asks: int, with_tier0: bool
+) -> dict[str, Any]:
+    """The start screened, then each ask's line screened as a child of it and paired with it."""
+
+    def target(text: str) -> LangChainSummary:
+        return LangChainSummary(
+            trigger_tokens=at[0], keep_messages=at[1], instructions=text, max_tokens=SUMMARY_MAX_TOKENS
+        )
+
+    def scored(text: str) -> tuple[ScreenResult, dict[str, Any]]:
+        result = screen(target(text), tasks, compressor)
+        return result, measured(result, tier0(target(text), tasks, compressor) if with_tier0 else None)
+
+    parent_text = with_contract(FACTS_FIRST)
+    parent, parent_row = scored(parent_text)
+    _log(f"{START}: {parent.kept} of {parent.needed} facts kept, {len(parent.lost)} lost")
+    rows: dict[str, Any] = {START: parent_row | {"text": parent_text}}
+    for ask in range(asks):
+        proposal = by_call_step(lm, parent_text, parent.lost, seed=ask)
+        name = f"by-call{ask}"
+        asked = {"lines": list(proposal.llm_lines), "refused": proposal.refused, "reply": proposal.reply}
+        _log(f"{name}: kept {list(proposal.llm_lines)}, refused {[why for _, why in proposal.refused]}")
+        if not proposal.llm_lines:
+            rows[name] = asked
+            continue
+        child, child_row = scored(proposal.text)
+        gain = dataclasses.asdict(child.gain_over(parent))
+        rows[name] = asked | child_row | {"text": proposal.text, "vs": START, "gain": gain}
+        _log(f"{name}: {child.kept} of {child.needed} facts kept, per task {gain['mean']:+.2f}")
+    return rows
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", type=Path, default=ROOT / "experiments" / "summary_reach_long.toml")
+    parser.add_argument("--tasks", type=int, default=24)
+    parser.add_argument("--asks", type=int, default=2, help="questions asked, one minibatch seed each")
+    parser.add_argument("--tier0", action="store_true", help="also run the reference agent on the summaries")
+    parser.add_argument("--out", type=Path, default=None)
+    args = parser.parse_args(argv)
+    for flag in ("tasks", "asks"):
+        if getattr(args, flag) < 1:
+            parser.error(f"--{flag}: must be at least 1, got {getattr(args, flag)}")
+    config = load_experiment(args.config)
+    at = knobs(config.optimize.target, None, None)
+    tasks = spread(select_tasks(config, "train", None))[: args.tasks]
+    out = args.out or ROOT / "benchmarks" / "results" / f"summary_by_call_line{len(tasks)}.json"
+    started = time.perf_counter()
+    roles = {"compressor": config.endpoints.compressor, "optimizer": config.endpoints.optimizer}
+    with ModelEndpoints(roles, log=_log) as endpoints:
+        lm = CachedOptimizer(endpoints.client("optimizer"), endpoints.response_cache(), 300)
+        rows = probe(lm, endpoints.compressors(1)[0], tasks, at, args.asks, args.tier0)
+    report = {
+        "benchmark": "summary_by_call_line",
+        "split": "train",
+        "tasks": [t.id for t in tasks],
+        "knobs": {"trigger": at[0], "keep": at[1], "summary_max_tokens": SUMMARY_MAX_TOKENS},
+        "summarizer": config.endpoints.compressor.model,
+        "optimizer": config.endpoints.optimizer.model,
+        "optimizer_calls": lm.calls,
+        "rows": rows,
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    print(table(report))
+    return 0
+
+
+def table(report: dict[str, Any]) -> str:
+    lines = [
+        f"the by-call question on {len(report['tasks'])} train tasks, summarizer {report['summarizer']}, optimizer "
+        f"{report['optimizer']} (trigger {report['knobs']['trigger']}, keep {report['knobs']['keep']})",
+        "",
+        "| text | line written | facts kept | vs start, per task | summary tokens | tier-0 success | mean peak |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for name, row in report["rows"].items():
+        written = "; ".join(row.get("lines", [])) or ("-" if name == START else "none survived")
+        if "kept" not in row:
+            lines.append(f"| {name} | {written} | - | - | - | - | - |")
+            continue
+        gain = row.get("gain")
+        vs = f"{gain['mean']:+.2f} [{gain['low']:+.2f}, {gain['high']:+.2f}]" if gain else "-"
+        solved = f"{row['tier0_success']:.2f} | {row['peak']:,.0f}" if "tier0_success" in row else "- | -"
+        lines.append(
+            f"| {name} | {written} | {row['kept']} of {row['needed']} | {vs} | {row['tokens']:.0f} | {solved} |"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    run_main(main, "probe_by_call_line")

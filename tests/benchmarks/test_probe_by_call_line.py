@@ -1,0 +1,63 @@
+"""The by-call probe end to end on scripted models: the start screened, the optimizer's line checked, placed and
+screened as a child paired with the start, and the refusals kept; its refusals of bad arguments come first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from optimizer.config import load_experiment
+from optimizer.context.compressor import Compressor
+from optimizer.evaluate.strategy_runs import select_tasks
+from optimizer.llm.cache import ResponseCache
+from optimizer.llm.client import ChatClient
+from optimizer.llm.endpoint import EndpointConfig
+from optimizer.search.task_order import spread
+from optimizer.testing.stub_server import StubServer
+from tests.conftest import benchmark_module
+
+LINE = "Under each call, keep every line of its result that holds a needed value, word for word."
+
+
+@pytest.fixture(scope="module")
+def probe():
+    yield from benchmark_module("probe_by_call_line")
+
+
+def summarizer(request: dict) -> str:
+    """Keeps every line it read only when the instructions carry the line; nothing otherwise."""
+    prompt = str(request["messages"][-1]["content"])
+    return prompt if LINE in prompt else "Summary of the work so far."
+
+
+def test_a_line_that_passes_is_screened_as_a_child_and_paired_with_the_start(probe, tmp_path: Path):
+    config = load_experiment(probe.ROOT / "experiments" / "summary_reach_long.toml")
+    tasks = spread(select_tasks(config, "train", None))[:2]
+    replies = iter(["Keep the get_product result.", LINE])
+    with StubServer(summarizer) as url:
+        client = ChatClient(EndpointConfig(base_url=url, model="stub", max_retries=0), base_url=url, model="stub")
+        compressor = Compressor(client, ResponseCache(tmp_path / "c.sqlite"))
+        rows = probe.probe(lambda p, t: next(replies), compressor, tasks, (2000, 4), 2, False)
+    start, refused, child = rows["facts-first+contract"], rows["by-call0"], rows["by-call1"]
+    assert start["needed"] > 0 and start["kept"] == 0
+    assert refused["lines"] == [] and "kept" not in refused and refused["refused"][0][0].startswith("Keep the")
+    assert child["lines"] == [LINE] and child["vs"] == "facts-first+contract" and LINE in child["text"]
+    assert child["gain"]["tasks"] == 2 and child["kept"] > 0 and child["gain"]["mean"] > 0, child
+    table = probe.table(
+        {
+            "tasks": [t.id for t in tasks],
+            "summarizer": "stub",
+            "optimizer": "scripted",
+            "knobs": {"trigger": 2000, "keep": 4},
+            "rows": rows,
+        }
+    )
+    assert "| by-call0 | none survived | - |" in table and f"| by-call1 | {LINE} |" in table
+
+
+@pytest.mark.parametrize("flag", ["--tasks", "--asks"])
+def test_fewer_than_one_task_or_ask_is_refused_before_any_model(probe, capsys, flag):
+    with pytest.raises(SystemExit) as exit_info:
+        probe.main([flag, "0"])
+    assert exit_info.value.code == 2 and f"{flag}: must be at least 1" in capsys.readouterr().err
