@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_summary_instructions import tier0  # noqa: E402
-from probe_summary_layout import knobs  # noqa: E402
+from probe_summary_layout import knobs, screen_row  # noqa: E402
 
 from optimizer import _offline  # noqa: E402,F401
 from optimizer.config import load_experiment  # noqa: E402
@@ -42,7 +42,6 @@ from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.search.task_order import spread  # noqa: E402
 from optimizer.summary.call import CachedOptimizer  # noqa: E402
 from optimizer.summary.contract_text import with_contract  # noqa: E402
-from optimizer.summary.knobs import Judged  # noqa: E402
 from optimizer.summary.langchain_target import LangChainSummary  # noqa: E402
 from optimizer.summary.layouts import FACTS_FIRST  # noqa: E402
 from optimizer.summary.rewrite import OptimizerLM, by_call_step  # noqa: E402
@@ -54,22 +53,6 @@ START = "facts-first+contract"
 
 def _log(message: str) -> None:
     print(f"probe_by_call_line: {message}", file=sys.stderr, flush=True)
-
-
-def measured(result: ScreenResult, episodes: list[Any] | None) -> dict[str, Any]:
-    row: dict[str, Any] = {
-        "kept": result.kept,
-        "needed": result.needed,
-        "visible": result.visible_share,
-        "tokens": result.summary_tokens,
-        "summaries": len(result.summaries),
-        "looped": result.looped,
-        "by_task": {task_id: list(counts) for task_id, counts in result.counts_by_task().items()},
-    }
-    if episodes is not None:
-        judged = Judged.of([e.success for e in episodes], [e.metrics.peak_tokens for e in episodes])
-        row |= {"tier0_success": judged.success, "peak": judged.peak}
-    return row
 
 
 def probe(
@@ -84,7 +67,7 @@ def probe(
 
     def scored(text: str) -> tuple[ScreenResult, dict[str, Any]]:
         result = screen(target(text), tasks, compressor)
-        return result, measured(result, tier0(target(text), tasks, compressor) if with_tier0 else None)
+        return result, screen_row(result, tier0(target(text), tasks, compressor) if with_tier0 else None)
 
     parent_text = with_contract(FACTS_FIRST)
     parent, parent_row = scored(parent_text)

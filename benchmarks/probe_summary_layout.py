@@ -44,6 +44,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -52,6 +53,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_summary_instructions import tier0_draws  # noqa: E402
 
 from optimizer import _offline  # noqa: E402,F401
+from optimizer.agent.episode import Episode  # noqa: E402
 from optimizer.config import load_experiment  # noqa: E402
 from optimizer.context.guideline import SEED_GUIDELINE, guideline_at  # noqa: E402
 from optimizer.context.summary_template import CLOSING_LEAD, with_closing  # noqa: E402
@@ -249,6 +251,26 @@ def by_task(result: ScreenResult) -> dict[str, list[int]]:
     return {task_id: list(counts) for task_id, counts in result.counts_by_task().items()}
 
 
+def screen_row(result: ScreenResult, episodes: Sequence[Episode] | None = None) -> dict[str, Any]:
+    """One text's row: what its summaries kept, per task too, and with `episodes` the reference agent's success and
+    mean peak on them."""
+    row: dict[str, Any] = {
+        "kept": result.kept,
+        "needed": result.needed,
+        "visible": result.visible_share,
+        "tokens": result.summary_tokens,
+        "summaries": len(result.summaries),
+        "looped": result.looped,
+        "claimed": result.claimed,
+        "lost_by_kind": result.lost_by_kind,
+        "by_task": by_task(result),
+    }
+    if episodes is not None:
+        judged = Judged.of([e.success for e in episodes], [e.metrics.peak_tokens for e in episodes])
+        row |= {"tier0_success": judged.success, "peak": judged.peak}
+    return row
+
+
 def knobs(configured: object, trigger: int | None, keep: int | None) -> tuple[int, int]:
     """The trigger and keep asked for, else the config target's (the texts are measured where the job runs them)."""
     trigger = trigger or getattr(configured, "trigger_tokens", None) or 2000
@@ -365,21 +387,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 max_tokens=args.summary_max_tokens,
             )
             result = screens[name] = screen(target, tasks, compressors)
-            rows[name] = {
-                "kept": result.kept,
-                "needed": result.needed,
-                "visible": result.visible_share,
-                "tokens": result.summary_tokens,
-                "summaries": len(result.summaries),
-                "looped": result.looped,
-                "claimed": result.claimed,
-                "lost_by_kind": result.lost_by_kind,
-                "by_task": by_task(result),
-            }
-            if args.tier0:
-                episodes = tier0_draws(target, tasks, compressors)
-                judged = Judged.of([e.success for e in episodes], [e.metrics.peak_tokens for e in episodes])
-                rows[name] |= {"tier0_success": judged.success, "peak": judged.peak}
+            rows[name] = screen_row(result, tier0_draws(target, tasks, compressors) if args.tier0 else None)
             rows[name]["seconds"] = round(time.perf_counter() - started, 1)
             print(f"{name}: {rows[name]}", file=sys.stderr, flush=True)
             if args.show:
