@@ -134,7 +134,8 @@ def table(report: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for name, row in report["rows"].items():
-        written = "; ".join(row.get("lines", [])) or ("-" if name == START else "none survived")
+        reasons = "; ".join(dict.fromkeys(why for _, why in row.get("refused", [])))
+        written = "; ".join(row.get("lines", [])) or ("-" if name == START else f"none survived ({reasons})")
         if "kept" not in row:
             lines.append(f"| {name} | {written} | - | - | - | - | - |")
             continue

@@ -34,14 +34,15 @@ def summarizer(request: dict) -> str:
 def test_a_line_that_passes_is_screened_as_a_child_and_paired_with_the_start(probe, tmp_path: Path):
     config = load_experiment(probe.ROOT / "experiments" / "summary_reach_long.toml")
     tasks = spread(select_tasks(config, "train", None))[:2]
-    replies = iter(["Keep the get_product result.", LINE])
+    replies = iter(["Be brief.", LINE])
     with StubServer(summarizer) as url:
         client = ChatClient(EndpointConfig(base_url=url, model="stub", max_retries=0), base_url=url, model="stub")
         compressor = Compressor(client, ResponseCache(tmp_path / "c.sqlite"))
         rows = probe.probe(lambda p, t: next(replies), compressor, tasks, (2000, 4), 2, False)
     start, refused, child = rows["facts-first+contract"], rows["by-call0"], rows["by-call1"]
     assert start["needed"] > 0 and start["kept"] == 0
-    assert refused["lines"] == [] and "kept" not in refused and refused["refused"][0][0].startswith("Keep the")
+    assert refused["lines"] == [] and "kept" not in refused
+    assert [tuple(r) for r in refused["refused"]] == [("Be brief.", "too short to be an instruction")]
     assert child["lines"] == [LINE] and child["vs"] == "facts-first+contract" and LINE in child["text"]
     assert child["gain"]["tasks"] == 2 and child["kept"] > 0 and child["gain"]["mean"] > 0, child
     table = probe.table(
@@ -53,7 +54,7 @@ def test_a_line_that_passes_is_screened_as_a_child_and_paired_with_the_start(pro
             "rows": rows,
         }
     )
-    assert "| by-call0 | none survived | - |" in table and f"| by-call1 | {LINE} |" in table
+    assert "| by-call0 | none survived (" in table and f"| by-call1 | {LINE} |" in table
 
 
 @pytest.mark.parametrize("flag", ["--tasks", "--asks"])

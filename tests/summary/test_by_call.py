@@ -44,3 +44,16 @@ def test_without_the_call_that_returned_a_fact_nothing_is_asked():
     unsourced = LostFact("t", 3, "value", "12.50", "static", "unit price: 12.50 EUR", "S")
     proposal = by_call_step(lambda p, t: (_ for _ in ()).throw(AssertionError("asked")), SEED, [unsourced])
     assert proposal.llm_lines == () and proposal.refused[0][1] == "no lost fact with the call that returned it"
+
+
+def test_the_line_must_name_the_form_asked_for_not_a_kind_of_fact():
+    # the 1.5B optimizer's second answer on 24 reach_long train tasks names the form and no kind of fact
+    form = (
+        "The summarizer should maintain the structure of the original data where every step includes the necessary "
+        "tool call and its result, maintaining the same format and details as the original."
+    )
+    assert by_call_step(lambda p, t: form, SEED, [PRICE]).llm_lines == (form,)
+    kinds_only = "Always keep every value and rule exactly as written."
+    proposal = by_call_step(lambda p, t: kinds_only, SEED, [PRICE, RULE])
+    assert proposal.llm_lines == ()
+    assert dict(proposal.refused) == {kinds_only: "names no kind of fact that was lost (the call and its result)"}
