@@ -172,17 +172,18 @@ def texts() -> dict[str, str]:
 def table(rows: dict[str, dict]) -> str:
     lines = [
         "| text | facts kept | share | tasks all visible | summary tokens | looping summaries | false claims "
-        "| tier-0 success | mean peak |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| invented values | tier-0 success | mean peak |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, r in rows.items():
         share = r["kept"] / r["needed"] if r["needed"] else 1.0
         looping = f"{r['looped']} of {r['summaries']}" if "looped" in r else "-"
         claiming = f"{r['claimed']} of {r['summaries']}" if "claimed" in r else "-"
+        inventing = f"{r['invented']} of {r['summaries']}" if "invented" in r else "-"
         solved = f"{r['tier0_success']:.2f} | {r['peak']:,.0f}" if "tier0_success" in r else "- | -"
         lines.append(
             f"| {name} | {r['kept']} of {r['needed']} | {share:.2f} | {r['visible']:.2f} | {r['tokens']:.0f} "
-            f"| {looping} | {claiming} | {solved} |"
+            f"| {looping} | {claiming} | {inventing} | {solved} |"
         )
     return "\n".join(lines)
 
@@ -262,6 +263,8 @@ def screen_row(result: ScreenResult, episodes: Sequence[Episode] | None = None) 
         "summaries": len(result.summaries),
         "looped": result.looped,
         "claimed": result.claimed,
+        # A summary can keep every needed fact and still state ids no call returned, which a real agent believes.
+        "invented": result.inventing,
         "lost_by_kind": result.lost_by_kind,
         "by_task": by_task(result),
     }

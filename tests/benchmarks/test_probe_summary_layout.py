@@ -33,6 +33,34 @@ def test_the_table_counts_looping_summaries_and_older_rows_without_the_count_sti
     )
 
 
+def test_the_table_counts_summaries_stating_values_no_message_held(probe):
+    rows = {
+        "new": {
+            "kept": 12,
+            "needed": 25,
+            "visible": 0.5,
+            "tokens": 339.0,
+            "summaries": 18,
+            "claimed": 0,
+            "invented": 7,
+        },
+        "old": {"kept": 9, "needed": 25, "visible": 0.25, "tokens": 257.8, "summaries": 18, "claimed": 6},
+    }
+    lines = probe.table(rows).splitlines()
+    header = [c.strip() for c in lines[0].strip("|").split("|")]
+    new, old = ([c.strip() for c in line.strip("|").split("|")] for line in lines[2:4])
+    column = header.index("invented values")
+    assert len(header) == len(new) == len(old)
+    assert new[column] == "7 of 18" and old[column] == "-" and old[header.index("false claims")] == "6 of 18"
+
+
+def test_a_screen_row_carries_the_invented_count(probe):
+    invented = SummaryScore("t-1", 2, 1, 1, 40, (), "", (), ("RSV-12345",), ("- reserve_stock: RSV-12345",))
+    honest = SummaryScore("t-1", 5, 1, 1, 40, (), "", (), (), ())
+    row = probe.screen_row(ScreenResult((TaskScreen("t-1", (invented, honest), 3, 4, 1900),)))
+    assert row["invented"] == 1 and row["claimed"] == 0 and row["summaries"] == 2
+
+
 def test_each_losing_summary_is_shown_once_under_everything_it_lost(probe):
     def fact(literal: str, step: int) -> LostFact:
         return LostFact("t-1", step, "value", literal, "static", f"id: {literal}", f"summary at {step}")
