@@ -1,11 +1,14 @@
 """Shown lost facts in the ceiling's form, does the optimizer write a line that makes the summarizer keep more?
 
     python benchmarks/probe_by_call_line.py [--config experiments/summary_reach_long.toml] [--tasks 24] [--asks 2]
-        [--tier0] [--out benchmarks/results/summary_by_call_line24_0.5b.json]
+        [--model qwen2.5-coder-1.5b] [--start facts-by-call+contract] [--tier0]
+        [--out benchmarks/results/summary_by_call_line24_0.5b.json]
 
 On the first `--tasks` train tasks (the layout probe's, with its trigger, keep and summary cap, so the start's
 summaries come from acon's reply cache when that probe ran), LangChain's middleware summarizes under the
-facts-first text with the contract (where the summary search starts). The screen's lost facts go to the optimizer
+`--start` text, one of the layout probe's (default: facts first with the contract, where the summary search
+starts), with the config's summarizer or `--model`: a text is learned for the summarizer it will run on, and the
+1.5B model half-writes the by-call form the 0.5B cannot. The screen's lost facts go to the optimizer
 `--asks` times, each a minibatch drawn with its own seed, as the by-call question
 (`optimizer.summary.rewrite.by_call_step`: each lost line shown under the call whose result held it, values and tool
 names hidden, the form of `optimizer.summary.ceiling`'s summaries). Each line that passes the UT checks is added
@@ -30,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_summary_instructions import tier0  # noqa: E402
-from probe_summary_layout import knobs, screen_row  # noqa: E402
+from probe_summary_layout import knobs, screen_row, texts  # noqa: E402
 
 from optimizer import _offline  # noqa: E402,F401
 from optimizer.config import load_experiment  # noqa: E402
@@ -41,9 +44,7 @@ from optimizer.evaluate.strategy_runs import select_tasks  # noqa: E402
 from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.search.task_order import spread  # noqa: E402
 from optimizer.summary.call import CachedOptimizer  # noqa: E402
-from optimizer.summary.contract_text import with_contract  # noqa: E402
 from optimizer.summary.langchain_target import LangChainSummary  # noqa: E402
-from optimizer.summary.layouts import FACTS_FIRST  # noqa: E402
 from optimizer.summary.rewrite import OptimizerLM, by_call_step  # noqa: E402
 from optimizer.summary.screen import ScreenResult, screen  # noqa: E402
 from optimizer.world.task import Task  # noqa: E402
@@ -56,9 +57,16 @@ def _log(message: str) -> None:
 
 
 def probe(
-    lm: OptimizerLM, compressor: Compressor, tasks: Sequence[Task], at: tuple[int, int], asks: int, with_tier0: bool
+    lm: OptimizerLM,
+    compressor: Compressor,
+    tasks: Sequence[Task],
+    at: tuple[int, int],
+    asks: int,
+    with_tier0: bool,
+    start: str = START,
 ) -> dict[str, Any]:
-    """The start screened, then each ask's line screened as a child of it and paired with it."""
+    """The start (a layout probe text, by name) screened, then each ask's line screened as a child of it and paired
+    with it."""
 
     def target(text: str) -> LangChainSummary:
         return LangChainSummary(
@@ -69,10 +77,10 @@ def probe(
         result = screen(target(text), tasks, compressor)
         return result, screen_row(result, tier0(target(text), tasks, compressor) if with_tier0 else None)
 
-    parent_text = with_contract(FACTS_FIRST)
+    parent_text = texts()[start]
     parent, parent_row = scored(parent_text)
-    _log(f"{START}: {parent.kept} of {parent.needed} facts kept, {len(parent.lost)} lost")
-    rows: dict[str, Any] = {START: parent_row | {"text": parent_text}}
+    _log(f"{start}: {parent.kept} of {parent.needed} facts kept, {len(parent.lost)} lost")
+    rows: dict[str, Any] = {start: parent_row | {"text": parent_text}}
     for ask in range(asks):
         proposal = by_call_step(lm, parent_text, parent.lost, seed=ask)
         name = f"by-call{ask}"
@@ -83,7 +91,7 @@ def probe(
             continue
         child, child_row = scored(proposal.text)
         gain = dataclasses.asdict(child.gain_over(parent))
-        rows[name] = asked | child_row | {"text": proposal.text, "vs": START, "gain": gain}
+        rows[name] = asked | child_row | {"text": proposal.text, "vs": start, "gain": gain}
         _log(f"{name}: {child.kept} of {child.needed} facts kept, per task {gain['mean']:+.2f}")
     return rows
 
@@ -93,27 +101,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--config", type=Path, default=ROOT / "experiments" / "summary_reach_long.toml")
     parser.add_argument("--tasks", type=int, default=24)
     parser.add_argument("--asks", type=int, default=2, help="questions asked, one minibatch seed each")
+    parser.add_argument("--model", default=None, help="the summarizer model (default: the config's compressor)")
+    parser.add_argument("--start", default=START, help="the layout probe's text the lines are added to (%(default)s)")
     parser.add_argument("--tier0", action="store_true", help="also run the reference agent on the summaries")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
     for flag in ("tasks", "asks"):
         if getattr(args, flag) < 1:
             parser.error(f"--{flag}: must be at least 1, got {getattr(args, flag)}")
+    if args.start not in texts():
+        parser.error(f"--start: no layout probe text {args.start!r}; known: {', '.join(texts())}")
     config = load_experiment(args.config)
+    summarizer = config.endpoints.compressor
+    if args.model is not None:
+        summarizer = summarizer.model_copy(update={"model": args.model})
     at = knobs(config.optimize.target, None, None)
     tasks = spread(select_tasks(config, "train", None))[: args.tasks]
     out = args.out or ROOT / "benchmarks" / "results" / f"summary_by_call_line{len(tasks)}.json"
     started = time.perf_counter()
-    roles = {"compressor": config.endpoints.compressor, "optimizer": config.endpoints.optimizer}
+    roles = {"compressor": summarizer, "optimizer": config.endpoints.optimizer}
     with ModelEndpoints(roles, log=_log) as endpoints:
         lm = CachedOptimizer(endpoints.client("optimizer"), endpoints.response_cache(), 300)
-        rows = probe(lm, endpoints.compressors(1)[0], tasks, at, args.asks, args.tier0)
+        rows = probe(lm, endpoints.compressors(1)[0], tasks, at, args.asks, args.tier0, args.start)
     report = {
         "benchmark": "summary_by_call_line",
         "split": "train",
         "tasks": [t.id for t in tasks],
         "knobs": {"trigger": at[0], "keep": at[1], "summary_max_tokens": SUMMARY_MAX_TOKENS},
-        "summarizer": config.endpoints.compressor.model,
+        "start": args.start,
+        "summarizer": summarizer.model,
         "optimizer": config.endpoints.optimizer.model,
         "optimizer_calls": lm.calls,
         "rows": rows,
@@ -127,7 +143,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def table(report: dict[str, Any]) -> str:
     lines = [
-        f"the by-call question on {len(report['tasks'])} train tasks, summarizer {report['summarizer']}, optimizer "
+        f"the by-call question on {len(report['tasks'])} train tasks, start {report.get('start', START)}, summarizer "
+        f"{report['summarizer']}, optimizer "
         f"{report['optimizer']} (trigger {report['knobs']['trigger']}, keep {report['knobs']['keep']})",
         "",
         "| text | line written | facts kept | vs start, per task | summary tokens | tier-0 success | mean peak |",
@@ -135,7 +152,7 @@ def table(report: dict[str, Any]) -> str:
     ]
     for name, row in report["rows"].items():
         reasons = "; ".join(dict.fromkeys(why for _, why in row.get("refused", [])))
-        written = "; ".join(row.get("lines", [])) or ("-" if name == START else f"none survived ({reasons})")
+        written = "; ".join(row.get("lines", [])) or ("-" if "refused" not in row else f"none survived ({reasons})")
         if "kept" not in row:
             lines.append(f"| {name} | {written} | - | - | - | - | - |")
             continue

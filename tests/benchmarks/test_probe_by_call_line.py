@@ -62,3 +62,26 @@ def test_fewer_than_one_task_or_ask_is_refused_before_any_model(probe, capsys, f
     with pytest.raises(SystemExit) as exit_info:
         probe.main([flag, "0"])
     assert exit_info.value.code == 2 and f"{flag}: must be at least 1" in capsys.readouterr().err
+
+
+def test_an_unknown_start_is_refused_before_any_model_and_names_the_known_ones(probe, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        probe.main(["--start", "facts-by-cal"])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2 and "--start: no layout probe text 'facts-by-cal'" in err
+    assert "facts-by-call+contract" in err
+
+
+def test_the_lines_are_added_to_the_start_asked_for(probe, tmp_path: Path):
+    config = load_experiment(probe.ROOT / "experiments" / "summary_reach_long.toml")
+    tasks = spread(select_tasks(config, "train", None))[:1]
+    start = "facts-by-call+contract"
+    with StubServer(summarizer) as url:
+        client = ChatClient(EndpointConfig(base_url=url, model="stub", max_retries=0), base_url=url, model="stub")
+        compressor = Compressor(client, ResponseCache(tmp_path / "c.sqlite"))
+        rows = probe.probe(lambda p, t: LINE, compressor, tasks, (2000, 4), 1, False, start)
+    text = probe.texts()[start]
+    assert list(rows) == [start, "by-call0"] and rows[start]["text"] == text
+    child = rows["by-call0"]
+    assert child["vs"] == start and child["text"] != text and LINE in child["text"]
+    assert all(line in child["text"] for line in text.splitlines() if line.strip())
