@@ -1,7 +1,7 @@
 """Shown lost facts in the ceiling's form, does the optimizer write a line that makes the summarizer keep more?
 
     python benchmarks/probe_by_call_line.py [--config experiments/summary_reach_long.toml] [--tasks 24] [--asks 2]
-        [--model qwen2.5-coder-1.5b] [--start facts-by-call+contract] [--tier0]
+        [--model qwen2.5-coder-1.5b] [--start facts-by-call+contract] [--question by-call|inventing] [--tier0]
         [--out benchmarks/results/summary_by_call_line24_0.5b.json]
 
 On the first `--tasks` train tasks (the layout probe's, with its trigger, keep and summary cap, so the start's
@@ -13,8 +13,13 @@ starts), with the config's summarizer or `--model`: a text is learned for the su
 (`optimizer.summary.rewrite.by_call_step`: each lost line shown under the call whose result held it, values and tool
 names hidden, the form of `optimizer.summary.ceiling`'s summaries). Each line that passes the UT checks is added
 above the messages, and the child is screened on the same tasks and paired per task with its parent (facts kept,
-bootstrap interval); with `--tier0` the reference agent also runs both on their summaries. What the optimizer wrote,
-what was refused and why, are in the JSON. Train tasks only: it decides whether the search should ask this question.
+bootstrap interval); with `--tier0` the reference agent also runs both on their summaries.
+`--question inventing` asks instead the search's invented-value question (`optimizer.summary.rewrite.StopInventing`,
+through `ut_step` with no lost fact, so nothing else is asked): each ask shows the next line of the start's summaries
+that states an id or amount no message held, values hidden. The 1.5B summarizer invents values in half its summaries
+under either text, a fault a facts-kept count does not see, so the child is judged on both counts.
+What the optimizer wrote, what was refused and why, are in the JSON. Train tasks only: it decides whether the search
+should ask this question.
 """
 
 from __future__ import annotations
@@ -45,11 +50,12 @@ from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.search.task_order import spread  # noqa: E402
 from optimizer.summary.call import CachedOptimizer  # noqa: E402
 from optimizer.summary.langchain_target import LangChainSummary  # noqa: E402
-from optimizer.summary.rewrite import OptimizerLM, by_call_step  # noqa: E402
+from optimizer.summary.rewrite import OptimizerLM, Proposal, by_call_step, ut_step  # noqa: E402
 from optimizer.summary.screen import ScreenResult, screen  # noqa: E402
 from optimizer.world.task import Task  # noqa: E402
 
 START = "facts-first+contract"
+QUESTIONS = ("by-call", "inventing")
 
 
 def _log(message: str) -> None:
@@ -64,6 +70,7 @@ def probe(
     asks: int,
     with_tier0: bool,
     start: str = START,
+    question: str = "by-call",
 ) -> dict[str, Any]:
     """The start (a layout probe text, by name) screened, then each ask's line screened as a child of it and paired
     with it."""
@@ -82,8 +89,8 @@ def probe(
     _log(f"{start}: {parent.kept} of {parent.needed} facts kept, {len(parent.lost)} lost")
     rows: dict[str, Any] = {start: parent_row | {"text": parent_text}}
     for ask in range(asks):
-        proposal = by_call_step(lm, parent_text, parent.lost, seed=ask)
-        name = f"by-call{ask}"
+        proposal = _ask(lm, question, parent_text, parent, ask)
+        name = f"{question}{ask}"
         asked = {"lines": list(proposal.llm_lines), "refused": proposal.refused, "reply": proposal.reply}
         _log(f"{name}: kept {list(proposal.llm_lines)}, refused {[why for _, why in proposal.refused]}")
         if not proposal.llm_lines:
@@ -96,6 +103,15 @@ def probe(
     return rows
 
 
+def _ask(lm: OptimizerLM, question: str, parent_text: str, parent: ScreenResult, ask: int) -> Proposal:
+    if question == "by-call":
+        return by_call_step(lm, parent_text, parent.lost, seed=ask)
+    shown = parent.invented_lines[ask : ask + 1]
+    if not shown:
+        return Proposal("ut", parent_text, (), [("", f"the start's summaries hold {ask} invented lines, no more")])
+    return ut_step(lm, parent_text, (), seed=ask, invented=shown)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=ROOT / "experiments" / "summary_reach_long.toml")
@@ -103,6 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--asks", type=int, default=2, help="questions asked, one minibatch seed each")
     parser.add_argument("--model", default=None, help="the summarizer model (default: the config's compressor)")
     parser.add_argument("--start", default=START, help="the layout probe's text the lines are added to (%(default)s)")
+    parser.add_argument("--question", choices=QUESTIONS, default="by-call", help="what the optimizer is asked")
     parser.add_argument("--tier0", action="store_true", help="also run the reference agent on the summaries")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
@@ -117,18 +134,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         summarizer = summarizer.model_copy(update={"model": args.model})
     at = knobs(config.optimize.target, None, None)
     tasks = spread(select_tasks(config, "train", None))[: args.tasks]
-    out = args.out or ROOT / "benchmarks" / "results" / f"summary_by_call_line{len(tasks)}.json"
+    stem = "summary_by_call_line" if args.question == "by-call" else "summary_inventing_line"
+    out = args.out or ROOT / "benchmarks" / "results" / f"{stem}{len(tasks)}.json"
     started = time.perf_counter()
     roles = {"compressor": summarizer, "optimizer": config.endpoints.optimizer}
     with ModelEndpoints(roles, log=_log) as endpoints:
         lm = CachedOptimizer(endpoints.client("optimizer"), endpoints.response_cache(), 300)
-        rows = probe(lm, endpoints.compressors(1)[0], tasks, at, args.asks, args.tier0, args.start)
+        rows = probe(lm, endpoints.compressors(1)[0], tasks, at, args.asks, args.tier0, args.start, args.question)
     report = {
         "benchmark": "summary_by_call_line",
         "split": "train",
         "tasks": [t.id for t in tasks],
         "knobs": {"trigger": at[0], "keep": at[1], "summary_max_tokens": SUMMARY_MAX_TOKENS},
         "start": args.start,
+        "question": args.question,
         "summarizer": summarizer.model,
         "optimizer": config.endpoints.optimizer.model,
         "optimizer_calls": lm.calls,
@@ -143,24 +162,29 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def table(report: dict[str, Any]) -> str:
     lines = [
-        f"the by-call question on {len(report['tasks'])} train tasks, start {report.get('start', START)}, summarizer "
+        f"the {report.get('question', 'by-call')} question on {len(report['tasks'])} train tasks, start "
+        f"{report.get('start', START)}, summarizer "
         f"{report['summarizer']}, optimizer "
         f"{report['optimizer']} (trigger {report['knobs']['trigger']}, keep {report['knobs']['keep']})",
         "",
-        "| text | line written | facts kept | vs start, per task | summary tokens | tier-0 success | mean peak |",
-        "|---|---|---|---|---|---|---|",
+        "| text | line written | facts kept | vs start, per task | invented values | summary tokens | tier-0 success "
+        "| mean peak |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, row in report["rows"].items():
         reasons = "; ".join(dict.fromkeys(why for _, why in row.get("refused", [])))
         written = "; ".join(row.get("lines", [])) or ("-" if "refused" not in row else f"none survived ({reasons})")
         if "kept" not in row:
-            lines.append(f"| {name} | {written} | - | - | - | - | - |")
+            lines.append(f"| {name} | {written} | - | - | - | - | - | - |")
             continue
         gain = row.get("gain")
         vs = f"{gain['mean']:+.2f} [{gain['low']:+.2f}, {gain['high']:+.2f}]" if gain else "-"
         solved = f"{row['tier0_success']:.2f} | {row['peak']:,.0f}" if "tier0_success" in row else "- | -"
+        # Older reports lack the count (written before the invented-value question could be asked here).
+        invented = f"{row['invented']} of {row['summaries']}" if "invented" in row else "-"
         lines.append(
-            f"| {name} | {written} | {row['kept']} of {row['needed']} | {vs} | {row['tokens']:.0f} | {solved} |"
+            f"| {name} | {written} | {row['kept']} of {row['needed']} | {vs} | {invented} | {row['tokens']:.0f} "
+            f"| {solved} |"
         )
     return "\n".join(lines)
 

@@ -85,3 +85,45 @@ def test_the_lines_are_added_to_the_start_asked_for(probe, tmp_path: Path):
     child = rows["by-call0"]
     assert child["vs"] == start and child["text"] != text and LINE in child["text"]
     assert all(line in child["text"] for line in text.splitlines() if line.strip())
+
+
+NEVER_INVENT = "Never write an id or amount you have not read in the messages, and keep values exactly as given."
+
+
+def inventing_summarizer(request: dict) -> str:
+    """States a made-up receipt unless the instructions forbid it."""
+    prompt = str(request["messages"][-1]["content"])
+    return "No values." if NEVER_INVENT in prompt else "The write returned receipt RCP-77Q41."
+
+
+def test_the_inventing_question_shows_an_invented_line_and_counts_invented_summaries(probe, tmp_path: Path):
+    config = load_experiment(probe.ROOT / "experiments" / "summary_reach_long.toml")
+    tasks = spread(select_tasks(config, "train", None))[:1]
+    prompts: list[str] = []
+
+    def optimizer(prompt: str, temperature: float) -> str:
+        prompts.append(prompt)
+        return NEVER_INVENT
+
+    with StubServer(inventing_summarizer) as url:
+        client = ChatClient(EndpointConfig(base_url=url, model="stub", max_retries=0), base_url=url, model="stub")
+        compressor = Compressor(client, ResponseCache(tmp_path / "c.sqlite"))
+        rows = probe.probe(optimizer, compressor, tasks, (2000, 4), 2, False, question="inventing")
+    start, child, none_left = rows["facts-first+contract"], rows["inventing0"], rows["inventing1"]
+    assert len(prompts) == 1 and "appear in no message" in prompts[0]
+    # The optimizer sees the line's shape, never the made-up value itself.
+    assert "RCP-77Q41" not in prompts[0] and "<value>" in prompts[0]
+    assert start["invented"] == start["summaries"] > 0 and child["invented"] == 0
+    assert child["lines"] == [NEVER_INVENT] and child["vs"] == "facts-first+contract"
+    assert none_left["lines"] == [] and "kept" not in none_left
+    table = probe.table(
+        {
+            "tasks": [t.id for t in tasks],
+            "summarizer": "stub",
+            "optimizer": "scripted",
+            "knobs": {"trigger": 2000, "keep": 4},
+            "question": "inventing",
+            "rows": rows,
+        }
+    )
+    assert table.startswith("the inventing question") and f"| 0 of {child['summaries']} |" in table
