@@ -1,0 +1,196 @@
+"""Instruction texts at tier 1 under a chosen summarizer: does a text the screen prefers help the real agent?
+
+    python benchmarks/probe_summary_tier1.py --from benchmarks/results/summary_instructions_<...>_val.json
+        --summarizer qwen2.5-coder-1.5b --text facts-by-call+contract --text default [--text NAME ...]
+        [--config experiments/summary_reach_long.toml]
+        [--out benchmarks/results/summary_tier1_<...>_<MODEL>_val.json]
+
+Reads a recorded validation run of `bench_summary_instructions.py` (LangChain target, with `--tier1`): its knobs,
+tier-1 tasks, seeds and run store. The real agent (the config's `[endpoints.agent]`) runs those tasks under
+LangChain's middleware at the recorded trigger and keep, the summaries written by `--summarizer` under each `--text`
+(a layout probe text by name, `benchmarks/probe_summary_layout.py`; `default` is LangChain's own prompt, read from the
+installed package), beside `none`, which calls no summarizer and is read back from the store. The recorded run's own
+tier-1 rows are listed under the table as they ran, with the recorded summarizer.
+The screen and tier 0 rank texts by what the summaries keep for the reference agent; with the 1.5B summarizer on
+train tasks the by-call text keeps more than facts first (12 of 25 facts against 9, tier 0 0.50 against 0.25). A
+real agent reads a summary differently (it trusts invented values, re-calls what a summary lists), so this asks
+it. Per row: tier-1 success, mean peak, failure causes; the first `--text` minus each other row, paired per task.
+The report is written after each row, and stored episodes are read back, so an interrupted run resumes. The sealed
+split is refused: this is method work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_summary_instructions import TIER1_SEED, episode_lines, make_target, paired, tier1  # noqa: E402
+from probe_summary_ceiling import tier1_tasks_of  # noqa: E402
+from probe_summary_layout import texts  # noqa: E402
+
+from optimizer import _offline  # noqa: E402,F401
+from optimizer.config import ExperimentConfig, load_experiment  # noqa: E402
+from optimizer.context.strategies import ContextStrategy, parse_strategy  # noqa: E402
+from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
+from optimizer.interrupts import run_main  # noqa: E402
+from optimizer.search.evaluator import Evaluator  # noqa: E402
+from optimizer.world.task import Task  # noqa: E402
+
+
+def _log(message: str) -> None:
+    print(f"probe_summary_tier1: {message}", file=sys.stderr, flush=True)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--from", dest="source", type=Path, required=True, help="a recorded bench JSON (val)")
+    parser.add_argument("--summarizer", required=True, help="the summarizer model every text runs with")
+    parser.add_argument(
+        "--text", action="append", required=True, metavar="NAME", help="a layout probe text (first: the candidate)"
+    )
+    parser.add_argument("--config", type=Path, default=ROOT / "experiments" / "summary_reach_long.toml")
+    parser.add_argument("--out", type=Path, default=None)
+    return parser
+
+
+def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, Any]:
+    """The recorded run, read and checked, and the texts named checked, before any model starts."""
+    known = texts()
+    unknown = [name for name in args.text if name not in known]
+    if unknown:
+        parser.error(f"--text: no layout probe text {', '.join(map(repr, unknown))}; known: {', '.join(known)}")
+    if len(set(args.text)) != len(args.text):
+        parser.error("--text: a text is named twice")
+    try:
+        recorded: dict[str, Any] = json.loads(args.source.read_text())
+    except (OSError, ValueError) as error:
+        parser.error(f"--from: {error}")
+    if recorded.get("split") != "val" or recorded.get("target") != "langchain" or recorded.get("tier1") == "not run":
+        parser.error("--from: a validation run of the LangChain target with --tier1 is needed")
+    return recorded
+
+
+def rows_for(recorded: dict[str, Any], names: Sequence[str]) -> dict[str, ContextStrategy]:
+    """`none`, then each named text under the middleware at the recorded knobs."""
+    knobs = recorded["knobs"]
+    make = make_target("langchain", knobs["trigger"], knobs["keep"], knobs["summary_max_tokens"])
+    known = texts()
+    return {"none": parse_strategy("none"), **{name: make(known[name]) for name in names}}
+
+
+def out_name(source: Path, summarizer: str) -> str:
+    stem = source.stem.removeprefix("summary_instructions_").removesuffix("_val")
+    return f"summary_tier1_{stem}_{summarizer}_val.json"
+
+
+def recorded_rows(recorded: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The recorded run's tier-1 rows as it ran them (its summarizer): context, not paired with this run's."""
+    return {
+        name: {key: row[key] for key in ("tier1_success", "tier1_peak_mean", "tier1_episodes")}
+        for name, row in recorded["rows"].items()
+        if "tier1_success" in row
+    }
+
+
+def report_of(
+    recorded: dict[str, Any],
+    source: Path,
+    summarizer: str,
+    config: ExperimentConfig,
+    tasks: Sequence[Task],
+    runs: Path,
+    measured: dict[str, dict[str, Any]],
+    candidate: str,
+    started: float,
+) -> dict[str, Any]:
+    ids = [t.id for t in tasks]
+    by_task = {name: [float(m["tier1_by_task"][i]) for i in ids] for name, m in measured.items()}
+    return {
+        "benchmark": "summary_tier1",
+        "source": str(source),
+        "split": "val",
+        "knobs": recorded["knobs"],
+        "summarizer": summarizer,
+        "agent": config.endpoints.agent.model,
+        "tasks": ids,
+        "tier1": {"seed": TIER1_SEED, "seeds": recorded["tier1"]["seeds"], "runs": str(runs.relative_to(ROOT))},
+        "texts": {name: texts()[name] for name in measured if name != "none"},
+        "rows": measured,
+        "paired": {
+            f"{candidate}-{name}": paired(by_task[candidate], by_task[name])
+            for name in measured
+            if name != candidate and candidate in measured
+        },
+        "recorded": {"summarizer": recorded.get("summarizer"), "rows": recorded_rows(recorded)},
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    recorded = _checked(parser, args)
+    config = load_experiment(args.config).with_overrides(
+        tracking={"enabled": False}, endpoints={"compressor": {"model": args.summarizer}}
+    )
+    tasks = tier1_tasks_of(recorded, config)
+    rows = rows_for(recorded, args.text)
+    seeds = recorded["tier1"]["seeds"]
+    # The store under this checkout's results (the recorded path is the machine's it ran on).
+    runs = ROOT / "benchmarks" / "results" / Path(recorded["tier1"]["runs"]).name
+    out = args.out or ROOT / "benchmarks" / "results" / out_name(args.source, args.summarizer)
+    started = time.perf_counter()
+    measured: dict[str, dict[str, Any]] = {}
+    roles = {"agent": config.endpoints.agent, "compressor": config.endpoints.compressor}
+    with ModelEndpoints(roles, log=_log) as endpoints:
+        evaluator = Evaluator(config, endpoints, runs, progress=episode_lines)
+        for name, strategy in rows.items():
+            measured[name] = tier1(evaluator, strategy, tasks, "train", seeds)
+            _log(f"{name}: {measured[name]['tier1_success']:.2f} at {measured[name]['tier1_peak_mean']:.0f}")
+            # After each row: a row takes half an hour with a 1.5B summarizer, and a killed run keeps what it had.
+            report = report_of(
+                recorded, args.source, args.summarizer, config, tasks, runs, measured, args.text[0], started
+            )
+            out.write_text(json.dumps(report, indent=2, default=str) + "\n")
+    print(table(report))
+    return 0
+
+
+def table(report: dict[str, Any]) -> str:
+    n = len(report["tasks"]) * report["tier1"]["seeds"]
+    knobs = report["knobs"]
+    lines = [
+        f"tier 1, {len(report['tasks'])} validation tasks x {report['tier1']['seeds']} seed(s), trigger "
+        f"{knobs['trigger']}, keep {knobs['keep']}, summarizer {report['summarizer']}, agent {report['agent']}",
+        "",
+        "| row | tier-1 success | tier-1 mean peak | failures by cause |",
+        "|---|---|---|---|",
+    ]
+    for name, row in report["rows"].items():
+        causes = ", ".join(f"{c} {k}" for c, k in row["tier1_failures"].items()) or "-"
+        lines.append(
+            f"| {name} | {round(row['tier1_success'] * n)} of {n} | {row['tier1_peak_mean']:,.0f} | {causes} |"
+        )
+    lines.append("")
+    lines += [f"{pair}: {p['mean']:+.2f} [{p['low']:+.2f}, {p['high']:+.2f}]" for pair, p in report["paired"].items()]
+    earlier = report["recorded"]
+    lines.append(f"\nrecorded run, summarizer {earlier['summarizer']}, same tasks and seeds:")
+    lines += [
+        f"  {name}: {round(row['tier1_success'] * row['tier1_episodes'])} of {row['tier1_episodes']} at "
+        f"{row['tier1_peak_mean']:,.0f}"
+        for name, row in earlier["rows"].items()
+    ]
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    run_main(main, "probe_summary_tier1")

@@ -1,0 +1,114 @@
+"""The tier-1 text probe: its rows are the named layout texts at the recorded knobs beside `none`, its report pairs the
+first text with each other row, and what it cannot run is refused before any model starts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import benchmark_module
+
+RECORDED = "benchmarks/results/summary_instructions_reach_long_langchain_equal_peak2500_tier1x10_val.json"
+
+
+@pytest.fixture(scope="module")
+def probe():
+    yield from benchmark_module("probe_summary_tier1")
+
+
+@pytest.fixture(scope="module")
+def bench():
+    yield from benchmark_module("bench_summary_instructions")
+
+
+def test_the_rows_are_none_and_each_text_at_the_recorded_knobs(probe, bench):
+    recorded = json.loads((probe.ROOT / RECORDED).read_text())
+    rows = probe.rows_for(recorded, ["facts-by-call+contract", "default"])
+    assert list(rows) == ["none", "facts-by-call+contract", "default"]
+    knobs = recorded["knobs"]
+    make = bench.make_target("langchain", knobs["trigger"], knobs["keep"], knobs["summary_max_tokens"])
+    assert rows["default"].version() == make(probe.texts()["default"]).version()
+    assert rows["facts-by-call+contract"].version() != rows["default"].version()
+    assert rows["default"].trigger() == 2000 and rows["default"].keep_messages == 4
+    assert not rows["none"].uses_compressor  # so its stored episodes are read back whatever the summarizer
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--text", "facts-by-cal"], "--text: no layout probe text 'facts-by-cal'"),
+        (["--text", "default", "--text", "default"], "named twice"),
+    ],
+)
+def test_a_bad_text_is_refused_before_any_model(probe, capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_info:
+        probe.main(["--from", RECORDED, "--summarizer", "qwen2.5-coder-1.5b", *argv])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("change", [{"split": "test"}, {"tier1": "not run"}, {"target": "anthropic"}])
+def test_a_source_it_cannot_use_is_refused_in_one_line(probe, tmp_path, capsys, change):
+    recorded = json.loads((probe.ROOT / RECORDED).read_text()) | change
+    source = tmp_path / "recorded.json"
+    source.write_text(json.dumps(recorded))
+    with pytest.raises(SystemExit) as exit_info:
+        probe.main(["--from", str(source), "--summarizer", "m", "--text", "default"])
+    assert exit_info.value.code == 2 and "--from: a validation run" in capsys.readouterr().err
+
+
+def test_the_output_is_named_for_the_source_and_the_summarizer(probe):
+    assert (
+        probe.out_name(Path(RECORDED), "qwen2.5-coder-1.5b")
+        == "summary_tier1_reach_long_langchain_equal_peak2500_tier1x10_qwen2.5-coder-1.5b_val.json"
+    )
+
+
+def row(by_task: dict[str, bool], peak: float) -> dict:
+    return {
+        "tier1_success": sum(by_task.values()) / len(by_task),
+        "tier1_peak_mean": peak,
+        "tier1_episodes": len(by_task),
+        "tier1_by_task": {k: float(v) for k, v in by_task.items()},
+        "tier1_failures": {"write missing": sum(not v for v in by_task.values())},
+    }
+
+
+def test_the_report_pairs_the_first_text_with_each_other_row_and_lists_the_recorded_ones(probe, tmp_path):
+    recorded = json.loads((probe.ROOT / RECORDED).read_text())
+    config = probe.load_experiment(probe.ROOT / "experiments" / "summary_reach_long.toml")
+    tasks = probe.tier1_tasks_of(recorded, config)[:2]
+    a, b = tasks[0].id, tasks[1].id
+    measured = {"none": row({a: True, b: True}, 3000), "facts-by-call+contract": row({a: True, b: False}, 2100)}
+    report = probe.report_of(
+        recorded,
+        Path(RECORDED),
+        "m",
+        config,
+        tasks,
+        probe.ROOT / "benchmarks" / "results",
+        measured,
+        "facts-by-call+contract",
+        0.0,
+    )
+    assert list(report["paired"]) == ["facts-by-call+contract-none"]
+    assert report["paired"]["facts-by-call+contract-none"]["mean"] == pytest.approx(-0.5)
+    assert list(report["texts"]) == ["facts-by-call+contract"]
+    # A report written after the first row, before the candidate ran, pairs nothing rather than failing.
+    early = probe.report_of(
+        recorded,
+        Path(RECORDED),
+        "m",
+        config,
+        tasks,
+        probe.ROOT / "benchmarks" / "results",
+        {"none": measured["none"]},
+        "facts-by-call+contract",
+        0.0,
+    )
+    assert early["paired"] == {}
+    table = probe.table(report)
+    assert "| facts-by-call+contract | 1 of 2 | 2,100 | write missing 1 |" in table
+    assert "facts-by-call+contract-none: -0.50" in table
+    assert "recorded run, summarizer qwen2.5-coder-0.5b" in table and "  learned: 1 of 10" in table
