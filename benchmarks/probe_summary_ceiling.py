@@ -96,13 +96,19 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _recorded(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, Any]:
+def read_recorded(parser: argparse.ArgumentParser, source: Path) -> dict[str, Any]:
+    """A recorded validation run of the LangChain target with tier-1 rows, else a one-line usage error."""
     try:
-        recorded: dict[str, Any] = json.loads(args.source.read_text())
+        recorded: dict[str, Any] = json.loads(source.read_text())
     except (OSError, ValueError) as error:
         parser.error(f"--from: {error}")
     if recorded.get("split") != "val" or recorded.get("target") != "langchain" or recorded.get("tier1") == "not run":
         parser.error("--from: a validation run of the LangChain target with --tier1 is needed")
+    return recorded
+
+
+def _recorded(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, Any]:
+    recorded = read_recorded(parser, args.source)
     for flag in ("trigger", "keep"):
         if getattr(args, flag) is not None and getattr(args, flag) <= 0:
             parser.error(f"--{flag}: must be positive, got {getattr(args, flag)}")
@@ -180,17 +186,21 @@ def table(report: dict[str, Any]) -> str:
         f" x {report['tier1']['seeds']} seed(s), trigger {report['knobs']['trigger']}, keep {report['knobs']['keep']}"
         + _ceiling_at(report),
         "",
-        "| row | tier-1 success | tier-1 mean peak | failures by cause |",
-        "|---|---|---|---|",
+        *tier1_rows(report["rows"], n, report["paired"]),
     ]
-    for name, row in report["rows"].items():
+    return "\n".join(lines)
+
+
+def tier1_rows(rows: dict[str, dict[str, Any]], n: int, pairs: dict[str, dict[str, float]]) -> list[str]:
+    """Each row's tier-1 success of `n` episodes, mean peak and failure causes as a table, then the paired
+    intervals."""
+    lines = ["| row | tier-1 success | tier-1 mean peak | failures by cause |", "|---|---|---|---|"]
+    for name, row in rows.items():
         causes = ", ".join(f"{c} {k}" for c, k in row["tier1_failures"].items()) or "-"
         lines.append(
             f"| {name} | {round(row['tier1_success'] * n)} of {n} | {row['tier1_peak_mean']:,.0f} | {causes} |"
         )
-    lines.append("")
-    lines += [f"{pair}: {p['mean']:+.2f} [{p['low']:+.2f}, {p['high']:+.2f}]" for pair, p in report["paired"].items()]
-    return "\n".join(lines)
+    return [*lines, "", *(f"{pair}: {p['mean']:+.2f} [{p['low']:+.2f}, {p['high']:+.2f}]" for pair, p in pairs.items())]
 
 
 def _ceiling_at(report: dict[str, Any]) -> str:

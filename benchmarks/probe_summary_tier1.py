@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_summary_instructions import TIER1_SEED, episode_lines, make_target, paired, tier1  # noqa: E402
-from probe_summary_ceiling import tier1_tasks_of  # noqa: E402
+from probe_summary_ceiling import read_recorded, tier1_rows, tier1_tasks_of  # noqa: E402
 from probe_summary_layout import texts  # noqa: E402
 
 from optimizer import _offline  # noqa: E402,F401
@@ -70,13 +70,7 @@ def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[
         parser.error(f"--text: no layout probe text {', '.join(map(repr, unknown))}; known: {', '.join(known)}")
     if len(set(args.text)) != len(args.text):
         parser.error("--text: a text is named twice")
-    try:
-        recorded: dict[str, Any] = json.loads(args.source.read_text())
-    except (OSError, ValueError) as error:
-        parser.error(f"--from: {error}")
-    if recorded.get("split") != "val" or recorded.get("target") != "langchain" or recorded.get("tier1") == "not run":
-        parser.error("--from: a validation run of the LangChain target with --tier1 is needed")
-    return recorded
+    return read_recorded(parser, args.source)
 
 
 def rows_for(recorded: dict[str, Any], names: Sequence[str]) -> dict[str, ContextStrategy]:
@@ -172,16 +166,8 @@ def table(report: dict[str, Any]) -> str:
         f"tier 1, {len(report['tasks'])} validation tasks x {report['tier1']['seeds']} seed(s), trigger "
         f"{knobs['trigger']}, keep {knobs['keep']}, summarizer {report['summarizer']}, agent {report['agent']}",
         "",
-        "| row | tier-1 success | tier-1 mean peak | failures by cause |",
-        "|---|---|---|---|",
+        *tier1_rows(report["rows"], n, report["paired"]),
     ]
-    for name, row in report["rows"].items():
-        causes = ", ".join(f"{c} {k}" for c, k in row["tier1_failures"].items()) or "-"
-        lines.append(
-            f"| {name} | {round(row['tier1_success'] * n)} of {n} | {row['tier1_peak_mean']:,.0f} | {causes} |"
-        )
-    lines.append("")
-    lines += [f"{pair}: {p['mean']:+.2f} [{p['low']:+.2f}, {p['high']:+.2f}]" for pair, p in report["paired"].items()]
     earlier = report["recorded"]
     lines.append(f"\nrecorded run, summarizer {earlier['summarizer']}, same tasks and seeds:")
     lines += [

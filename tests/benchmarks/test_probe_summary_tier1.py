@@ -75,40 +75,24 @@ def row(by_task: dict[str, bool], peak: float) -> dict:
     }
 
 
-def test_the_report_pairs_the_first_text_with_each_other_row_and_lists_the_recorded_ones(probe, tmp_path):
+def test_the_report_pairs_the_first_text_with_each_other_row_and_lists_the_recorded_ones(probe):
     recorded = json.loads((probe.ROOT / RECORDED).read_text())
     config = probe.load_experiment(probe.ROOT / "experiments" / "summary_reach_long.toml")
     tasks = probe.tier1_tasks_of(recorded, config)[:2]
     a, b = tasks[0].id, tasks[1].id
     measured = {"none": row({a: True, b: True}, 3000), "facts-by-call+contract": row({a: True, b: False}, 2100)}
-    report = probe.report_of(
-        recorded,
-        Path(RECORDED),
-        "m",
-        config,
-        tasks,
-        probe.ROOT / "benchmarks" / "results",
-        measured,
-        "facts-by-call+contract",
-        0.0,
-    )
-    assert list(report["paired"]) == ["facts-by-call+contract-none"]
-    assert report["paired"]["facts-by-call+contract-none"]["mean"] == pytest.approx(-0.5)
-    assert list(report["texts"]) == ["facts-by-call+contract"]
+
+    def report(rows: dict) -> dict:
+        runs = probe.ROOT / "benchmarks" / "results"
+        return probe.report_of(recorded, Path(RECORDED), "m", config, tasks, runs, rows, "facts-by-call+contract", 0)
+
+    full = report(measured)
+    assert list(full["paired"]) == ["facts-by-call+contract-none"]
+    assert full["paired"]["facts-by-call+contract-none"]["mean"] == pytest.approx(-0.5)
+    assert list(full["texts"]) == ["facts-by-call+contract"]
     # A report written after the first row, before the candidate ran, pairs nothing rather than failing.
-    early = probe.report_of(
-        recorded,
-        Path(RECORDED),
-        "m",
-        config,
-        tasks,
-        probe.ROOT / "benchmarks" / "results",
-        {"none": measured["none"]},
-        "facts-by-call+contract",
-        0.0,
-    )
-    assert early["paired"] == {}
-    table = probe.table(report)
+    assert report({"none": measured["none"]})["paired"] == {}
+    table = probe.table(full)
     assert "| facts-by-call+contract | 1 of 2 | 2,100 | write missing 1 |" in table
     assert "facts-by-call+contract-none: -0.50" in table
     assert "recorded run, summarizer qwen2.5-coder-0.5b" in table and "  learned: 1 of 10" in table
