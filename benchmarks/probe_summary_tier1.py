@@ -2,7 +2,7 @@
 
     python benchmarks/probe_summary_tier1.py --from benchmarks/results/summary_instructions_<...>_val.json
         --summarizer qwen2.5-coder-1.5b --text facts-by-call+contract --text default [--text NAME ...]
-        [--config experiments/summary_reach_long.toml]
+        [--config experiments/summary_reach_long.toml] [--tier0]
         [--out benchmarks/results/summary_tier1_<...>_<MODEL>_val.json]
 
 Reads a recorded validation run of `bench_summary_instructions.py` (LangChain target, with `--tier1`): its knobs,
@@ -15,6 +15,9 @@ The screen and tier 0 rank texts by what the summaries keep for the reference ag
 train tasks the by-call text keeps more than facts first (12 of 25 facts against 9, tier 0 0.50 against 0.25). A
 real agent reads a summary differently (it trusts invented values, re-calls what a summary lists), so this asks
 it. Per row: tier-1 success, mean peak, failure causes; the first `--text` minus each other row, paired per task.
+With `--tier0` the reference agent also runs each row on the same tasks, its summaries written by the same
+summarizer (from acon's reply cache when present): tier-0 success and mean peak, the same pairs at tier 0, and per row
+the tasks where the two tiers disagree, so that what tier 0 ranks and what the real agent does are read off one run.
 The report is written after each row, and stored episodes are read back, so an interrupted run resumes. The sealed
 split is refused: this is method work.
 """
@@ -33,11 +36,12 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_summary_instructions import TIER1_SEED, episode_lines, make_target, paired, tier1  # noqa: E402
+from bench_summary_instructions import TIER1_SEED, episode_lines, make_target, paired, tier0, tier1  # noqa: E402
 from probe_summary_ceiling import read_recorded, tier1_rows, tier1_tasks_of  # noqa: E402
 from probe_summary_layout import texts  # noqa: E402
 
 from optimizer import _offline  # noqa: E402,F401
+from optimizer.agent.episode import Episode  # noqa: E402
 from optimizer.config import ExperimentConfig, load_experiment  # noqa: E402
 from optimizer.context.strategies import ContextStrategy, parse_strategy  # noqa: E402
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
@@ -58,6 +62,7 @@ def _parser() -> argparse.ArgumentParser:
         "--text", action="append", required=True, metavar="NAME", help="a layout probe text (first: the candidate)"
     )
     parser.add_argument("--config", type=Path, default=ROOT / "experiments" / "summary_reach_long.toml")
+    parser.add_argument("--tier0", action="store_true", help="also run the reference agent on each row's summaries")
     parser.add_argument("--out", type=Path, default=None)
     return parser
 
@@ -107,7 +112,16 @@ def report_of(
     started: float,
 ) -> dict[str, Any]:
     ids = [t.id for t in tasks]
-    by_task = {name: [float(m["tier1_by_task"][i]) for i in ids] for name, m in measured.items()}
+
+    def pairs(tier: str) -> dict[str, dict[str, float]]:
+        key = f"{tier}_by_task"
+        by_task = {name: [float(m[key][i]) for i in ids] for name, m in measured.items() if key in m}
+        if candidate not in by_task:
+            return {}
+        return {
+            f"{candidate}-{name}": paired(by_task[candidate], by_task[name]) for name in by_task if name != candidate
+        }
+
     return {
         "benchmark": "summary_tier1",
         "source": str(source),
@@ -119,11 +133,8 @@ def report_of(
         "tier1": {"seed": TIER1_SEED, "seeds": recorded["tier1"]["seeds"], "runs": str(runs.relative_to(ROOT))},
         "texts": {name: texts()[name] for name in measured if name != "none"},
         "rows": measured,
-        "paired": {
-            f"{candidate}-{name}": paired(by_task[candidate], by_task[name])
-            for name in measured
-            if name != candidate and candidate in measured
-        },
+        "paired": pairs("tier1"),
+        "paired_tier0": pairs("tier0"),
         "recorded": {"summarizer": recorded.get("summarizer"), "rows": recorded_rows(recorded)},
         "seconds": round(time.perf_counter() - started, 1),
     }
@@ -147,8 +158,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     roles = {"agent": config.endpoints.agent, "compressor": config.endpoints.compressor}
     with ModelEndpoints(roles, log=_log) as endpoints:
         evaluator = Evaluator(config, endpoints, runs, progress=episode_lines)
+        compressor = endpoints.compressors(1)[0]
         for name, strategy in rows.items():
             measured[name] = tier1(evaluator, strategy, tasks, "train", seeds)
+            if args.tier0:
+                measured[name] |= tier0_part(tier0(strategy, tasks, compressor))
             _log(f"{name}: {measured[name]['tier1_success']:.2f} at {measured[name]['tier1_peak_mean']:.0f}")
             # After each row: a row takes half an hour with a 1.5B summarizer, and a killed run keeps what it had.
             report = report_of(
@@ -159,6 +173,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def tier0_part(episodes: Sequence[Episode]) -> dict[str, Any]:
+    """A row's tier-0 figures, keyed apart from its tier-1 ones."""
+    return {
+        "tier0_success": sum(e.success for e in episodes) / len(episodes),
+        "tier0_peak_mean": sum(e.metrics.peak_tokens for e in episodes) / len(episodes),
+        "tier0_by_task": {e.task_id: float(e.success) for e in episodes},
+    }
+
+
+def _tier0_lines(report: dict[str, Any]) -> list[str]:
+    """Each row at tier 0 beside tier 1 on the same tasks, and the tasks where the tiers disagree."""
+    rows = {name: row for name, row in report["rows"].items() if "tier0_by_task" in row}
+    if not rows:
+        return []
+    lines = ["", "tier 0 (the reference agent) on the same tasks and summarizer:"]
+    for name, row in rows.items():
+        split = [t for t in report["tasks"] if row["tier0_by_task"][t] != row["tier1_by_task"][t]]
+        lines.append(
+            f"  {name}: tier 0 {row['tier0_success']:.2f} at {row['tier0_peak_mean']:,.0f}, tier 1 "
+            f"{row['tier1_success']:.2f}; the tiers disagree on {len(split)} of {len(report['tasks'])} tasks"
+        )
+    pairs = report.get("paired_tier0", {})
+    return lines + [f"  {pair}: {p['mean']:+.2f} [{p['low']:+.2f}, {p['high']:+.2f}]" for pair, p in pairs.items()]
+
+
 def table(report: dict[str, Any]) -> str:
     n = len(report["tasks"]) * report["tier1"]["seeds"]
     knobs = report["knobs"]
@@ -167,6 +206,7 @@ def table(report: dict[str, Any]) -> str:
         f"{knobs['trigger']}, keep {knobs['keep']}, summarizer {report['summarizer']}, agent {report['agent']}",
         "",
         *tier1_rows(report["rows"], n, report["paired"]),
+        *_tier0_lines(report),
     ]
     earlier = report["recorded"]
     lines.append(f"\nrecorded run, summarizer {earlier['summarizer']}, same tasks and seeds:")

@@ -96,3 +96,30 @@ def test_the_report_pairs_the_first_text_with_each_other_row_and_lists_the_recor
     assert "| facts-by-call+contract | 1 of 2 | 2,100 | write missing 1 |" in table
     assert "facts-by-call+contract-none: -0.50" in table
     assert "recorded run, summarizer qwen2.5-coder-0.5b" in table and "  learned: 1 of 10" in table
+
+
+X = "facts-by-call+contract"
+
+
+def test_tier0_rows_are_paired_apart_and_the_disagreeing_tasks_counted(probe):
+    recorded = json.loads((probe.ROOT / RECORDED).read_text())
+    config = probe.load_experiment(probe.ROOT / "experiments" / "summary_reach_long.toml")
+    tasks = probe.tier1_tasks_of(recorded, config)[:2]
+    a, b = tasks[0].id, tasks[1].id
+    # `none` at tier 0 for real: the reference agent, no summarizer.
+    none = row({a: True, b: False}, 3000) | probe.tier0_part(probe.tier0(probe.parse_strategy("none"), tasks, None))
+    assert none["tier0_success"] == 1.0 and none["tier0_by_task"] == {a: 1.0, b: 1.0}
+    text = row({a: False, b: False}, 2100) | {
+        "tier0_success": 0.5,
+        "tier0_peak_mean": 1900.0,
+        "tier0_by_task": {a: 1.0, b: 0.0},
+    }
+    runs = probe.ROOT / "benchmarks" / "results"
+    report = probe.report_of(recorded, Path(RECORDED), "m", config, tasks, runs, {"none": none, X: text}, X, 0)
+    assert report["paired_tier0"][f"{X}-none"]["mean"] == pytest.approx(-0.5)
+    assert report["paired"][f"{X}-none"]["mean"] == pytest.approx(-0.5)
+    table = probe.table(report)
+    assert "  none: tier 0 1.00 at" in table and "the tiers disagree on 1 of 2 tasks" in table
+    assert f"  {X}: tier 0 0.50 at 1,900, tier 1 0.00; the tiers disagree on 1 of 2 tasks" in table
+    # Without tier-0 rows the table says nothing about tier 0.
+    assert "tier 0 (the reference agent)" not in probe.table(report | {"rows": {X: row({a: 1, b: 0}, 1)}})
