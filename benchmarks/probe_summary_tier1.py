@@ -47,6 +47,7 @@ from optimizer.context.strategies import ContextStrategy, parse_strategy  # noqa
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.search.evaluator import Evaluator  # noqa: E402
+from optimizer.summary.knobs import Judged  # noqa: E402
 from optimizer.world.task import Task  # noqa: E402
 
 
@@ -175,9 +176,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def tier0_part(episodes: Sequence[Episode]) -> dict[str, Any]:
     """A row's tier-0 figures, keyed apart from its tier-1 ones."""
+    judged = Judged.of([e.success for e in episodes], [e.metrics.peak_tokens for e in episodes])
     return {
-        "tier0_success": sum(e.success for e in episodes) / len(episodes),
-        "tier0_peak_mean": sum(e.metrics.peak_tokens for e in episodes) / len(episodes),
+        "tier0_success": judged.success,
+        "tier0_peak_mean": judged.peak,
         "tier0_by_task": {e.task_id: float(e.success) for e in episodes},
     }
 
