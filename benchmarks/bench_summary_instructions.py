@@ -87,7 +87,7 @@ from optimizer.llm.endpoint import EndpointConfig  # noqa: E402
 from optimizer.search.evaluator import Evaluator  # noqa: E402
 from optimizer.search.summary_job import confirm_at_tier1, judge_at_tier1, solved_at_tier1  # noqa: E402
 from optimizer.search.task_order import spread  # noqa: E402
-from optimizer.stats import paired_bootstrap_diff, wilson_interval  # noqa: E402
+from optimizer.stats import paired_bootstrap_diff, said_gap, wilson_interval  # noqa: E402
 from optimizer.summary.anthropic_target import AnthropicCompaction  # noqa: E402
 from optimizer.summary.call import CachedOptimizer  # noqa: E402
 from optimizer.summary.contract_text import with_contract  # noqa: E402
@@ -905,7 +905,7 @@ def table(report: dict[str, Any]) -> str:
         lines += [*equal_peak_lines(report), ""]
     labels = {"facts_kept": "facts kept", "tier0_success": "tier-0 success", "tier1_success": "tier-1 success"}
     for name, p in report["paired"].items():
-        parts = [f"{labels[k]} {v['mean']:+.2f} [{v['low']:+.2f}, {v['high']:+.2f}]" for k, v in p.items()]
+        parts = [f"{labels[k]} {said_gap(v)}" for k, v in p.items()]
         lines.append(f"{name}: {', '.join(parts)}")
     return "\n".join(lines)
 

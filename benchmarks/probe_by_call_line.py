@@ -48,6 +48,7 @@ from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.evaluate.strategy_runs import select_tasks  # noqa: E402
 from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.search.task_order import spread  # noqa: E402
+from optimizer.stats import said_gap  # noqa: E402
 from optimizer.summary.call import CachedOptimizer  # noqa: E402
 from optimizer.summary.langchain_target import LangChainSummary  # noqa: E402
 from optimizer.summary.rewrite import OptimizerLM, Proposal, by_call_step, ut_step  # noqa: E402
@@ -178,7 +179,7 @@ def table(report: dict[str, Any]) -> str:
             lines.append(f"| {name} | {written} | - | - | - | - | - | - |")
             continue
         gain = row.get("gain")
-        vs = f"{gain['mean']:+.2f} [{gain['low']:+.2f}, {gain['high']:+.2f}]" if gain else "-"
+        vs = said_gap(gain) if gain else "-"
         solved = f"{row['tier0_success']:.2f} | {row['peak']:,.0f}" if "tier0_success" in row else "- | -"
         # Older reports lack the count (written before the invented-value question could be asked here).
         invented = f"{row['invented']} of {row['summaries']}" if "invented" in row else "-"

@@ -49,6 +49,7 @@ from optimizer.evaluate.strategy_runs import select_tasks, strategy_named  # noq
 from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.search.evaluator import Evaluator  # noqa: E402
 from optimizer.search.task_order import spread  # noqa: E402
+from optimizer.stats import said_gap  # noqa: E402
 from optimizer.summary.ceiling import LangChainSummaryCeiling  # noqa: E402
 from optimizer.world.task import Task  # noqa: E402
 
@@ -200,7 +201,7 @@ def tier1_rows(rows: dict[str, dict[str, Any]], n: int, pairs: dict[str, dict[st
         lines.append(
             f"| {name} | {round(row['tier1_success'] * n)} of {n} | {row['tier1_peak_mean']:,.0f} | {causes} |"
         )
-    return [*lines, "", *(f"{pair}: {p['mean']:+.2f} [{p['low']:+.2f}, {p['high']:+.2f}]" for pair, p in pairs.items())]
+    return [*lines, "", *(f"{pair}: {said_gap(p)}" for pair, p in pairs.items())]
 
 
 def _ceiling_at(report: dict[str, Any]) -> str:

@@ -62,6 +62,7 @@ from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.evaluate.strategy_runs import select_tasks  # noqa: E402
 from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.search.task_order import spread  # noqa: E402
+from optimizer.stats import said_gap  # noqa: E402
 from optimizer.summary.contract_text import with_contract  # noqa: E402
 from optimizer.summary.defaults import target_default  # noqa: E402
 from optimizer.summary.knobs import Judged  # noqa: E402
@@ -416,9 +417,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(table(rows))
     for name, gap in report["against_parent"].items():
-        print(
-            f"{name} minus {gap['vs']}, facts kept per task: {gap['mean']:+.2f} [{gap['low']:+.2f}, {gap['high']:+.2f}]"
-        )
+        print(f"{name} minus {gap['vs']}, facts kept per task: {said_gap(gap)}")
     return 0
 
 

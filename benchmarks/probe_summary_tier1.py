@@ -47,6 +47,7 @@ from optimizer.context.strategies import ContextStrategy, parse_strategy  # noqa
 from optimizer.evaluate.endpoints import ModelEndpoints  # noqa: E402
 from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.search.evaluator import Evaluator  # noqa: E402
+from optimizer.stats import said_gap  # noqa: E402
 from optimizer.summary.knobs import Judged  # noqa: E402
 from optimizer.world.task import Task  # noqa: E402
 
@@ -197,7 +198,7 @@ def _tier0_lines(report: dict[str, Any]) -> list[str]:
             f"{row['tier1_success']:.2f}; the tiers disagree on {len(split)} of {len(report['tasks'])} tasks"
         )
     pairs = report.get("paired_tier0", {})
-    return lines + [f"  {pair}: {p['mean']:+.2f} [{p['low']:+.2f}, {p['high']:+.2f}]" for pair, p in pairs.items()]
+    return lines + [f"  {pair}: {said_gap(p)}" for pair, p in pairs.items()]
 
 
 def table(report: dict[str, Any]) -> str:

@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT))
 
 from benchmarks.scan_variance import FULL, tier1_episodes  # noqa: E402
 from optimizer.interrupts import run_main  # noqa: E402
-from optimizer.stats import paired_bootstrap_diff  # noqa: E402
+from optimizer.stats import paired_bootstrap_diff, said_gap  # noqa: E402
 
 INFRA = "infra_error"  # the server failed, not the agent: such an episode says nothing about either side
 BANDS = ((0.5, "at most 0.5 x"), (0.8, "0.5 to 0.8 x"), (float("inf"), "above 0.8 x"))
@@ -124,10 +124,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         s = summary(group) | {"strategies": sorted(names)}
         bands[label] = s
         d = s["difference"]
-        print(
-            f"| {label} | {len(names)} | {s['cells']} | {s['passed']} | {s['full_passed']} | "
-            f"{d['mean']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}] |"
-        )
+        print(f"| {label} | {len(names)} | {s['cells']} | {s['passed']} | {s['full_passed']} | {said_gap(d)} |")
     report = {
         "benchmark": "tier1_ledger",
         "roots": [str(r) for r in args.roots],

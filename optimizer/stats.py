@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -39,6 +39,16 @@ def paired_bootstrap_diff(
     diff = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     low, high = bootstrap_ci(diff, confidence=confidence, resamples=resamples, seed=seed)
     return float(diff.mean()) if diff.size else 0.0, low, high
+
+
+def said_interval(mean: float, low: float, high: float) -> str:
+    """A difference and its interval as every table and log line prints them: `+0.10 [-0.05, +0.25]`."""
+    return f"{mean:+.2f} [{low:+.2f}, {high:+.2f}]"
+
+
+def said_gap(gap: Mapping[str, float]) -> str:
+    """`said_interval` of a difference stored as a report's `{"mean", "low", "high"}` mapping."""
+    return said_interval(gap["mean"], gap["low"], gap["high"])
 
 
 def wilson_interval(successes: int, n: int, *, z: float = 1.96) -> tuple[float, float]:

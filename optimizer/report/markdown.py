@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from optimizer.report.checks import Check, Paired, PeerCheck
 from optimizer.report.model import Infrastructure, Report, ReportRow
+from optimizer.stats import said_interval
 
 ROW_COLUMNS = (
     "strategy",
@@ -258,7 +259,7 @@ def _paired_line(tier: str, other: str | None, p: Paired) -> str:
     slow, shigh = p.success_diff_ci
     return (
         f"- {tier}: chosen vs `{other}` (paired, {p.tasks} tasks): peak {p.peak_diff:+,.0f} tokens "
-        f"[{low:+,.0f}, {high:+,.0f}], success {p.success_diff:+.2f} [{slow:+.2f}, {shigh:+.2f}]"
+        f"[{low:+,.0f}, {high:+,.0f}], success {said_interval(p.success_diff, slow, shigh)}"
     )
 
 

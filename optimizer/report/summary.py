@@ -19,7 +19,7 @@ from optimizer.jsontypes import JSON, JSONObject
 from optimizer.report.file import SUMMARY_KIND
 from optimizer.report.markdown import task_count
 from optimizer.report.model import TIER0_LIMITS
-from optimizer.stats import paired_bootstrap_diff, wilson_interval
+from optimizer.stats import paired_bootstrap_diff, said_gap, wilson_interval
 from optimizer.summary.knobs import TriggerChoice, equal_peak, equal_peak_said
 from optimizer.summary.screen import ScreenResult
 from optimizer.summary.search import SearchRecord
@@ -271,7 +271,7 @@ class SummaryReport:
         lines += ["", "Paired over tasks (learned minus baseline, mean [95% interval]):", ""]
         labels = {"facts_kept": "facts kept", "tier0_success": "tier-0 success", "tier1_success": "tier-1 success"}
         for name, p in self.paired().items():
-            said = [f"{labels[k]} {d['mean']:+.2f} [{d['low']:+.2f}, {d['high']:+.2f}]" for k, d in p.items()]
+            said = [f"{labels[k]} {said_gap(d)}" for k, d in p.items()]
             lines.append(f"- {name}: {', '.join(said)}")
         lines += [
             "",

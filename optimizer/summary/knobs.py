@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from optimizer.jsontypes import JSONObject
+from optimizer.stats import said_gap
 from optimizer.summary.target_base import SummaryTarget
 
 
@@ -144,5 +145,5 @@ def equal_peak_said(
     learned text and of the default row `name` that `equal_peak` chose, and their paired success gap."""
     if name is None or other is None:
         return f"no default row peaks as high as learned ({learned[1]:,.0f})"
-    said = f"; learned-{name} {gap['mean']:+.2f} [{gap['low']:+.2f}, {gap['high']:+.2f}]" if gap else ""
+    said = f"; learned-{name} {said_gap(gap)}" if gap else ""
     return f"learned {learned[0]:.2f} at {learned[1]:,.0f}, {name} {other[0]:.2f} at {other[1]:,.0f}{said}"

@@ -23,7 +23,7 @@ from optimizer.context.history import Entry, EntryKind
 from optimizer.context.moves.base import current_summary
 from optimizer.context.strategies.base import ContextStrategy
 from optimizer.runtime import ContextRuntime
-from optimizer.stats import paired_bootstrap_diff
+from optimizer.stats import paired_bootstrap_diff, said_interval
 from optimizer.summary.claims import false_claims
 from optimizer.summary.invented import invented_values, lines_with
 from optimizer.tokens import count_tokens
@@ -89,7 +89,7 @@ class Gain:
     high: float
 
     def __str__(self) -> str:
-        return f"{self.mean:+.2f} [{self.low:+.2f}, {self.high:+.2f}] over {self.tasks} task(s)"
+        return f"{said_interval(self.mean, self.low, self.high)} over {self.tasks} task(s)"
 
 
 @dataclass(frozen=True)
