@@ -232,6 +232,7 @@ def row(episodes: Sequence[Episode], screened: ScreenResult | None) -> dict[str,
             "summaries_looped": screened.looped,
             "summaries_claiming": screened.claimed,
             "summaries_inventing": screened.inventing,
+            "summaries_restating": screened.restating,
             "summaries_back_to_back": screened.back_to_back,
             "lost_by_kind": screened.lost_by_kind,
         }

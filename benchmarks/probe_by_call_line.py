@@ -1,7 +1,8 @@
 """Shown lost facts in the ceiling's form, does the optimizer write a line that makes the summarizer keep more?
 
     python benchmarks/probe_by_call_line.py [--config experiments/summary_reach_long.toml] [--tasks 24] [--asks 2]
-        [--model qwen2.5-coder-1.5b] [--start facts-by-call+contract] [--question by-call|inventing] [--tier0]
+        [--model qwen2.5-coder-1.5b] [--start facts-by-call+contract] [--question by-call|inventing|restating]
+        [--tier0]
         [--out benchmarks/results/summary_by_call_line24_0.5b.json]
 
 On the first `--tasks` train tasks (the layout probe's, with its trigger, keep and summary cap, so the start's
@@ -18,6 +19,10 @@ bootstrap interval); with `--tier0` the reference agent also runs both on their 
 through `ut_step` with no lost fact, so nothing else is asked): each ask shows the next line of the start's summaries
 that states an id or amount no message held, values hidden. The 1.5B summarizer invents values in half its summaries
 under either text, a fault a facts-kept count does not see, so the child is judged on both counts.
+`--question restating` asks the search's restated-task question (`optimizer.summary.rewrite.StopRestating`), each
+ask showing the next of the start's summaries that was the task's steps again with no result in it (values and tool
+names hidden): the only summary of each of five validation tasks under the by-call text at tier 1, where the real
+agent started over.
 What the optimizer wrote, what was refused and why, are in the JSON. Train tasks only: it decides whether the search
 should ask this question.
 """
@@ -56,7 +61,8 @@ from optimizer.summary.screen import ScreenResult, screen  # noqa: E402
 from optimizer.world.task import Task  # noqa: E402
 
 START = "facts-first+contract"
-QUESTIONS = ("by-call", "inventing")
+QUESTIONS = ("by-call", "inventing", "restating")
+STEMS = {q: f"summary_{q.replace('-', '_')}_line" for q in QUESTIONS}
 
 
 def _log(message: str) -> None:
@@ -107,6 +113,12 @@ def probe(
 def _ask(lm: OptimizerLM, question: str, parent_text: str, parent: ScreenResult, ask: int) -> Proposal:
     if question == "by-call":
         return by_call_step(lm, parent_text, parent.lost, seed=ask)
+    if question == "restating":
+        plans = [s.restated for s in parent.summaries if s.restated][ask : ask + 1]
+        if not plans:
+            none_left = f"the start's summaries restate the task {ask} times, no more"
+            return Proposal("ut", parent_text, (), [("", none_left)])
+        return ut_step(lm, parent_text, (), seed=ask, restated=plans[0])
     shown = parent.invented_lines[ask : ask + 1]
     if not shown:
         return Proposal("ut", parent_text, (), [("", f"the start's summaries hold {ask} invented lines, no more")])
@@ -135,8 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         summarizer = summarizer.model_copy(update={"model": args.model})
     at = knobs(config.optimize.target, None, None)
     tasks = spread(select_tasks(config, "train", None))[: args.tasks]
-    stem = "summary_by_call_line" if args.question == "by-call" else "summary_inventing_line"
-    out = args.out or ROOT / "benchmarks" / "results" / f"{stem}{len(tasks)}.json"
+    out = args.out or ROOT / "benchmarks" / "results" / f"{STEMS[args.question]}{len(tasks)}.json"
     started = time.perf_counter()
     roles = {"compressor": summarizer, "optimizer": config.endpoints.optimizer}
     with ModelEndpoints(roles, log=_log) as endpoints:
@@ -168,24 +179,25 @@ def table(report: dict[str, Any]) -> str:
         f"{report['summarizer']}, optimizer "
         f"{report['optimizer']} (trigger {report['knobs']['trigger']}, keep {report['knobs']['keep']})",
         "",
-        "| text | line written | facts kept | vs start, per task | invented values | summary tokens | tier-0 success "
-        "| mean peak |",
-        "|---|---|---|---|---|---|---|---|",
+        "| text | line written | facts kept | vs start, per task | invented values | restated task | summary tokens "
+        "| tier-0 success | mean peak |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, row in report["rows"].items():
         reasons = "; ".join(dict.fromkeys(why for _, why in row.get("refused", [])))
         written = "; ".join(row.get("lines", [])) or ("-" if "refused" not in row else f"none survived ({reasons})")
         if "kept" not in row:
-            lines.append(f"| {name} | {written} | - | - | - | - | - | - |")
+            lines.append(f"| {name} | {written} | - | - | - | - | - | - | - |")
             continue
         gain = row.get("gain")
         vs = said_gap(gain) if gain else "-"
         solved = f"{row['tier0_success']:.2f} | {row['peak']:,.0f}" if "tier0_success" in row else "- | -"
         # Older reports lack the count (written before the invented-value question could be asked here).
         invented = f"{row['invented']} of {row['summaries']}" if "invented" in row else "-"
+        restated = f"{row['restated']} of {row['summaries']}" if "restated" in row else "-"
         lines.append(
-            f"| {name} | {written} | {row['kept']} of {row['needed']} | {vs} | {invented} | {row['tokens']:.0f} "
-            f"| {solved} |"
+            f"| {name} | {written} | {row['kept']} of {row['needed']} | {vs} | {invented} | {restated} "
+            f"| {row['tokens']:.0f} | {solved} |"
         )
     return "\n".join(lines)
 

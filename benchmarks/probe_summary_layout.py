@@ -173,18 +173,19 @@ def texts() -> dict[str, str]:
 def table(rows: dict[str, dict]) -> str:
     lines = [
         "| text | facts kept | share | tasks all visible | summary tokens | looping summaries | false claims "
-        "| invented values | tier-0 success | mean peak |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| invented values | restated task | tier-0 success | mean peak |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name, r in rows.items():
         share = r["kept"] / r["needed"] if r["needed"] else 1.0
         looping = f"{r['looped']} of {r['summaries']}" if "looped" in r else "-"
         claiming = f"{r['claimed']} of {r['summaries']}" if "claimed" in r else "-"
         inventing = f"{r['invented']} of {r['summaries']}" if "invented" in r else "-"
+        restating = f"{r['restated']} of {r['summaries']}" if "restated" in r else "-"
         solved = f"{r['tier0_success']:.2f} | {r['peak']:,.0f}" if "tier0_success" in r else "- | -"
         lines.append(
             f"| {name} | {r['kept']} of {r['needed']} | {share:.2f} | {r['visible']:.2f} | {r['tokens']:.0f} "
-            f"| {looping} | {claiming} | {inventing} | {solved} |"
+            f"| {looping} | {claiming} | {inventing} | {restating} | {solved} |"
         )
     return "\n".join(lines)
 
@@ -266,6 +267,8 @@ def screen_row(result: ScreenResult, episodes: Sequence[Episode] | None = None) 
         "claimed": result.claimed,
         # A summary can keep every needed fact and still state ids no call returned, which a real agent believes.
         "invented": result.inventing,
+        # The task's plan again with no result in it: the summary a real agent starts over from.
+        "restated": result.restating,
         "lost_by_kind": result.lost_by_kind,
         "by_task": by_task(result),
     }

@@ -78,6 +78,7 @@ class TextRow:
                 "summaries_looped": self.screen.looped,
                 "summaries_claiming": self.screen.claimed,
                 "summaries_inventing": self.screen.inventing,
+                "summaries_restating": self.screen.restating,
                 "summaries_back_to_back": self.screen.back_to_back,
                 "lost_by_kind": self.screen.lost_by_kind,
             }

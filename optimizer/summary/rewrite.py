@@ -9,9 +9,10 @@ tasks), one more question shows the repeated sentence, values hidden, and asks f
 repetition: a loop loses facts by crowding them out, which no per-kind question names. When summaries claimed a
 step the agent had not taken (`optimizer.summary.claims`), one more question shows the claim, values and tool
 names hidden, and asks for a sentence that stops such claims; when summaries stated values no message held
-(`optimizer.summary.invented`), one more shows such a line, values hidden. Whether such a line helps
-is the screen's to say, as for any line: a hand-written one ("never repeat a sentence") placed after the
-messages made the 0.5B model loop in 10 of 11 summaries on the same tasks
+(`optimizer.summary.invented`), one more shows such a line, values hidden; when a summary was the task's steps
+again with no result (`optimizer.summary.restated`), one more shows its first lines, values and tool names
+hidden. Whether such a line helps is the screen's to say, as for any line: a hand-written one ("never repeat a
+sentence") placed after the messages made the 0.5B model loop in 10 of 11 summaries on the same tasks
 (`benchmarks/probe_summary_layout.py`), and a frequency penalty of 0.5 left 4 of 9 looping. One narrow question
 per kind is what a small optimizer model can answer: shown the instructions and the failing summaries together,
 the 1.5B local model continued the summary instead of editing the instructions. Where the kept sentences go,
@@ -96,6 +97,9 @@ KIND_WORDS: dict[str, tuple[str, ...]] = {
         "unknown",
         "placeholder",
     ),
+    # A restated task holds the task's steps and nothing a call returned: a line that cures it names what the
+    # calls gave back.
+    "restated": ("returned", "result", "output", "outcome", "response", "found", "learned", "obtained"),
 }
 # What each kind of lost fact is, in the words the optimizer is asked about it.
 KIND_TEXT: dict[str, str] = {
@@ -120,6 +124,7 @@ _INSTRUCTING = re.compile(
 # describes the loss.
 _LOSS = re.compile(r"\b(loses|lost|drops|dropped|forgets|forgot|misses|missed|omits|omitted)\b", re.IGNORECASE)
 MAX_LINES = 3
+RESTATED_SHOWN = 4  # lines of a restated task the optimizer sees: enough to read as a plan, too few to copy one
 COLLAPSE_SHARE = 0.5
 
 
@@ -166,6 +171,18 @@ class StopInventing:
 
 
 @dataclass(frozen=True)
+class StopRestating:
+    """A summarizer condenses the earlier steps of an AI agent's work: the task it was given, then the tool calls
+    it made and what they returned. Its summary was the lines below (values and tool names hidden): the task's own
+    steps again, with nothing any tool returned, so an agent that continues from it starts the task over. Write one
+    instruction sentence for the summarizer that makes every summary state what the tool calls returned instead of
+    repeating the task. The sentence must fit any task, so it names no value, id, tool or name. Reply with that one
+    sentence only."""
+
+    restated: str
+
+
+@dataclass(frozen=True)
 class KeepUnderCall:
     """A summarizer condenses the earlier steps of an AI agent's work. Its summaries lost facts that a later step
     needed. Below, the lines that held them are shown the way a summary that kept them shows them (values and tool
@@ -206,7 +223,7 @@ class Proposal:
     replaces: str = ""  # a paraphrase's: the sentence it says otherwise
 
 
-Question = ProtectKind | StopRepeating | StopFalseClaims | StopInventing | KeepUnderCall
+Question = ProtectKind | StopRepeating | StopFalseClaims | StopInventing | StopRestating | KeepUnderCall
 
 
 def render(signature: object, cue: str = "") -> str:
@@ -242,6 +259,10 @@ def _hide_ids(line: str) -> str:
     return _ID.sub("<value>", line)
 
 
+def _shown_plan(lines: Sequence[str]) -> str:
+    return "\n".join(f"- {_hide_tools(_hide_ids(line))}" for line in lines)
+
+
 def _hide_tools(line: str) -> str:
     """A tool's name is the task's (`verify_customer`): a line naming it fits one suite."""
     return _TOOL.sub("<tool>", line)
@@ -269,17 +290,21 @@ def ut_step(
     repeats: Sequence[str] = (),
     claims: Sequence[str] = (),
     invented: Sequence[str] = (),
+    restated: Sequence[str] = (),
 ) -> Proposal:
     """One question per kind of fact lost in a minibatch (at most three kinds), one about the first of `repeats`
     (sentences looping summaries repeated), one about the first of `claims` (sentences saying a step was done
-    that was not) and one about the first of `invented` (lines stating values no message held) when there are
-    any; of each reply, the first line that passes every check is added, and the rest are refused with their
-    reason."""
+    that was not), one about the first of `invented` (lines stating values no message held) and one about the
+    first lines of `restated` (a summary that was the task's steps again) when there are any; of each reply, the
+    first line that passes every check is added, and the rest are refused with their reason."""
     batch = minibatch(lost, size, seed)
     base = learned_part(parent)
     present = "\n".join((base, closing_part(parent)))
     loop, claim, made_up = list(repeats[:1]), [_hide_tools(c) for c in claims[:1]], list(invented[:1])
-    literals = _literals(batch, [*loop, *claims[:1], *made_up]) | {t for c in claims[:1] for t in _TOOL.findall(c)}
+    plan = list(restated[:RESTATED_SHOWN])
+    literals = _literals(batch, [*loop, *claims[:1], *made_up, *plan]) | {
+        t for c in [*claims[:1], *plan] for t in _TOOL.findall(c)
+    }
     examples = {fact.kind: fact for fact in reversed(batch)}  # the first of each kind in minibatch order
     # (kind, question, the line it shows): the loop first, since a loop crowds out every kind at once.
     questions: list[tuple[str, Question, str]] = [
@@ -287,6 +312,8 @@ def ut_step(
         *(("claim", StopFalseClaims(fence(_hide_ids(c), "example")), c) for c in claim),
         *(("invented", StopInventing(fence(_hide_ids(line), "example")), line) for line in made_up),
     ]
+    if plan:
+        questions.append(("restated", StopRestating(fence(_shown_plan(plan), "example")), "\n".join(plan)))
     for kind in sorted(examples)[:MAX_LINES]:
         shown = fence(masked(examples[kind]), "example")
         questions.append((kind, ProtectKind(KIND_TEXT.get(kind, kind), shown), examples[kind].source))

@@ -4,8 +4,8 @@ The task's reference solution is replayed through the target strategy (the traje
 takes; no agent model), and each summary is scored against the literals later reference steps need
 that were in what it folded: a value, a receipt id, an error, a paging warning by its literal, a skill
 rule only when its whole line is there verbatim (a paraphrased rule is how rules get lost). Each summary's
-loops, false claims of progress and invented values are counted beside (`repeated`, `optimizer.summary.claims`,
-`optimizer.summary.invented`). Summaries go
+loops, false claims of progress, invented values and restated tasks are counted beside (`repeated`,
+`optimizer.summary.claims`, `optimizer.summary.invented`, `optimizer.summary.restated`). Summaries go
 through the cached summarizer call, so tier 0 on the same trajectory then costs nothing more.
 """
 
@@ -26,6 +26,7 @@ from optimizer.runtime import ContextRuntime
 from optimizer.stats import paired_bootstrap_diff, said_interval
 from optimizer.summary.claims import false_claims
 from optimizer.summary.invented import invented_values, lines_with
+from optimizer.summary.restated import restated_lines
 from optimizer.tokens import count_tokens
 from optimizer.world.needs import occurs
 from optimizer.world.task import Need, NeedKind, ReferenceStep, Task
@@ -61,6 +62,8 @@ class SummaryScore:
     # Ids and amounts the summary states that no message of the history holds, and the lines stating them.
     invented: tuple[str, ...] = ()
     invented_lines: tuple[str, ...] = ()
+    # The lines restating the task, when the summary is the task statement again with no result in it.
+    restated: tuple[str, ...] = ()
 
     @property
     def looped(self) -> bool:
@@ -175,6 +178,15 @@ class ScreenResult:
         return sum(bool(s.invented) for s in self.summaries)
 
     @property
+    def restating(self) -> int:
+        """Summaries that are the task statement again, holding no result."""
+        return sum(bool(s.restated) for s in self.summaries)
+
+    @property
+    def restated_lines(self) -> list[str]:
+        return [line for s in self.summaries for line in s.restated]
+
+    @property
     def back_to_back(self) -> int:
         """Summaries made at the step right after another summary: what the target kept after a summary already
         reached its trigger, so it summarizes on every call from there (LangChain keeping 4 messages of 1,000-token
@@ -274,6 +286,7 @@ def _score(
             )
         )
     invented = invented_values(summary.summary, (e.content for e in entries))
+    statement = "\n".join(e.content for e in entries if e.kind in (EntryKind.TASK, EntryKind.USER))
     return SummaryScore(
         task.id,
         index,
@@ -285,6 +298,7 @@ def _score(
         false_claims(summary.summary, not_called),
         invented,
         lines_with(summary.summary, invented),
+        restated_lines(summary.summary, statement, (e.content for e in entries if e.kind is EntryKind.RESULT)),
     )
 
 

@@ -91,6 +91,7 @@ class SearchRecord:
                 "summaries_looped": s.looped,
                 "summaries_claiming": s.claimed,
                 "summaries_inventing": s.inventing,
+                "summaries_restating": s.restating,
                 "summaries_back_to_back": s.back_to_back,
                 "lost_by_kind": s.lost_by_kind,
             }
@@ -170,7 +171,8 @@ def learn(
     for r in range(1, rounds + 1):
         for i in range(candidates):
             assert best.train is not None and best.val is not None
-            if not (best.train.lost or best.train.repeats or best.train.claims or best.train.invented_lines):
+            faults = (best.train.repeats, best.train.claims, best.train.invented_lines, best.train.restated_lines)
+            if not (best.train.lost or any(faults)):
                 break
             proposal = ut_step(
                 lm,
@@ -181,6 +183,7 @@ def learn(
                 repeats=best.train.repeats,
                 claims=best.train.claims,
                 invented=best.train.invented_lines,
+                restated=best.train.restated_lines,
             )
             name = f"ut{r}.{i}"
             if not proposal.llm_lines:

@@ -3,6 +3,7 @@ screened as a child paired with the start, and the refusals kept; its refusals o
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -127,3 +128,48 @@ def test_the_inventing_question_shows_an_invented_line_and_counts_invented_summa
         }
     )
     assert table.startswith("the inventing question") and f"| 0 of {child['summaries']} |" in table
+
+
+SAY_RESULTS = "State what each tool call returned instead of repeating the task's steps."
+
+
+def restating_summarizer(request: dict) -> str:
+    """The task's numbered steps again, one per line, unless the instructions ask for what the calls returned."""
+    prompt = str(request["messages"][-1]["content"])
+    if SAY_RESULTS in prompt:
+        return "The calls returned what the agent asked for."
+    task = re.search(r'<message type="human">(.*?)</message>', prompt, re.DOTALL)
+    assert task is not None, prompt[:400]
+    steps = re.split(r"\s\d+\)\s", task.group(1).strip())[1:]
+    return "\n".join(f"- **{step.strip()}**" for step in steps)
+
+
+def test_the_restating_question_shows_a_restated_task_with_tools_hidden(probe, tmp_path: Path):
+    config = load_experiment(probe.ROOT / "experiments" / "summary_reach_long.toml")
+    tasks = spread(select_tasks(config, "train", None))[:1]
+    prompts: list[str] = []
+
+    def optimizer(prompt: str, temperature: float) -> str:
+        prompts.append(prompt)
+        return SAY_RESULTS
+
+    with StubServer(restating_summarizer) as url:
+        client = ChatClient(EndpointConfig(base_url=url, model="stub", max_retries=0), base_url=url, model="stub")
+        compressor = Compressor(client, ResponseCache(tmp_path / "c.sqlite"))
+        rows = probe.probe(optimizer, compressor, tasks, (2000, 4), 1, False, question="restating")
+    start, child = rows["facts-first+contract"], rows["restating0"]
+    assert start["restated"] == start["summaries"] > 0 and child["restated"] == 0
+    assert len(prompts) == 1 and "starts the task over" in prompts[0] and "<tool>" in prompts[0]
+    assert not re.search(r"\b[a-z]+_[a-z]+\b", prompts[0].split("# restated")[1])  # no tool name shown
+    assert child["lines"] == [SAY_RESULTS]
+    table = probe.table(
+        {
+            "tasks": [t.id for t in tasks],
+            "summarizer": "stub",
+            "optimizer": "scripted",
+            "knobs": {"trigger": 2000, "keep": 4},
+            "question": "restating",
+            "rows": rows,
+        }
+    )
+    assert table.startswith("the restating question") and f"| 0 of {child['summaries']} |" in table

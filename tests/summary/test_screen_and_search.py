@@ -20,7 +20,7 @@ from optimizer.summary.rewrite import SHORTEN_CUE, co_step, llm_lines, minibatch
 from optimizer.summary.screen import LostFact, ScreenResult, SummaryScore, TaskScreen, repeated, screen
 from optimizer.summary.search import _ut_verdict, learn, rank
 from optimizer.world import Need, NeedKind
-from tests.context.conftest import compressor_for, make_task  # noqa: F401 - fixture
+from tests.context.conftest import TASK, compressor_for, make_task  # noqa: F401 - fixture
 
 NEEDS = (
     Need(NeedKind.VALUE, "B-14", guess="B-00", source_class="static"),
@@ -514,6 +514,59 @@ def test_the_search_learns_a_line_against_a_misleading_fault_at_equal_facts(
     assert best.llm_lines == (cure,) and best.val is not None and getattr(best.val, count) == 0
     assert start.val is not None and best.val.kept == start.val.kept  # chosen on the fault alone
     assert record.to_dict()["candidates"][0]["train"][column] == getattr(start.train, count)
+
+
+PLAN_AGAIN = f"- {TASK}"
+AGAINST_RESTATING = "State what each tool call returned instead of repeating the task's steps."
+
+
+def restating_summarizer(request: dict) -> str:
+    """The task statement again, unless told to say what the calls returned; then the facts the results held."""
+    prompt = str(request["messages"][-1]["content"])
+    if AGAINST_RESTATING not in prompt:
+        return PLAN_AGAIN
+    _, _, history = prompt.partition("<messages>")
+    facts = dict.fromkeys(line.strip() for line in history.splitlines() if line.strip().startswith("FACT-"))
+    return "\n".join(["The calls returned:", *facts])
+
+
+def test_the_screen_counts_a_summary_that_is_the_task_again(compressor_for):  # noqa: F811
+    compressor, _ = compressor_for(restating_summarizer)
+    again = screen(target(SEED), [task()], compressor)
+    assert again.restating == len(again.summaries) > 0 and again.restated_lines[0] == TASK
+    assert again.kept == 0 and again.misleading == 0  # a loss, counted as facts lost, not as a misleading fault
+    cured = screen(target(f"{SEED}\n{AGAINST_RESTATING}"), [task()], compressor)
+    assert cured.restating == 0 and cured.kept > 0
+
+
+def test_a_restated_task_gets_a_question_of_its_own_with_values_and_tools_hidden():
+    asked = []
+
+    def lm(prompt, temperature):
+        asked.append(prompt)
+        return "Keep every line: call read_skill with the ordering skill.\n" + AGAINST_RESTATING
+
+    plan = ["Call read_skill with the 'ordering' skill.", "Call get_stock for W-778.", "Reserve 12 units of W-778."]
+    proposal = ut_step(lm, with_contract(SEED), [], restated=plan)
+    assert len(asked) == 1 and "- Call <tool> for <value>." in asked[0] and "starts the task over" in asked[0]
+    assert "read_skill" not in asked[0] and "W-778" not in asked[0]
+    assert proposal.llm_lines == (AGAINST_RESTATING,)
+    assert dict(proposal.refused)["Keep every line: call read_skill with the ordering skill."] == (
+        "names a value or id from the examples"
+    )
+
+
+def test_the_search_learns_a_line_against_a_restated_task_when_it_keeps_the_results(compressor_for):  # noqa: F811
+    compressor, _ = compressor_for(restating_summarizer)
+
+    def lm(prompt, temperature):
+        return AGAINST_RESTATING if "starts the task over" in prompt else "Be brief."
+
+    record = learn(target, SEED, [task()], [task()], compressor, lm, candidates=1)
+    start, best = record.candidates[0], record.best()
+    assert start.train is not None and start.train.restating > 0
+    assert best.llm_lines == (AGAINST_RESTATING,) and best.val is not None and best.val.restating == 0
+    assert record.to_dict()["candidates"][0]["train"]["summaries_restating"] == start.train.restating
 
 
 def _screened(kept: int, claims: int) -> ScreenResult:
