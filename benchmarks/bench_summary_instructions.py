@@ -58,7 +58,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -103,6 +103,7 @@ from optimizer.summary.knobs import (  # noqa: E402
 )
 from optimizer.summary.langchain_target import LangChainSummary  # noqa: E402
 from optimizer.summary.layouts import starts_for  # noqa: E402
+from optimizer.summary.restated import restated_in  # noqa: E402
 from optimizer.summary.rewrite import OptimizerLM  # noqa: E402
 from optimizer.summary.screen import ScreenResult, screen  # noqa: E402
 from optimizer.summary.search import SearchRecord, learn  # noqa: E402
@@ -184,12 +185,11 @@ def tier1(
     """The real agent on `tasks` under `strategy`, one sample per sampling seed `TIER1_SEED`.. (stored, so a re-run
     reads it back). `tier1_by_task` is each task's success share over its seeds: the paired intervals resample
     tasks, not episodes, since two seeds of one task are not independent evidence."""
-    scored = Scores.pooled(
-        [
-            evaluator.evaluate(strategy, tasks, split, "llm", seed=seed, temperature=TIER1_TEMPERATURE).scores
-            for seed in range(TIER1_SEED, TIER1_SEED + seeds)
-        ]
-    )
+    runs = [
+        evaluator.evaluate(strategy, tasks, split, "llm", seed=seed, temperature=TIER1_TEMPERATURE)
+        for seed in range(TIER1_SEED, TIER1_SEED + seeds)
+    ]
+    scored = Scores.pooled([run.scores for run in runs])
     if not scored.n:
         raise SystemExit("bench_summary_instructions: no tier-1 episode was scored (infrastructure errors)")
     return {
@@ -199,7 +199,15 @@ def tier1(
         "tier1_peak_mean": scored.peak_mean,
         "tier1_by_task": scored.success_by_task(),
         "tier1_failures": scored.failure_causes(),
+        **restating("tier1", [episode for run in runs for episode in run.episodes]),
     }
+
+
+def restating(tier: str, episodes: Iterable[Episode]) -> dict[str, int]:
+    """How many of the summaries the episodes' summarizer wrote were the task statement again with no result: the
+    summary the 1.5B agent started over from on five validation tasks, and which facts kept counts only as losses."""
+    restated = [lines for episode in episodes for lines in restated_in(episode)]
+    return {f"{tier}_summaries": len(restated), f"{tier}_restating": sum(bool(lines) for lines in restated)}
 
 
 def tier0_draws(strategy: ContextStrategy, tasks: Sequence[Task], compressors: Sequence[Compressor]) -> list[Episode]:

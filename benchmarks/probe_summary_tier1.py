@@ -36,7 +36,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_summary_instructions import TIER1_SEED, episode_lines, make_target, paired, tier0, tier1  # noqa: E402
+from bench_summary_instructions import (  # noqa: E402
+    TIER1_SEED,
+    episode_lines,
+    make_target,
+    paired,
+    restating,
+    tier0,
+    tier1,
+)
 from probe_summary_ceiling import read_recorded, tier1_rows, tier1_tasks_of  # noqa: E402
 from probe_summary_layout import texts  # noqa: E402
 
@@ -182,7 +190,26 @@ def tier0_part(episodes: Sequence[Episode]) -> dict[str, Any]:
         "tier0_success": judged.success,
         "tier0_peak_mean": judged.peak,
         "tier0_by_task": {e.task_id: float(e.success) for e in episodes},
+        **restating("tier0", episodes),
     }
+
+
+def _restating_lines(rows: dict[str, dict[str, Any]]) -> list[str]:
+    """Per row, its summaries that were the task statement again with no result, at each tier it ran (reports
+    written before the count have none)."""
+    said = {
+        name: [
+            f"{tier} {row[f'{tier}_restating']} of {row[f'{tier}_summaries']}"
+            for tier in ("tier1", "tier0")
+            if f"{tier}_restating" in row
+        ]
+        for name, row in rows.items()
+        if row.get("tier1_summaries") or row.get("tier0_summaries")
+    }
+    if not said:
+        return []
+    lines = [f"  {name}: {', '.join(tiers)}" for name, tiers in said.items()]
+    return ["", "summaries restating the task (no result in them):", *lines]
 
 
 def _tier0_lines(report: dict[str, Any]) -> list[str]:
@@ -209,6 +236,7 @@ def table(report: dict[str, Any]) -> str:
         f"{knobs['trigger']}, keep {knobs['keep']}, summarizer {report['summarizer']}, agent {report['agent']}",
         "",
         *tier1_rows(report["rows"], n, report["paired"]),
+        *_restating_lines(report["rows"]),
         *_tier0_lines(report),
     ]
     earlier = report["recorded"]

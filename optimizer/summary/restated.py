@@ -18,6 +18,8 @@ import html
 import re
 from collections.abc import Iterable
 
+from optimizer.agent.episode import Episode
+from optimizer.context.history import EntryKind
 from optimizer.world.needs import occurs
 
 _BULLET = re.compile(r"^\s*(?:[-+*•]|\d+[.)])\s+")
@@ -46,6 +48,20 @@ def restated_lines(summary: str, task: str, results: Iterable[str]) -> tuple[str
         if token and occurs(token, given) and not occurs(token, task):
             return ()
     return tuple(restating)
+
+
+def restated_in(episode: Episode) -> list[tuple[str, ...]]:
+    """Per summary an episode's compressor wrote, in order: its lines restating the task, () when it does not;
+    the results it is checked against are those the step it was written at could show."""
+    entries = episode.entries
+    statement = "\n".join(episode.text(e.text) for e in entries if e.kind in (EntryKind.TASK, EntryKind.USER))
+    out = []
+    for record in episode.records:
+        if record.action != "summarize" or not record.compressor_io:
+            continue
+        results = [episode.text(e.raw) for e in entries if e.kind == EntryKind.RESULT and e.visible_from <= record.step]
+        out.append(restated_lines(episode.text(record.compressor_io[1]), statement, results))
+    return out
 
 
 def _plain(line: str) -> str:

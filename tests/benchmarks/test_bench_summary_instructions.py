@@ -230,13 +230,14 @@ def test_tier1_over_seeds_pairs_tasks_by_their_share_of_seeds_solved(bench):
             scored = [
                 TaskScore(t, won[seed, t], 1000 * seed, causes=() if won[seed, t] else ("step limit",)) for t in tasks
             ]
-            return SimpleNamespace(scores=Scores(tuple(scored)))
+            return SimpleNamespace(scores=Scores(tuple(scored)), episodes=[])
 
     result = bench.tier1(Evaluator(), None, ["a", "b"], "train", seeds=2)
     assert seen == [1, 2]
     assert result["tier1_by_task"] == {"a": 0.5, "b": 0.0}
     assert result["tier1_success"] == 0.25 and result["tier1_episodes"] == 4 and result["tier1_peak_mean"] == 1500
     assert result["tier1_failures"] == {"step limit": 3}
+    assert result["tier1_summaries"] == 0 and result["tier1_restating"] == 0
 
 
 def test_tier1_seeds_must_be_positive_and_show_in_the_header(bench, capsys):

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from optimizer.evaluate.codec import decode_episode
 from tests.conftest import benchmark_module
 
 RECORDED = "benchmarks/results/summary_instructions_reach_long_langchain_equal_peak2500_tier1x10_val.json"
@@ -123,3 +124,28 @@ def test_tier0_rows_are_paired_apart_and_the_disagreeing_tasks_counted(probe):
     assert f"  {X}: tier 0 0.50 at 1,900, tier 1 0.00; the tiers disagree on 1 of 2 tasks" in table
     # Without tier-0 rows the table says nothing about tier 0.
     assert "tier 0 (the reference agent)" not in probe.table(report | {"rows": {X: row({a: 1, b: 0}, 1)}})
+
+
+BY_CALL_RUN = "benchmarks/results/runs_summary_reach_long_langchain_val/langchain_summary-llm-train-74b5939c1e"
+
+
+def test_the_stored_by_call_run_restates_the_task_on_the_gift_and_order_fix_tasks(probe, bench):
+    lines = (probe.ROOT / BY_CALL_RUN / "episodes.jsonl").read_text().splitlines()
+    episodes = [decode_episode(json.loads(line)) for line in lines]
+    assert bench.restating("tier1", episodes) == {"tier1_summaries": 30, "tier1_restating": 5}
+    restating = {e.task_id.split("-")[1] for e in episodes if bench.restating("tier1", [e])["tier1_restating"]}
+    assert restating == {"gift", "order_fix"}
+
+
+def test_the_table_says_each_rows_restating_summaries_per_tier(probe):
+    recorded = json.loads((probe.ROOT / RECORDED).read_text())
+    config = probe.load_experiment(probe.ROOT / "experiments" / "summary_reach_long.toml")
+    tasks = probe.tier1_tasks_of(recorded, config)[:1]
+    none = row({tasks[0].id: True}, 3000) | probe.tier0_part(probe.tier0(probe.parse_strategy("none"), tasks, None))
+    assert none["tier0_summaries"] == 0
+    text = row({tasks[0].id: False}, 2100) | {"tier1_summaries": 3, "tier1_restating": 1}
+    runs = probe.ROOT / "benchmarks" / "results"
+    report = probe.report_of(recorded, Path(RECORDED), "m", config, tasks, runs, {"none": none, X: text}, X, 0)
+    table = probe.table(report)
+    assert f"summaries restating the task (no result in them):\n  {X}: tier1 1 of 3" in table
+    assert "  none:" not in table.split("restating the task")[1].split("\n\n")[0]
