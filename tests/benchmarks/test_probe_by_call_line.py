@@ -16,6 +16,7 @@ from optimizer.llm.client import ChatClient
 from optimizer.llm.endpoint import EndpointConfig
 from optimizer.search.task_order import spread
 from optimizer.testing.stub_server import StubServer
+from optimizer.world.task import Task
 from tests.conftest import benchmark_module
 
 LINE = "Under each call, keep every line of its result that holds a needed value, word for word."
@@ -32,29 +33,35 @@ def summarizer(request: dict) -> str:
     return prompt if LINE in prompt else "Summary of the work so far."
 
 
-def test_a_line_that_passes_is_screened_as_a_child_and_paired_with_the_start(probe, tmp_path: Path):
+def run_probe(probe, tmp_path: Path, summarize, optimizer, tasks: int, asks: int, **options) -> tuple[list[Task], dict]:
+    """The probe on the first `tasks` train tasks, the summarizer a stub server answering with `summarize`."""
     config = load_experiment(probe.ROOT / "experiments" / "summary_reach_long.toml")
-    tasks = spread(select_tasks(config, "train", None))[:2]
-    replies = iter(["Be brief.", LINE])
-    with StubServer(summarizer) as url:
+    chosen = spread(select_tasks(config, "train", None))[:tasks]
+    with StubServer(summarize) as url:
         client = ChatClient(EndpointConfig(base_url=url, model="stub", max_retries=0), base_url=url, model="stub")
         compressor = Compressor(client, ResponseCache(tmp_path / "c.sqlite"))
-        rows = probe.probe(lambda p, t: next(replies), compressor, tasks, (2000, 4), 2, False)
+        return chosen, probe.probe(optimizer, compressor, chosen, (2000, 4), asks, False, **options)
+
+
+def table_of(probe, tasks: list[Task], rows: dict, **report) -> str:
+    knobs = {"trigger": 2000, "keep": 4}
+    return probe.table(
+        {"tasks": [t.id for t in tasks], "summarizer": "stub", "optimizer": "scripted", "knobs": knobs}
+        | report
+        | {"rows": rows}
+    )
+
+
+def test_a_line_that_passes_is_screened_as_a_child_and_paired_with_the_start(probe, tmp_path: Path):
+    replies = iter(["Be brief.", LINE])
+    tasks, rows = run_probe(probe, tmp_path, summarizer, lambda p, t: next(replies), 2, 2)
     start, refused, child = rows["facts-first+contract"], rows["by-call0"], rows["by-call1"]
     assert start["needed"] > 0 and start["kept"] == 0
     assert refused["lines"] == [] and "kept" not in refused
     assert [tuple(r) for r in refused["refused"]] == [("Be brief.", "too short to be an instruction")]
     assert child["lines"] == [LINE] and child["vs"] == "facts-first+contract" and LINE in child["text"]
     assert child["gain"]["tasks"] == 2 and child["kept"] > 0 and child["gain"]["mean"] > 0, child
-    table = probe.table(
-        {
-            "tasks": [t.id for t in tasks],
-            "summarizer": "stub",
-            "optimizer": "scripted",
-            "knobs": {"trigger": 2000, "keep": 4},
-            "rows": rows,
-        }
-    )
+    table = table_of(probe, tasks, rows)
     assert "| by-call0 | none survived (" in table and f"| by-call1 | {LINE} |" in table
 
 
@@ -74,13 +81,8 @@ def test_an_unknown_start_is_refused_before_any_model_and_names_the_known_ones(p
 
 
 def test_the_lines_are_added_to_the_start_asked_for(probe, tmp_path: Path):
-    config = load_experiment(probe.ROOT / "experiments" / "summary_reach_long.toml")
-    tasks = spread(select_tasks(config, "train", None))[:1]
     start = "facts-by-call+contract"
-    with StubServer(summarizer) as url:
-        client = ChatClient(EndpointConfig(base_url=url, model="stub", max_retries=0), base_url=url, model="stub")
-        compressor = Compressor(client, ResponseCache(tmp_path / "c.sqlite"))
-        rows = probe.probe(lambda p, t: LINE, compressor, tasks, (2000, 4), 1, False, start)
+    _, rows = run_probe(probe, tmp_path, summarizer, lambda p, t: LINE, 1, 1, start=start)
     text = probe.texts()[start]
     assert list(rows) == [start, "by-call0"] and rows[start]["text"] == text
     child = rows["by-call0"]
@@ -98,18 +100,13 @@ def inventing_summarizer(request: dict) -> str:
 
 
 def test_the_inventing_question_shows_an_invented_line_and_counts_invented_summaries(probe, tmp_path: Path):
-    config = load_experiment(probe.ROOT / "experiments" / "summary_reach_long.toml")
-    tasks = spread(select_tasks(config, "train", None))[:1]
     prompts: list[str] = []
 
     def optimizer(prompt: str, temperature: float) -> str:
         prompts.append(prompt)
         return NEVER_INVENT
 
-    with StubServer(inventing_summarizer) as url:
-        client = ChatClient(EndpointConfig(base_url=url, model="stub", max_retries=0), base_url=url, model="stub")
-        compressor = Compressor(client, ResponseCache(tmp_path / "c.sqlite"))
-        rows = probe.probe(optimizer, compressor, tasks, (2000, 4), 2, False, question="inventing")
+    tasks, rows = run_probe(probe, tmp_path, inventing_summarizer, optimizer, 1, 2, question="inventing")
     start, child, none_left = rows["facts-first+contract"], rows["inventing0"], rows["inventing1"]
     assert len(prompts) == 1 and "appear in no message" in prompts[0]
     # The optimizer sees the line's shape, never the made-up value itself.
@@ -117,16 +114,7 @@ def test_the_inventing_question_shows_an_invented_line_and_counts_invented_summa
     assert start["invented"] == start["summaries"] > 0 and child["invented"] == 0
     assert child["lines"] == [NEVER_INVENT] and child["vs"] == "facts-first+contract"
     assert none_left["lines"] == [] and "kept" not in none_left
-    table = probe.table(
-        {
-            "tasks": [t.id for t in tasks],
-            "summarizer": "stub",
-            "optimizer": "scripted",
-            "knobs": {"trigger": 2000, "keep": 4},
-            "question": "inventing",
-            "rows": rows,
-        }
-    )
+    table = table_of(probe, tasks, rows, question="inventing")
     assert table.startswith("the inventing question") and f"| 0 of {child['summaries']} |" in table
 
 
@@ -145,31 +133,17 @@ def restating_summarizer(request: dict) -> str:
 
 
 def test_the_restating_question_shows_a_restated_task_with_tools_hidden(probe, tmp_path: Path):
-    config = load_experiment(probe.ROOT / "experiments" / "summary_reach_long.toml")
-    tasks = spread(select_tasks(config, "train", None))[:1]
     prompts: list[str] = []
 
     def optimizer(prompt: str, temperature: float) -> str:
         prompts.append(prompt)
         return SAY_RESULTS
 
-    with StubServer(restating_summarizer) as url:
-        client = ChatClient(EndpointConfig(base_url=url, model="stub", max_retries=0), base_url=url, model="stub")
-        compressor = Compressor(client, ResponseCache(tmp_path / "c.sqlite"))
-        rows = probe.probe(optimizer, compressor, tasks, (2000, 4), 1, False, question="restating")
+    tasks, rows = run_probe(probe, tmp_path, restating_summarizer, optimizer, 1, 1, question="restating")
     start, child = rows["facts-first+contract"], rows["restating0"]
     assert start["restated"] == start["summaries"] > 0 and child["restated"] == 0
     assert len(prompts) == 1 and "starts the task over" in prompts[0] and "<tool>" in prompts[0]
     assert not re.search(r"\b[a-z]+_[a-z]+\b", prompts[0].split("# restated")[1])  # no tool name shown
     assert child["lines"] == [SAY_RESULTS]
-    table = probe.table(
-        {
-            "tasks": [t.id for t in tasks],
-            "summarizer": "stub",
-            "optimizer": "scripted",
-            "knobs": {"trigger": 2000, "keep": 4},
-            "question": "restating",
-            "rows": rows,
-        }
-    )
+    table = table_of(probe, tasks, rows, question="restating")
     assert table.startswith("the restating question") and f"| 0 of {child['summaries']} |" in table
