@@ -117,6 +117,7 @@ def target_table(report: SummaryReport) -> Table:
         "per summary",
         "false claims",
         "invented values",
+        "restated task",
         "summary tokens",
         "tier-0 success",
     ]
@@ -132,6 +133,7 @@ def target_table(report: SummaryReport) -> Table:
             f"{per:.2f}" if per is not None else "–",
             f"{r.screen.claimed} of {len(r.screen.summaries)}" if r.screen is not None else "–",
             f"{r.screen.inventing} of {len(r.screen.summaries)}" if r.screen is not None else "–",
+            f"{r.screen.restating} of {len(r.screen.summaries)}" if r.screen is not None else "–",
             fmt(r.screen.summary_tokens) if r.screen is not None else "–",
             f"{r.tier0.success:.2f}",
             f"[{low:.2f}, {high:.2f}]",

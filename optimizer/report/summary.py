@@ -243,9 +243,9 @@ class SummaryReport:
             f"on the same {test} test tasks with the same summarizer.",
             "",
             *([f"Knobs chosen beside the text: {self.trigger.describe()}.", ""] if self.trigger is not None else []),
-            "| row | version | facts kept | per summary | false claims | invented values | summary tokens "
-            "| tier-0 success | 95% CI | mean peak |" + (" tier-1 success |" if tier1 else ""),
-            "|---|---|---|---|---|---|---|---|---|---|" + ("---|" if tier1 else ""),
+            "| row | version | facts kept | per summary | false claims | invented values | restated task "
+            "| summary tokens | tier-0 success | 95% CI | mean peak |" + (" tier-1 success |" if tier1 else ""),
+            "|---|---|---|---|---|---|---|---|---|---|---|" + ("---|" if tier1 else ""),
         ]
         for r in self.rows:
             low, high = r.tier0_ci
@@ -256,6 +256,7 @@ class SummaryReport:
                 _num(r.per_summary(), ".2f"),
                 f"{r.screen.claimed} of {len(r.screen.summaries)}" if r.screen else "–",
                 f"{r.screen.inventing} of {len(r.screen.summaries)}" if r.screen else "–",
+                f"{r.screen.restating} of {len(r.screen.summaries)}" if r.screen else "–",
                 _num(r.screen.summary_tokens if r.screen else None, ".0f"),
                 f"{r.tier0.success:.2f}",
                 f"[{low:.2f}, {high:.2f}]",

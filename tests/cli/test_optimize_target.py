@@ -123,6 +123,7 @@ def test_the_job_learns_a_line_reports_it_beside_the_baselines_and_exports_the_m
         assert row["tier0_tasks"] == 3 and row["summaries"] > 0 and row["facts_needed"] > 0
         assert {"facts_kept_per_summary", "summary_tokens_mean", "peak_mean", "tier0_success"} <= row.keys()
         assert 0 <= row["summaries_claiming"] <= row["summaries"]
+        assert 0 <= row["summaries_restating"] <= row["summaries"]
     assert "summaries" not in rows["none"] and rows["none"]["tier0_tasks"] == 3
     # The default row is LangChain's own prompt, read from the installed package.
     from langchain.agents.middleware.summarization import DEFAULT_SUMMARY_PROMPT
@@ -143,6 +144,7 @@ def test_the_job_learns_a_line_reports_it_beside_the_baselines_and_exports_the_m
     markdown = (job_dir / "report.md").read_text()
     assert "| learned |" in markdown and "| default |" in markdown and "### seed" in markdown
     assert "| false claims |" in markdown and "false claims" in out
+    assert "| restated task |" in markdown and "restated task" in out
     assert '"Be brief." (too short to be an instruction)' in markdown
 
     # The learned text as a guideline file with its provenance.
