@@ -207,6 +207,10 @@ class ShortenInstructions:
 # instructions as bare headers, the 1.5B optimizer echoed the last header in each of six runs (the CO step never
 # produced a text); the cue asks for the rewrite where the model starts writing.
 SHORTEN_CUE = "Rewritten, shorter instructions:"
+# Shown a restated task with no cue, the 1.5B optimizer retold the example's task in both of two asks ("The agent
+# calls the <tool> to retrieve the customer id ..."), refused as copying its words: the example reads as a story to
+# continue. The cue puts it where an instruction starts. The other questions were measured without one.
+RESTATING_CUE = "Instruction for the summarizer:"
 
 
 @dataclass
@@ -321,8 +325,10 @@ def ut_step(
     kept: list[str] = []
     replies: list[str] = []
     for kind, question, source in questions:
-        reply = lm(render(question), 0.7)
+        cue = RESTATING_CUE if kind == "restated" else ""
+        reply = lm(render(question, cue), 0.7)
         replies.append(reply)
+        reply = reply.strip().removeprefix(cue) if cue else reply
         _take_one(reply, Checks(literals, present, (source,), {kind}), kept, refused)
     return Proposal("ut", placed(parent, kept, "opening"), tuple(kept), refused, reply="\n---\n".join(replies))
 

@@ -544,14 +544,15 @@ def test_a_restated_task_gets_a_question_of_its_own_with_values_and_tools_hidden
 
     def lm(prompt, temperature):
         asked.append(prompt)
-        return "Keep every line: call read_skill with the ordering skill.\n" + AGAINST_RESTATING
+        return "Instruction for the summarizer: " + AGAINST_RESTATING + "\nKeep every line: call read_skill with it."
 
     plan = ["Call read_skill with the 'ordering' skill.", "Call get_stock for W-778.", "Reserve 12 units of W-778."]
     proposal = ut_step(lm, with_contract(SEED), [], restated=plan)
     assert len(asked) == 1 and "- Call <tool> for <value>." in asked[0] and "starts the task over" in asked[0]
+    assert asked[0].endswith("\n\nInstruction for the summarizer:")  # where the small optimizer starts instructing
     assert "read_skill" not in asked[0] and "W-778" not in asked[0]
     assert proposal.llm_lines == (AGAINST_RESTATING,)
-    assert dict(proposal.refused)["Keep every line: call read_skill with the ordering skill."] == (
+    assert dict(proposal.refused)["Keep every line: call read_skill with it."] == (
         "names a value or id from the examples"
     )
 
