@@ -1,16 +1,17 @@
 """Instruction texts at tier 1 under a chosen summarizer: does a text the screen prefers help the real agent?
 
     python benchmarks/probe_summary_tier1.py --from benchmarks/results/summary_instructions_<...>_val.json
-        --summarizer qwen2.5-coder-1.5b --text facts-by-call+contract --text default [--text NAME ...]
+        --summarizer qwen2.5-coder-1.5b --text facts-by-call+contract --text default [--text NAME|NAME=FILE ...]
         [--config experiments/summary_reach_long.toml] [--tier0]
         [--out benchmarks/results/summary_tier1_<...>_<MODEL>_val.json]
 
 Reads a recorded validation run of `bench_summary_instructions.py` (LangChain target, with `--tier1`): its knobs,
 tier-1 tasks, seeds and run store. The real agent (the config's `[endpoints.agent]`) runs those tasks under
 LangChain's middleware at the recorded trigger and keep, the summaries written by `--summarizer` under each `--text`
-(a layout probe text by name, `benchmarks/probe_summary_layout.py`; `default` is LangChain's own prompt, read from the
-installed package), beside `none`, which calls no summarizer and is read back from the store. The recorded run's own
-tier-1 rows are listed under the table as they ran, with the recorded summarizer.
+(a layout probe text by name, `benchmarks/probe_summary_layout.py`, or `NAME=FILE`, a text from a file such as a
+probe's child; `default` is LangChain's own prompt, read from the installed package), beside `none`, which calls no
+summarizer and is read back from the store. The recorded run's own tier-1 rows are listed under the table as they
+ran, with the recorded summarizer.
 The screen and tier 0 rank texts by what the summaries keep for the reference agent; with the 1.5B summarizer on
 train tasks the by-call text keeps more than facts first (12 of 25 facts against 9, tier 0 0.50 against 0.25). A
 real agent reads a summary differently (it trusts invented values, re-calls what a summary lists), so this asks
@@ -28,7 +29,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +47,7 @@ from bench_summary_instructions import (  # noqa: E402
     tier1,
 )
 from probe_summary_ceiling import read_recorded, tier1_rows, tier1_tasks_of  # noqa: E402
-from probe_summary_layout import texts  # noqa: E402
+from probe_summary_layout import given_texts, texts  # noqa: E402
 
 from optimizer import _offline  # noqa: E402,F401
 from optimizer.agent.episode import Episode  # noqa: E402
@@ -69,7 +70,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--from", dest="source", type=Path, required=True, help="a recorded bench JSON (val)")
     parser.add_argument("--summarizer", required=True, help="the summarizer model every text runs with")
     parser.add_argument(
-        "--text", action="append", required=True, metavar="NAME", help="a layout probe text (first: the candidate)"
+        "--text",
+        action="append",
+        required=True,
+        metavar="NAME|NAME=FILE",
+        help="a layout probe text, or a text from a file under a name (first: the candidate)",
     )
     parser.add_argument("--config", type=Path, default=ROOT / "experiments" / "summary_reach_long.toml")
     parser.add_argument("--tier0", action="store_true", help="also run the reference agent on each row's summaries")
@@ -77,23 +82,30 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict[str, Any]:
-    """The recorded run, read and checked, and the texts named checked, before any model starts."""
+def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, str]]:
+    """The recorded run, read and checked, and the texts asked for, read and checked, before any model starts."""
     known = texts()
-    unknown = [name for name in args.text if name not in known]
+    unknown = [spec for spec in args.text if "=" not in spec and spec not in known]
     if unknown:
         parser.error(f"--text: no layout probe text {', '.join(map(repr, unknown))}; known: {', '.join(known)}")
-    if len(set(args.text)) != len(args.text):
+    names = [spec.partition("=")[0] for spec in args.text]
+    if len(set(names)) != len(names):
         parser.error("--text: a text is named twice")
-    return read_recorded(parser, args.source)
+    try:
+        given, _ = given_texts([spec for spec in args.text if "=" in spec], None)
+    except SystemExit as unreadable:
+        parser.error(str(unreadable).removeprefix("probe_summary_layout: "))
+    clashing = sorted(set(given) & set(known))
+    if clashing:
+        parser.error(f"--text: {', '.join(map(repr, clashing))} names a layout probe text; give the file another name")
+    return read_recorded(parser, args.source), {name: given.get(name) or known[name] for name in names}
 
 
-def rows_for(recorded: dict[str, Any], names: Sequence[str]) -> dict[str, ContextStrategy]:
-    """`none`, then each named text under the middleware at the recorded knobs."""
+def rows_for(recorded: dict[str, Any], chosen: Mapping[str, str]) -> dict[str, ContextStrategy]:
+    """`none`, then each text under the middleware at the recorded knobs."""
     knobs = recorded["knobs"]
     make = make_target("langchain", knobs["trigger"], knobs["keep"], knobs["summary_max_tokens"])
-    known = texts()
-    return {"none": parse_strategy("none"), **{name: make(known[name]) for name in names}}
+    return {"none": parse_strategy("none"), **{name: make(text) for name, text in chosen.items()}}
 
 
 def out_name(source: Path, summarizer: str) -> str:
@@ -120,6 +132,7 @@ def report_of(
     measured: dict[str, dict[str, Any]],
     candidate: str,
     started: float,
+    chosen: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     ids = [t.id for t in tasks]
 
@@ -141,7 +154,7 @@ def report_of(
         "agent": config.endpoints.agent.model,
         "tasks": ids,
         "tier1": {"seed": TIER1_SEED, "seeds": recorded["tier1"]["seeds"], "runs": str(runs.relative_to(ROOT))},
-        "texts": {name: texts()[name] for name in measured if name != "none"},
+        "texts": {name: (chosen or texts())[name] for name in measured if name != "none"},
         "rows": measured,
         "paired": pairs("tier1"),
         "paired_tier0": pairs("tier0"),
@@ -153,12 +166,13 @@ def report_of(
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    recorded = _checked(parser, args)
+    recorded, chosen = _checked(parser, args)
     config = load_experiment(args.config).with_overrides(
         tracking={"enabled": False}, endpoints={"compressor": {"model": args.summarizer}}
     )
     tasks = tier1_tasks_of(recorded, config)
-    rows = rows_for(recorded, args.text)
+    rows = rows_for(recorded, chosen)
+    candidate = next(iter(chosen))
     seeds = recorded["tier1"]["seeds"]
     # The store under this checkout's results (the recorded path is the machine's it ran on).
     runs = ROOT / "benchmarks" / "results" / Path(recorded["tier1"]["runs"]).name
@@ -176,7 +190,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _log(f"{name}: {measured[name]['tier1_success']:.2f} at {measured[name]['tier1_peak_mean']:.0f}")
             # After each row: a row takes half an hour with a 1.5B summarizer, and a killed run keeps what it had.
             report = report_of(
-                recorded, args.source, args.summarizer, config, tasks, runs, measured, args.text[0], started
+                recorded, args.source, args.summarizer, config, tasks, runs, measured, candidate, started, chosen
             )
             out.write_text(json.dumps(report, indent=2, default=str) + "\n")
     print(table(report))

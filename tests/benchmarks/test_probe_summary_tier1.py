@@ -26,7 +26,7 @@ def bench():
 
 def test_the_rows_are_none_and_each_text_at_the_recorded_knobs(probe, bench):
     recorded = json.loads((probe.ROOT / RECORDED).read_text())
-    rows = probe.rows_for(recorded, ["facts-by-call+contract", "default"])
+    rows = probe.rows_for(recorded, {n: probe.texts()[n] for n in ("facts-by-call+contract", "default")})
     assert list(rows) == ["none", "facts-by-call+contract", "default"]
     knobs = recorded["knobs"]
     make = bench.make_target("langchain", knobs["trigger"], knobs["keep"], knobs["summary_max_tokens"])
@@ -41,6 +41,9 @@ def test_the_rows_are_none_and_each_text_at_the_recorded_knobs(probe, bench):
     [
         (["--text", "facts-by-cal"], "--text: no layout probe text 'facts-by-cal'"),
         (["--text", "default", "--text", "default"], "named twice"),
+        (["--text", "default", "--text", "default=README.md"], "named twice"),
+        (["--text", "mine=no/such/file.txt"], "--text 'mine=no/such/file.txt': No such file or directory"),
+        (["--text", "seed+contract=README.md"], "'seed+contract' names a layout probe text"),
     ],
 )
 def test_a_bad_text_is_refused_before_any_model(probe, capsys, argv, message):
@@ -57,6 +60,18 @@ def test_a_source_it_cannot_use_is_refused_in_one_line(probe, tmp_path, capsys, 
     with pytest.raises(SystemExit) as exit_info:
         probe.main(["--from", str(source), "--summarizer", "m", "--text", "default"])
     assert exit_info.value.code == 2 and "--from: a validation run" in capsys.readouterr().err
+
+
+def test_a_text_from_a_file_runs_under_its_name_beside_the_layout_texts(probe, tmp_path):
+    recorded = json.loads((probe.ROOT / RECORDED).read_text())
+    mine = tmp_path / "mine.txt"
+    said = "Summarize what each call returned."
+    mine.write_text(said)
+    argv = ["--from", RECORDED, "--summarizer", "m", "--text", f"mine={mine}", "--text", "default"]
+    _, chosen = probe._checked(probe._parser(), probe._parser().parse_args(argv))
+    assert chosen == {"mine": said, "default": probe.texts()["default"]}
+    rows = probe.rows_for(recorded, chosen)
+    assert list(rows) == ["none", "mine", "default"] and rows["mine"].instructions == said
 
 
 def test_the_output_is_named_for_the_source_and_the_summarizer(probe):
