@@ -128,7 +128,7 @@ FACTS_BY_CALL = FACTS_FIRST.replace(
     "PROGRESS: one line: what is done and the next step.", "PROGRESS: one line: what is done and the tool to call next."
 )
 # What a built-in text is measured against, paired per task: the text it changes.
-BUILT_IN_PARENTS = {"facts-by-call+contract": "facts-first+contract"}
+BUILT_IN_PARENTS = {"facts-by-call+contract": "facts-first+contract", "default+contract": "default"}
 
 # Rewordings that change no instruction: how far a meaningless edit moves what the summarizer keeps is the noise a
 # screen of one text on a few tasks carries (a UT line that keeps 4 of 12 facts against its parent's 7 is only a
@@ -154,6 +154,10 @@ def texts() -> dict[str, str]:
     seed = with_contract(guideline_at(SEED_GUIDELINE).texts.history)
     return {
         "default": str(target_default("langchain").text),
+        # LangChain's prompt with acon's contract before its messages block: what a user appends to the prompt they
+        # run, with no learned layout. The 0.5B summarizer restates the task under the default and under no
+        # contract text; this asks whether the contract alone stops it.
+        "default+contract": with_contract(str(target_default("langchain").text)),
         "seed+contract": seed,
         "seed+contract+remind": with_closing(seed, REMIND),
         "extract": EXTRACT,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from optimizer.context.summary_template import CLOSING_LEAD, split_closing
-from optimizer.summary.contract_text import HEADER
+from optimizer.context.summary_template import CLOSING_LEAD, MESSAGES_BLOCK, split_closing, summary_prompt
+from optimizer.summary.contract_text import HEADER, learned_part
 from optimizer.summary.screen import LostFact, ScreenResult, SummaryScore, TaskScreen
 from tests.conftest import benchmark_module
 
@@ -224,3 +224,12 @@ def test_a_bad_text_argument_is_refused_in_one_line_before_any_model(probe, tmp_
     argv = [a.format(empty=tmp_path / "empty.md", full=tmp_path / "full.md") for a in argv]
     with pytest.raises(SystemExit, match=message):
         probe.main(argv)
+
+
+def test_the_default_with_the_contract_keeps_langchains_text_and_one_messages_block(probe):
+    default, both = probe.texts()["default"], probe.texts()["default+contract"]
+    assert learned_part(both) == default.split(MESSAGES_BLOCK)[0].rstrip() and HEADER in both
+    prompt = summary_prompt(both)
+    assert prompt.count("{messages}") == 1 and prompt.endswith(MESSAGES_BLOCK)
+    assert prompt.index(HEADER) > prompt.index("Respond ONLY with the extracted context")
+    assert probe.parents_of(["default", "default+contract"], {}) == {"default+contract": "default"}
