@@ -103,7 +103,7 @@ from optimizer.summary.knobs import (  # noqa: E402
 )
 from optimizer.summary.langchain_target import LangChainSummary  # noqa: E402
 from optimizer.summary.layouts import starts_for  # noqa: E402
-from optimizer.summary.restated import restated_in  # noqa: E402
+from optimizer.summary.restated import restating_count  # noqa: E402
 from optimizer.summary.rewrite import OptimizerLM  # noqa: E402
 from optimizer.summary.screen import ScreenResult, screen  # noqa: E402
 from optimizer.summary.search import SearchRecord, learn  # noqa: E402
@@ -206,8 +206,8 @@ def tier1(
 def restating(tier: str, episodes: Iterable[Episode]) -> dict[str, int]:
     """How many of the summaries the episodes' summarizer wrote were the task statement again with no result: the
     summary the 1.5B agent started over from on five validation tasks, and which facts kept counts only as losses."""
-    restated = [lines for episode in episodes for lines in restated_in(episode)]
-    return {f"{tier}_summaries": len(restated), f"{tier}_restating": sum(bool(lines) for lines in restated)}
+    written, restating = restating_count(episodes)
+    return {f"{tier}_summaries": written, f"{tier}_restating": restating}
 
 
 def tier0_draws(strategy: ContextStrategy, tasks: Sequence[Task], compressors: Sequence[Compressor]) -> list[Episode]:

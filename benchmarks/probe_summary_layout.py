@@ -152,12 +152,13 @@ def reworded(text: str) -> dict[str, str]:
 
 def texts() -> dict[str, str]:
     seed = with_contract(guideline_at(SEED_GUIDELINE).texts.history)
+    default = str(target_default("langchain").text)
     return {
-        "default": str(target_default("langchain").text),
+        "default": default,
         # LangChain's prompt with acon's contract before its messages block: what a user appends to the prompt they
         # run, with no learned layout. The 0.5B summarizer restates the task under the default and under no
         # contract text; this asks whether the contract alone stops it.
-        "default+contract": with_contract(str(target_default("langchain").text)),
+        "default+contract": with_contract(default),
         "seed+contract": seed,
         "seed+contract+remind": with_closing(seed, REMIND),
         "extract": EXTRACT,

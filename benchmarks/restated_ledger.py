@@ -31,7 +31,7 @@ from scan_variance import SEALED  # noqa: E402
 from optimizer.evaluate.store import EpisodeStore, read_meta  # noqa: E402
 from optimizer.interrupts import run_main  # noqa: E402
 from optimizer.stats import wilson_interval  # noqa: E402
-from optimizer.summary.restated import restated_in  # noqa: E402
+from optimizer.summary.restated import restating_count  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -47,32 +47,29 @@ class Summarized:
     restating: int
 
 
-def text_name(config: dict) -> str:
-    """The layout probe's name for the run's instructions when they are one of its texts, else the strategy's."""
-    instructions = config.get("instructions")
-    return next((name for name, text in texts().items() if text == instructions), "")
-
-
-def summarized(root: Path) -> Iterable[Summarized]:
+def summarized(root: Path, names: dict[str, str]) -> Iterable[Summarized]:
+    """Each run's episodes with a summary; a run is named by `names` (text -> layout probe name) when its
+    instructions are one of the layout probe's texts, else by its strategy."""
     for directory in sorted(root.glob("*-llm-*")):
         meta = read_meta(directory)
         if not meta or meta.get("split") == SEALED:
             continue
         summarizer = str(((meta.get("endpoints") or {}).get("compressor") or {}).get("model") or "no model")
-        name = text_name(meta.get("strategy_config") or {}) or str(meta.get("strategy"))
+        instructions = (meta.get("strategy_config") or {}).get("instructions")
+        name = names.get(instructions) if isinstance(instructions, str) else None
         for episode in EpisodeStore(directory).load():
             if episode.outcome == "infra_error":
                 continue
-            restated = restated_in(episode)
-            if restated:
+            written, restating = restating_count([episode])
+            if written:
                 yield Summarized(
                     directory.name,
-                    name,
+                    name or str(meta.get("strategy")),
                     summarizer,
                     episode.task_id,
                     episode.success,
-                    len(restated),
-                    sum(bool(lines) for lines in restated),
+                    written,
+                    restating,
                 )
 
 
@@ -103,7 +100,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if missing:
         print(f"restated_ledger: not a directory: {missing[0]}", file=sys.stderr)
         return 2
-    found = [e for root in args.roots for e in summarized(root)]
+    names = {text: name for name, text in texts().items()}
+    found = [e for root in args.roots for e in summarized(root, names)]
     if not found:
         print("restated_ledger: no stored tier-1 episode with a summary", file=sys.stderr)
         return 1

@@ -64,6 +64,12 @@ def restated_in(episode: Episode) -> list[tuple[str, ...]]:
     return out
 
 
+def restating_count(episodes: Iterable[Episode]) -> tuple[int, int]:
+    """Summaries the episodes' compressor wrote, and how many of them restate the task."""
+    restated = [lines for episode in episodes for lines in restated_in(episode)]
+    return len(restated), sum(bool(lines) for lines in restated)
+
+
 def _plain(line: str) -> str:
     return " ".join(_EMPHASIS.sub("", _BULLET.sub("", html.unescape(line))).split())
 
