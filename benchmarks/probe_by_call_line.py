@@ -1,7 +1,7 @@
 """Shown lost facts in the ceiling's form, does the optimizer write a line that makes the summarizer keep more?
 
     python benchmarks/probe_by_call_line.py [--config experiments/summary_reach_long.toml] [--tasks 24] [--asks 2]
-        [--model qwen2.5-coder-1.5b] [--start facts-by-call+contract] [--question by-call|inventing|restating]
+        [--model qwen2.5-coder-1.5b] [--start facts-by-call+contract] [--question by-call|inventing|restating|section]
         [--tier0]
         [--out benchmarks/results/summary_by_call_line24_0.5b.json]
 
@@ -23,6 +23,9 @@ under either text, a fault a facts-kept count does not see, so the child is judg
 ask showing the next of the start's summaries that was the task's steps again with no result in it (values and tool
 names hidden): the only summary of each of five validation tasks under the by-call text at tier 1, where the real
 agent started over.
+`--question section` asks for a section of the layout instead of a sentence (`optimizer.summary.sections`): each ask
+shows the start's section names and a lost line of a kind no section names (values hidden), and the section that
+passes the checks goes in before the last one.
 What the optimizer wrote, what was refused and why, are in the JSON. Train tasks only: it decides whether the search
 should ask this question.
 """
@@ -58,10 +61,11 @@ from optimizer.summary.call import CachedOptimizer  # noqa: E402
 from optimizer.summary.langchain_target import LangChainSummary  # noqa: E402
 from optimizer.summary.rewrite import OptimizerLM, Proposal, by_call_step, ut_step  # noqa: E402
 from optimizer.summary.screen import ScreenResult, screen  # noqa: E402
+from optimizer.summary.sections import section_step  # noqa: E402
 from optimizer.world.task import Task  # noqa: E402
 
 START = "facts-first+contract"
-QUESTIONS = ("by-call", "inventing", "restating")
+QUESTIONS = ("by-call", "inventing", "restating", "section")
 STEMS = {q: f"summary_{q.replace('-', '_')}_line" for q in QUESTIONS}
 
 
@@ -113,6 +117,8 @@ def probe(
 def _ask(lm: OptimizerLM, question: str, parent_text: str, parent: ScreenResult, ask: int) -> Proposal:
     if question == "by-call":
         return by_call_step(lm, parent_text, parent.lost, seed=ask)
+    if question == "section":
+        return section_step(lm, parent_text, parent.lost, seed=ask)
     if question == "restating":
         plans = [s.restated for s in parent.summaries if s.restated][ask : ask + 1]
         if not plans:

@@ -306,7 +306,7 @@ def ut_step(
     present = "\n".join((base, closing_part(parent)))
     loop, claim, made_up = list(repeats[:1]), [_hide_tools(c) for c in claims[:1]], list(invented[:1])
     plan = list(restated[:RESTATED_SHOWN])
-    literals = _literals(batch, [*loop, *claims[:1], *made_up, *plan]) | {
+    literals = shown_literals(batch, [*loop, *claims[:1], *made_up, *plan]) | {
         t for c in [*claims[:1], *plan] for t in _TOOL.findall(c)
     }
     examples = {fact.kind: fact for fact in reversed(batch)}  # the first of each kind in minibatch order
@@ -329,7 +329,7 @@ def ut_step(
         reply = lm(render(question, cue), 0.7)
         replies.append(reply)
         reply = reply.strip().removeprefix(cue) if cue else reply
-        _take_one(reply, Checks(literals, present, (source,), {kind}), kept, refused)
+        take_one(reply, Checks(literals, present, (source,), {kind}), kept, refused)
     return Proposal("ut", placed(parent, kept, "opening"), tuple(kept), refused, reply="\n---\n".join(replies))
 
 
@@ -347,13 +347,13 @@ def by_call_step(lm: OptimizerLM, parent: str, lost: Sequence[LostFact], *, size
     shown = "\n".join(f"- from {_hide_tools(_hide_ids(f.source_call))}: {_hide_tools(masked(f))}" for f in batch)
     reply = lm(render(KeepUnderCall(fence(shown, "example"))), 0.7)
     present = "\n".join((learned_part(parent), closing_part(parent)))
-    literals = _literals(batch, [f.source_call for f in batch]) | {
+    literals = shown_literals(batch, [f.source_call for f in batch]) | {
         t for f in batch for t in _TOOL.findall(f.source_call)
     }
     checks = Checks(literals, present, tuple(f.source for f in batch), {"the call and its result"})
     kept: list[str] = []
     refused: list[tuple[str, str]] = []
-    _take_one(reply, checks, kept, refused)
+    take_one(reply, checks, kept, refused)
     return Proposal("ut", placed(parent, kept, "opening"), tuple(kept), refused, reply=reply)
 
 
@@ -366,17 +366,19 @@ class Checks:
     present: str
     sources: tuple[str, ...]
     kinds: set[str]
+    # What a line must be: an instruction sentence, or (`optimizer.summary.sections`) a section of the layout.
+    unfit: Callable[[str], str | None] = field(default=lambda line: _not_an_instruction(line))
 
     def refusal(self, line: str, kept: Sequence[str]) -> str | None:
         return (
             _refusal(line, self.literals, self.present, kept)
             or next((r for r in (_copied(line, s) for s in self.sources) if r), None)
-            or _not_an_instruction(line)
+            or self.unfit(line)
             or _untargeted(line, self.kinds)
         )
 
 
-def _take_one(reply: str, checks: Checks, kept: list[str], refused: list[tuple[str, str]]) -> None:
+def take_one(reply: str, checks: Checks, kept: list[str], refused: list[tuple[str, str]]) -> None:
     """The first of the reply's first four lines that passes `checks` goes to `kept`; every other line to `refused`,
     with its reason."""
     lines = reply_lines(reply)[:4]
@@ -431,7 +433,7 @@ def reply_lines(reply: str) -> list[str]:
     return out
 
 
-def _literals(batch: Sequence[LostFact], shown: Sequence[str] = ()) -> set[str]:
+def shown_literals(batch: Sequence[LostFact], shown: Sequence[str] = ()) -> set[str]:
     """The lost literals and every id-like token of the lines the optimizer was shown (values hidden or not)."""
     found = {f.literal for f in batch}
     for line in [*(f.source for f in batch), *shown]:
