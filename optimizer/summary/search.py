@@ -31,6 +31,7 @@ from optimizer.summary.contract_text import with_contract
 from optimizer.summary.paraphrase import paraphrase_step
 from optimizer.summary.rewrite import OptimizerLM, Proposal, co_step, llm_lines, placed, ut_step
 from optimizer.summary.screen import ScreenResult, screen
+from optimizer.summary.sections import section_step
 from optimizer.summary.target_base import SummaryTarget
 from optimizer.world.task import Task
 
@@ -149,6 +150,7 @@ def learn(
     confirm: Confirm | None = None,
     starts: Mapping[str, str] | None = None,
     paraphrases: int = 0,
+    sections: bool = False,
     log: Callable[[str], None] = lambda _: None,
 ) -> SearchRecord:
     def scored(c: Candidate, on_val: bool = True) -> Candidate:
@@ -169,6 +171,8 @@ def learn(
     record, start_text = _start(seed_text, starts or {}, scored, log)
     best = record.best()
     for r in range(1, rounds + 1):
+        if sections:
+            best = _section_step(lm, best, f"sec{r}", seed * 1000 + r, start_text, scored, record, at_tier1)
         for i in range(candidates):
             assert best.train is not None and best.val is not None
             faults = (best.train.repeats, best.train.claims, best.train.invented_lines, best.train.restated_lines)
@@ -197,18 +201,7 @@ def learn(
                 record,
                 proposal,
             )
-            assert child.train is not None
-            if rank(child.train) <= rank(best.train):
-                record.add(Attempt(child.name, proposal, "dropped: no better than its parent on train"))
-                record.candidates.append(child)
-                continue
-            scored(child)
-            assert child.val is not None
-            record.candidates.append(child)
-            verdict = at_tier1(child, best, _ut_verdict(child.val, best.val))
-            record.add(Attempt(child.name, proposal, verdict))
-            if verdict.startswith("chosen"):
-                best = child
+            best = _gated(child, best, proposal, scored, record, at_tier1)
         for j in range(paraphrases):
             best = _paraphrase(lm, best, j, f"pp{r}.{j}", start_text, scored, record, at_tier1)
         best = _co_step(lm, best, train, start_text, f"co{r}", scored, record, at_tier1)
@@ -270,6 +263,51 @@ def _co_step(
     verdict = at_tier1(child, best, _co_verdict(child.val, best.val, proposal.collapse))
     record.add(Attempt(name, proposal, verdict))
     return child if verdict.startswith("chosen") else best
+
+
+def _gated(
+    child: Candidate,
+    parent: Candidate,
+    proposal: Proposal,
+    scored: Callable[[Candidate], Candidate],
+    record: SearchRecord,
+    at_tier1: Callable[[Candidate, Candidate, str], str],
+) -> Candidate:
+    """A child screened on train goes on to validation only if it beats its parent there; the better of the two."""
+    assert child.train is not None and parent.train is not None and parent.val is not None
+    record.candidates.append(child)
+    if rank(child.train) <= rank(parent.train):
+        record.add(Attempt(child.name, proposal, "dropped: no better than its parent on train"))
+        return parent
+    scored(child)
+    assert child.val is not None
+    verdict = at_tier1(child, parent, _ut_verdict(child.val, parent.val))
+    record.add(Attempt(child.name, proposal, verdict))
+    return child if verdict.startswith("chosen") else parent
+
+
+def _section_step(
+    lm: OptimizerLM,
+    best: Candidate,
+    name: str,
+    seed: int,
+    start_text: str,
+    scored: Callable[..., Candidate],
+    record: SearchRecord,
+    at_tier1: Callable[[Candidate, Candidate, str], str],
+) -> Candidate:
+    """A section for a kind of fact the best text's train summaries lost and no section of its layout names
+    (`optimizer.summary.sections`), gated like a UT child. Nothing is asked, or recorded, of a text with no
+    sections or no such kind."""
+    assert best.train is not None
+    proposal = section_step(lm, best.text, best.train.lost, seed=seed)
+    if not proposal.reply:
+        return best
+    if not proposal.llm_lines:
+        record.add(Attempt(name, proposal, "refused: no section survived"))
+        return best
+    child = scored(Candidate(name, proposal.text, best.name, tuple(llm_lines(proposal.text, start_text))), False)
+    return _gated(child, best, proposal, scored, record, at_tier1)
 
 
 def _paraphrase(

@@ -41,7 +41,7 @@ def test_the_section_goes_before_the_last_one_and_the_contract_stays_below():
 def test_the_question_lists_the_sections_hides_the_example_and_takes_the_section():
     prompts: list[str] = []
     proposal = section_step(lambda p, t: prompts.append(p) or f"{SECTION_CUE} {RULES_LINE}", FACTS_FIRST, [RULE, PRICE])
-    assert len(prompts) == 1 and "- ERRORS AND WARNINGS\n- PROGRESS" in prompts[0]
+    assert len(prompts) == 1 and "word for word.\nPROGRESS: one line: what is done" in prompts[0]
     assert "R-9" not in prompts[0] and "reserve at most" not in prompts[0]
     assert proposal.step == "section" and proposal.llm_lines == (RULES_LINE,)
     assert [name for name, _ in sections_of(proposal.text)][-2:] == ["RULES", "PROGRESS"]
