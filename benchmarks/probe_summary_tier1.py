@@ -2,7 +2,7 @@
 
     python benchmarks/probe_summary_tier1.py --from benchmarks/results/summary_instructions_<...>_val.json
         --summarizer qwen2.5-coder-1.5b --text facts-by-call+contract --text default [--text NAME|NAME=FILE ...]
-        [--config experiments/summary_reach_long.toml] [--tier0]
+        [--config experiments/summary_reach_long.toml] [--tier0] [--seeds N]
         [--out benchmarks/results/summary_tier1_<...>_<MODEL>_val.json]
 
 Reads a recorded validation run of `bench_summary_instructions.py` (LangChain target, with `--tier1`): its knobs,
@@ -19,6 +19,8 @@ it. Per row: tier-1 success, mean peak, failure causes; the first `--text` minus
 With `--tier0` the reference agent also runs each row on the same tasks, its summaries written by the same
 summarizer (from acon's reply cache when present): tier-0 success and mean peak, the same pairs at tier 0, and per row
 the tasks where the two tiers disagree, so that what tier 0 ranks and what the real agent does are read off one run.
+`--seeds N` runs the real agent N times per task (sampling seeds from the recorded run's first; the stored ones read
+back), each task's success its share over the seeds: one seed of ten tasks cannot separate 1 of 10 from 0 of 10.
 The report is written after each row, and stored episodes are read back, so an interrupted run resumes. The sealed
 split is refused: this is method work.
 """
@@ -78,6 +80,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--config", type=Path, default=ROOT / "experiments" / "summary_reach_long.toml")
     parser.add_argument("--tier0", action="store_true", help="also run the reference agent on each row's summaries")
+    parser.add_argument(
+        "--seeds",
+        type=int,
+        default=None,
+        help="sampling seeds of the real agent per task, from the recorded first (default: the recorded run's)",
+    )
     parser.add_argument("--out", type=Path, default=None)
     return parser
 
@@ -86,6 +94,8 @@ def _checked(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple
     """The recorded run, read and checked, and the texts asked for, read and checked, before any model starts."""
     known = texts()
     unknown = [spec for spec in args.text if "=" not in spec and spec not in known]
+    if args.seeds is not None and not 1 <= args.seeds <= 5:
+        parser.error(f"--seeds: must be 1 to 5, got {args.seeds}")
     if unknown:
         parser.error(f"--text: no layout probe text {', '.join(map(repr, unknown))}; known: {', '.join(known)}")
     names = [spec.partition("=")[0] for spec in args.text]
@@ -133,6 +143,7 @@ def report_of(
     candidate: str,
     started: float,
     chosen: Mapping[str, str] | None = None,
+    seeds: int | None = None,
 ) -> dict[str, Any]:
     ids = [t.id for t in tasks]
 
@@ -153,12 +164,20 @@ def report_of(
         "summarizer": summarizer,
         "agent": config.endpoints.agent.model,
         "tasks": ids,
-        "tier1": {"seed": TIER1_SEED, "seeds": recorded["tier1"]["seeds"], "runs": str(runs.relative_to(ROOT))},
+        "tier1": {
+            "seed": TIER1_SEED,
+            "seeds": seeds or recorded["tier1"]["seeds"],
+            "runs": str(runs.relative_to(ROOT)),
+        },
         "texts": {name: (chosen or texts())[name] for name in measured if name != "none"},
         "rows": measured,
         "paired": pairs("tier1"),
         "paired_tier0": pairs("tier0"),
-        "recorded": {"summarizer": recorded.get("summarizer"), "rows": recorded_rows(recorded)},
+        "recorded": {
+            "summarizer": recorded.get("summarizer"),
+            "seeds": recorded["tier1"]["seeds"],
+            "rows": recorded_rows(recorded),
+        },
         "seconds": round(time.perf_counter() - started, 1),
     }
 
@@ -173,7 +192,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     tasks = tier1_tasks_of(recorded, config)
     rows = rows_for(recorded, chosen)
     candidate = next(iter(chosen))
-    seeds = recorded["tier1"]["seeds"]
+    seeds = args.seeds or recorded["tier1"]["seeds"]
     # The store under this checkout's results (the recorded path is the machine's it ran on).
     runs = ROOT / "benchmarks" / "results" / Path(recorded["tier1"]["runs"]).name
     out = args.out or ROOT / "benchmarks" / "results" / out_name(args.source, args.summarizer)
@@ -190,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             _log(f"{name}: {measured[name]['tier1_success']:.2f} at {measured[name]['tier1_peak_mean']:.0f}")
             # After each row: a row takes half an hour with a 1.5B summarizer, and a killed run keeps what it had.
             report = report_of(
-                recorded, args.source, args.summarizer, config, tasks, runs, measured, candidate, started, chosen
+                recorded, args.source, args.summarizer, config, tasks, runs, measured, candidate, started, chosen, seeds
             )
             out.write_text(json.dumps(report, indent=2, default=str) + "\n")
     print(table(report))
@@ -254,7 +273,7 @@ def table(report: dict[str, Any]) -> str:
         *_tier0_lines(report),
     ]
     earlier = report["recorded"]
-    lines.append(f"\nrecorded run, summarizer {earlier['summarizer']}, same tasks and seeds:")
+    lines.append(f"\nrecorded run, summarizer {earlier['summarizer']}, same tasks, its seeds:")
     lines += [
         f"  {name}: {round(row['tier1_success'] * row['tier1_episodes'])} of {row['tier1_episodes']} at "
         f"{row['tier1_peak_mean']:,.0f}"

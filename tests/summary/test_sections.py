@@ -71,3 +71,18 @@ def test_a_text_without_sections_or_a_lost_kind_they_miss_asks_nothing():
     assert plain.refused == [("", "the text is not a layout of sections")]
     covered = section_step(_never, FACTS_FIRST, [PRICE, ERROR])
     assert covered.refused == [("", "every lost kind has a section")]
+
+
+def test_a_name_alone_is_asked_what_goes_under_it_and_the_two_answers_make_the_section():
+    prompts: list[str] = []
+    replies = iter(["SKILL_POLICY_RULES", "SKILL POLICY RULES: each rule the agent read, copied word for word."])
+    proposal = section_step(lambda p, t: prompts.append(p) or next(replies), FACTS_FIRST, [RULE])
+    assert len(prompts) == 2 and prompts[1].endswith("SKILL POLICY RULES:")
+    assert proposal.llm_lines == ("SKILL POLICY RULES: each rule the agent read, copied word for word.",)
+    assert proposal.reply.count("---") == 1  # both replies kept for the report
+
+
+def test_a_section_that_says_the_question_back_is_refused():
+    echoed = "REPORT: a rule from a skill or policy the agent read, which a later step must follow word for word"
+    proposal = section_step(lambda p, t: echoed, FACTS_FIRST, [RULE])
+    assert proposal.llm_lines == () and proposal.refused == [(echoed, "restates the question")]
