@@ -2,11 +2,11 @@
 
     python benchmarks/bench_summary_instructions.py [--config experiments/builtin.toml] [--target langchain]
         [--trigger 1500] [--keep 4] [--learn 6] [--split val|test] [--limit N] [--candidates 2] [--rounds 1]
-        [--paraphrases 0] [--triggers T1,T2] [--max-peak P] [--default-triggers T1,T2] [--tier1 N] [--tier1-seeds S]
-        [--confirm S] [--confirm-tasks 4] [--summarizer MODEL] [--frequency-penalty X] [--seed GUIDELINE] [--seed-only]
-        [--summary-max-tokens N] [--temperature T] [--samples N] [--scripted]
-        [--out benchmarks/results/summary_instructions_<suite>_<target>[_fp<X>][_<MODEL>][_pp<N>][_t<T>][_x<N>]
-               [_cap<N>]_<split>.json]
+        [--paraphrases 0] [--sections] [--triggers T1,T2] [--max-peak P] [--default-triggers T1,T2] [--tier1 N]
+        [--tier1-seeds S] [--confirm S] [--confirm-tasks 4] [--summarizer MODEL] [--frequency-penalty X]
+        [--seed GUIDELINE] [--seed-only] [--summary-max-tokens N] [--temperature T] [--samples N] [--scripted]
+        [--out benchmarks/results/summary_instructions_<suite>_<target>[_fp<X>][_<MODEL>][_pp<N>][_sections]
+               [_t<T>][_x<N>][_cap<N>]_<split>.json]
 
 Learning sees only the train split (taken in turns from each task family): its first `--learn` tasks, the
 first three quarters to mine lost facts and the last quarter to choose on. The figure is on `--split`: `val`
@@ -37,6 +37,8 @@ the default row that peaks least while at least as high as the learned text (`eq
 success gap there, which is what the learned text buys that peak cannot.
 `--paraphrases N` also has the optimizer say N sentences of the best text otherwise per round
 (`optimizer.summary.paraphrase`); a paraphrase child goes on only with a paired gain on train above chance.
+`--sections` also asks, per round, for a section of the layout for a kind of fact lost that no section names
+(`optimizer.summary.sections`), gated like a UT child.
 `--seed-only` starts the search from the seed alone, as before the written layouts (results up to that change);
 a `--seed` of one's own always does.
 `--temperature T --samples N` has the summarizer draw N summaries of each history, one per sampling seed, in the
@@ -297,6 +299,11 @@ def _parser() -> argparse.ArgumentParser:
         help="Sentences of the best text the optimizer says otherwise per round (optimizer.summary.paraphrase).",
     )
     parser.add_argument(
+        "--sections",
+        action="store_true",
+        help="Also ask the optimizer for a section of the layout, per round (optimizer.summary.sections).",
+    )
+    parser.add_argument(
         "--confirm",
         type=int,
         default=0,
@@ -430,6 +437,7 @@ def _out_path(args: argparse.Namespace, suite: str) -> Path:
     penalised += f"_seed-{args.seed.stem}" if args.seed else ""
     penalised += "_seed-only" if args.seed_only else ""
     penalised += f"_pp{args.paraphrases}" if args.paraphrases else ""
+    penalised += "_sections" if args.sections else ""
     penalised += f"_t{args.temperature:g}" if args.temperature is not None else ""
     penalised += f"_x{args.samples}" if args.samples != 1 else ""
     penalised += f"_cap{args.summary_max_tokens}" if args.summary_max_tokens != SUMMARY_MAX_TOKENS else ""
@@ -566,6 +574,7 @@ def learn_text(
         rounds=plan.args.rounds,
         candidates=plan.args.candidates,
         paraphrases=plan.args.paraphrases,
+        sections=plan.args.sections,
         confirm=confirm,
         starts={} if plan.args.seed_only else starts_for(plan.seed_text),
         log=_log,

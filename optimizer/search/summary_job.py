@@ -106,6 +106,7 @@ class SummaryJob:
                 rounds=self.options.budget.rounds,
                 candidates=self.target.proposals,
                 paraphrases=self.target.paraphrases,
+                sections=self.target.sections,
                 minibatch=self.target.minibatch,
                 seed=self.config.seed,
                 confirm=self._confirmer(evaluator),

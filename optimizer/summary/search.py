@@ -15,7 +15,9 @@ child replaces the best only if it is better on validation. A CO child may also 
 at equal facts kept, unless it is a collapse (it dropped more than half the learned text): then only a
 strict win on facts counts. With `paraphrases`, each round also asks the optimizer to say sentences of the best
 text otherwise (`optimizer.summary.paraphrase`): wording alone moves a small summarizer, and only a paired gain
-on train that chance does not explain lets such a child on to validation. Given several compressors (one sampling
+on train that chance does not explain lets such a child on to validation. With `sections`, each round first asks
+for a section of the layout for a kind of fact lost that no section names (`optimizer.summary.sections`), its child
+gated like a UT child. Given several compressors (one sampling
 seed each, at the temperature the user's summarizer runs), every screen scores each task once per draw and pools it:
 at temperature 0 a text's count is one decoding path, which a one-word rewording can switch for every history. The
 test split is never seen here.

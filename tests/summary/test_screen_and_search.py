@@ -719,3 +719,29 @@ def test_several_compressors_screen_each_task_once_per_draw_and_pool_it(compress
     assert both.kept_by_task() == {task().id: kept.kept / (kept.needed + lost.needed)}
     with pytest.raises(ValueError, match="at least one compressor"):
         screen(text, [task()], [])
+
+
+def section_summarizer(request: dict) -> str:
+    """A small model's habit: it writes what its sections name, and no sentence changes that."""
+    instructions, _, history = request["messages"][-1]["content"].partition("<messages>")
+    heads = {line.split(":")[0] for line in instructions.splitlines() if re.match(r"^[A-Z]{2,}:", line)}
+    keep = [
+        line.strip()
+        for line in history.splitlines()
+        if (line.strip().startswith("FACT-") and "VALUES" in heads)
+        or (line.strip().startswith("RULE-") and "RULES" in heads)
+    ]
+    return "Summary of the work so far.\n" + "\n".join(dict.fromkeys(keep))
+
+
+def test_with_sections_the_search_adds_a_section_for_a_lost_kind_its_layout_lacks(compressor_for):  # noqa: F811
+    compressor, _ = compressor_for(section_summarizer)
+    layout = "Use these sections:\nVALUES: every identifier the task names.\nPROGRESS: one line: what is done."
+    section = "RULES: each rule line the agent read, its rules verbatim."
+    record = learn(target, layout, [task()], [task()], compressor, lambda p, t: section, candidates=1, sections=True)
+    best = record.best()
+    assert best.name == "sec1" and best.llm_lines == (section,)
+    assert learned_part(best.text).splitlines()[-2:] == [section, "PROGRESS: one line: what is done."]
+    assert best.val is not None and best.val.kept_share == 1.0
+    without = learn(target, layout, [task()], [task()], compressor, lambda p, t: section, candidates=1)
+    assert not any(c.name.startswith("sec") for c in without.candidates)

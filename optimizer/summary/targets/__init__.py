@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 SEARCH_SETTINGS = (
     "proposals",
     "paraphrases",
+    "sections",
     "screen_samples",
     "minibatch",
     "confirm_seeds",
@@ -50,6 +51,12 @@ class TargetConfig(BaseModel, ABC):
         le=10,
         description="Sentences of the best text the optimizer says otherwise per round (no instruction added; the "
         "child must keep more facts per train task than its parent by a paired interval above zero). 0: none.",
+    )
+    sections: bool = Field(
+        False,
+        description="Also ask the optimizer, per round, for a new section of the start's layout for a kind of fact "
+        "the summaries lost that no section names (a child gated like a UT rewrite). Off: with the local 1.5B "
+        "optimizer and the 0.5B summarizer its one section that passed the checks kept no more facts.",
     )
     screen_samples: int = Field(
         1,
