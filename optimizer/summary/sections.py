@@ -11,7 +11,7 @@ names, the optimizer is shown the sections as written, the kind and one line tha
 for one new section (a name alone is asked, second, what goes under it); the line that passes the checks goes in
 before the last section, so that a closing `PROGRESS` or `TODO` stays last. The checks are the UT line's (no value
 or id from the examples, no five words of the example's line, names the lost kind) with the section's shape in
-place of an instruction's, and a section that only says the question's words back is refused.
+place of an instruction's, and a section whose words are nearly all the question's is refused.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ _SECTION = re.compile(r"^(?P<name>[A-Z]{2,}(?:[ &/-]+[A-Z]{2,})*):\s*(?P<body>.*
 MAX_SECTIONS = 2
 SECTION_CUE = "New section:"
 _WORDS = (4, 40)
+ECHO_SHARE = 0.8  # of a section's words found in the question's description of the kind: its words, not the optimizer's
+_SNAKE_NAME = re.compile(r"^(\s*(?:[-*]\s*)?)([A-Z]{2,}(?:_[A-Z]{2,})+)(?=\s*:)", re.MULTILINE)
 _BARE_NAME = re.compile(r"^[A-Z]{2,}(?:[ _&/-]+[A-Z]{2,}){0,5}$")
 
 
@@ -144,7 +146,7 @@ def _asked(lm: OptimizerLM, listed: str, kind: str, example: str) -> tuple[str, 
     """The section the optimizer wrote, and its replies. A name alone (the 1.5B optimizer's answer in 4 of 6 asks
     on 8 `reach_long` train tasks: "SKILL AND POLICY RULES") is asked, as a second question, what goes under it."""
     reply = lm(render(AddSection(listed, KIND_TEXT[kind], fence(example, "example")), SECTION_CUE), 0.7)
-    said = reply.strip().removeprefix(SECTION_CUE)
+    said = _SNAKE_NAME.sub(lambda m: m[1] + m[2].replace("_", " "), reply.strip().removeprefix(SECTION_CUE))
     first = next(iter(reply_lines(said)), "")
     if not _BARE_NAME.match(first):
         return said, [reply]
@@ -160,10 +162,10 @@ def _not_a_section(line: str, names: set[str], kind: str) -> str | None:
         return "not a section line (NAME: what goes under it)"
     if match["name"] in names:
         return "a section of that name is there already"
-    # "REPORT: a rule from a skill or policy the agent read, which ..." (the 1.5B optimizer): the question's words
-    # under a name, which kept 9 of 17 facts against its parent's 11.
-    body, asked = (" ".join(re.findall(r"[a-z]+", t.lower())) for t in (match["body"], KIND_TEXT[kind]))
-    if body in asked or asked in body:
+    # "REPORT: a rule from a skill or policy the agent read, which ..." and "SKILL OR POLICY FOLLOWED: every rule from
+    # a skill or policy the agent read, which ..." (the 1.5B optimizer): the question's words under a name of its own.
+    body, asked = (re.findall(r"[a-z]+", t.lower()) for t in (match["body"], KIND_TEXT[kind]))
+    if sum(word in asked for word in body) >= ECHO_SHARE * len(body):
         return "restates the question"
     if ID_LIKE.search(line):
         return "names an id-like value"

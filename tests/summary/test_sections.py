@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from optimizer.summary.contract_text import HEADER, learned_part, with_contract
 from optimizer.summary.layouts import FACTS_FIRST
 from optimizer.summary.screen import LostFact
@@ -11,7 +13,7 @@ _RULE_LINE = "R-9: reserve at most the units in stock."
 RULE = LostFact("t", 4, "rule", _RULE_LINE, "skill", _RULE_LINE, "S")  # a rule is needed as its whole line
 PRICE = LostFact("t", 3, "value", "12.50", "static", "unit price: 12.50 EUR", "S")
 ERROR = LostFact("t", 5, "error", "ERR-42 out of stock", "error_partial", "ERR-42 out of stock", "S")
-RULES_LINE = "RULES: every rule from a skill or policy the agent read, word for word."
+RULES_LINE = "RULES: each rule the agent read, copied exactly as it was written."
 
 
 def _never(prompt: str, temperature: float) -> str:
@@ -82,7 +84,20 @@ def test_a_name_alone_is_asked_what_goes_under_it_and_the_two_answers_make_the_s
     assert proposal.reply.count("---") == 1  # both replies kept for the report
 
 
-def test_a_section_that_says_the_question_back_is_refused():
-    echoed = "REPORT: a rule from a skill or policy the agent read, which a later step must follow word for word"
+@pytest.mark.parametrize(
+    "echoed",
+    [
+        "REPORT: a rule from a skill or policy the agent read, which a later step must follow word for word",
+        "SKILL OR POLICY FOLLOWED: every rule from a skill or policy the agent read, which a later step must follow "
+        "word for word",
+    ],
+)
+def test_a_section_in_the_questions_own_words_is_refused(echoed):
     proposal = section_step(lambda p, t: echoed, FACTS_FIRST, [RULE])
     assert proposal.llm_lines == () and proposal.refused == [(echoed, "restates the question")]
+
+
+def test_a_snake_case_name_is_read_as_words():
+    line = "SKILL_POLICY_RULES: each rule the agent read, copied exactly with its number."
+    proposal = section_step(lambda p, t: line, FACTS_FIRST, [RULE])
+    assert proposal.llm_lines == ("SKILL POLICY RULES: each rule the agent read, copied exactly with its number.",)
