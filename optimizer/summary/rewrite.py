@@ -122,7 +122,7 @@ _INSTRUCTING = re.compile(
 # "A summarizer ... loses the specific rule ... that a later step must follow": the 1.5B optimizer's account of the
 # failure passes the verb check on "must"; a line that says a fact is lost, and does not open with an instruction,
 # describes the loss.
-_LOSS = re.compile(r"\b(loses|lost|drops|dropped|forgets|forgot|misses|missed|omits|omitted)\b", re.IGNORECASE)
+LOSS = re.compile(r"\b(loses|lost|drops|dropped|forgets|forgot|misses|missed|omits|omitted)\b", re.IGNORECASE)
 MAX_LINES = 3
 RESTATED_SHOWN = 4  # lines of a restated task the optimizer sees: enough to read as a plan, too few to copy one
 COLLAPSE_SHARE = 0.5
@@ -477,7 +477,7 @@ def _not_an_instruction(line: str) -> str | None:
         return "too long for one instruction"
     if not _INSTRUCTING.search(line):
         return "gives no instruction (no keep, copy, include, never, ...)"
-    if _LOSS.search(line) and not _INSTRUCTING.match(line):
+    if LOSS.search(line) and not _INSTRUCTING.match(line):
         return "describes the loss instead of instructing"
     return None
 

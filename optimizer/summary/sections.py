@@ -25,6 +25,7 @@ from optimizer.summary.contract_text import closing_part, learned_part, with_con
 from optimizer.summary.rewrite import (
     ID_LIKE,
     KIND_TEXT,
+    LOSS,
     Checks,
     OptimizerLM,
     Proposal,
@@ -169,6 +170,9 @@ def _not_a_section(line: str, names: set[str], kind: str) -> str | None:
         return "restates the question"
     if ID_LIKE.search(line):
         return "names an id-like value"
+    # "AGENT: No specific information about the lost rule." (the 1.5B optimizer): the failure, not what goes under it.
+    if LOSS.search(match["body"]):
+        return "describes the loss, not what the section holds"
     words = len(match["body"].split())
     if words < _WORDS[0]:
         return "too short to say what the section holds"

@@ -66,6 +66,9 @@ def test_a_line_that_is_not_a_new_targeted_section_is_refused_with_its_reason():
         "too short to say what the section holds",
         "names no kind of fact that was lost (rule)",
     ]
+    # the 1.5B optimizer's answer on 12 train tasks: the failure, not what goes under the section
+    described = section_step(lambda p, t: "AGENT: No specific information about the lost rule.", FACTS_FIRST, [RULE])
+    assert [why for _, why in described.refused] == ["describes the loss, not what the section holds"]
 
 
 def test_a_text_without_sections_or_a_lost_kind_they_miss_asks_nothing():
