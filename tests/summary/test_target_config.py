@@ -118,6 +118,13 @@ def test_paraphrases_are_how_the_search_runs_not_a_knob(tmp_path):
     assert target.paraphrases == 2 and target.knobs() == {"trigger_tokens": 2000, "keep_messages": 4}
 
 
+def test_sections_are_how_the_search_runs_not_a_knob_and_off_unless_asked(tmp_path):
+    body = "[optimize.target]\ntype = 'langchain'\ntrigger_tokens = 2000\nkeep_messages = 4\n"
+    assert _load(tmp_path, body).optimize.target.sections is False
+    target = _load(tmp_path, body + "sections = true\n").optimize.target
+    assert target.sections is True and target.knobs() == {"trigger_tokens": 2000, "keep_messages": 4}
+
+
 def test_default_triggers_are_not_a_knob_and_are_spent_once_the_trigger_is_set(tmp_path):
     body = "[optimize.target]\ntype = 'anthropic'\ntrigger_tokens = 2000\ndefault_triggers = [2400, 2800]\n"
     target = _load(tmp_path, body).optimize.target
