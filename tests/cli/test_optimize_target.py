@@ -406,3 +406,19 @@ def test_screen_samples_need_a_summarizer_that_samples(run_cli, stub, tmp_path):
     path = _config(tmp_path, server.base_url, "langchain", 12, 1000, target_extra="screen_samples = 2")
     code, _, err = run_cli("optimize", path)
     assert code != 0 and "screen_samples above 1 needs [endpoints.compressor] temperature above 0" in err
+
+
+def test_the_job_passes_sections_to_the_search(job, monkeypatch):
+    from optimizer.search import summary_job
+
+    asked: list[bool] = []
+    real = summary_job.learn
+
+    def recording(*args, **kwargs):
+        asked.append(kwargs["sections"])
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(summary_job, "learn", recording)
+    code, _, err, *_ = job("langchain", train_limit=3, target_extra="sections = true")
+    assert code == 0, err
+    assert asked == [True]
