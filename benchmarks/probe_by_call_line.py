@@ -24,8 +24,8 @@ ask showing the next of the start's summaries that was the task's steps again wi
 names hidden): the only summary of each of five validation tasks under the by-call text at tier 1, where the real
 agent started over.
 `--question section` asks for a section of the layout instead of a sentence (`optimizer.summary.sections`): each ask
-shows the start's section names and a lost line of a kind no section names (values hidden), and the section that
-passes the checks goes in before the last one.
+shows the start's sections as written and a lost line of a kind no section names (values hidden), and the section
+that passes the checks goes in before the last one.
 What the optimizer wrote, what was refused and why, are in the JSON. Train tasks only: it decides whether the search
 should ask this question.
 """
