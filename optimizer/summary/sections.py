@@ -17,6 +17,7 @@ place of an instruction's, and a section whose words are nearly all the question
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -94,10 +95,7 @@ def sections_of(text: str) -> list[tuple[str, str]]:
 def uncovered(lost: Sequence[LostFact], sections: Sequence[tuple[str, str]]) -> list[str]:
     """Kinds lost that no section's paragraph names, most lost first."""
     named = kinds_named(" ".join(body for _, body in sections), KIND_TEXT)
-    counts: dict[str, int] = {}
-    for fact in lost:
-        if fact.kind in KIND_TEXT and fact.kind not in named:
-            counts[fact.kind] = counts.get(fact.kind, 0) + 1
+    counts = Counter(f.kind for f in lost if f.kind in KIND_TEXT and f.kind not in named)
     return sorted(counts, key=lambda kind: (-counts[kind], kind))
 
 

@@ -44,6 +44,8 @@ def test_the_rows_are_none_and_each_text_at_the_recorded_knobs(probe, bench):
         (["--text", "default", "--text", "default=README.md"], "named twice"),
         (["--text", "mine=no/such/file.txt"], "--text 'mine=no/such/file.txt': No such file or directory"),
         (["--text", "seed+contract=README.md"], "'seed+contract' names a layout probe text"),
+        (["--text", "default", "--seeds", "0"], "--seeds: must be 1 to 5, got 0"),
+        (["--text", "default", "--seeds", "6"], "--seeds: must be 1 to 5, got 6"),
     ],
 )
 def test_a_bad_text_is_refused_before_any_model(probe, capsys, argv, message):
@@ -103,6 +105,21 @@ def test_the_report_pairs_the_first_text_with_each_other_row_and_lists_the_recor
         return probe.report_of(recorded, Path(RECORDED), "m", config, tasks, runs, rows, "facts-by-call+contract", 0)
 
     full = report(measured)
+    assert full["tier1"]["seeds"] == 1 and full["recorded"]["seeds"] == 1
+    more = probe.report_of(
+        recorded,
+        Path(RECORDED),
+        "m",
+        config,
+        tasks,
+        probe.ROOT / "benchmarks" / "results",
+        measured,
+        "facts-by-call+contract",
+        0,
+        None,
+        2,
+    )
+    assert more["tier1"]["seeds"] == 2 and more["recorded"]["seeds"] == 1  # the recorded run keeps its own count
     assert list(full["paired"]) == ["facts-by-call+contract-none"]
     assert full["paired"]["facts-by-call+contract-none"]["mean"] == pytest.approx(-0.5)
     assert list(full["texts"]) == ["facts-by-call+contract"]
